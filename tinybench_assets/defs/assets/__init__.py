@@ -1,0 +1,7 @@
+"""All assets, grouped by how they are partitioned."""
+from tinybench_assets.defs.assets import responses
+
+unpartitioned_assets = [responses.landing_ingest]
+scenario_assets = [responses.raw_responses, responses.response_matrix, responses.binarized_responses]
+leaderboard_assets: list = []
+all_assets = unpartitioned_assets + scenario_assets + leaderboard_assets

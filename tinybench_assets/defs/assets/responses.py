@@ -1,0 +1,152 @@
+"""Ingestion and response assets: landing folder -> DuckDB responses -> matrix -> binarized."""
+
+import numpy as np
+import pandas as pd
+
+import dagster as dg
+
+from tinybench_assets.core.responses import binarize
+from tinybench_assets.io.landing import ingest_landing
+from tinybench_assets.io.store import load_matrix
+from tinybench_assets.defs.partitions import register_partitions, scenario_partitions
+from tinybench_assets.defs.resources import DUCKDB_POOL, LandingResource, StoreResource
+
+GROUP = "responses"
+
+
+def _ingest(context, store, landing, leaderboard=None):
+    report = ingest_landing(store, landing.incoming_path, landing.quarantine_path, leaderboard=leaderboard)
+    register_partitions(context.instance, store.partition_keys())
+    for rel, err in report.quarantined.items():
+        context.log.warning(f"quarantined {rel}: {err}")
+    return report
+
+
+@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, description="Every new or changed drop in the landing folder, validated and "
+          "stored in DuckDB (one transaction per drop); bad files move to the quarantine folder with an error report.")
+def landing_ingest(context: dg.AssetExecutionContext, store: StoreResource, landing: LandingResource) -> dg.MaterializeResult:
+    db = store.get()
+    report = _ingest(context, db, landing)
+    drops = db.query("SELECT count(*) AS n FROM drops WHERE status = 'active'")["n"].iloc[0]
+    return dg.MaterializeResult(
+        metadata={
+            "ingested": dg.MetadataValue.json(report.ingested),
+            "unchanged": len(report.skipped),
+            "quarantined": dg.MetadataValue.json(report.quarantined),
+            "partitions_touched": dg.MetadataValue.json(sorted(report.partitions)),
+            "active_drops": int(drops),
+            "scenario_partitions": dg.MetadataValue.json(db.partition_keys()),
+        }
+    )
+
+
+@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[landing_ingest],
+          description="Raw responses of one leaderboard scenario: the long table (model, item, score in [0, 1]) "
+          "consolidated from every active drop, the latest drop winning per cell.")
+def raw_responses(context: dg.AssetExecutionContext, store: StoreResource, landing: LandingResource) -> dg.MaterializeResult:
+    key = context.partition_key
+    db = store.get()
+    _ingest(context, db, landing, leaderboard=key.split(".", 1)[0])  # idempotent: a run never waits on landing_ingest
+    n = db.consolidate_responses(key)
+    if n == 0:
+        raise dg.Failure(f"partition {key}: no responses landed (is the drop in the landing folder?)")
+    stats = db.query(
+        "SELECT count(DISTINCT model) AS models, count(DISTINCT item) AS items, count(DISTINCT subscenario) AS subs, "
+        "avg(score) AS mean_score, count(DISTINCT drop_id) AS drops FROM responses WHERE partition_key = ?", [key]
+    ).iloc[0]
+    return dg.MaterializeResult(
+        metadata={
+            "rows": int(n),
+            "models": int(stats["models"]),
+            "items": int(stats["items"]),
+            "subscenarios": int(stats["subs"]),
+            "mean_score": float(stats["mean_score"]),
+            "drops": int(stats["drops"]),
+        }
+    )
+
+
+@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[raw_responses],
+          description="Models x items matrix of one scenario with its subscenario index and the tinyBenchmarks "
+          "balance weights (each subscenario weighs the same; weights average 1).")
+def response_matrix(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
+    key = context.partition_key
+    db = store.get()
+    matrix = load_matrix(db, key)
+    weights = matrix.balance_weights()
+    splits = db.query(
+        "SELECT item, split FROM items WHERE leaderboard || '.' || scenario = ?", [key]
+    ).set_index("item")["split"]
+    acc = matrix.accuracy().iloc[:, 0].to_numpy()
+    items = pd.DataFrame(
+        {
+            "col": np.arange(len(matrix.items), dtype=np.int32),
+            "item": matrix.items,
+            "subscenario": matrix.subscenarios.astype(str),
+            "balance_weight": weights,
+            "split": [splits.get(i) for i in matrix.items],
+            "mean_score": np.nanmean(matrix.scores, axis=0),
+        }
+    )
+    models = pd.DataFrame(
+        {
+            "row": np.arange(len(matrix.models), dtype=np.int32),
+            "model": matrix.models,
+            "n_items": matrix.mask.sum(axis=1).astype(np.int32),
+            "accuracy": acc,
+        }
+    )
+    db.replace_partition({"matrix_items": items, "matrix_models": models}, key)
+    return dg.MaterializeResult(
+        metadata={
+            "models": len(matrix.models),
+            "items": len(matrix.items),
+            "subscenarios": int(len(set(matrix.subscenarios))),
+            "missing_cells_pct": float(100 * (1 - matrix.mask.mean())),
+            "mean_accuracy": float(np.mean(acc)),
+            "balance_weight_range": f"{weights.min():.3f} .. {weights.max():.3f}",
+        }
+    )
+
+
+@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[response_matrix],
+          description="0/1 responses of one scenario. 0/1 data passes unchanged; RouterDC multiple choice is correct iff "
+          "score > 0; other graded scores use the tutorial threshold c minimizing mean |mean(Y>c) - mean(Y)| over models.")
+def binarized_responses(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
+    key = context.partition_key
+    db = store.get()
+    matrix = load_matrix(db, key)
+    rule_df = db.query("SELECT binarize_rule FROM scenarios WHERE partition_key = ?", [key])
+    rule = rule_df["binarize_rule"].iloc[0] if len(rule_df) else "auto"
+    y, threshold, applied = binarize(matrix.scores, rule=rule)
+    mean_raw = float(np.nanmean(matrix.scores))
+    mean_bin = float(np.nanmean(y))
+    obs = matrix.mask
+    shift = float(np.mean(np.abs(np.nanmean(y, axis=1) - np.nanmean(matrix.scores, axis=1))))
+    m_idx, i_idx = np.nonzero(obs)
+    long = pd.DataFrame(
+        {
+            "model": np.asarray(matrix.models, dtype=object)[m_idx],
+            "item": np.asarray(matrix.items, dtype=object)[i_idx],
+            "y": y[m_idx, i_idx].astype(np.uint8),
+        }
+    )
+    summary = pd.DataFrame(
+        [{"rule": applied, "threshold": threshold, "mean_raw": mean_raw, "mean_binary": mean_bin,
+          "mean_abs_shift": shift, "updated_at": pd.Timestamp.now()}]
+    )
+    db.replace_partition({"binarized": long, "binarization": summary}, key)
+    return dg.MaterializeResult(
+        metadata={
+            "models": len(matrix.models),
+            "items": len(matrix.items),
+            "rule": applied,
+            "threshold": dg.MetadataValue.float(threshold) if threshold is not None else dg.MetadataValue.text("none (already 0/1)"),
+            "mean_accuracy_raw": mean_raw,
+            "mean_accuracy_binarized": mean_bin,
+            "mean_abs_accuracy_shift": shift,
+        }
+    )
+
+
+assets = [landing_ingest, raw_responses, response_matrix, binarized_responses]

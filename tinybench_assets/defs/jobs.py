@@ -1,0 +1,23 @@
+"""Jobs: ingest the landing folder; refresh one scenario partition; refresh one leaderboard."""
+import dagster as dg
+
+from tinybench_assets.defs.assets import leaderboard_assets, scenario_assets, unpartitioned_assets
+from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
+
+ingest_job = dg.define_asset_job(
+    "ingest_landing", selection=dg.AssetSelection.assets(*unpartitioned_assets),
+    description="Validate and store every new drop in the landing folder; quarantine bad files.",
+)
+scenario_job = dg.define_asset_job(
+    "refresh_scenario", selection=dg.AssetSelection.assets(*scenario_assets), partitions_def=scenario_partitions,
+    description="Every per-scenario asset for one scenario partition (leaderboard.scenario).",
+)
+jobs = [ingest_job, scenario_job]
+if leaderboard_assets:
+    leaderboard_job = dg.define_asset_job(
+        "refresh_leaderboard", selection=dg.AssetSelection.assets(*leaderboard_assets), partitions_def=leaderboard_partitions,
+        description="Every per-leaderboard asset (joint fits, estimates, exports) for one leaderboard.",
+    )
+    jobs.append(leaderboard_job)
+else:  # pragma: no cover - before leaderboard assets exist
+    leaderboard_job = None

@@ -1,0 +1,394 @@
+"""Leaderboard drop readers and validation.
+
+A *drop* is one file in the landing folder, ``<incoming>/<leaderboard>/<file>`` (a file directly in
+``<incoming>`` belongs to the leaderboard ``default``). Three formats are detected automatically:
+
+- **long table** (``.csv``, ``.parquet``): one row per (model, item) with ``model, scenario,
+  subscenario, item, score``; ``subscenario`` is optional (defaults to the scenario). Two companion
+  kinds of long table are recognised by their columns: an **items table** (``item, scenario`` and a
+  text column ``prompt``/``text``/``question``, no ``model``) and a **full-score table**
+  (``model, scenario, full_benchmark_score``).
+- **RouterDC JSON** (``.json``): a list of ``{"question": str, "scores": {model: score}}``; the
+  scenario and the train/test split come from the file name (``mmlu_train.json``, ``gsm8k-test.json``).
+- **tinyBenchmarks pickle** (``.pkl``, ``.pickle``): ``{"models": [...], "data": {subscenario:
+  {"correctness": items x models}}}``.
+
+Every reader returns a :class:`Drop` or raises :class:`DropError`, whose message names the file,
+the row or column, and the problem. Nothing here touches the store.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+RESPONSE_COLUMNS = ["leaderboard", "scenario", "subscenario", "item", "model", "score"]
+ITEM_COLUMNS = ["leaderboard", "scenario", "subscenario", "item", "text", "split"]
+FULL_SCORE_COLUMNS = ["leaderboard", "scenario", "model", "full_score", "split"]
+TEXT_COLUMNS = ("prompt", "text", "question")
+SUFFIXES = {".csv", ".parquet", ".json", ".pkl", ".pickle"}
+NAME_RE = re.compile(r"[^a-z0-9_\-]+")
+ROUTERDC_NAME_RE = re.compile(r"^(?P<scenario>.+?)[-_](?P<split>train|test)$", re.IGNORECASE)
+
+
+class DropError(ValueError):
+    """A drop that cannot be ingested. ``str(err)`` names the file, the row/column and the problem."""
+
+    def __init__(self, path: Path | str, problem: str, *, row: int | None = None, column: str | None = None):
+        self.path, self.problem, self.row, self.column = str(path), problem, row, column
+        where = [f"file {self.path}"]
+        if row is not None:
+            where.append(f"row {row}")
+        if column is not None:
+            where.append(f"column {column!r}")
+        super().__init__(", ".join(where) + f": {problem}")
+
+
+@dataclass
+class Drop:
+    """One validated drop: what a file adds to the store."""
+
+    path: Path
+    leaderboard: str
+    format: str
+    sha256: str
+    responses: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=RESPONSE_COLUMNS))
+    items: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ITEM_COLUMNS))
+    full_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FULL_SCORE_COLUMNS))
+    # scenario -> binarization rule ("auto" = tutorial threshold unless already 0/1, "positive" = score > 0)
+    binarize_rules: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> str:
+        return "responses" if len(self.responses) else "items" if len(self.items) else "full_scores"
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.responses) + len(self.items) + len(self.full_scores)
+
+    def partition_keys(self) -> list[str]:
+        """Scenario partition keys (``leaderboard.scenario``) this drop touches."""
+        frames = [f for f in (self.responses, self.items, self.full_scores) if len(f)]
+        scen = sorted(set().union(*[set(f["scenario"].unique()) for f in frames])) if frames else []
+        return [partition_key(self.leaderboard, s) for s in scen]
+
+
+# ---------------------------------------------------------------------- names
+def clean_name(name: str) -> str:
+    """Lower-case, [a-z0-9_-] only: leaderboard and scenario names used in partition keys."""
+    out = NAME_RE.sub("_", str(name).strip().lower()).strip("_")
+    if not out:
+        raise ValueError(f"empty name from {name!r}")
+    return out
+
+
+def partition_key(leaderboard: str, scenario: str) -> str:
+    """The scenario partition key, e.g. ``openllm.mmlu``."""
+    return f"{leaderboard}.{scenario}"
+
+
+def split_partition_key(key: str) -> tuple[str, str]:
+    leaderboard, _, scenario = key.partition(".")
+    if not scenario:
+        raise ValueError(f"partition key {key!r} is not of the form leaderboard.scenario")
+    return leaderboard, scenario
+
+
+def leaderboard_of(path: Path, incoming: Path) -> str:
+    rel = Path(path).resolve().relative_to(Path(incoming).resolve())
+    return clean_name(rel.parts[0]) if len(rel.parts) > 1 else "default"
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def landing_files(incoming: Path) -> list[Path]:
+    """Drop files under the landing folder (one level of leaderboard folders), sorted."""
+    incoming = Path(incoming)
+    if not incoming.exists():
+        return []
+    found = [p for p in incoming.glob("*") if p.is_file()] + [p for p in incoming.glob("*/*") if p.is_file()]
+    return sorted(p for p in found if p.suffix.lower() in SUFFIXES and not p.name.startswith("."))
+
+
+# ---------------------------------------------------------------------- entry point
+def read_drop(path: Path | str, leaderboard: str) -> Drop:
+    """Read and validate one drop file; raises DropError."""
+    path = Path(path)
+    if not path.exists():
+        raise DropError(path, "file does not exist")
+    if path.stat().st_size == 0:
+        raise DropError(path, "empty file (0 bytes)")
+    suffix = path.suffix.lower()
+    sha = file_sha256(path)
+    if suffix in (".csv", ".parquet"):
+        drop = _read_long(path, leaderboard, sha)
+    elif suffix == ".json":
+        drop = _read_routerdc(path, leaderboard, sha)
+    elif suffix in (".pkl", ".pickle"):
+        drop = _read_tinybenchmarks(path, leaderboard, sha)
+    else:
+        raise DropError(path, f"unknown format: suffix {suffix!r} is none of {sorted(SUFFIXES)}")
+    if drop.n_rows == 0:
+        raise DropError(path, "empty file: no data rows")
+    return drop
+
+
+# ---------------------------------------------------------------------- long tables
+def _load_table(path: Path) -> pd.DataFrame:
+    try:
+        if path.suffix.lower() == ".csv":
+            return pd.read_csv(path)
+        return pd.read_parquet(path)
+    except pd.errors.EmptyDataError as exc:
+        raise DropError(path, "empty file: no header or rows") from exc
+    except Exception as exc:  # noqa: BLE001 - any parser failure is an unreadable file
+        raise DropError(path, f"unreadable file ({type(exc).__name__}: {str(exc)[:200]})") from exc
+
+
+def _require(df: pd.DataFrame, path: Path, columns: list[str], what: str) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise DropError(path, f"missing column(s) {missing} for a {what}; found {list(df.columns)}", column=missing[0])
+
+
+def _no_nan(df: pd.DataFrame, path: Path, columns: list[str]) -> None:
+    for c in columns:
+        bad = df[c].isna().to_numpy() | (df[c].astype(str).str.strip() == "").to_numpy()
+        if bad.any():
+            raise DropError(path, "missing value (NaN/empty) not allowed", row=int(np.argmax(bad)) + 1, column=c)
+
+
+def _scores(df: pd.DataFrame, path: Path, column: str) -> np.ndarray:
+    vals = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=float)
+    nonnum = np.isnan(vals) & df[column].notna().to_numpy()
+    if nonnum.any():
+        i = int(np.argmax(nonnum))
+        raise DropError(path, f"score {df[column].iloc[i]!r} is not a number", row=i + 1, column=column)
+    nan = np.isnan(vals)
+    if nan.any():
+        raise DropError(path, "score is NaN; missing cells are left out, not written as NaN", row=int(np.argmax(nan)) + 1, column=column)
+    out = (vals < 0) | (vals > 1)
+    if out.any():
+        i = int(np.argmax(out))
+        raise DropError(path, f"score {vals[i]!r} outside [0, 1]", row=i + 1, column=column)
+    return vals
+
+
+def _read_long(path: Path, leaderboard: str, sha: str) -> Drop:
+    df = _load_table(path)
+    if len(df) == 0:
+        raise DropError(path, "empty file: header but no data rows")
+    cols = set(df.columns)
+    fmt = "long_" + path.suffix.lower().lstrip(".")
+    drop = Drop(path=path, leaderboard=leaderboard, format=fmt, sha256=sha)
+    if "model" in cols and "full_benchmark_score" in cols:
+        _require(df, path, ["model", "scenario", "full_benchmark_score"], "full-score table")
+        _no_nan(df, path, ["model", "scenario"])
+        score = _scores(df, path, "full_benchmark_score")
+        split = df["metabench_split"] if "metabench_split" in cols else df.get("split", pd.Series([None] * len(df)))
+        drop.full_scores = pd.DataFrame(
+            {
+                "leaderboard": leaderboard,
+                "scenario": [clean_name(s) for s in df["scenario"]],
+                "model": df["model"].astype(str).to_numpy(),
+                "full_score": score,
+                "split": split.to_numpy(),
+            }
+        ).drop_duplicates(["scenario", "model"], keep="last")
+        return drop
+    if "model" not in cols and "item" in cols and cols & set(TEXT_COLUMNS):
+        _require(df, path, ["item", "scenario"], "items table")
+        text_col = next(c for c in TEXT_COLUMNS if c in cols)
+        _no_nan(df, path, ["item", "scenario"])
+        dup = df["item"].duplicated(keep=False).to_numpy()
+        if dup.any():
+            raise DropError(path, f"item {df['item'].iloc[int(np.argmax(dup))]!r} listed twice", row=int(np.argmax(dup)) + 1, column="item")
+        scen = [clean_name(s) for s in df["scenario"]]
+        drop.items = pd.DataFrame(
+            {
+                "leaderboard": leaderboard,
+                "scenario": scen,
+                "subscenario": df["subscenario"].astype(str).to_numpy() if "subscenario" in cols else scen,
+                "item": df["item"].astype(str).to_numpy(),
+                "text": df[text_col].astype(str).to_numpy(),
+                "split": df["split"].to_numpy() if "split" in cols else None,
+            }
+        )
+        return drop
+    _require(df, path, ["model", "scenario", "item", "score"], "long response table")
+    _no_nan(df, path, ["model", "scenario", "item"] + (["subscenario"] if "subscenario" in cols else []))
+    score = _scores(df, path, "score")
+    scen = [clean_name(s) for s in df["scenario"]]
+    resp = pd.DataFrame(
+        {
+            "leaderboard": leaderboard,
+            "scenario": scen,
+            "subscenario": df["subscenario"].astype(str).to_numpy() if "subscenario" in cols else scen,
+            "item": df["item"].astype(str).to_numpy(),
+            "model": df["model"].astype(str).to_numpy(),
+            "score": score,
+        }
+    )
+    drop.responses = _dedupe(resp, path)
+    # an item belongs to one subscenario
+    n_sub = drop.responses.groupby(["scenario", "item"])["subscenario"].nunique()
+    if (n_sub > 1).any():
+        item = n_sub[n_sub > 1].index[0]
+        row = int(np.argmax((resp["item"] == item[1]).to_numpy())) + 1
+        raise DropError(path, f"item {item[1]!r} appears under more than one subscenario", row=row, column="subscenario")
+    if text_col := next((c for c in TEXT_COLUMNS if c in cols), None):
+        drop.items = (
+            resp.assign(text=df[text_col].astype(str).to_numpy(), split=None)[ITEM_COLUMNS].drop_duplicates(["scenario", "item"])
+        )
+    drop.binarize_rules = {s: "auto" for s in sorted(set(scen))}
+    return drop
+
+
+def _dedupe(resp: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """Drop exact duplicate (model, item) rows; raise on conflicting ones."""
+    key = ["scenario", "model", "item"]
+    dup = resp.duplicated(key, keep=False)
+    if dup.any():
+        clash = resp[dup].groupby(key)["score"].nunique()
+        if (clash > 1).any():
+            model_item = clash[clash > 1].index[0]
+            rows = np.flatnonzero(
+                (resp["scenario"] == model_item[0]).to_numpy()
+                & (resp["model"] == model_item[1]).to_numpy()
+                & (resp["item"] == model_item[2]).to_numpy()
+            )
+            scores = resp["score"].iloc[rows].tolist()
+            raise DropError(
+                path,
+                f"conflicting duplicate rows for model {model_item[1]!r}, item {model_item[2]!r} "
+                f"(rows {', '.join(str(r + 1) for r in rows[:5])}; scores {scores[:5]})",
+                row=int(rows[1]) + 1,
+            )
+        resp = resp.drop_duplicates(key)
+    return resp.reset_index(drop=True)
+
+
+# ---------------------------------------------------------------------- RouterDC JSON
+def _read_routerdc(path: Path, leaderboard: str, sha: str) -> Drop:
+    try:
+        records = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DropError(path, f"unreadable JSON ({exc})") from exc
+    if not isinstance(records, list):
+        raise DropError(path, f"unknown format: expected a JSON list of {{question, scores}} records, got {type(records).__name__}")
+    if not records:
+        raise DropError(path, "empty file: the JSON list has no records")
+    m = ROUTERDC_NAME_RE.match(path.stem)
+    scenario, split = (clean_name(m["scenario"]), m["split"].lower()) if m else (clean_name(path.stem), None)
+    models, items, texts, rows = [], [], [], []
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict) or "question" not in rec or "scores" not in rec:
+            raise DropError(path, "record lacks 'question' or 'scores'", row=i + 1, column="question" if isinstance(rec, dict) and "question" not in rec else "scores")
+        if not isinstance(rec["scores"], dict) or not rec["scores"]:
+            raise DropError(path, "'scores' must be a non-empty {model: score} object", row=i + 1, column="scores")
+        item = f"{scenario}.{split}.{i}" if split else f"{scenario}.{i}"
+        items.append(item)
+        texts.append(str(rec["question"]))
+        for model, s in rec["scores"].items():
+            if s is None or not isinstance(s, (int, float)) or isinstance(s, bool) or np.isnan(s):
+                raise DropError(path, f"score for model {model!r} is {s!r}, not a number", row=i + 1, column="scores")
+            if s < 0 or s > 1:
+                raise DropError(path, f"score {s!r} for model {model!r} outside [0, 1]", row=i + 1, column="scores")
+            models.append(model)
+            rows.append((item, float(s)))
+    drop = Drop(path=path, leaderboard=leaderboard, format="routerdc_json", sha256=sha)
+    drop.responses = pd.DataFrame(
+        {
+            "leaderboard": leaderboard,
+            "scenario": scenario,
+            "subscenario": scenario,
+            "item": [r[0] for r in rows],
+            "model": models,
+            "score": [r[1] for r in rows],
+        }
+    )
+    drop.items = pd.DataFrame(
+        {"leaderboard": leaderboard, "scenario": scenario, "subscenario": scenario, "item": items, "text": texts, "split": split}
+    )
+    # Multiple choice: a non-zero score is the probability of the gold choice -> correct iff score > 0.
+    # Sampled accuracy (gsm8k): every score is a multiple of 1/k -> the tutorial threshold.
+    s = drop.responses["score"].to_numpy()
+    on_grid = np.allclose(s * 10, np.round(s * 10), atol=1e-9)
+    drop.binarize_rules = {scenario: "auto" if on_grid else "positive"}
+    return drop
+
+
+# ---------------------------------------------------------------------- tinyBenchmarks pickle
+def tinybenchmarks_scenario(subscenario: str) -> str:
+    """Map a tinyBenchmarks subscenario name to its scenario (``harness_hendrycksTest_x_5`` -> ``mmlu``)."""
+    s = subscenario.lower()
+    if "hendryckstest" in s or "mmlu" in s:
+        return "mmlu"
+    s = re.sub(r"^harness_", "", s)
+    s = re.sub(r"_\d+$", "", s)
+    if s.startswith("arc"):
+        return "arc"
+    if s.startswith("truthfulqa"):
+        return "truthfulqa"
+    return clean_name(s)
+
+
+def _read_tinybenchmarks(path: Path, leaderboard: str, sha: str) -> Drop:
+    try:
+        with open(path, "rb") as fh:
+            obj = pickle.load(fh)  # noqa: S301 - landing files are the operator's own drops
+    except Exception as exc:  # noqa: BLE001
+        raise DropError(path, f"unreadable pickle ({type(exc).__name__}: {str(exc)[:200]})") from exc
+    if not isinstance(obj, dict) or "models" not in obj or "data" not in obj:
+        raise DropError(path, "unknown format: expected a dict with 'models' and 'data' (tinyBenchmarks layout)")
+    models = [str(m) for m in obj["models"]]
+    mapping = {}
+    for scen, subs in (obj.get("scenarios") or {}).items():
+        for sub in subs:
+            mapping[sub] = clean_name(scen)
+    frames, rules = [], {}
+    for sub, block in obj["data"].items():
+        if not isinstance(block, dict) or "correctness" not in block:
+            raise DropError(path, f"subscenario {sub!r} lacks 'correctness'", column=str(sub))
+        corr = np.asarray(block["correctness"], dtype=float)
+        if corr.ndim != 2 or corr.shape[1] != len(models):
+            raise DropError(path, f"subscenario {sub!r}: correctness has shape {corr.shape}, expected items x {len(models)} models", column=str(sub))
+        if np.isnan(corr).any():
+            r, _ = np.argwhere(np.isnan(corr))[0]
+            raise DropError(path, f"subscenario {sub!r}: NaN correctness", row=int(r) + 1, column=str(sub))
+        bad = (corr < 0) | (corr > 1)
+        if bad.any():
+            r, c = np.argwhere(bad)[0]
+            raise DropError(path, f"subscenario {sub!r}: score {corr[r, c]!r} for model {models[c]!r} outside [0, 1]", row=int(r) + 1, column=str(sub))
+        scen = mapping.get(sub) or tinybenchmarks_scenario(sub)
+        n_items = corr.shape[0]
+        item_ids = np.array([f"{sub}.{j}" for j in range(n_items)], dtype=object)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "leaderboard": leaderboard,
+                    "scenario": scen,
+                    "subscenario": str(sub),
+                    "item": np.repeat(item_ids, len(models)),
+                    "model": np.tile(np.asarray(models, dtype=object), n_items),
+                    "score": corr.reshape(-1),
+                }
+            )
+        )
+        rules[scen] = "auto"
+    drop = Drop(path=path, leaderboard=leaderboard, format="tinybenchmarks_pickle", sha256=sha, binarize_rules=rules)
+    if frames:
+        drop.responses = _dedupe(pd.concat(frames, ignore_index=True), path)
+    return drop

@@ -1,0 +1,273 @@
+"""The DuckDB store: schema, transactional writes, reads.
+
+DuckDB allows one writing process per file. Every access here opens a short-lived connection and
+retries while another process holds the lock, so concurrent Dagster runs wait instead of failing;
+every write is one transaction, so a failure leaves what was stored before untouched.
+The tables are documented in docs/schema.md (and in ``SCHEMA`` below, which creates them).
+"""
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from pathlib import Path
+from typing import Iterator
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from .drops import Drop, partition_key
+
+SCHEMA = """
+CREATE SEQUENCE IF NOT EXISTS drop_seq START 1;
+CREATE TABLE IF NOT EXISTS drops (
+    drop_id VARCHAR PRIMARY KEY,          -- sha256 of the file's bytes
+    seq BIGINT NOT NULL,                  -- ingestion order; later drops win on conflicting cells
+    path VARCHAR NOT NULL,                -- landing path, relative to the landing folder
+    leaderboard VARCHAR NOT NULL,
+    format VARCHAR NOT NULL,              -- long_csv | long_parquet | routerdc_json | tinybenchmarks_pickle
+    kind VARCHAR NOT NULL,                -- responses | items | full_scores
+    n_rows BIGINT NOT NULL,
+    partitions VARCHAR NOT NULL,          -- comma-separated scenario partition keys
+    status VARCHAR NOT NULL,              -- active | superseded (a newer version of the same path landed)
+    ingested_at TIMESTAMP NOT NULL
+);
+CREATE TABLE IF NOT EXISTS landed_responses (
+    drop_id VARCHAR NOT NULL, leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL,
+    subscenario VARCHAR NOT NULL, item VARCHAR NOT NULL, model VARCHAR NOT NULL, score DOUBLE NOT NULL
+);
+CREATE TABLE IF NOT EXISTS items (
+    leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL, item VARCHAR NOT NULL,
+    subscenario VARCHAR NOT NULL, text VARCHAR, split VARCHAR, drop_id VARCHAR NOT NULL,
+    PRIMARY KEY (leaderboard, scenario, item)
+);
+CREATE TABLE IF NOT EXISTS full_scores (
+    leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL, model VARCHAR NOT NULL,
+    full_score DOUBLE NOT NULL, split VARCHAR, drop_id VARCHAR NOT NULL,
+    PRIMARY KEY (leaderboard, scenario, model)
+);
+CREATE TABLE IF NOT EXISTS scenarios (
+    partition_key VARCHAR PRIMARY KEY, leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL,
+    binarize_rule VARCHAR NOT NULL, registered_at TIMESTAMP NOT NULL
+);
+CREATE TABLE IF NOT EXISTS quarantine (
+    path VARCHAR NOT NULL, sha256 VARCHAR, error VARCHAR NOT NULL, quarantined_to VARCHAR, quarantined_at TIMESTAMP NOT NULL
+);
+CREATE TABLE IF NOT EXISTS responses (
+    partition_key VARCHAR NOT NULL, leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL,
+    subscenario VARCHAR NOT NULL, item VARCHAR NOT NULL, model VARCHAR NOT NULL, score DOUBLE NOT NULL,
+    drop_id VARCHAR NOT NULL
+);
+CREATE TABLE IF NOT EXISTS matrix_items (
+    partition_key VARCHAR NOT NULL, col INTEGER NOT NULL, item VARCHAR NOT NULL, subscenario VARCHAR NOT NULL,
+    balance_weight DOUBLE NOT NULL, split VARCHAR, mean_score DOUBLE
+);
+CREATE TABLE IF NOT EXISTS matrix_models (
+    partition_key VARCHAR NOT NULL, "row" INTEGER NOT NULL, model VARCHAR NOT NULL,
+    n_items INTEGER NOT NULL, accuracy DOUBLE
+);
+CREATE TABLE IF NOT EXISTS binarized (
+    partition_key VARCHAR NOT NULL, model VARCHAR NOT NULL, item VARCHAR NOT NULL, y UTINYINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS binarization (
+    partition_key VARCHAR PRIMARY KEY, rule VARCHAR NOT NULL, threshold DOUBLE,
+    mean_raw DOUBLE, mean_binary DOUBLE, mean_abs_shift DOUBLE, updated_at TIMESTAMP NOT NULL
+);
+"""
+
+
+class StoreLockTimeout(RuntimeError):
+    """Another process held the DuckDB file longer than the wait allowed."""
+
+
+class Store:
+    """A DuckDB file with tinybench's tables.
+
+    Parameters
+    ----------
+    path : the DuckDB file (created with its parent folder on first use).
+    lock_timeout : seconds to wait for another process's lock before giving up.
+    """
+
+    def __init__(self, path: str | Path, lock_timeout: float = 600.0):
+        self.path = Path(path)
+        self.lock_timeout = lock_timeout
+        self._ready = False
+
+    # ------------------------------------------------------------------ connections
+    @contextlib.contextmanager
+    def connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+        """A short-lived connection; waits (with jittered back-off) while another process holds the file."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if not self._ready:
+            self._ready = True
+            with self.connect() as con:
+                con.execute(SCHEMA)
+        if read_only and not self.path.exists():
+            read_only = False
+        deadline, delay = time.monotonic() + self.lock_timeout, 0.05
+        while True:
+            try:
+                con = duckdb.connect(str(self.path), read_only=read_only)
+                break
+            except duckdb.IOException as exc:
+                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                    if "lock" in str(exc).lower():
+                        raise StoreLockTimeout(f"{self.path} stayed locked for {self.lock_timeout:.0f} s: {exc}") from exc
+                    raise
+                time.sleep(delay * (1 + random.random()))
+                delay = min(delay * 2, 2.0)
+        try:
+            yield con
+        finally:
+            con.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One write transaction: everything inside commits together or not at all."""
+        with self.connect() as con:
+            con.execute("BEGIN TRANSACTION")
+            try:
+                yield con
+            except BaseException:
+                con.execute("ROLLBACK")
+                raise
+            con.execute("COMMIT")
+
+    def query(self, sql: str, params: list | None = None) -> pd.DataFrame:
+        with self.connect(read_only=True) as con:
+            return con.execute(sql, params or []).df()
+
+    def tables(self) -> list[str]:
+        return self.query("SELECT table_name FROM information_schema.tables ORDER BY 1")["table_name"].tolist()
+
+    # ------------------------------------------------------------------ drops
+    def drop_status(self, sha256: str) -> str | None:
+        df = self.query("SELECT status FROM drops WHERE drop_id = ?", [sha256])
+        return None if df.empty else str(df["status"].iloc[0])
+
+    def ingest_drop(self, drop: Drop, relpath: str) -> bool:
+        """Store one validated drop in one transaction. Returns False if the same bytes were ingested before.
+
+        A new version of a path supersedes the old one: the old version's landed rows are removed
+        in the same transaction, so the store never holds half of either.
+        """
+        with self.transaction() as con:
+            if con.execute("SELECT 1 FROM drops WHERE drop_id = ?", [drop.sha256]).fetchone():
+                return False
+            old = [r[0] for r in con.execute(
+                "SELECT drop_id FROM drops WHERE path = ? AND leaderboard = ? AND status = 'active'", [relpath, drop.leaderboard]
+            ).fetchall()]
+            for old_id in old:
+                con.execute("DELETE FROM landed_responses WHERE drop_id = ?", [old_id])
+                con.execute("UPDATE drops SET status = 'superseded' WHERE drop_id = ?", [old_id])
+            seq = con.execute("SELECT nextval('drop_seq')").fetchone()[0]
+            con.execute(
+                "INSERT INTO drops VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', now())",
+                [drop.sha256, seq, relpath, drop.leaderboard, drop.format, drop.kind, drop.n_rows, ",".join(drop.partition_keys())],
+            )
+            if len(drop.responses):
+                resp = drop.responses.assign(drop_id=drop.sha256)
+                con.register("resp_df", resp)
+                con.execute(
+                    "INSERT INTO landed_responses SELECT drop_id, leaderboard, scenario, subscenario, item, model, score FROM resp_df"
+                )
+                con.unregister("resp_df")
+            if len(drop.items):
+                items = drop.items.assign(drop_id=drop.sha256)
+                con.register("items_df", items)
+                con.execute(
+                    "INSERT OR REPLACE INTO items SELECT leaderboard, scenario, item, subscenario, text, CAST(split AS VARCHAR), drop_id FROM items_df"
+                )
+                con.unregister("items_df")
+            if len(drop.full_scores):
+                fs = drop.full_scores.assign(drop_id=drop.sha256)
+                con.register("fs_df", fs)
+                con.execute(
+                    "INSERT OR REPLACE INTO full_scores SELECT leaderboard, scenario, model, full_score, CAST(split AS VARCHAR), drop_id FROM fs_df"
+                )
+                con.unregister("fs_df")
+            for scenario, rule in drop.binarize_rules.items():
+                key = partition_key(drop.leaderboard, scenario)
+                con.execute(
+                    "INSERT INTO scenarios VALUES (?, ?, ?, ?, now()) ON CONFLICT (partition_key) DO UPDATE SET binarize_rule = excluded.binarize_rule",
+                    [key, drop.leaderboard, scenario, rule],
+                )
+        return True
+
+    def record_quarantine(self, relpath: str, sha256: str | None, error: str, moved_to: str | None) -> None:
+        with self.transaction() as con:
+            con.execute("INSERT INTO quarantine VALUES (?, ?, ?, ?, now())", [relpath, sha256, error, moved_to])
+
+    def partition_keys(self, leaderboard: str | None = None) -> list[str]:
+        """Scenario partitions that have responses landed."""
+        sql = "SELECT partition_key FROM scenarios"
+        if leaderboard:
+            return self.query(sql + " WHERE leaderboard = ? ORDER BY 1", [leaderboard])["partition_key"].tolist()
+        return self.query(sql + " ORDER BY 1")["partition_key"].tolist()
+
+    # ------------------------------------------------------------------ partition tables
+    def consolidate_responses(self, key: str) -> int:
+        """Rebuild ``responses`` for one partition from the active drops; the latest drop wins per cell."""
+        leaderboard, scenario = key.split(".", 1)
+        with self.transaction() as con:
+            con.execute("DELETE FROM responses WHERE partition_key = ?", [key])
+            con.execute(
+                """
+                INSERT INTO responses
+                SELECT ?, l.leaderboard, l.scenario, l.subscenario, l.item, l.model, l.score, l.drop_id
+                FROM landed_responses l JOIN drops d USING (drop_id)
+                WHERE l.leaderboard = ? AND l.scenario = ? AND d.status = 'active'
+                QUALIFY row_number() OVER (PARTITION BY l.model, l.item ORDER BY d.seq DESC) = 1
+                """,
+                [key, leaderboard, scenario],
+            )
+            return con.execute("SELECT count(*) FROM responses WHERE partition_key = ?", [key]).fetchone()[0]
+
+    def replace_partition(self, tables: dict[str, pd.DataFrame], key: str, column: str = "partition_key") -> None:
+        """Replace one partition's rows of several tables in one transaction.
+
+        Each DataFrame's columns must be the table's columns, in order, without the partition column.
+        """
+        with self.transaction() as con:
+            for table, df in tables.items():
+                con.execute(f'DELETE FROM "{table}" WHERE {column} = ?', [key])
+                if len(df):
+                    con.register("part_df", df)
+                    cols = ", ".join(f'"{c}"' for c in df.columns)
+                    con.execute(f'INSERT INTO "{table}" SELECT ? AS {column}, {cols} FROM part_df', [key])
+                    con.unregister("part_df")
+
+    def responses(self, key: str) -> pd.DataFrame:
+        return self.query(
+            "SELECT model, scenario, subscenario, item, score FROM responses WHERE partition_key = ?", [key]
+        )
+
+    def binarized_long(self, key: str) -> pd.DataFrame:
+        return self.query(
+            """SELECT b.model, r.scenario, r.subscenario, b.item, CAST(b.y AS DOUBLE) AS score
+               FROM binarized b JOIN (SELECT DISTINCT item, scenario, subscenario FROM responses WHERE partition_key = ?) r
+               USING (item) WHERE b.partition_key = ?""",
+            [key, key],
+        )
+
+    def execute(self, sql: str, params: list | None = None) -> None:
+        with self.transaction() as con:
+            con.execute(sql, params or [])
+
+
+def as_float_list(a: np.ndarray) -> list[list[float]]:
+    return [list(map(float, row)) for row in np.atleast_2d(a)]
+
+
+def load_matrix(store: Store, key: str, binarized: bool = False):
+    """The partition's ResponseMatrix (models x items), raw scores or binarized 0/1, NaN = missing."""
+    from tinybench_assets.core.responses import ResponseMatrix
+
+    df = store.binarized_long(key) if binarized else store.responses(key)
+    if df.empty:
+        raise LookupError(f"no {'binarized ' if binarized else ''}responses stored for partition {key!r}; materialize upstream first")
+    matrix = ResponseMatrix.from_long(df)
+    matrix.meta["partition_key"] = key
+    return matrix

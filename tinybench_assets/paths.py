@@ -1,0 +1,37 @@
+"""Default locations, each overridable by an environment variable."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _env_path(var: str, default: Path) -> str:
+    value = os.environ.get(var)
+    return str(Path(value).expanduser()) if value else str(default)
+
+
+def duckdb_path() -> str:
+    """TINYBENCH_DUCKDB, default data/tinybench.duckdb."""
+    return _env_path("TINYBENCH_DUCKDB", PROJECT_ROOT / "data" / "tinybench.duckdb")
+
+
+def incoming_dir() -> str:
+    """TINYBENCH_INCOMING, default data/incoming (the landing folder)."""
+    return _env_path("TINYBENCH_INCOMING", PROJECT_ROOT / "data" / "incoming")
+
+
+def quarantine_dir() -> str:
+    """TINYBENCH_QUARANTINE, default data/quarantine."""
+    return _env_path("TINYBENCH_QUARANTINE", PROJECT_ROOT / "data" / "quarantine")
+
+
+def artifacts_dir() -> str:
+    """TINYBENCH_ARTIFACTS, default data/artifacts (exported tiny benchmarks, plots)."""
+    return _env_path("TINYBENCH_ARTIFACTS", PROJECT_ROOT / "data" / "artifacts")
+
+
+def default_data_dir() -> str:
+    """TINYBENCH_DEFAULT_DATA, default ../shared/data (the real leaderboards)."""
+    return _env_path("TINYBENCH_DEFAULT_DATA", PROJECT_ROOT.parent / "shared" / "data")
