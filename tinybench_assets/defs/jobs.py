@@ -9,13 +9,13 @@ ingest_job = dg.define_asset_job(
     description="Validate and store every new drop in the landing folder; quarantine bad files.",
 )
 scenario_job = dg.define_asset_job(
-    "refresh_scenario", selection=dg.AssetSelection.assets(*scenario_assets), partitions_def=scenario_partitions,
+    "refresh_scenario", selection=dg.AssetSelection.assets(*scenario_assets),
     description="Every per-scenario asset for one scenario partition (leaderboard.scenario).",
 )
 jobs = [ingest_job, scenario_job]
 if leaderboard_assets:
     leaderboard_job = dg.define_asset_job(
-        "refresh_leaderboard", selection=dg.AssetSelection.assets(*leaderboard_assets), partitions_def=leaderboard_partitions,
+        "refresh_leaderboard", selection=dg.AssetSelection.assets(*leaderboard_assets),
         description="Every per-leaderboard asset (joint fits, estimates, exports) for one leaderboard.",
     )
     jobs.append(leaderboard_job)

@@ -182,7 +182,7 @@ def _scores(df: pd.DataFrame, path: Path, column: str) -> np.ndarray:
     out = (vals < 0) | (vals > 1)
     if out.any():
         i = int(np.argmax(out))
-        raise DropError(path, f"score {vals[i]!r} outside [0, 1]", row=i + 1, column=column)
+        raise DropError(path, f"score {float(vals[i])!r} outside [0, 1]", row=i + 1, column=column)
     return vals
 
 
@@ -371,7 +371,7 @@ def _read_tinybenchmarks(path: Path, leaderboard: str, sha: str) -> Drop:
         bad = (corr < 0) | (corr > 1)
         if bad.any():
             r, c = np.argwhere(bad)[0]
-            raise DropError(path, f"subscenario {sub!r}: score {corr[r, c]!r} for model {models[c]!r} outside [0, 1]", row=int(r) + 1, column=str(sub))
+            raise DropError(path, f"subscenario {sub!r}: score {float(corr[r, c])!r} for model {models[c]!r} outside [0, 1]", row=int(r) + 1, column=str(sub))
         scen = mapping.get(sub) or tinybenchmarks_scenario(sub)
         n_items = corr.shape[0]
         item_ids = np.array([f"{sub}.{j}" for j in range(n_items)], dtype=object)

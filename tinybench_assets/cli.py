@@ -1,0 +1,117 @@
+"""The ``tinybench`` console script.
+
+    tinybench run-all            seed the landing folder from the default data, materialize every asset, print a summary
+    tinybench summary            print what the DuckDB store holds
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+from tinybench_assets import paths
+
+
+def _instance():
+    import dagster as dg
+
+    if not os.environ.get("DAGSTER_HOME"):
+        home = paths.PROJECT_ROOT / ".dagster_home"
+        home.mkdir(exist_ok=True)
+        if not (home / "dagster.yaml").exists():
+            (home / "dagster.yaml").write_text((paths.PROJECT_ROOT / "dagster.yaml.template").read_text())
+        os.environ["DAGSTER_HOME"] = str(home)
+    return dg.DagsterInstance.get()
+
+
+def run_all(args: argparse.Namespace) -> int:
+    """Materialize every asset for every partition, recording the runs in the Dagster instance."""
+    from tinybench_assets.definitions import defs
+    from tinybench_assets.defs.partitions import register_partitions
+    from tinybench_assets.io.landing import seed_default_data
+    from tinybench_assets.io.store import Store
+
+    instance = _instance()
+    t0 = time.time()
+    if not args.no_seed:
+        src = Path(args.data or paths.default_data_dir())
+        if src.is_dir():
+            copied = seed_default_data(src, paths.incoming_dir())
+            print(f"landing folder {paths.incoming_dir()}: {len(copied)} file(s) copied from {src}")
+        else:
+            print(f"default data {src} not found; using what is already in {paths.incoming_dir()}")
+    repo = defs.get_repository_def()
+    result = repo.get_job("ingest_landing").execute_in_process(instance=instance)
+    if not result.success:
+        return 1
+    store = Store(paths.duckdb_path())
+    keys = store.partition_keys()
+    if args.only:
+        keys = [k for k in keys if any(k == o or k.startswith(o + ".") for o in args.only)]
+    register_partitions(instance, keys)
+    failed = []
+    for key in keys:
+        t = time.time()
+        res = repo.get_job("refresh_scenario").execute_in_process(instance=instance, partition_key=key, raise_on_error=False)
+        print(f"  scenario {key:<28} {'ok' if res.success else 'FAILED'} in {time.time() - t:6.1f} s", flush=True)
+        if not res.success:
+            failed.append(key)
+    boards = sorted({k.split('.', 1)[0] for k in keys})
+    if "refresh_leaderboard" in {j.name for j in repo.get_all_jobs()}:
+        for board in boards:
+            t = time.time()
+            res = repo.get_job("refresh_leaderboard").execute_in_process(instance=instance, partition_key=board, raise_on_error=False)
+            print(f"  leaderboard {board:<25} {'ok' if res.success else 'FAILED'} in {time.time() - t:6.1f} s", flush=True)
+            if not res.success:
+                failed.append(board)
+    print(f"materialized {len(keys)} scenario partition(s) and {len(boards)} leaderboard(s) in {time.time() - t0:.0f} s")
+    summary(argparse.Namespace())
+    if failed:
+        print(f"FAILED: {failed}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def summary(args: argparse.Namespace) -> int:
+    from tinybench_assets.io.store import Store
+
+    store = Store(paths.duckdb_path())
+    print(f"\nDuckDB store: {store.path}")
+    df = store.query(
+        """SELECT m.partition_key, count(*) AS models, any_value(i.items) AS items, round(100 * avg(m.accuracy), 2) AS mean_acc_pct,
+                  any_value(b.rule) AS binarization, round(any_value(b.threshold), 3) AS threshold
+           FROM matrix_models m
+           JOIN (SELECT partition_key, count(*) AS items FROM matrix_items GROUP BY 1) i USING (partition_key)
+           LEFT JOIN binarization b USING (partition_key)
+           GROUP BY 1 ORDER BY 1"""
+    )
+    print(df.to_string(index=False))
+    q = store.query("SELECT count(*) AS n FROM quarantine")["n"].iloc[0]
+    print(f"quarantined files so far: {q}")
+    for table, title in (("irt_fits", "IRT fits"), ("backtest_summary", "estimation backtest")):
+        if table in store.tables():
+            print(f"\n{title}:")
+            from tinybench_assets.io import reports
+
+            print(reports.render(store, table))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="tinybench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run-all", help="seed the landing folder and materialize every asset")
+    p.add_argument("--data", help="default data folder (default: $TINYBENCH_DEFAULT_DATA or ../shared/data)")
+    p.add_argument("--no-seed", action="store_true", help="do not copy the default data into the landing folder")
+    p.add_argument("--only", nargs="*", help="partition keys or leaderboard names to refresh (default: all)")
+    p.set_defaults(func=run_all)
+    p = sub.add_parser("summary", help="print what the store holds")
+    p.set_defaults(func=summary)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

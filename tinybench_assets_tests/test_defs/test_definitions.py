@@ -1,0 +1,65 @@
+"""The Definitions object loads, and the foundation assets materialize on a small real slice."""
+import dagster as dg
+import numpy as np
+
+from tinybench_assets.definitions import defs
+from tinybench_assets.defs.assets import responses as resp_assets
+from tinybench_assets.defs.resources import LandingResource, StoreResource, TorchDevice
+from tinybench_assets.io.store import Store
+
+
+def test_definitions_load():
+    repo = defs.get_repository_def()
+    keys = {k.to_user_string() for k in repo.assets_defs_by_key}
+    assert {"landing_ingest", "raw_responses", "response_matrix", "binarized_responses"} <= keys
+    assert {"ingest_landing", "refresh_scenario"} <= {j.name for j in repo.get_all_jobs()}
+    assert repo.get_sensor_def("landing_sensor").default_status == dg.DefaultSensorStatus.RUNNING
+    assert repo.get_schedule_def("stale_refresh_schedule").cron_schedule == "0 3 * * *"
+    assert dg.Definitions.validate_loadable(defs) is None
+
+
+def test_torch_device_resource():
+    assert TorchDevice(device="cpu").resolve() == "cpu"
+    assert TorchDevice(device="auto").resolve() in ("cpu", "cuda")
+
+
+def resources_for(landing):
+    return {
+        "store": StoreResource(database=str(landing["db"])),
+        "landing": LandingResource(incoming=str(landing["incoming"]), quarantine=str(landing["quarantine"])),
+        "torch_device": TorchDevice(device="cpu", num_threads=1),
+    }
+
+
+def materialize_foundation(landing, instance):
+    res = resources_for(landing)
+    assert dg.materialize([resp_assets.landing_ingest], instance=instance, resources=res).success
+    keys = instance.get_dynamic_partitions("scenarios")
+    for key in keys:
+        result = dg.materialize(
+            [resp_assets.raw_responses, resp_assets.response_matrix, resp_assets.binarized_responses],
+            partition_key=key, instance=instance, resources=res,
+        )
+        assert result.success
+    return keys
+
+
+def test_materialize_foundation_on_slice(landing):
+    instance = dg.DagsterInstance.ephemeral()
+    keys = materialize_foundation(landing, instance)
+    assert sorted(keys) == ["openllm.arc", "openllm.mmlu", "routerdc.gsm8k", "routerdc.mmlu"]
+    assert sorted(instance.get_dynamic_partitions("leaderboards")) == ["openllm", "routerdc"]
+    store = Store(landing["db"])
+    items = store.query("SELECT partition_key, count(*) AS n, avg(balance_weight) AS w FROM matrix_items GROUP BY 1 ORDER BY 1")
+    assert items["n"].tolist() == [100, 102, 60, 60]
+    assert np.allclose(items["w"], 1.0)
+    models = store.query("SELECT partition_key, count(*) AS n FROM matrix_models GROUP BY 1 ORDER BY 1")["n"].tolist()
+    assert models == [40, 40, 7, 7]
+    b = store.query("SELECT partition_key, rule, threshold FROM binarization ORDER BY 1")
+    assert b["rule"].tolist() == ["identity", "identity", "tutorial_threshold", "positive"]
+    # RouterDC multiple choice: correct iff score > 0
+    n_pos = store.query("SELECT count(*) AS n FROM responses WHERE partition_key = 'routerdc.mmlu' AND score > 0")["n"].iloc[0]
+    n_one = store.query("SELECT sum(y) AS n FROM binarized WHERE partition_key = 'routerdc.mmlu'")["n"].iloc[0]
+    assert n_pos == n_one
+    ev = instance.get_latest_materialization_event(dg.AssetKey("binarized_responses"))
+    assert {"models", "items", "threshold", "mean_accuracy_binarized"} <= set(ev.asset_materialization.metadata)

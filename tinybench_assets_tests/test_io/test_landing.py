@@ -1,0 +1,98 @@
+"""Landing folder ingestion: transactions per drop, quarantine, idempotence, superseding versions."""
+import pandas as pd
+
+from tinybench_assets.io.landing import ingest_landing
+from tinybench_assets.io.store import Store
+
+
+def _counts(store: Store) -> dict:
+    return {t: int(store.query(f"SELECT count(*) AS n FROM {t}")["n"].iloc[0]) for t in ("drops", "landed_responses", "items", "full_scores")}
+
+
+def test_ingest_all_then_nothing_new(landing):
+    store = Store(landing["db"])
+    report = ingest_landing(store, landing["incoming"], landing["quarantine"])
+    assert len(report.ingested) == 8 and not report.quarantined
+    assert set(store.partition_keys()) == {"openllm.arc", "openllm.mmlu", "routerdc.mmlu", "routerdc.gsm8k"}
+    before = _counts(store)
+    again = ingest_landing(store, landing["incoming"], landing["quarantine"])
+    assert again.ingested == [] and len(again.skipped) == 8
+    assert _counts(store) == before  # re-ingesting the same files adds nothing
+
+
+def test_bad_file_is_quarantined_and_store_unchanged(landing):
+    store = Store(landing["db"])
+    ingest_landing(store, landing["incoming"], landing["quarantine"])
+    before = _counts(store)
+    responses_before = store.query("SELECT * FROM landed_responses ORDER BY drop_id, model, item")
+    bad = landing["incoming"] / "openllm" / "late.responses.csv"
+    pd.DataFrame({"model": ["m", "m"], "scenario": "arc", "subscenario": "arc", "item": ["arc.1", "arc.2"], "score": [1, 7]}).to_csv(bad, index=False)
+    good = landing["incoming"] / "openllm" / "extra.responses.csv"
+    pd.DataFrame({"model": ["new-model"] * 2, "scenario": "arc", "subscenario": "arc", "item": ["arc.660", "arc.1067"], "score": [1, 0]}).to_csv(good, index=False)
+    report = ingest_landing(store, landing["incoming"], landing["quarantine"])
+    assert report.ingested == ["openllm/extra.responses.csv"]  # other files still ingest
+    assert list(report.quarantined) == ["openllm/late.responses.csv"]
+    assert "row 2, column 'score': score 7.0 outside [0, 1]" in report.quarantined["openllm/late.responses.csv"]
+    assert not bad.exists()
+    moved = landing["quarantine"] / "openllm" / "late.responses.csv"
+    assert moved.exists()
+    assert "outside [0, 1]" in (moved.parent / "late.responses.csv.error.txt").read_text()
+    after = _counts(store)
+    assert after["landed_responses"] == before["landed_responses"] + 2 and after["drops"] == before["drops"] + 1
+    kept = store.query("SELECT * FROM landed_responses WHERE drop_id IN (SELECT drop_id FROM landed_responses GROUP BY 1 HAVING count(*) > 2) ORDER BY drop_id, model, item")
+    pd.testing.assert_frame_equal(kept.reset_index(drop=True), responses_before.reset_index(drop=True))
+    q = store.query("SELECT path, error FROM quarantine")
+    assert q["path"].tolist() == ["openllm/late.responses.csv"]
+
+
+def test_failed_transaction_leaves_store_untouched(landing, monkeypatch):
+    store = Store(landing["db"])
+    ingest_landing(store, landing["incoming"], landing["quarantine"])
+    before = _counts(store)
+    extra = landing["incoming"] / "openllm" / "extra.responses.csv"
+    pd.DataFrame({"model": ["x"], "scenario": "arc", "subscenario": "arc", "item": ["arc.660"], "score": [1]}).to_csv(extra, index=False)
+    from tinybench_assets.io import store as store_mod
+
+    original = store_mod.Drop.partition_keys
+
+    def boom(self):  # fails mid-transaction, after the drops row was inserted
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(store_mod.Drop, "partition_keys", boom)
+    try:
+        ingest_landing(store, landing["incoming"], landing["quarantine"])
+    except RuntimeError:
+        pass
+    monkeypatch.setattr(store_mod.Drop, "partition_keys", original)
+    assert _counts(store) == before and extra.exists()  # nothing half-written, file left for a retry
+
+
+def test_changed_file_supersedes_old_version(landing):
+    store = Store(landing["db"])
+    ingest_landing(store, landing["incoming"], landing["quarantine"])
+    store.consolidate_responses("openllm.arc")
+    path = landing["incoming"] / "openllm" / "arc.responses.parquet"
+    df = pd.read_parquet(path)
+    flipped = df.assign(score=1 - df["score"])
+    flipped.to_parquet(path, index=False)
+    report = ingest_landing(store, landing["incoming"], landing["quarantine"])
+    assert report.ingested == ["openllm/arc.responses.parquet"]
+    n = store.consolidate_responses("openllm.arc")
+    assert n == len(df)
+    mean = store.query("SELECT avg(score) AS m FROM responses WHERE partition_key = 'openllm.arc'")["m"].iloc[0]
+    assert abs(mean - (1 - df["score"].mean())) < 1e-9
+    status = store.query("SELECT status FROM drops WHERE path = 'openllm/arc.responses.parquet' ORDER BY seq")["status"].tolist()
+    assert status == ["superseded", "active"]
+
+
+def test_later_drop_wins_per_cell(landing):
+    store = Store(landing["db"])
+    ingest_landing(store, landing["incoming"], landing["quarantine"])
+    arc = pd.read_parquet(landing["incoming"] / "openllm" / "arc.responses.parquet")
+    row = arc.iloc[0]
+    fix = landing["incoming"] / "openllm" / "zz_fix.responses.csv"
+    pd.DataFrame([{**row.to_dict(), "score": 1 - row["score"]}]).to_csv(fix, index=False)
+    ingest_landing(store, landing["incoming"], landing["quarantine"])
+    store.consolidate_responses("openllm.arc")
+    got = store.query("SELECT score FROM responses WHERE model = ? AND item = ?", [row["model"], row["item"]])["score"].tolist()
+    assert got == [1 - row["score"]]
