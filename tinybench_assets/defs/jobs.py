@@ -2,7 +2,6 @@
 import dagster as dg
 
 from tinybench_assets.defs.assets import leaderboard_assets, scenario_assets, unpartitioned_assets
-from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
 
 ingest_job = dg.define_asset_job(
     "ingest_landing", selection=dg.AssetSelection.assets(*unpartitioned_assets),
