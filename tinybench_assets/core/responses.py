@@ -188,3 +188,21 @@ def binarize(scores: np.ndarray, rule: str = "auto", threshold: float | None = N
     out = (y > threshold).astype(float)
     out[nan] = np.nan
     return out, float(threshold), rule
+
+
+def concat_scenarios(matrices: list[ResponseMatrix]) -> ResponseMatrix:
+    """Join several scenarios' matrices side by side (union of models; NaN where a model lacks a scenario)."""
+    models = sorted(set().union(*[set(m.models) for m in matrices]))
+    index = {name: i for i, name in enumerate(models)}
+    blocks = []
+    for m in matrices:
+        block = np.full((len(models), len(m.items)), np.nan)
+        block[[index[x] for x in m.models]] = m.scores
+        blocks.append(block)
+    return ResponseMatrix(
+        scores=np.concatenate(blocks, axis=1),
+        models=models,
+        items=[i for m in matrices for i in m.items],
+        scenarios=np.concatenate([m.scenarios for m in matrices]),
+        subscenarios=np.concatenate([m.subscenarios for m in matrices]),
+    )

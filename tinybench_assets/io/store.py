@@ -74,6 +74,27 @@ CREATE TABLE IF NOT EXISTS binarization (
     partition_key VARCHAR PRIMARY KEY, rule VARCHAR NOT NULL, threshold DOUBLE,
     mean_raw DOUBLE, mean_binary DOUBLE, mean_abs_shift DOUBLE, updated_at TIMESTAMP NOT NULL
 );
+CREATE TABLE IF NOT EXISTS model_splits (
+    partition_key VARCHAR NOT NULL, model VARCHAR NOT NULL, split VARCHAR NOT NULL, seed INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS irt_fits (
+    partition_key VARCHAR PRIMARY KEY,     -- a scenario key (openllm.mmlu) or a leaderboard (openllm) for the joint fit
+    scope VARCHAR NOT NULL,                -- scenario | joint
+    dim INTEGER NOT NULL, n_models INTEGER NOT NULL, n_items INTEGER NOT NULL,
+    loss DOUBLE, heldout_logloss DOUBLE, heldout_accuracy DOUBLE, heldout_score_mae DOUBLE, n_heldout_models INTEGER,
+    val_bias DOUBLE, val_error DOUBLE, seconds DOUBLE, device VARCHAR, fitter VARCHAR, seed INTEGER, updated_at TIMESTAMP
+);
+CREATE TABLE IF NOT EXISTS irt_dims (
+    partition_key VARCHAR NOT NULL, dim INTEGER NOT NULL, val_error DOUBLE NOT NULL, val_bias DOUBLE NOT NULL,
+    val_error_sd DOUBLE, seconds DOUBLE, chosen BOOLEAN NOT NULL
+);
+CREATE TABLE IF NOT EXISTS irt_items (
+    partition_key VARCHAR NOT NULL, item VARCHAR NOT NULL, scenario VARCHAR NOT NULL, subscenario VARCHAR NOT NULL,
+    b DOUBLE NOT NULL, a DOUBLE[] NOT NULL
+);
+CREATE TABLE IF NOT EXISTS irt_models (
+    partition_key VARCHAR NOT NULL, model VARCHAR NOT NULL, theta DOUBLE[] NOT NULL
+);
 """
 
 

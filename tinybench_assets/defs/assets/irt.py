@@ -1,0 +1,115 @@
+"""IRT assets: a multidimensional 2PL per scenario, and one joint fit across a leaderboard's scenarios."""
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import dagster as dg
+
+from tinybench_assets import paths
+from tinybench_assets.core.irt import fit_irt, select_dimension
+from tinybench_assets.core.irt_eval import heldout_scores
+from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
+from tinybench_assets.core.splits import split_models
+from tinybench_assets.defs.assets.responses import binarized_responses
+from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
+from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
+from tinybench_assets.io import plots
+from tinybench_assets.io.store import Store, load_matrix
+
+GROUP = "irt"
+
+
+class IRTConfig(dg.Config):
+    """How IRT models are fitted. The same seed and test_fraction give the same model split everywhere."""
+
+    dims: list[int] = [1, 2, 5, 10]
+    seed: int = 0
+    test_fraction: float = 0.2
+    min_models_for_split: int = 20
+    fitter: str = "torch"
+
+
+def training_matrix(db: Store, key: str) -> ResponseMatrix:
+    """The binarized matrix without items of a held-out item split (RouterDC ``test`` questions)."""
+    matrix = load_matrix(db, key, binarized=True)
+    split = db.query("SELECT item, split FROM matrix_items WHERE partition_key = ?", [key]).set_index("item")["split"]
+    keep = np.array([split.get(i) != "test" for i in matrix.items])
+    return matrix.subset(items=keep) if not keep.all() else matrix
+
+
+def fit_and_store(context, db: Store, matrix: ResponseMatrix, key: str, scope: str, config: IRTConfig, device: str) -> dg.MaterializeResult:
+    """Split models, choose D on training models, fit, evaluate on test models, store, describe."""
+    t0 = time.perf_counter()
+    split = split_models(matrix.models, config.test_fraction, config.seed, config.min_models_for_split)
+    train = split == "train"
+    Y = matrix.scores
+    sel = select_dimension(Y[train], candidates=config.dims, seed=config.seed, device=device, fitter=config.fitter)
+    params = fit_irt(Y[train], dim=sel.best_dim, seed=config.seed, device=device, fitter=config.fitter)
+    held = heldout_scores(Y[~train], params.a, params.b, seed=config.seed, device=device) if (~train).any() else \
+        {"logloss": float("nan"), "accuracy": float("nan"), "score_mae": float("nan"), "n_models": 0}
+    models = np.asarray(matrix.models, dtype=object)
+    tables = {
+        "model_splits": pd.DataFrame({"model": models, "split": split, "seed": config.seed}),
+        "irt_items": pd.DataFrame({"item": matrix.items, "scenario": matrix.scenarios.astype(str), "subscenario": matrix.subscenarios.astype(str),
+                                   "b": params.b, "a": list(params.a)}),
+        "irt_models": pd.DataFrame({"model": models[train], "theta": list(params.theta)}),
+        "irt_dims": pd.DataFrame({
+            "dim": list(sel.errors), "val_error": list(sel.errors.values()), "val_bias": [sel.bias[d] for d in sel.errors],
+            "val_error_sd": [float(np.std(sel.per_model_errors[d])) for d in sel.errors],
+            "seconds": [sel.seconds.get(d) for d in sel.errors], "chosen": [d == sel.best_dim for d in sel.errors]}),
+        "irt_fits": pd.DataFrame([{
+            "scope": scope, "dim": sel.best_dim, "n_models": int(train.sum()), "n_items": len(matrix.items), "loss": params.loss,
+            "heldout_logloss": held["logloss"], "heldout_accuracy": held["accuracy"], "heldout_score_mae": held["score_mae"],
+            "n_heldout_models": held["n_models"], "val_bias": sel.bias[sel.best_dim], "val_error": sel.errors[sel.best_dim],
+            "seconds": time.perf_counter() - t0, "device": device, "fitter": config.fitter, "seed": config.seed,
+            "updated_at": pd.Timestamp.now()}]),
+    }
+    db.replace_partition(tables, key)
+    png = plots.difficulty_vs_discrimination(params.b, params.a, matrix.scenarios if scope == "joint" else matrix.subscenarios if len(set(matrix.subscenarios)) <= 8 else None,
+                                             title=f"{key}: D={sel.best_dim}, {int(train.sum())} models x {len(matrix.items)} items")
+    plot_path = plots.save(png, Path(paths.artifacts_dir()) / "plots" / f"irt_{key}.png")
+    return dg.MaterializeResult(
+        metadata={
+            "dim": sel.best_dim,
+            "validation_error_by_dim": dg.MetadataValue.json({str(d): round(e, 5) for d, e in sel.errors.items()}),
+            "heldout_logloss": held["logloss"],
+            "heldout_accuracy": held["accuracy"],
+            "heldout_models": held["n_models"],
+            "train_models": int(train.sum()),
+            "items": len(matrix.items),
+            "fit_seconds": round(params.seconds, 2),
+            "total_seconds": round(time.perf_counter() - t0, 2),
+            "device": device,
+            "difficulty_vs_discrimination": dg.MetadataValue.md(plots.markdown_image(png, "difficulty vs discrimination")),
+            "plot_path": dg.MetadataValue.path(str(plot_path)),
+        }
+    )
+
+
+@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[binarized_responses],
+          description="Multidimensional 2PL for one scenario, fitted by MAP on the training models (seeded split, recorded in "
+          "model_splits); D chosen by the tutorial's validation; item a/b, model theta, per-D errors in DuckDB.")
+def irt_model(context: dg.AssetExecutionContext, config: IRTConfig, store: StoreResource, torch_device: TorchDevice) -> dg.MaterializeResult:
+    db = store.get()
+    key = context.partition_key
+    return fit_and_store(context, db, training_matrix(db, key), key, "scenario", config, torch_device.resolve())
+
+
+@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
+          deps=[dg.AssetDep(binarized_responses, partition_mapping=dg.AllPartitionMapping())],
+          description="One joint 2PL across every scenario of a leaderboard (tinyBenchmarks' 'lb' model): abilities shared "
+          "across scenarios, so a model's anchors in one scenario inform the others.")
+def irt_joint(context: dg.AssetExecutionContext, config: IRTConfig, store: StoreResource, torch_device: TorchDevice) -> dg.MaterializeResult:
+    db = store.get()
+    board = context.partition_key
+    keys = db.partition_keys(board)
+    if not keys:
+        raise dg.Failure(f"leaderboard {board}: no scenario partitions stored")
+    matrix = concat_scenarios([training_matrix(db, k) for k in keys])
+    return fit_and_store(context, db, matrix, board, "joint", config, torch_device.resolve())
+
+
+scenario_assets = [irt_model]
+leaderboard_assets = [irt_joint]
