@@ -1,0 +1,141 @@
+"""Calibration of accuracy estimates: an isotonic map to the full-benchmark score, and
+split-conformal intervals from validation residuals.
+
+Both are fitted on TRAINING models held out from the IRT fit and anchor selection (validation
+models), never on the models being evaluated. Pure numpy / scikit-learn.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.isotonic import IsotonicRegression
+
+
+def _clean(*arrays):
+    arrs = [np.asarray(a, dtype=float).ravel() for a in arrays]
+    ok = np.ones(len(arrs[0]), dtype=bool)
+    for a in arrs:
+        ok &= np.isfinite(a)
+    return [a[ok] for a in arrs]
+
+
+@dataclass
+class IsotonicCalibrator:
+    """Monotone (non-decreasing) map from an estimate to a target score, e.g. the full-benchmark score.
+
+    Wraps ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip")`` with outputs in [y_min, y_max].
+
+    Methods
+    -------
+    fit(estimate (M,), target (M,)) ; transform(estimate (M',)) -> (M',)
+    """
+
+    y_min: float = 0.0
+    y_max: float = 1.0
+
+    def fit(self, estimate: np.ndarray, target: np.ndarray) -> "IsotonicCalibrator":
+        x, y = _clean(estimate, target)
+        if len(x) < 2:
+            raise ValueError("isotonic calibration needs at least 2 finite (estimate, target) pairs")
+        self.iso_ = IsotonicRegression(out_of_bounds="clip", y_min=self.y_min, y_max=self.y_max, increasing=True)
+        self.iso_.fit(x, y)
+        return self
+
+    def transform(self, estimate: np.ndarray) -> np.ndarray:
+        e = np.asarray(estimate, dtype=float)
+        out = np.full(e.shape, np.nan)
+        ok = np.isfinite(e)
+        if ok.any():
+            out[ok] = self.iso_.predict(e[ok])
+        return out
+
+    predict = transform
+
+
+def _scale(estimate: np.ndarray, kind: str, floor: float) -> np.ndarray:
+    e = np.asarray(estimate, dtype=float)
+    if kind == "none":
+        return np.ones_like(e)
+    if kind == "binomial":
+        p = np.clip(e, 0.0, 1.0)
+        return np.sqrt(p * (1.0 - p)) + floor
+    raise ValueError(f"unknown interval scale {kind!r}; use 'binomial' or 'none'")
+
+
+def conformal_quantile(scores: np.ndarray, level: float) -> float:
+    """Finite-sample split-conformal quantile: the ceil((m+1) * level)-th smallest of m scores."""
+    s = np.sort(np.asarray(scores, dtype=float))
+    m = len(s)
+    k = int(np.ceil((m + 1) * level))
+    if k > m:
+        return float("inf")
+    if k < 1:
+        return float("-inf")
+    return float(s[k - 1])
+
+
+@dataclass
+class ConformalInterval:
+    """Split-conformal interval around an estimate from held-out residuals.
+
+    With residuals ``r = truth - estimate`` scaled by ``s(estimate)`` (``scale="binomial"``:
+    ``sqrt(e (1 - e)) + floor``, so an estimate near 0 or 1 gets a narrower interval; ``"none"``:
+    constant width), the interval is ``[e + q_lo * s(e), e + q_hi * s(e)]`` with q_lo, q_hi the
+    alpha/2 and 1 - alpha/2 conformal quantiles of the scaled residuals, clipped to [lo, hi].
+    Marginal coverage >= 1 - alpha holds for new models exchangeable with the validation models.
+
+    Methods
+    -------
+    fit(estimate (M,), truth (M,)) ; predict(estimate (M',)) -> (lower (M',), upper (M',))
+    """
+
+    alpha: float = 0.1
+    scale: str = "binomial"
+    floor: float = 0.05
+    lo: float = 0.0
+    hi: float = 1.0
+
+    def fit(self, estimate: np.ndarray, truth: np.ndarray) -> "ConformalInterval":
+        e, t = _clean(estimate, truth)
+        if len(e) < 2:
+            raise ValueError("conformal interval needs at least 2 finite (estimate, truth) pairs")
+        z = (t - e) / _scale(e, self.scale, self.floor)
+        # lower end: the -(alpha/2)-quantile taken as the complement of the upper quantile of -z
+        self.q_lo_ = -conformal_quantile(-z, 1.0 - self.alpha / 2)
+        self.q_hi_ = conformal_quantile(z, 1.0 - self.alpha / 2)
+        self.n_ = len(e)
+        return self
+
+    def predict(self, estimate: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        e = np.asarray(estimate, dtype=float)
+        s = _scale(e, self.scale, self.floor)
+        lower = np.clip(e + self.q_lo_ * s, self.lo, self.hi)
+        upper = np.clip(e + self.q_hi_ * s, self.lo, self.hi)
+        return lower, upper
+
+
+def cross_fitted_isotonic(
+    estimate: np.ndarray, target: np.ndarray, *, n_folds: int = 5, seed: int = 0
+) -> tuple[np.ndarray, IsotonicCalibrator]:
+    """Out-of-fold isotonic predictions (for honest residuals) and the map fitted on all pairs.
+
+    estimate, target : (M,). Returns (oof prediction (M,), IsotonicCalibrator fitted on everything).
+    Non-finite pairs get NaN out-of-fold predictions.
+    """
+    e = np.asarray(estimate, dtype=float)
+    t = np.asarray(target, dtype=float)
+    ok = np.flatnonzero(np.isfinite(e) & np.isfinite(t))
+    oof = np.full(len(e), np.nan)
+    rng = np.random.default_rng(seed)
+    folds = np.array_split(rng.permutation(ok), max(2, min(n_folds, len(ok))))
+    for k, test in enumerate(folds):
+        train = np.concatenate([f for j, f in enumerate(folds) if j != k])
+        oof[test] = IsotonicCalibrator().fit(e[train], t[train]).transform(e[test])
+    return oof, IsotonicCalibrator().fit(e[ok], t[ok])
+
+
+def coverage(lower: np.ndarray, upper: np.ndarray, truth: np.ndarray) -> float:
+    """Fraction of finite truths inside [lower, upper]."""
+    lo, up, t = _clean(lower, upper, truth)
+    return float(np.mean((t >= lo) & (t <= up))) if len(t) else float("nan")

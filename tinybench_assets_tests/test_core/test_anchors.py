@@ -1,0 +1,116 @@
+"""Anchor selection: weights, balance weights, uniqueness, n >= N."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tinybench_assets.core.anchors import AnchorSelector, item_features, select_anchors
+from tinybench_assets.core.estimators import anchor_estimate
+from tinybench_assets.core.responses import ResponseMatrix
+from tinybench_assets_tests.conftest import synthetic_2pl
+
+torch.set_num_threads(1)
+
+
+def _matrix_with_subscenarios(seed=0):
+    """One scenario, three subscenarios of very unequal size (4, 10, 26 items)."""
+    Y, theta, a, b = synthetic_2pl(300, 40, dim=2, seed=seed)
+    subs = np.array(["s1"] * 4 + ["s2"] * 10 + ["s3"] * 26, dtype=object)
+    rm = ResponseMatrix(Y, [f"m{i}" for i in range(300)], [f"i{j}" for j in range(40)],
+                        np.array(["sc"] * 40, dtype=object), subs)
+    return rm, a, b
+
+
+@pytest.mark.parametrize("clustering", ["correctness", "irt"])
+def test_weights_sum_to_one_and_are_cluster_balance_mass(clustering):
+    rm, a, b = _matrix_with_subscenarios()
+    w = rm.balance_weights()
+    sel = AnchorSelector(n_anchors=8, clustering=clustering, n_init=3, random_state=0).fit(rm.scores, w, a=a, b=b)
+    assert sel.anchors_.shape == (8,) and sel.weights_.shape == (8,)
+    assert sel.weights_.sum() == pytest.approx(1.0, abs=1e-12)
+    assert np.all(sel.weights_ > 0)
+    # weight of anchor c = normalized balance-weight mass of cluster c
+    expected = np.bincount(sel.labels_, weights=w / w.sum(), minlength=8)
+    np.testing.assert_allclose(sel.weights_, expected, atol=1e-12)
+    # the balance weights matter: each subscenario carries 1/3 of the total mass across clusters
+    for sub in ("s1", "s2", "s3"):
+        in_sub = rm.subscenarios == sub
+        mass = sum(((sel.labels_ == c) & in_sub) @ (w / w.sum()) for c in range(8))
+        assert mass == pytest.approx(1 / 3, abs=1e-12)
+    # anchors are distinct items
+    assert len(np.unique(sel.anchors_)) == 8
+
+
+def test_anchor_is_nearest_item_to_its_centroid_when_unique():
+    rm, a, b = _matrix_with_subscenarios(seed=1)
+    w = rm.balance_weights()
+    sel = AnchorSelector(n_anchors=6, clustering="irt", n_init=3, random_state=3).fit(None, w, a=a, b=b)
+    X = item_features("irt", a=a, b=b)
+    # recompute the centroids from labels (weighted means) and check each anchor is the nearest item
+    for c, anchor in enumerate(sel.anchors_):
+        members = sel.labels_ == c
+        centroid = np.average(X[members], axis=0, weights=w[members])
+        d = ((X - centroid) ** 2).sum(1)
+        assert d[anchor] <= d.min() + 1e-9
+
+
+def test_no_duplicate_anchors_with_identical_items():
+    # 12 items, but only 3 distinct correctness columns: nearest-item collisions are unavoidable
+    rng = np.random.default_rng(0)
+    base = (rng.random((50, 3)) < 0.5).astype(float)
+    Y = base[:, np.repeat(np.arange(3), 4)]
+    with pytest.warns(Warning):  # sklearn: fewer distinct points than clusters
+        anchors, weights = select_anchors(Y, np.ones(12), 6, clustering="correctness", n_init=2, seed=0)
+    assert len(np.unique(anchors)) == 6
+    assert weights.sum() == pytest.approx(1.0)
+
+
+def test_all_items_as_anchors_give_exact_balance_weighted_accuracy():
+    rm, a, b = _matrix_with_subscenarios(seed=2)
+    w = rm.balance_weights()
+    for n in (40, 55):
+        anchors, weights = select_anchors(rm.scores, w, n, clustering="correctness")
+        np.testing.assert_array_equal(np.sort(anchors), np.arange(40))
+        est = anchor_estimate(rm.scores[:, anchors], weights)
+        np.testing.assert_allclose(est, rm.accuracy()["sc"].to_numpy(), atol=1e-12)
+
+
+def test_seeded_and_deterministic():
+    rm, a, b = _matrix_with_subscenarios(seed=3)
+    w = rm.balance_weights()
+    r1 = select_anchors(rm.scores, w, 10, seed=5, n_init=2)
+    r2 = select_anchors(rm.scores, w, 10, seed=5, n_init=2)
+    np.testing.assert_array_equal(r1[0], r2[0])
+    np.testing.assert_allclose(r1[1], r2[1])
+
+
+def test_anchors_beat_random_items_when_items_are_redundant():
+    # the point of anchors: items come in groups that behave alike (here 10 "skills" of unequal size,
+    # each answered right by a model iff it has the skill, with 3% noise). One anchor per group with
+    # the group's weight is nearly exact; n random items miss or over-count groups.
+    rng = np.random.default_rng(4)
+    sizes = np.array([3, 5, 6, 8, 10, 12, 15, 18, 20, 23])
+    group = np.repeat(np.arange(10), sizes)
+    skill = rng.random((1000, 10)) < rng.random((1000, 1))
+    Y = skill[:, group].astype(float)
+    flip = rng.random(Y.shape) < 0.03
+    Y = np.where(flip, 1 - Y, Y)
+    train, test = Y[:700], Y[700:]
+    w = np.ones(Y.shape[1])
+    anchors, weights = select_anchors(train, w, 10, clustering="correctness", n_init=5, seed=0)
+    assert sorted(group[anchors]) == list(range(10))  # one anchor per group
+    np.testing.assert_allclose(np.sort(weights), np.sort(sizes / sizes.sum()))
+    truth = test.mean(1)
+    mae_anchor = np.abs(anchor_estimate(test[:, anchors], weights) - truth).mean()
+    maes = [np.abs(test[:, rng.choice(Y.shape[1], 10, replace=False)].mean(1) - truth).mean() for _ in range(20)]
+    assert mae_anchor < 0.5 * np.mean(maes)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError):
+        item_features("irt", Y=np.zeros((3, 4)))
+    with pytest.raises(ValueError):
+        item_features("tfidf", Y=np.zeros((3, 4)))
+    with pytest.raises(ValueError):
+        AnchorSelector(n_anchors=2).fit(np.zeros((5, 4)), np.ones(3))

@@ -1,0 +1,77 @@
+"""Isotonic full-score calibration and conformal intervals."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tinybench_assets.core.calibration import (
+    ConformalInterval,
+    IsotonicCalibrator,
+    conformal_quantile,
+    coverage,
+    cross_fitted_isotonic,
+)
+
+
+def test_isotonic_map_is_monotone_clipped_and_bounded():
+    rng = np.random.default_rng(0)
+    x = rng.random(800)
+    y = np.clip(0.2 + 0.9 * x**2 + rng.normal(0, 0.05, 800), -0.2, 1.3)  # noisy, sometimes out of [0, 1]
+    cal = IsotonicCalibrator().fit(x, y)
+    grid = np.linspace(-0.5, 1.5, 401)
+    out = cal.transform(grid)
+    assert np.all(np.diff(out) >= -1e-12)  # monotone non-decreasing
+    assert out.min() >= 0.0 and out.max() <= 1.0
+    # out of the fitted range: clipped to the end values
+    assert out[0] == pytest.approx(cal.transform(np.array([x.min()]))[0])
+    assert out[-1] == pytest.approx(cal.transform(np.array([x.max()]))[0])
+    # it actually learns the map
+    assert np.abs(cal.transform(x) - (0.2 + 0.9 * x**2)).mean() < 0.03
+    # NaN in -> NaN out
+    assert np.isnan(cal.transform(np.array([np.nan]))[0])
+
+
+def test_cross_fitted_isotonic_residuals_are_not_in_sample():
+    rng = np.random.default_rng(1)
+    x = rng.random(300)
+    y = x + rng.normal(0, 0.1, 300)
+    oof, cal = cross_fitted_isotonic(x, y, seed=0)
+    in_sample = np.abs(cal.transform(x) - y).mean()
+    out_of_fold = np.abs(oof - y).mean()
+    assert out_of_fold > in_sample  # isotonic overfits in sample; the out-of-fold error is the honest one
+
+
+@pytest.mark.parametrize("scale", ["binomial", "none"])
+@pytest.mark.parametrize("alpha", [0.1, 0.2])
+def test_conformal_interval_covers_nominal_on_simulated_models(scale, alpha):
+    rng = np.random.default_rng(2)
+
+    def draw(m):
+        truth = rng.beta(2, 3, m)
+        sd = 0.01 + 0.08 * np.sqrt(truth * (1 - truth))  # heteroscedastic, like accuracy estimates
+        est = np.clip(truth + rng.normal(0.005, sd), 0, 1)  # with a little bias
+        return est, truth
+
+    e_cal, t_cal = draw(2000)
+    iv = ConformalInterval(alpha=alpha, scale=scale).fit(e_cal, t_cal)
+    e_new, t_new = draw(40000)
+    lo, up = iv.predict(e_new)
+    cov = coverage(lo, up, t_new)
+    assert abs(cov - (1 - alpha)) < 0.025
+    assert np.all((lo >= 0) & (up <= 1) & (lo <= up))
+
+
+def test_binomial_scale_narrows_intervals_near_the_bounds():
+    rng = np.random.default_rng(3)
+    truth = rng.random(3000)
+    est = truth + rng.normal(0, 0.02 + 0.1 * np.sqrt(truth * (1 - truth)))
+    iv = ConformalInterval(alpha=0.1, scale="binomial").fit(est, truth)
+    lo, up = iv.predict(np.array([0.03, 0.5]))
+    assert (up - lo)[0] < (up - lo)[1]
+
+
+def test_conformal_quantile_finite_sample():
+    s = np.arange(1, 10, dtype=float)  # 9 scores
+    assert conformal_quantile(s, 0.9) == 9.0  # ceil(10 * 0.9) = 9th smallest
+    assert conformal_quantile(s, 0.5) == 5.0
+    assert conformal_quantile(s, 0.99) == np.inf  # too few scores for that level
