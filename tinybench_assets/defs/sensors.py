@@ -5,7 +5,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from tinybench_assets.defs.jobs import ingest_job, scenario_job
+from tinybench_assets.defs.jobs import ingest_job, leaderboard_job, scenario_job
 from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
 from tinybench_assets.defs.resources import LandingResource
 from tinybench_assets.io.drops import DropError, file_sha256, landing_files, leaderboard_of, read_drop
@@ -71,3 +71,32 @@ def landing_sensor(context: dg.SensorEvaluationContext, landing: LandingResource
 
 
 sensors = [landing_sensor]
+
+
+@dg.run_status_sensor(
+    run_status=dg.DagsterRunStatus.SUCCESS,
+    monitored_jobs=[scenario_job],
+    request_job=leaderboard_job,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="When a scenario refresh succeeds and no other scenario run of the same leaderboard is queued or "
+    "running, refresh the leaderboard's joint fit, anchors, estimates and backtest once.",
+)
+def leaderboard_refresh_sensor(context: dg.RunStatusSensorContext):
+    key = context.dagster_run.tags.get("dagster/partition")
+    if not key or "." not in key:
+        return dg.SkipReason("scenario run without a partition")
+    board = key.split(".", 1)[0]
+    pending = context.instance.get_runs(
+        filters=dg.RunsFilter(
+            job_name=scenario_job.name,
+            statuses=[dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+                      dg.DagsterRunStatus.STARTED],
+        )
+    )
+    busy = [r.tags.get("dagster/partition") for r in pending if (r.tags.get("dagster/partition") or "").startswith(board + ".")]
+    if busy:
+        return dg.SkipReason(f"{board}: scenario runs still pending for {busy}; the last one to finish triggers the refresh")
+    return dg.RunRequest(run_key=f"{board}:{context.dagster_run.run_id}", partition_key=board)
+
+
+sensors.append(leaderboard_refresh_sensor)

@@ -95,6 +95,32 @@ CREATE TABLE IF NOT EXISTS irt_items (
 CREATE TABLE IF NOT EXISTS irt_models (
     partition_key VARCHAR NOT NULL, model VARCHAR NOT NULL, theta DOUBLE[] NOT NULL
 );
+CREATE TABLE IF NOT EXISTS anchors (
+    leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL, clustering VARCHAR NOT NULL, n INTEGER NOT NULL,
+    item VARCHAR NOT NULL, item_index INTEGER NOT NULL, weight DOUBLE NOT NULL
+);
+CREATE TABLE IF NOT EXISTS gpirt_lambdas (
+    leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL, clustering VARCHAR NOT NULL, n INTEGER NOT NULL,
+    fit VARCHAR NOT NULL, lambda_tutorial DOUBLE, lambda_validation DOUBLE, b DOUBLE, v DOUBLE
+);
+CREATE TABLE IF NOT EXISTS estimator_selection (
+    leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL, n INTEGER NOT NULL, selector VARCHAR NOT NULL,
+    clustering_t1 VARCHAR, estimator_t1 VARCHAR, clustering_t2 VARCHAR, estimator_t2 VARCHAR
+);
+CREATE TABLE IF NOT EXISTS estimator_validation (
+    leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL, clustering VARCHAR NOT NULL, n INTEGER NOT NULL,
+    estimator VARCHAR NOT NULL, val_mae_t1 DOUBLE, val_mae_t2 DOUBLE, n_val INTEGER
+);
+CREATE TABLE IF NOT EXISTS estimates (
+    leaderboard VARCHAR NOT NULL, model VARCHAR NOT NULL, scenario VARCHAR NOT NULL, clustering VARCHAR NOT NULL,
+    estimator VARCHAR NOT NULL, n INTEGER NOT NULL, estimate DOUBLE, lower DOUBLE, upper DOUBLE,
+    estimate_t2 DOUBLE, lower_t2 DOUBLE, upper_t2 DOUBLE, truth_t1 DOUBLE, truth_t2 DOUBLE
+);
+CREATE TABLE IF NOT EXISTS backtest_summary (
+    leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL, clustering VARCHAR NOT NULL, estimator VARCHAR NOT NULL,
+    n INTEGER NOT NULL, mae_t1 DOUBLE, sd_t1 DOUBLE, bias_t1 DOUBLE, coverage_t1 DOUBLE, width_t1 DOUBLE,
+    mae_t2 DOUBLE, sd_t2 DOUBLE, coverage_t2 DOUBLE, width_t2 DOUBLE, n_models INTEGER, n_splits INTEGER
+);
 """
 
 
@@ -249,7 +275,7 @@ class Store:
     def replace_partition(self, tables: dict[str, pd.DataFrame], key: str, column: str = "partition_key") -> None:
         """Replace one partition's rows of several tables in one transaction.
 
-        Each DataFrame's columns must be the table's columns, in order, without the partition column.
+        Each DataFrame's columns are matched to the table's columns by name; the partition column is added.
         """
         with self.transaction() as con:
             for table, df in tables.items():
@@ -257,7 +283,7 @@ class Store:
                 if len(df):
                     con.register("part_df", df)
                     cols = ", ".join(f'"{c}"' for c in df.columns)
-                    con.execute(f'INSERT INTO "{table}" SELECT ? AS {column}, {cols} FROM part_df', [key])
+                    con.execute(f'INSERT INTO "{table}" ({column}, {cols}) SELECT ?, {cols} FROM part_df', [key])
                     con.unregister("part_df")
 
     def responses(self, key: str) -> pd.DataFrame:

@@ -1,0 +1,219 @@
+"""Estimation assets per leaderboard: anchors + lambdas (one fitted AnchorPredictor), held-out estimates,
+a multi-split backtest, and the exported tiny benchmark."""
+import pickle
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import dagster as dg
+
+from tinybench_assets import paths
+from tinybench_assets.core.backtest import run_backtest
+from tinybench_assets.core.predictor import AnchorPredictor
+from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
+from tinybench_assets.defs.assets.irt import irt_joint, training_matrix
+from tinybench_assets.defs.partitions import leaderboard_partitions
+from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
+from tinybench_assets.io import plots
+from tinybench_assets.io.store import Store
+
+GROUP = "estimation"
+
+
+class EstimationConfig(dg.Config):
+    """Anchor budgets, clusterings and estimator options. Fitted on the training models recorded by irt_joint."""
+
+    n_values: list[int] = [10, 20, 30, 50]
+    clusterings: list[str] = ["correctness", "irt"]
+    learned: bool = True
+    max_fit_models: int = 0  # 0 = all training models
+    min_models: int = 50  # leaderboards with fewer models (RouterDC: 7) have too few models to hold any out
+    alpha: float = 0.1  # 90 % intervals
+    dims: list[int] = [1, 2, 5, 10]  # D candidates of the per-scenario IRT fits
+    joint_dims: list[int] = [2, 5, 10, 15]  # D candidates of the joint fit
+
+
+class BacktestConfig(EstimationConfig):
+    n_splits: int = 3
+    test_fraction: float = 0.2
+    seed: int = 0
+    max_train_models: int = 0
+    max_test_models: int = 0
+
+
+def predictor_path(board: str) -> Path:
+    return Path(paths.artifacts_dir()) / board / "predictor.pkl"
+
+
+def leaderboard_matrix(db: Store, board: str) -> tuple[ResponseMatrix, pd.DataFrame]:
+    """All scenarios of a leaderboard side by side (0/1, NaN where a model lacks a scenario) and their full scores."""
+    keys = db.partition_keys(board)
+    if not keys:
+        raise dg.Failure(f"leaderboard {board}: no scenario partitions stored")
+    matrix = concat_scenarios([training_matrix(db, k) for k in keys])
+    full = db.query(
+        "SELECT model, scenario, full_score AS full_benchmark_score FROM full_scores WHERE leaderboard = ?", [board]
+    )
+    return matrix, full
+
+
+def predictor_params(config: EstimationConfig, device: str) -> dict:
+    return {
+        "n_values": tuple(config.n_values), "clusterings": tuple(config.clusterings), "learned": config.learned,
+        "max_fit_models": config.max_fit_models or None, "alpha": config.alpha, "device": device,
+        "dim_candidates": tuple(config.dims), "joint_dim_candidates": tuple(config.joint_dims),
+    }
+
+
+def _skip(board: str, n_models: int, config: EstimationConfig) -> dg.MaterializeResult:
+    return dg.MaterializeResult(metadata={
+        "skipped": f"{board} has {n_models} models, fewer than min_models={config.min_models}: "
+                   "too few to hold models out for anchors, lambdas and calibration",
+        "models": n_models})
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec("anchor_sets", group_name=GROUP, partitions_def=leaderboard_partitions, deps=[irt_joint],
+                     description="Anchor items per scenario x clustering (correctness / IRT) x n, with weights = the "
+                     "clusters' balance-weight mass (sum 1 per scenario). Chosen on training models only."),
+        dg.AssetSpec("gpirt_lambdas", group_name=GROUP, partitions_def=leaderboard_partitions, deps=["anchor_sets"],
+                     description="gp-IRT lambdas per scenario x clustering x n: the tutorial's b^2/(v/(4n)+b^2) and the "
+                     "lambda chosen on validation models; plus the estimator chosen per scenario."),
+    ],
+    pool=DUCKDB_POOL,
+    can_subset=False,
+)
+def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource, torch_device: TorchDevice):
+    db = store.get()
+    board = context.partition_key
+    matrix, full = leaderboard_matrix(db, board)
+    if len(matrix.models) < config.min_models:
+        skip = _skip(board, len(matrix.models), config)
+        yield dg.MaterializeResult(asset_key="anchor_sets", metadata=skip.metadata)
+        yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata=skip.metadata)
+        return
+    split = db.query("SELECT model, split FROM model_splits WHERE partition_key = ?", [board]).set_index("model")["split"]
+    train = np.array([split.get(m) == "train" for m in matrix.models])
+    t0 = time.perf_counter()
+    pred = AnchorPredictor(**predictor_params(config, torch_device.resolve())).fit(matrix, full, np.flatnonzero(train))
+    seconds = time.perf_counter() - t0
+    path = predictor_path(board)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as fh:
+        pickle.dump(pred, fh)
+    tmp.replace(path)
+    anchors = pred.anchor_table()
+    lambdas = pred.lambdas
+    selection = pred.selection
+    db.replace_partition({
+        "anchors": anchors[["scenario", "clustering", "n", "item", "item_index", "weight"]],
+        "gpirt_lambdas": lambdas[["scenario", "clustering", "n", "fit", "lambda_tutorial", "lambda_validation", "b", "v"]],
+        "estimator_selection": selection[["scenario", "n", "selector", "clustering_t1", "estimator_t1", "clustering_t2", "estimator_t2"]],
+        "estimator_validation": pred.validation_[["scenario", "clustering", "n", "estimator", "val_mae_t1", "val_mae_t2", "n_val"]],
+    }, board, column="leaderboard")
+    n30 = anchors[anchors.n == (30 if 30 in config.n_values else config.n_values[0])]
+    yield dg.MaterializeResult(asset_key="anchor_sets", metadata={
+        "anchor_rows": len(anchors),
+        "scenarios": dg.MetadataValue.json(pred.scenarios_),
+        "train_models": int(train.sum()), "fit_models": pred.n_fit_, "validation_models": pred.n_val_,
+        "dims": dg.MetadataValue.json({k: int(v.best_dim) for k, v in pred.dim_selection_.items()}),
+        "weights_sum_per_scenario": dg.MetadataValue.json(
+            {f"{c}/{n}/{s}": round(float(w), 9) for (c, n, s), w in anchors.groupby(["clustering", "n", "scenario"])["weight"].sum().items()
+             if n == n30["n"].iloc[0]}),
+        "fit_seconds": round(seconds, 1),
+        "predictor_path": dg.MetadataValue.path(str(path)),
+    })
+    lam = lambdas[(lambdas.fit == "scenario") & (lambdas.clustering == "correctness")] if "fit" in lambdas else lambdas
+    yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata={
+        "lambdas": dg.MetadataValue.md(lam.round(4).to_markdown(index=False)),
+        "selected_estimators": dg.MetadataValue.md(selection.to_markdown(index=False)),
+    })
+
+
+@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
+          description="Estimates for every held-out (test) model of the recorded split, from its anchor answers only: "
+          "per scenario x estimator x clustering x n, with 90 % intervals, against the pool accuracy (T1) and the real "
+          "full-benchmark score (T2).")
+def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource) -> dg.MaterializeResult:
+    db = store.get()
+    board = context.partition_key
+    matrix, full = leaderboard_matrix(db, board)
+    if len(matrix.models) < config.min_models:
+        return _skip(board, len(matrix.models), config)
+    with open(predictor_path(board), "rb") as fh:
+        pred: AnchorPredictor = pickle.load(fh)
+    split = db.query("SELECT model, split FROM model_splits WHERE partition_key = ?", [board]).set_index("model")["split"]
+    test = np.flatnonzero([split.get(m) == "test" for m in matrix.models])
+    models = np.asarray(matrix.models, dtype=object)[test]
+    Y = matrix.scores[test]
+    df = pred.estimate(Y, models, include_random=True)
+    t1 = pred.pool_accuracy(Y)
+    t1.index = models
+    truth = t1.stack().rename("truth_t1").to_frame()
+    truth.index.names = ["model", "scenario"]
+    t2 = full.rename(columns={"full_benchmark_score": "truth_t2"}).set_index(["model", "scenario"])["truth_t2"]
+    truth = truth.join(t2, how="left").reset_index()
+    df = df.merge(truth, on=["model", "scenario"], how="inner")
+    cols = ["model", "scenario", "clustering", "estimator", "n", "estimate", "lower", "upper", "estimate_t2", "lower_t2",
+            "upper_t2", "truth_t1", "truth_t2"]
+    db.replace_partition({"estimates": df[cols]}, board, column="leaderboard")
+    sel = df[df.estimator.isin(["tinybench", "tinybench_own", "gpirt", "random"])]
+    err = sel.assign(ae1=(sel.estimate - sel.truth_t1).abs() * 100, ae2=(sel.estimate_t2 - sel.truth_t2).abs() * 100,
+                     cov=(sel.lower <= sel.truth_t1) & (sel.truth_t1 <= sel.upper))
+    table = err.groupby(["scenario", "estimator", "n"])[["ae1", "ae2", "cov"]].mean().round(3).reset_index()
+    table = table.rename(columns={"ae1": "mae_t1_pts", "ae2": "mae_t2_pts", "cov": "coverage_t1"})
+    return dg.MaterializeResult(metadata={
+        "test_models": len(test), "rows": len(df),
+        "mae_by_scenario_estimator_n": dg.MetadataValue.md(table.to_markdown(index=False)),
+    })
+
+
+@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
+          description="Honest backtest over several seeded model splits: for each split a fresh predictor is fitted on "
+          "the training models only and scored on the test models. MAE and SD of the error (accuracy points) per "
+          "scenario x estimator x n against T1 (pool accuracy) and T2 (real full score); interval coverage.")
+def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfig, store: StoreResource,
+                        torch_device: TorchDevice) -> dg.MaterializeResult:
+    db = store.get()
+    board = context.partition_key
+    matrix, full = leaderboard_matrix(db, board)
+    if len(matrix.models) < config.min_models:
+        return _skip(board, len(matrix.models), config)
+    t0 = time.perf_counter()
+    result = run_backtest(
+        matrix, full, n_splits=config.n_splits, test_fraction=config.test_fraction, seed=config.seed,
+        max_train_models=config.max_train_models or None, max_test_models=config.max_test_models or None,
+        predictor_params=predictor_params(config, torch_device.resolve()),
+    )
+    summary = result.summary.copy()
+    summary = summary[["scenario", "clustering", "estimator", "n", "mae_t1", "sd_t1", "bias_t1", "coverage_t1", "width_t1",
+                       "mae_t2", "sd_t2", "coverage_t2", "width_t2", "n_models"]]
+    db.replace_partition({"backtest_summary": summary.assign(n_splits=config.n_splits)}, board, column="leaderboard")
+    charts, figures = {}, {}
+    for s, g in summary[summary.clustering.isin(["correctness", "random", "selected"])].groupby("scenario"):
+        wide = g.pivot_table(index="n", columns="estimator", values="mae_t1")
+        wide = wide[[c for c in ("random", "anchor", "irt", "pirt", "gpirt", "gpirt_val_joint", "tinybench_own", "tinybench") if c in wide]]
+        png = plots.error_vs_n(wide, title=f"{board}.{s}: T1 MAE vs n ({config.n_splits} splits)")
+        plots.save(png, Path(paths.artifacts_dir()) / "plots" / f"backtest_{board}.{s}.png")
+        charts[f"error_vs_n_{s}"] = dg.MetadataValue.md(plots.markdown_image(png, f"{s} error vs n"))
+        figures[s] = wide
+    n_ref = 30 if 30 in config.n_values else config.n_values[-1]
+    at_n = summary[(summary.n == n_ref) & summary.clustering.isin(["correctness", "random", "selected"])]
+    table = at_n.pivot_table(index="estimator", columns="scenario", values="mae_t1").round(2)
+    table["mean"] = table.mean(axis=1).round(2)
+    best = summary[(summary.n == n_ref) & (summary.estimator == "tinybench")]
+    return dg.MaterializeResult(metadata={
+        **charts,
+        f"mae_t1_points_at_n{n_ref}": dg.MetadataValue.md(table.sort_values("mean").to_markdown()),
+        f"tinybench_t1_mae_mean_n{n_ref}": float(best["mae_t1"].mean()) if len(best) else float("nan"),
+        f"tinybench_t2_mae_mean_n{n_ref}": float(best["mae_t2"].mean()) if len(best) else float("nan"),
+        "coverage90_t1": float(result.estimates.eval("(lower <= truth_t1) & (truth_t1 <= upper)").mean()),
+        "splits": config.n_splits, "seconds": round(time.perf_counter() - t0, 1),
+    })
+
+
+leaderboard_assets = [anchor_sets, model_estimates, estimation_backtest]

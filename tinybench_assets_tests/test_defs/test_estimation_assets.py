@@ -1,0 +1,65 @@
+"""Estimation assets materialize on a real slice (160 models of arc + truthfulqa) and store their tables."""
+import dagster as dg
+import numpy as np
+import pandas as pd
+import pytest
+
+from tinybench_assets.defs.assets import estimation, irt, responses
+from tinybench_assets.io.store import Store
+from tinybench_assets_tests.conftest import SHARED, _need_shared
+from tinybench_assets_tests.test_defs.test_definitions import resources_for
+
+SMALL = {"n_values": [5, 10], "clusterings": ["correctness", "irt"], "learned": False, "dims": [1, 2], "joint_dims": [1, 2],
+         "min_models": 50}
+
+
+@pytest.fixture()
+def estimation_landing(tmp_path):
+    _need_shared()
+    incoming = tmp_path / "incoming" / "openllm"
+    incoming.mkdir(parents=True)
+    for sc in ("arc", "truthfulqa"):
+        resp = pd.read_parquet(SHARED / "openllm" / f"{sc}.responses.parquet")
+        models = sorted(resp["model"].unique())[:160]
+        resp[resp["model"].isin(models)].to_parquet(incoming / f"{sc}.responses.parquet", index=False)
+        fs = pd.read_parquet(SHARED / "openllm" / f"{sc}.full_scores.parquet")
+        fs[fs["model"].isin(models)].to_parquet(incoming / f"{sc}.full_scores.parquet", index=False)
+    return {"incoming": tmp_path / "incoming", "quarantine": tmp_path / "q", "db": tmp_path / "tb.duckdb", "root": tmp_path}
+
+
+def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
+    monkeypatch.setenv("TINYBENCH_ARTIFACTS", str(estimation_landing["root"] / "artifacts"))
+    instance = dg.DagsterInstance.ephemeral()
+    res = resources_for(estimation_landing)
+    assert dg.materialize([responses.landing_ingest], instance=instance, resources=res).success
+    for key in ("openllm.arc", "openllm.truthfulqa"):
+        assert dg.materialize([responses.raw_responses, responses.response_matrix, responses.binarized_responses],
+                              partition_key=key, instance=instance, resources=res).success
+    cfg = {"ops": {
+        "irt_joint": {"config": {"dims": [1, 2]}},
+        "anchor_sets": {"config": SMALL},
+        "model_estimates": {"config": SMALL},
+        "estimation_backtest": {"config": {**SMALL, "n_splits": 1}},
+    }}
+    result = dg.materialize([irt.irt_joint, *estimation.leaderboard_assets], partition_key="openllm", instance=instance,
+                            resources=res, run_config=cfg)
+    assert result.success
+    store = Store(estimation_landing["db"])
+    anchors = store.query("SELECT scenario, clustering, n, count(*) AS k, sum(weight) AS w FROM anchors GROUP BY ALL ORDER BY ALL")
+    assert len(anchors) == 2 * 2 * 2 and (anchors["k"] == anchors["n"]).all() and np.allclose(anchors["w"], 1.0)
+    lam = store.query("SELECT * FROM gpirt_lambdas")
+    assert lam["lambda_tutorial"].between(0, 1).all() and lam["lambda_validation"].between(0, 1).all()
+    # estimates only for test models of the split recorded by irt_joint
+    test_models = set(store.query("SELECT model FROM model_splits WHERE partition_key = 'openllm' AND split = 'test'")["model"])
+    est = store.query("SELECT * FROM estimates WHERE n = 10")
+    assert set(est["model"]) == test_models and len(test_models) > 10
+    assert {"random", "anchor", "irt", "pirt", "gpirt", "gpirt_val", "irt_joint", "tinybench"} <= set(est["estimator"])
+    tb = est[est.estimator == "tinybench"]
+    assert ((tb.lower <= tb.estimate) & (tb.estimate <= tb.upper)).all()
+    mae = lambda e: (est[est.estimator == e].eval("abs(estimate - truth_t1)")).mean()  # noqa: E731
+    assert mae("tinybench") < mae("random")
+    summary = store.query("SELECT * FROM backtest_summary")
+    assert set(summary["n"]) == {5, 10} and summary["coverage_t1"].between(0, 1).all()
+    ev = instance.get_latest_materialization_event(dg.AssetKey("estimation_backtest"))
+    md = ev.asset_materialization.metadata
+    assert "error_vs_n_arc" in md and "mae_t1_points_at_n10" in md
