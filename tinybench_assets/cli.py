@@ -2,6 +2,8 @@
 
     tinybench run-all            seed the landing folder from the default data, materialize every asset, print a summary
     tinybench summary            print what the DuckDB store holds
+    tinybench anchors            list the anchor items of an exported tiny benchmark
+    tinybench estimate           estimate a new model's accuracy from its answers to the anchors
 """
 from __future__ import annotations
 
@@ -109,6 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=run_all)
     p = sub.add_parser("summary", help="print what the store holds")
     p.set_defaults(func=summary)
+    from tinybench_assets.estimate_cli import add_parsers
+
+    add_parsers(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

@@ -313,8 +313,10 @@ class AnchorPredictor:
             }
             for k, v in vals.items():
                 base[(s, k)] = np.where(h, v, np.nan)
-            feats[("sep", s)] = np.hstack([Ya, th])
-            feats[("joint", s)] = np.hstack([Yall, thj])
+            # Abilities enter the trees rounded: models with the same answers get bit-identical features whatever
+            # else is in the batch, so a tree split (often at such a shared value) never flips on float noise.
+            feats[("sep", s)] = np.hstack([Ya, np.round(th, 8)])
+            feats[("joint", s)] = np.hstack([Yall, np.round(thj, 8)])
         return base, feats, has
 
     def _unseen_target(self, Y, c, n, s):

@@ -279,6 +279,10 @@ class Store:
         """
         with self.transaction() as con:
             for table, df in tables.items():
+                if not con.execute("SELECT 1 FROM information_schema.tables WHERE table_name = ?", [table]).fetchone():
+                    con.register("part_df", df)  # a result table without declared DDL takes the frame's columns
+                    con.execute(f'CREATE TABLE "{table}" AS SELECT CAST(NULL AS VARCHAR) AS {column}, * FROM part_df LIMIT 0')
+                    con.unregister("part_df")
                 con.execute(f'DELETE FROM "{table}" WHERE {column} = ?', [key])
                 if len(df):
                     con.register("part_df", df)

@@ -40,6 +40,7 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
         "anchor_sets": {"config": SMALL},
         "model_estimates": {"config": SMALL},
         "estimation_backtest": {"config": {**SMALL, "n_splits": 1}},
+        "tiny_benchmark": {"config": {**SMALL, "export_n": 10}},
     }}
     result = dg.materialize([irt.irt_joint, *estimation.leaderboard_assets], partition_key="openllm", instance=instance,
                             resources=res, run_config=cfg)
@@ -63,3 +64,22 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
     ev = instance.get_latest_materialization_event(dg.AssetKey("estimation_backtest"))
     md = ev.asset_materialization.metadata
     assert "error_vs_n_arc" in md and "mae_t1_points_at_n10" in md
+
+    # the exported tiny benchmark reproduces the asset's estimates for a held-out model, from its anchor answers only
+    from tinybench_assets.core.tiny_benchmark import estimate_from_artifact, load_artifact
+
+    folder = estimation_landing["root"] / "artifacts" / "openllm"
+    art = load_artifact(folder)
+    anchors = store.query("SELECT scenario, item FROM tiny_benchmark_anchors WHERE leaderboard = 'openllm'")
+    assert len(anchors) == 20 and (folder / "predictor.pkl").exists()
+    model = sorted(test_models)[0]
+    answers = store.query("SELECT item, CAST(y AS DOUBLE) AS y FROM binarized WHERE model = ?", [model])
+    answers = {i: y for i, y in zip(answers["item"], answers["y"]) if i in set(anchors["item"])}
+    out = estimate_from_artifact(art, answers).set_index("scenario")
+    for scenario, row in out.iterrows():
+        ref = est[(est.model == model) & (est.scenario == scenario) & (est.estimator == row["estimator"])
+                  & (est.clustering == art["clustering"])]
+        if ref.empty:  # a selected (stacked / learned) estimator is stored under clustering 'selected'
+            ref = est[(est.model == model) & (est.scenario == scenario) & (est.estimator == row["estimator"])]
+        assert len(ref) >= 1
+        assert abs(ref["estimate"].iloc[0] - row["estimate"]) < 1e-6

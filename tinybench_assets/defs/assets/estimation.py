@@ -13,6 +13,7 @@ from tinybench_assets import paths
 from tinybench_assets.core.backtest import run_backtest
 from tinybench_assets.core.predictor import AnchorPredictor
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
+from tinybench_assets.core.tiny_benchmark import artifact_tables, export_tiny_benchmark, save_artifact
 from tinybench_assets.defs.assets.irt import irt_joint, training_matrix
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
@@ -216,4 +217,41 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     })
 
 
-leaderboard_assets = [anchor_sets, model_estimates, estimation_backtest]
+class ExportConfig(EstimationConfig):
+    export_n: int = 30  # anchors per scenario in the exported tiny benchmark
+
+
+@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
+          description="The portable tiny benchmark: data/artifacts/<leaderboard>/tiny_benchmark.json (anchor ids and texts, "
+          "weights, IRT parameters, lambdas, calibration, intervals) beside predictor.pkl, plus the tiny_benchmark* tables. "
+          "`tinybench estimate --leaderboard <name> --answers answers.csv` scores a new model from it.")
+def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, store: StoreResource) -> dg.MaterializeResult:
+    db = store.get()
+    board = context.partition_key
+    n_models = int(db.query("SELECT count(DISTINCT model) AS n FROM model_splits WHERE partition_key = ?", [board])["n"].iloc[0])
+    if n_models < config.min_models:
+        return _skip(board, n_models, config)
+    with open(predictor_path(board), "rb") as fh:
+        pred: AnchorPredictor = pickle.load(fh)
+    texts = db.query("SELECT item, text FROM items WHERE leaderboard = ? AND text IS NOT NULL", [board])
+    binar = db.query("SELECT partition_key, rule, threshold FROM binarization WHERE partition_key LIKE ? || '.%'", [board])
+    artifact = export_tiny_benchmark(
+        pred, leaderboard=board, n=config.export_n, item_texts=dict(zip(texts["item"], texts["text"])),
+        binarization={k.split(".", 1)[1]: {"rule": r, "threshold": None if pd.isna(t) else float(t)}
+                      for k, r, t in binar.itertuples(index=False)},
+    )
+    path = save_artifact(artifact, pred, predictor_path(board).parent)
+    tables = {name: df.drop(columns=["leaderboard"]) for name, df in artifact_tables(artifact).items()}
+    db.replace_partition(tables, board, column="leaderboard")
+    meta = tables["tiny_benchmark"]
+    return dg.MaterializeResult(metadata={
+        "artifact": dg.MetadataValue.path(str(path)),
+        "anchors_per_scenario": config.export_n,
+        "items_to_answer": int(len(tables["tiny_benchmark_anchors"])),
+        "json_kb": round(path.stat().st_size / 1024, 1),
+        "recommended": dg.MetadataValue.md(meta[["scenario", "clustering", "recommended_t1", "recommended_t2",
+                                                 "recommended_learned_t1", "recommended_learned_t2"]].to_markdown(index=False)),
+    })
+
+
+leaderboard_assets = [anchor_sets, model_estimates, estimation_backtest, tiny_benchmark]

@@ -1,0 +1,141 @@
+"""``tinybench estimate`` and ``tinybench anchors``: use an exported tiny benchmark offline.
+
+    tinybench anchors  --leaderboard openllm [--format csv|json] [--with-text] [--output FILE]
+    tinybench estimate --leaderboard openllm --answers answers.csv [--json] [--no-learned] [--allow-missing]
+
+``--artifact FOLDER`` (or the folder's tiny_benchmark.json) may replace ``--leaderboard NAME``, which stands for
+``$TINYBENCH_ARTIFACTS/NAME``. Bad input exits with code 2 and a one-line error on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from tinybench_assets import paths
+
+
+class _UsageError(ValueError):
+    pass
+
+
+def _artifact_path(args) -> Path:
+    if args.artifact:
+        return Path(args.artifact)
+    root = Path(paths.artifacts_dir())
+    if args.leaderboard:
+        return root / args.leaderboard
+    found = sorted(p.parent.name for p in root.glob("*/tiny_benchmark.json")) if root.is_dir() else []
+    if len(found) == 1:
+        return root / found[0]
+    raise _UsageError("give --artifact FOLDER or --leaderboard NAME"
+                      + (f" (exported under {root}: {', '.join(found)})" if found else f" (no tiny benchmark exported under {root})"))
+
+
+def _load(args):
+    from tinybench_assets.core.tiny_benchmark import load_artifact
+
+    return load_artifact(_artifact_path(args))
+
+
+def _pct(x: float) -> str:
+    return "-" if x is None or not math.isfinite(x) else f"{100 * x:.1f} %"
+
+
+def _interval(lo: float, up: float) -> str:
+    if not (math.isfinite(lo) and math.isfinite(up)):
+        return "-"
+    return f"[{100 * lo:.1f}, {100 * up:.1f}]"
+
+
+def format_table(df, art: dict, source: str = "") -> str:
+    """The human-readable report printed by ``tinybench estimate``."""
+    level = f"{round(100 * (1 - float(art.get('alpha', 0.1))))}% interval"
+    w = max([8, *(len(s) for s in df.scenario)])
+    lines = [f"{art.get('leaderboard', '?')} tiny benchmark: n={art['n']} anchors per scenario "
+             f"(clustering {art['clustering']}){source}",
+             f"{'scenario':<{w}}  {'answered':>8}  {'estimate':>8}  {level:>14}  {'full score':>10}  {level:>14}  "
+             "estimator (T1 / T2) [source]"]
+    for r in df.itertuples(index=False):
+        est = r.estimator if r.estimator == r.estimator_t2 else f"{r.estimator} / {r.estimator_t2}"
+        lines.append(f"{r.scenario:<{w}}  {f'{r.answered}/{r.n_anchors}':>8}  {_pct(r.estimate):>8}  "
+                     f"{_interval(r.lower, r.upper):>14}  {_pct(r.estimate_t2):>10}  {_interval(r.lower_t2, r.upper_t2):>14}  "
+                     f"{est} [{r.source}]")
+    lines.append("estimate: balance-weighted accuracy on the scenario's item pool; full score: the full-benchmark score")
+    for note in df.attrs.get("notes", []):
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def estimate_cmd(args: argparse.Namespace) -> int:
+    from tinybench_assets.core.tiny_benchmark import ArtifactError, AnswerError, estimate_from_artifact, read_answers
+
+    try:
+        art = _load(args)
+        answers = read_answers(args.answers)
+        df = estimate_from_artifact(art, answers, use_learned=not args.no_learned, estimator=args.estimator,
+                                    allow_missing=args.allow_missing, allow_extra=args.allow_extra)
+    except (ArtifactError, AnswerError, _UsageError) as e:
+        print(f"tinybench estimate: error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        recs = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+                for r in df.to_dict("records")]
+        print(json.dumps({"leaderboard": art.get("leaderboard"), "n": art["n"], "clustering": art["clustering"],
+                          "alpha": art.get("alpha"), "answers": str(args.answers), "notes": df.attrs.get("notes", []),
+                          "scenarios": recs}, indent=1))
+    else:
+        print(format_table(df, art, f", {len(answers)} answers from {args.answers}"))
+    return 0
+
+
+def anchors_cmd(args: argparse.Namespace) -> int:
+    from tinybench_assets.core.tiny_benchmark import ArtifactError, anchor_list
+
+    try:
+        art = _load(args)
+    except (ArtifactError, _UsageError) as e:
+        print(f"tinybench anchors: error: {e}", file=sys.stderr)
+        return 2
+    df = anchor_list(art, with_text=args.with_text)
+    if args.format == "json":
+        text = json.dumps({"leaderboard": art.get("leaderboard"), "n": art["n"], "clustering": art["clustering"],
+                           "anchors": df.to_dict("records")}, indent=1, ensure_ascii=False) + "\n"
+    else:
+        text = df.to_csv(index=False)
+    if args.output:
+        Path(args.output).write_text(text)
+        print(f"{len(df)} anchors of {len(art['scenario_order'])} scenario(s) written to {args.output}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _artifact_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--artifact", help="artifact folder (or its tiny_benchmark.json)")
+    g.add_argument("--leaderboard", help="leaderboard name: the folder $TINYBENCH_ARTIFACTS/NAME")
+
+
+def add_parsers(sub) -> None:
+    """Register the ``estimate`` and ``anchors`` subcommands on the ``tinybench`` parser's subparsers."""
+    p = sub.add_parser("estimate", help="estimate a new model's accuracy from its answers to the anchors",
+                       description="Estimate a new model's accuracy per scenario (with intervals) from its answers "
+                                   "to an exported tiny benchmark's anchors.")
+    _artifact_args(p)
+    p.add_argument("--answers", required=True, help="CSV with columns item,score, or JSON {item: score} / [{item, score}]")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--no-learned", action="store_true", help="use only the JSON-evaluable estimators (no predictor.pkl)")
+    p.add_argument("--estimator", help="force one estimator (e.g. gpirt, pirt_joint, gbm_joint)")
+    p.add_argument("--allow-missing", action="store_true", help="allow a scenario with some anchors unanswered")
+    p.add_argument("--allow-extra", action="store_true", help="ignore answered pool items that are not anchors")
+    p.set_defaults(func=estimate_cmd)
+    p = sub.add_parser("anchors", help="list the anchor items a new model must answer",
+                       description="List (or export) the anchor items of a tiny benchmark.")
+    _artifact_args(p)
+    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.add_argument("--with-text", action="store_true", help="include the item texts (prompts)")
+    p.add_argument("--output", help="write to this file instead of stdout")
+    p.set_defaults(func=anchors_cmd)

@@ -1,0 +1,35 @@
+"""A model's estimate does not depend on which other models are estimated with it (real data: many models share
+answer patterns, so their abilities coincide with tree thresholds)."""
+import numpy as np
+import pandas as pd
+import torch
+
+from tinybench_assets.core.predictor import AnchorPredictor
+from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
+from tinybench_assets_tests.conftest import SHARED, _need_shared
+from tinybench_assets_tests.test_core.test_backtest import FAST
+
+torch.set_num_threads(1)
+
+
+def test_batch_and_single_estimates_agree():
+    _need_shared()
+    mats, fulls = [], []
+    for sc in ("arc", "truthfulqa"):
+        resp = pd.read_parquet(SHARED / "openllm" / f"{sc}.responses.parquet")
+        keep = sorted(resp["model"].unique())[:700]
+        mats.append(ResponseMatrix.from_long(resp[resp["model"].isin(keep)]))
+        fulls.append(pd.read_parquet(SHARED / "openllm" / f"{sc}.full_scores.parquet"))
+    rm, full = concat_scenarios(mats), pd.concat(fulls)
+    test = np.arange(0, len(rm.models), 10)
+    train = np.setdiff1d(np.arange(len(rm.models)), test)
+    # few bins: thresholds fall on observed ability values, where float noise would flip a split
+    pred = AnchorPredictor(n_values=(10,), **{**FAST, "learned": True, "gbm_params": {"max_bins": 16}}).fit(rm, full, train)
+    Y, names = rm.scores[test], np.asarray(rm.models, dtype=object)[test]
+    batch = pred.estimate(Y, names)
+    single = pd.concat([pred.estimate(Y[i:i + 1], names[i:i + 1]) for i in range(len(names))])
+    key = ["model", "scenario", "clustering", "estimator", "n"]
+    both = batch.merge(single, on=key, suffixes=("_b", "_s"))
+    assert len(both) == len(batch) and {"gbm", "gbm_joint"} <= set(both.estimator)
+    for col in ("estimate", "lower", "upper", "estimate_t2"):
+        assert np.allclose(both[f"{col}_b"], both[f"{col}_s"], atol=1e-9, equal_nan=True), col
