@@ -54,20 +54,19 @@ def run_all(args: argparse.Namespace) -> int:
         keys = [k for k in keys if any(k == o or k.startswith(o + ".") for o in args.only)]
     register_partitions(instance, keys)
     failed = []
-    for key in keys:
+
+    def run(job_name: str, key: str, label: str) -> None:
         t = time.time()
-        res = repo.get_job("refresh_scenario").execute_in_process(instance=instance, partition_key=key, raise_on_error=False)
-        print(f"  scenario {key:<28} {'ok' if res.success else 'FAILED'} in {time.time() - t:6.1f} s", flush=True)
+        res = repo.get_job(job_name).execute_in_process(instance=instance, partition_key=key, raise_on_error=False)
+        print(f"  {label} {key:<28} {'ok' if res.success else 'FAILED'} in {time.time() - t:6.1f} s", flush=True)
         if not res.success:
             failed.append(key)
+
+    for key in keys:
+        run("refresh_scenario", key, "scenario")
     boards = sorted({k.split('.', 1)[0] for k in keys})
-    if "refresh_leaderboard" in {j.name for j in repo.get_all_jobs()}:
-        for board in boards:
-            t = time.time()
-            res = repo.get_job("refresh_leaderboard").execute_in_process(instance=instance, partition_key=board, raise_on_error=False)
-            print(f"  leaderboard {board:<25} {'ok' if res.success else 'FAILED'} in {time.time() - t:6.1f} s", flush=True)
-            if not res.success:
-                failed.append(board)
+    for board in boards:
+        run("refresh_leaderboard", board, "leaderboard")
     print(f"materialized {len(keys)} scenario partition(s) and {len(boards)} leaderboard(s) in {time.time() - t0:.0f} s")
     summary(argparse.Namespace())
     if failed:

@@ -38,7 +38,6 @@ are never looked at. Pure python / numpy / pandas: no Dagster, no DuckDB.
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import math
@@ -54,6 +53,7 @@ from . import estimators as est
 from .calibration import ConformalInterval, IsotonicCalibrator
 from .irt import estimate_ability, item_curve
 from .predictor import JOINT, PER_SCENARIO, STACKS
+from ..hashing import file_sha256
 
 FORMAT_NAME = "tinybench.tiny_benchmark"
 FORMAT_VERSION = 1
@@ -262,14 +262,6 @@ def export_tiny_benchmark(
 
 
 # ====================================================================== save / load
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def save_artifact(artifact: dict, predictor, folder) -> Path:
     """Write ``folder/predictor.pkl`` (when a predictor is given) and ``folder/tiny_benchmark.json``.
 
@@ -286,7 +278,7 @@ def save_artifact(artifact: dict, predictor, folder) -> Path:
         with open(tmp, "wb") as fh:
             pickle.dump(predictor, fh, protocol=pickle.HIGHEST_PROTOCOL)
         tmp.replace(pkl)
-        art["predictor"]["sha256"] = _sha256(pkl)
+        art["predictor"]["sha256"] = file_sha256(pkl)
     else:
         art["predictor"]["sha256"] = None
     path = folder / JSON_FILE
@@ -343,7 +335,7 @@ def load_predictor(artifact: dict):
     pkl = Path(folder) / info.get("file", PICKLE_FILE)
     if not pkl.is_file():
         return None
-    got = _sha256(pkl)
+    got = file_sha256(pkl)
     if got != sha:
         raise ArtifactError(f"{pkl}: sha256 {got[:12]}... differs from the {sha[:12]}... recorded in {JSON_FILE}; "
                             "re-export the artifact (or pass use_learned=False)")

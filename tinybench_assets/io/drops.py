@@ -18,7 +18,6 @@ the row or column, and the problem. Nothing here touches the store.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import pickle
 import re
@@ -27,6 +26,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from tinybench_assets.hashing import file_sha256
 
 RESPONSE_COLUMNS = ["leaderboard", "scenario", "subscenario", "item", "model", "score"]
 ITEM_COLUMNS = ["leaderboard", "scenario", "subscenario", "item", "text", "split"]
@@ -103,14 +104,6 @@ def split_partition_key(key: str) -> tuple[str, str]:
 def leaderboard_of(path: Path, incoming: Path) -> str:
     rel = Path(path).resolve().relative_to(Path(incoming).resolve())
     return clean_name(rel.parts[0]) if len(rel.parts) > 1 else "default"
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def landing_files(incoming: Path) -> list[Path]:
