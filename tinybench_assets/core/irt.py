@@ -8,17 +8,33 @@ For model (subject) ``i`` with ability ``theta_i`` (D,) and item ``j`` with disc
 
     P(correct_ij) = sigmoid(sum_d a_jd * theta_id - b_j)
 
-Priors (MAP; all configurable through ``fit_irt(**options)``)::
+Default fit (``fit_irt``; every choice below is an option)
+---------------------------------------------------------
+* Abilities are standardized over the fitted models: ``theta = (phi - mean(phi)) / sd(phi)``
+  per dimension (``standardize=True``). The likelihood only sees ``a . theta``, so without this
+  the split of scale between ``a`` and ``theta`` is set by the priors and drifts with the matrix
+  shape (joint MAP on 7 x 2,000 put |theta| near 12). With it, ``theta`` of the fitted models has
+  mean 0 and sd 1, which is also the N(0, 1) prior ``estimate_ability`` uses for new models.
+* Priors, hierarchical with learned means (``learn_means=True``)::
 
-    theta_id ~ N(0, theta_sd^2)          theta_sd = 1
-    a_jd     ~ N(a_mean, a_sd^2)         a_mean = 0, a_sd = 1        (a_prior="normal")
-       or log a_jd ~ N(log_a_mean, a_sd^2)                            (a_prior="lognormal")
-    b_j      ~ N(0, b_sd^2)              b_sd = 3
+      a_jd ~ N(mu_a_d, a_sd^2),  a_sd = 0.6 / sqrt(D)      mu_a_d ~ N(0, 10^2)
+      b_j  ~ N(mu_b,   b_sd^2),  b_sd = 3                  mu_b   ~ N(0, 10^2)
 
-The default fitter minimises the negative log posterior over all observed cells with full-batch
-L-BFGS (strong Wolfe line search) in torch. Loss and gradients are computed analytically in row
-chunks, so memory is O(chunk_cells + (M + I) * D) besides the response matrix, which is held as
-uint8 (plus a bool mask when cells are missing).
+  ``a_sd`` shrinks with D so the prior variance of the logit does not grow with D. These
+  values were chosen on held-out cells (10%) of the Open LLM leaderboard scenarios and the
+  RouterDC matrices; learned means let a 7-model matrix keep a common "general ability"
+  direction instead of shrinking every discrimination to 0. ``a_prior="lognormal"`` (positive
+  discriminations, as py-irt) is available but predicted held-out cells worse for D >= 2.
+* Optimizer: full-batch L-BFGS (strong Wolfe line search, history 20) on a diagonally
+  preconditioned, non-centred parameter vector, started from a seeded randomized SVD of the
+  centred response matrix; stops when 10 iterations lower the mean negative log posterior by
+  less than ``tol = 1e-8`` per iteration (``max_iter = 1000``). Adam is available
+  (``optimizer="adam"``): on the 300 x 5,000 benchmark it reached the same held-out loss in
+  ~1.5x (lr 0.05) to ~4x (lr 0.02) the time; L-BFGS without the preconditioner took ~5x.
+* Numerics: parameters and optimizer state in float64; the O(M * I) work (logits, softplus,
+  sigmoid, gradient products) in float32 row chunks of ``chunk_cells = 4e6`` cells, the
+  objective accumulated in float64. Responses are stored as an int8 sign matrix (1 - 2y, 0 on
+  missing cells), so memory is ~1 byte per cell plus O(chunk_cells + (M + I) * D).
 
 Pure numpy / torch / scipy: no Dagster or DuckDB here.
 """
@@ -150,32 +166,53 @@ class IRTParams:
 
 
 # --------------------------------------------------------------------------- data prep
-def _prepare(Y, mask) -> tuple[np.ndarray, np.ndarray | None]:
-    """Return (Y as uint8 (M, I), mask bool (M, I) or None when every cell is observed)."""
+def _prepare(Y, mask, chunk_cells: int = 4_000_000) -> tuple[np.ndarray, np.ndarray | None]:
+    """Validate responses, in row chunks (no full-size float temporaries).
+
+    Returns
+    -------
+    y8 : uint8 (M, I), 1 = correct (0 on missing cells).
+    m : bool (M, I) observed-cell mask, or None when every cell is observed.
+    """
     Y = np.asarray(Y)
     if Y.ndim != 2:
         raise ValueError(f"Y must be 2-d (models x items), got shape {Y.shape}")
-    if Y.dtype.kind == "f":
-        nan = np.isnan(Y)
-        m = ~nan
-        if mask is not None:
-            m &= np.asarray(mask, dtype=bool)
-        y = np.where(nan, 0, Y)
-        if np.any((y != 0) & (y != 1) & m):
-            raise ValueError("Y must hold 0/1 (or NaN for missing); binarize scores first")
-        y8 = (y > 0.5).astype(np.uint8)
-    else:
-        y8 = (Y > 0).astype(np.uint8) if Y.dtype != np.uint8 else Y
-        if Y.dtype.kind in "iu" and np.any(Y > 1):
-            raise ValueError("Y must hold 0/1")
-        m = None if mask is None else np.asarray(mask, dtype=bool).copy()
-    if m is not None:
-        if m.shape != y8.shape:
-            raise ValueError(f"mask shape {m.shape} != Y shape {y8.shape}")
-        if m.all():
-            m = None
+    M, I = Y.shape
+    if mask is not None:
+        mask = np.asarray(mask, dtype=bool)
+        if mask.shape != Y.shape:
+            raise ValueError(f"mask shape {mask.shape} != Y shape {Y.shape}")
+    step = max(1, chunk_cells // max(I, 1))
+    if Y.dtype == np.uint8 and mask is None:  # already in the storage format: no copy
+        for r0 in range(0, M, step):
+            if Y[r0 : r0 + step].max(initial=0) > 1:
+                raise ValueError("Y must hold 0/1")
+        return Y, None
+    y8 = np.empty((M, I), dtype=np.uint8)
+    m = np.empty((M, I), dtype=bool)
+    for r0 in range(0, M, step):
+        blk = Y[r0 : r0 + step]
+        if blk.dtype.kind == "f":
+            ok = ~np.isnan(blk)
+            if np.any(ok & (blk != 0) & (blk != 1)):
+                raise ValueError("Y must hold 0/1 (or NaN for missing); binarize scores first")
+            yb = blk == 1
+        elif blk.dtype == bool:
+            ok = np.ones(blk.shape, dtype=bool)
+            yb = blk
+        elif blk.dtype.kind in "iu":
+            if np.any((blk < 0) | (blk > 1)):
+                raise ValueError("Y must hold 0/1")
+            ok = np.ones(blk.shape, dtype=bool)
+            yb = blk == 1
         else:
-            y8 = np.where(m, y8, 0).astype(np.uint8)
+            raise TypeError(f"unsupported dtype {Y.dtype}")
+        if mask is not None:
+            ok &= mask[r0 : r0 + step]
+        y8[r0 : r0 + step] = yb & ok
+        m[r0 : r0 + step] = ok
+    if m.all():
+        m = None
     return y8, m
 
 
@@ -189,24 +226,44 @@ def _dtype(name) -> torch.dtype:
 class _Objective:
     """Negative log posterior of the 2PL and its analytic gradient, chunked over rows.
 
-    Parameters live in one flat vector x = [theta (M*D), u (I*D), b (I)], where a = u
-    (a_prior "normal") or a = exp(u) ("lognormal").
+    Parameters live in one flat float64 vector x = [phi (M*D), u (I*D), beta (I), mu_u (D), mu_b (1)]:
+    theta = phi, or phi standardized per dimension (``standardize``); a = v or exp(v)
+    ("lognormal") with v = mu_u + u, b = mu_b + beta when ``learn_means`` (non-centred), else
+    v = u + prior centre, b = beta. The loss is the negative log posterior / observed cells.
     """
 
-    def __init__(self, y, m, dim, *, theta_sd, standardize=False, learn_means=False, hyper_sd=10.0, a_prior, a_mean, a_sd, b_sd, chunk_cells, dtype, device):
+    def __init__(self, y, m, dim, *, theta_sd, standardize=False, learn_means=False, hyper_sd=10.0, a_prior, a_mean, a_sd, b_sd, chunk_cells, dtype, device, cache_cells=32_000_000):
         self.M, self.I = y.shape
         self.D = dim
         self.device = torch.device(device)
         self.dtype = dtype
-        self.y = torch.from_numpy(np.ascontiguousarray(y)).to(self.device)
-        self.m = None if m is None else torch.from_numpy(np.ascontiguousarray(m)).to(self.device)
+        # sign matrix S = 1 - 2y on observed cells, 0 on missing ones: the cell's negative
+        # log-likelihood is softplus(S * z) and its derivative S * sigmoid(S * z); a missing cell
+        # then contributes the constant log 2 and no gradient, so no mask pass is needed.
+        sign = np.empty(y.shape, dtype=np.int8)
+        step = max(1, int(chunk_cells // max(self.I, 1)))
+        for r0 in range(0, self.M, step):
+            blk = 1 - 2 * y[r0 : r0 + step].astype(np.int8)
+            if m is not None:
+                blk *= m[r0 : r0 + step]
+            sign[r0 : r0 + step] = blk
+        self.s = torch.from_numpy(sign).to(self.device)
+        if self.M * self.I <= cache_cells:  # small enough: keep S in the compute dtype
+            self.s = self.s.to(dtype)
         self.n_obs = float(self.M * self.I if m is None else int(m.sum()))
+        self.n_missing = float(self.M * self.I) - self.n_obs
+        if m is None:
+            self.m_rows = self.m_cols = None
+        else:
+            self.m_rows = torch.from_numpy(m.sum(axis=1).astype(np.float64))
+            self.m_cols = torch.from_numpy(m.sum(axis=0).astype(np.float64))
         if self.n_obs == 0:
             raise ValueError("no observed cells")
         self.rows = max(1, int(chunk_cells // max(self.I, 1)))
         self.theta_sd, self.a_prior, self.a_mean, self.a_sd, self.b_sd = theta_sd, a_prior, a_mean, a_sd, b_sd
         if a_prior not in ("normal", "lognormal"):
             raise ValueError("a_prior must be 'normal' or 'lognormal'")
+        self._cache = None
         self.standardize = bool(standardize)
         self.learn_means = bool(learn_means)
         self.hyper_sd = float(hyper_sd)
@@ -224,6 +281,30 @@ class _Objective:
         k = (self.M + self.I) * self.D + self.I
         return x[k : k + self.D], x[k + self.D :]
 
+    def precond(self):
+        """Diagonal scaling of x: 1 / sqrt(number of observed cells each parameter touches)."""
+        dev, dt = self.device, torch.float64
+        if self.m_rows is None:
+            rows = torch.full((self.M,), float(self.I), dtype=dt, device=dev)
+            cols = torch.full((self.I,), float(self.M), dtype=dt, device=dev)
+        else:
+            rows, cols = self.m_rows.to(dev, dt), self.m_cols.to(dev, dt)
+        th = (1.0 / torch.sqrt(rows + 1.0)).repeat_interleave(self.D)
+        it = 1.0 / torch.sqrt(cols + 1.0)
+        hyp = torch.full((self.D + 1,), 1.0 / math.sqrt(self.n_obs + 1.0), dtype=dt, device=dev)
+        s = torch.cat([th, it.repeat_interleave(self.D), it, hyp])
+        # largest scale 1: a step in y is never smaller than in x, so L-BFGS's tolerance on the
+        # parameter change keeps its meaning
+        return s / s.max()
+
+    def item_params(self, x):
+        """Effective (a (I, D), b (I,)) of a parameter vector."""
+        _, u, beta = self.split(x)
+        mu_u, mu_b = self.hyper(x)
+        if self.learn_means:
+            return self.a_of(u + mu_u), beta + mu_b
+        return self.a_of(u + self.u_center()), beta
+
     def u_center(self):
         """Fixed prior mean of u (used when the means are not learned, and to start them)."""
         if self.a_prior == "normal":
@@ -240,6 +321,14 @@ class _Objective:
 
     def __call__(self, x, need_grad=True):
         """Return (loss, grad) with loss a python float (mean over observed cells)."""
+        c = self._cache
+        if c is not None and (c[2] is not None or not need_grad) and torch.equal(c[0], x):
+            return c[1], (None if c[2] is None else c[2].clone())
+        loss, grad = self._evaluate(x, need_grad)
+        self._cache = (x.detach().clone(), loss, None if grad is None else grad.clone())
+        return loss, grad
+
+    def _evaluate(self, x, need_grad):
         self.n_evals += 1
         phi, u, b = self.split(x)
         if self.standardize:
@@ -253,7 +342,18 @@ class _Objective:
             theta = theta_r.detach()
         else:
             theta = phi
-        a = self.a_of(u)
+        # non-centred item parameters: a = a_of(mu_u + u), b = mu_b + beta, priors on u and beta
+        mu_u, mu_b = self.hyper(x)
+        beta = b
+        if self.learn_means:
+            v, b = u + mu_u, beta + mu_b
+        else:
+            v = u + self.u_center()
+        a = self.a_of(v)
+        # parameters (and the optimizer state) are float64; the O(M * I) work runs in self.dtype
+        cdt = self.dtype
+        theta_c, a_c, nb_c = theta.to(cdt), a.to(cdt), b.neg().unsqueeze(0).to(cdt)
+        aT_c = a_c.T.contiguous()
         total = torch.zeros((), dtype=torch.float64, device=self.device)
         if need_grad:
             g_theta = torch.empty_like(theta)
@@ -261,24 +361,21 @@ class _Objective:
             g_b = torch.zeros_like(b)
         for r0 in range(0, self.M, self.rows):
             r1 = min(self.M, r0 + self.rows)
-            th = theta[r0:r1]
-            z = torch.addmm(b.neg().unsqueeze(0), th, a.T)  # (r, I) = th @ a.T - b
-            yc = self.y[r0:r1].to(self.dtype)
-            # -log p(y | z) = softplus(z) - y * z
-            nll = F.softplus(z) - yc * z
-            if self.m is not None:
-                mc = self.m[r0:r1]
-                nll = nll.masked_fill_(~mc, 0.0)
-            total += nll.sum(dtype=torch.float64)
+            th = theta_c[r0:r1]
+            z = torch.addmm(nb_c, th, a_c.T)  # (r, I) = th @ a.T - b
+            sc = self.s[r0:r1].to(cdt)
+            w = z.mul_(sc)  # S * z
+            # row sums in cdt, then a float64 total (line searches need the precision)
+            total += F.softplus(w).sum(1).sum(dtype=torch.float64)
             if need_grad:
-                del nll
-                res = torch.sigmoid(z).sub_(yc)  # dNLL/dz
-                if self.m is not None:
-                    res.masked_fill_(~mc, 0.0)
-                g_theta[r0:r1] = res @ a
-                g_a.addmm_(res.T, th)
+                res = torch.sigmoid(w).mul_(sc)  # dNLL/dz = S * sigmoid(S * z)
+                # (D, r) / (D, I) products: much faster than res @ a or res.T @ th for small D
+                g_theta[r0:r1] = (aT_c @ res.T).T
+                g_a.add_((th.T @ res).T)
                 g_b.sub_(res.sum(0))
-            del z, yc
+                del res
+            del z, w, sc
+        total -= self.n_missing * math.log(2.0)
         # priors
         tsd2, asd2, bsd2 = self.theta_sd**2, self.a_sd**2, self.b_sd**2
         prior = torch.zeros((), dtype=x.dtype, device=x.device)
@@ -286,16 +383,10 @@ class _Objective:
             prior = prior + gauge.detach()
         else:
             prior = prior + 0.5 * (theta * theta).sum() / tsd2
-        mu_u, mu_b = self.hyper(x)
+        hsd2 = self.hyper_sd**2
         if self.learn_means:
-            du = u - mu_u
-            db = b - mu_b
-            hsd2 = self.hyper_sd**2
             prior = prior + 0.5 * ((mu_u - self.u_center()) ** 2).sum() / hsd2 + 0.5 * (mu_b * mu_b).sum() / hsd2
-        else:
-            du = u - self.u_center()
-            db = b
-        prior = prior + 0.5 * (du * du).sum() / asd2 + 0.5 * (db * db).sum() / bsd2
+        prior = prior + 0.5 * (u * u).sum() / asd2 + 0.5 * (beta * beta).sum() / bsd2
         total = total + prior.to(torch.float64)
         loss = float(total) / self.n_obs
         if not need_grad:
@@ -305,22 +396,71 @@ class _Objective:
             g_theta = g_phi
         else:
             g_theta.add_(theta / tsd2)
-        if self.a_prior == "lognormal":
-            g_u = g_a * a + du / asd2
-        else:
-            g_u = g_a + du / asd2
-        g_b.add_(db / bsd2)
+        g_v = g_a * a if self.a_prior == "lognormal" else g_a
+        g_u = g_v + u / asd2
+        g_beta = g_b + beta / bsd2
         if self.learn_means:
-            g_mu_u = -du.sum(0) / asd2 + (mu_u - self.u_center()) / hsd2
-            g_mu_b = -db.sum().reshape(1) / bsd2 + mu_b / hsd2
+            g_mu_u = g_v.sum(0) + (mu_u - self.u_center()) / hsd2
+            g_mu_b = g_b.sum().reshape(1) + mu_b / hsd2
         else:
             g_mu_u, g_mu_b = torch.zeros_like(mu_u), torch.zeros_like(mu_b)
+        g_b = g_beta
         grad = torch.cat([g_theta.reshape(-1), g_u.reshape(-1), g_b, g_mu_u, g_mu_b]) / self.n_obs
         return loss, grad
 
 
-def _init_x(obj: _Objective, y8, m, seed, dtype, device, init_scale=0.1):
-    """Deterministic start: b from smoothed item accuracy, theta/a small seeded noise."""
+def _svd_start(obj: _Objective, p_item: np.ndarray, g: np.random.Generator, oversample: int = 6, n_power: int = 1):
+    """Seeded randomized SVD of the item-centred 0/1 matrix (missing cells 0), in row chunks.
+
+    Returns theta0 (M, D) with unit-variance columns and a0 (I, D) on the logit scale
+    (probability loadings divided by p_j (1 - p_j)), or (None, None) when degenerate.
+    """
+    M, I, D = obj.M, obj.I, obj.D
+    k = min(D + oversample, M, I)
+    if k < D:
+        return None, None
+    dt = torch.float64
+    pbar = torch.tensor(p_item, dtype=dt, device=obj.device)
+
+    def rows(r0, r1):  # centred residual block: obs * ((1 - S) / 2 - pbar)
+        sc = obj.s[r0:r1].to(dt)
+        return (sc != 0).to(dt) * ((1.0 - sc) / 2.0 - pbar)
+
+    def r_times(mat):  # R @ mat, (M, k)
+        return torch.cat([rows(r0, min(M, r0 + obj.rows)) @ mat for r0 in range(0, M, obj.rows)])
+
+    def rt_times(mat):  # R.T @ mat, (I, k)
+        out = torch.zeros(I, mat.shape[1], dtype=dt, device=obj.device)
+        for r0 in range(0, M, obj.rows):
+            r1 = min(M, r0 + obj.rows)
+            out += rows(r0, r1).T @ mat[r0:r1]
+        return out
+
+    omega = torch.tensor(g.standard_normal((I, k)), dtype=dt, device=obj.device)
+    q = torch.linalg.qr(r_times(omega))[0]
+    for _ in range(n_power):
+        q = torch.linalg.qr(rt_times(q))[0]
+        q = torch.linalg.qr(r_times(q))[0]
+    bt = rt_times(q)  # (I, k) = R.T Q
+    ub, sv, vt = torch.linalg.svd(bt.T, full_matrices=False)
+    u = (q @ ub)[:, :D]
+    v = vt[:D].T
+    sv = sv[:D]
+    if not bool(torch.isfinite(sv).all()) or float(sv.min()) <= 1e-9:
+        return None, None
+    sd = u.std(0, unbiased=False).clamp_min(1e-12)
+    theta0 = ((u - u.mean(0)) / sd).cpu().numpy()
+    load = (v * sv * sd).cpu().numpy()  # probability loadings per unit of theta0
+    a0 = load / np.clip(p_item * (1 - p_item), 0.05, None)[:, None]
+    flip = np.sign(a0.mean(axis=0))
+    flip[flip == 0] = 1.0
+    return theta0 * flip, a0 * flip
+
+
+def _init_x(obj: _Objective, y8, m, seed, dtype, device, init_scale=0.1, init="svd"):
+    """Deterministic start: b from smoothed item accuracy; theta and a from a seeded randomized
+    SVD of the centred response matrix (``init="svd"``) or from the model accuracies plus small
+    seeded noise (``init="accuracy"``)."""
     M, I, D = obj.M, obj.I, obj.D
     if m is None:
         correct = y8.sum(axis=0, dtype=np.float64)
@@ -345,42 +485,64 @@ def _init_x(obj: _Objective, y8, m, seed, dtype, device, init_scale=0.1):
     theta0[:, 0] += la
     a0 = init_scale * g.standard_normal((I, D))
     a0[:, 0] += 1.0
+    if init == "svd":
+        th_s, a_s = _svd_start(obj, p, g)
+        if th_s is not None:
+            theta0, a0 = th_s, a_s
     if obj.a_prior == "lognormal":
         u0 = np.log(np.abs(a0) + 0.05)
     else:
         u0 = a0
-    mu_u0 = u0.mean(axis=0) if obj.learn_means else np.full(D, obj.u_center())
-    mu_b0 = np.array([b0.mean() if obj.learn_means else 0.0])
-    x0 = np.concatenate([theta0.ravel(), u0.ravel(), b0, mu_u0, mu_b0])
-    return torch.tensor(x0, dtype=dtype, device=device)
+    if obj.learn_means:
+        mu_u0, mu_b0 = u0.mean(axis=0), np.array([b0.mean()])
+    else:
+        mu_u0, mu_b0 = np.full(D, obj.u_center()), np.zeros(1)
+    x0 = np.concatenate([theta0.ravel(), (u0 - mu_u0).ravel(), b0 - mu_b0, mu_u0, mu_b0])
+    return torch.tensor(x0, dtype=torch.float64, device=device)
 
 
 # --------------------------------------------------------------------------- optimizers
-def _run_lbfgs(obj, x, *, max_iter, tol, history_size):
-    x = x.clone().requires_grad_(False)
-    param = torch.nn.Parameter(x)
-    opt = torch.optim.LBFGS(
-        [param],
-        lr=1.0,
-        max_iter=max_iter,
-        max_eval=int(max_iter * 1.5) + 10,
-        tolerance_grad=tol * 1e-2,
-        tolerance_change=tol,
-        history_size=history_size,
-        line_search_fn="strong_wolfe",
-    )
-    last = {}
+def _run_lbfgs(obj, x, *, max_iter, tol, history_size, precondition=True, block=10):
+    """Full-batch L-BFGS with strong Wolfe line search.
+
+    torch's own tolerances are absolute and would stop early on large matrices (the mean
+    objective's gradients are tiny there), so they are switched off; L-BFGS runs in blocks of
+    ``block`` iterations (its history carries over) and stops when a block lowers the mean
+    objective by less than ``tol`` per iteration, when a block makes no progress at all, or after
+    ``max_iter`` iterations.
+    """
+    # diagonal preconditioning: optimise y = x / scale with scale_k ~ 1 / sqrt(cells touching k)
+    scale = obj.precond() if precondition else torch.ones_like(x)
+    fscale = obj.n_obs / float(obj.M + obj.I)  # optimise total / (M + I): O(1) gradients
+    param = torch.nn.Parameter(x.clone() / scale)
 
     def closure():
-        loss, grad = obj(param.data)
-        param.grad = grad
-        last["loss"] = loss
-        return torch.tensor(loss, dtype=torch.float64)
+        loss, grad = obj(param.data * scale)
+        param.grad = grad * (scale * fscale)
+        return torch.tensor(loss * fscale, dtype=torch.float64)
 
-    opt.step(closure)
-    n_iter = int(opt.state[opt._params[0]].get("n_iter", 0))
-    final_loss, _ = obj(param.data, need_grad=False)
-    return param.data, final_loss, n_iter, n_iter < max_iter
+    opt = torch.optim.LBFGS(
+        [param], lr=1.0, max_iter=block, max_eval=block * 25, tolerance_grad=1e-9, tolerance_change=1e-9,
+        history_size=history_size, line_search_fn="strong_wolfe",
+    )
+    prev = obj(param.data * scale, need_grad=False)[0]
+    loss = prev
+    total_iter = 0
+    converged = False
+    while total_iter < max_iter:
+        opt.param_groups[0]["max_iter"] = min(block, max_iter - total_iter)
+        before = int(opt.state[opt._params[0]].get("n_iter", 0))
+        opt.step(closure)
+        done = int(opt.state[opt._params[0]].get("n_iter", 0)) - before
+        total_iter += max(done, 1)
+        loss = obj(param.data * scale, need_grad=False)[0]
+        if not math.isfinite(loss):
+            break
+        if prev - loss < tol * max(done, 1):
+            converged = True
+            break
+        prev = loss
+    return param.data * scale, loss, total_iter, converged
 
 
 def _run_adam(obj, x, *, max_iter, tol, lr):
@@ -411,14 +573,17 @@ _DEFAULTS = dict(
     theta_sd=1.0,
     standardize=True,
     learn_means=True,
+    hyper_sd=10.0,
     a_prior="normal",
     a_mean=0.0,
     a_sd=None,
     b_sd=3.0,
     optimizer="lbfgs",
     max_iter=1000,
-    tol=1e-7,
+    tol=1e-8,
     history_size=20,
+    precondition=True,
+    init="svd",
     adam_lr=0.05,
     dtype="float32",
     chunk_cells=4_000_000,
@@ -448,11 +613,17 @@ def fit_irt(
         :func:`tinybench_assets.core.pyirt_backend.fit_pyirt` (``options`` go to it).
     device : str -- torch device ("cpu", "cuda", "cuda:1", ...).
     seed : int -- seeds the initialisation; the fit is deterministic given the seed on CPU.
-    **options :
-        theta_sd (1.0), a_prior ("normal" | "lognormal"), a_mean (0.0; for lognormal the prior
-        median), a_sd (1.0), b_sd (3.0), optimizer ("lbfgs" | "adam"), max_iter (500),
-        tol (1e-7, change of the mean objective that stops), history_size (20), adam_lr (0.05),
-        dtype ("float32" | "float64"), chunk_cells (4e6 cells per likelihood chunk).
+    **options : (defaults in brackets; see the module docstring for why)
+        standardize [True] -- abilities standardized over the fitted models (else theta ~
+        N(0, theta_sd^2) [1.0]); learn_means [True] -- learn the prior means of a and b;
+        hyper_sd [10.0] -- prior sd of those means; a_prior ["normal"] | "lognormal";
+        a_mean [0.0] -- prior mean of a (prior median for lognormal) when not learned, and the
+        centre of its hyper-prior; a_sd [0.6 / sqrt(D)]; b_sd [3.0]; optimizer ["lbfgs"] | "adam";
+        max_iter [1000]; tol [1e-8] -- stop when 10 L-BFGS iterations lower the mean objective
+        by less than tol per iteration; history_size [20]; precondition [True];
+        init ["svd"] | "accuracy"; adam_lr [0.05]; dtype ["float32"] | "float64" -- dtype of
+        the O(M * I) work (parameters are always float64); chunk_cells [4e6] -- cells per
+        likelihood chunk.
 
     Returns
     -------
@@ -479,21 +650,22 @@ def fit_irt(
     obj = _Objective(
         y8, m, dim,
         theta_sd=opt["theta_sd"], standardize=opt["standardize"],
-        learn_means=opt["learn_means"], a_prior=opt["a_prior"], a_mean=opt["a_mean"], a_sd=opt["a_sd"],
+        learn_means=opt["learn_means"], hyper_sd=opt["hyper_sd"], a_prior=opt["a_prior"], a_mean=opt["a_mean"], a_sd=opt["a_sd"],
         b_sd=opt["b_sd"], chunk_cells=opt["chunk_cells"], dtype=dtype, device=device,
     )
-    x0 = _init_x(obj, y8, m, seed, dtype, obj.device)
+    x0 = _init_x(obj, y8, m, seed, dtype, obj.device, init=opt["init"])
     if opt["optimizer"] == "lbfgs":
         x, loss, n_iter, converged = _run_lbfgs(
-            obj, x0, max_iter=opt["max_iter"], tol=opt["tol"], history_size=opt["history_size"]
+            obj, x0, max_iter=opt["max_iter"], tol=opt["tol"], history_size=opt["history_size"],
+            precondition=opt["precondition"],
         )
     elif opt["optimizer"] == "adam":
         x, loss, n_iter, converged = _run_adam(obj, x0, max_iter=opt["max_iter"], tol=opt["tol"], lr=opt["adam_lr"])
     else:
         raise ValueError(f"unknown optimizer {opt['optimizer']!r}")
-    phi, u, b = obj.split(x)
+    phi = obj.split(x)[0]
     theta = obj.theta_of(phi)
-    a = obj.a_of(u)
+    a, b = obj.item_params(x)
     theta_np = theta.detach().to("cpu", torch.float64).numpy().copy()
     a_np = a.detach().to("cpu", torch.float64).numpy().copy()
     b_np = b.detach().to("cpu", torch.float64).numpy().copy()
@@ -518,6 +690,7 @@ def estimate_ability(
     device: str = "cpu",
     max_iter: int = 100,
     tol: float = 1e-8,
+    chunk_cells: int = 4_000_000,
 ) -> np.ndarray:
     """MAP abilities of many models at once, item parameters held fixed.
 
@@ -537,6 +710,7 @@ def estimate_ability(
     prior_sd : float -- sd of the N(0, prior_sd^2 I) prior on theta.
     device : str -- torch device.
     max_iter : int -- Newton iterations at most.  tol : float -- stop when max |step| < tol.
+    chunk_cells : int -- models are processed in batches of about this many cells.
 
     Returns
     -------
@@ -557,12 +731,26 @@ def estimate_ability(
         m &= np.atleast_2d(np.asarray(mask, dtype=bool))
     dev = torch.device(device)
     dt = torch.float64 if dev.type != "mps" else torch.float32
-    y = torch.tensor(np.where(m, Y, 0.0), dtype=dt, device=dev)
-    w = torch.tensor(m, dtype=dt, device=dev)
     A = torch.tensor(a, dtype=dt, device=dev)
     B = torch.tensor(b, dtype=dt, device=dev)
-    D = A.shape[1]
-    prec = 1.0 / prior_sd**2
+    AA = (A[:, :, None] * A[:, None, :]).reshape(I, -1)  # (I, D*D): a_j a_j^T, flattened
+    rows = max(1, int(chunk_cells // max(I, 1)))
+    parts = []
+    for r0 in range(0, M, rows):  # batches of models, each one batched Newton run
+        y = torch.tensor(np.where(m[r0 : r0 + rows], Y[r0 : r0 + rows], 0.0), dtype=dt, device=dev)
+        w = torch.tensor(m[r0 : r0 + rows], dtype=dt, device=dev)
+        parts.append(_newton_abilities(y, w, A, B, AA, 1.0 / prior_sd**2, max_iter, tol))
+    theta = torch.cat(parts) if parts else torch.zeros(0, a.shape[1], dtype=dt)
+    out = theta.to("cpu", torch.float64).numpy()
+    if not np.isfinite(out).all():
+        raise FloatingPointError("ability estimation produced non-finite values")
+    return out[0] if single else out
+
+
+def _newton_abilities(y, w, A, B, AA, prec, max_iter, tol):
+    """Batched damped Newton for the per-model MAP; y, w (M, I), A (I, D), B (I,), AA (I, D*D)."""
+    M, D = y.shape[0], A.shape[1]
+    dt, dev = y.dtype, y.device
     theta = torch.zeros(M, D, dtype=dt, device=dev)
     eye = torch.eye(D, dtype=dt, device=dev)
 
@@ -574,32 +762,29 @@ def estimate_ability(
     f = objective(theta)
     active = torch.ones(M, dtype=torch.bool, device=dev)
     for _ in range(max_iter):
-        z = theta @ A.T - B
-        p = torch.sigmoid(z)
+        p = torch.sigmoid(theta @ A.T - B)
         g = ((p - y) * w) @ A + prec * theta  # (M, D)
-        h = (p * (1 - p) * w)  # (M, I)
-        H = torch.einsum("mi,id,ie->mde", h, A, A) + prec * eye  # (M, D, D)
+        H = ((p * (1 - p) * w) @ AA).reshape(M, D, D) + prec * eye  # (M, D, D), positive definite
         step = torch.linalg.solve(H, g.unsqueeze(-1)).squeeze(-1)
         step = torch.where(active.unsqueeze(1), step, torch.zeros_like(step))
         t = torch.ones(M, dtype=dt, device=dev)
         new = theta - step
         f_new = objective(new)
-        for _ in range(30):  # step halving where the objective did not decrease
+        for _ in range(40):  # halve the step where the objective did not decrease
             bad = f_new > f + 1e-12 * f.abs()
             if not bool(bad.any()):
                 break
             t = torch.where(bad, t * 0.5, t)
             new = theta - t.unsqueeze(1) * step
             f_new = objective(new)
-        theta, f = new, torch.minimum(f_new, f)
-        moved = (t.unsqueeze(1) * step).abs().amax(1)
+        bad = f_new > f + 1e-12 * f.abs()  # still no decrease: keep the old point
+        new = torch.where(bad.unsqueeze(1), theta, new)
+        moved = (new - theta).abs().amax(1)
+        theta, f = new, torch.where(bad, f, f_new)
         active = active & (moved > tol)
         if not bool(active.any()):
             break
-    out = theta.to("cpu", torch.float64).numpy()
-    if not np.isfinite(out).all():
-        raise FloatingPointError("ability estimation produced non-finite values")
-    return out[0] if single else out
+    return theta
 
 
 # --------------------------------------------------------------------------- choice of D

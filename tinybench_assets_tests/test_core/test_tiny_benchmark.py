@@ -159,9 +159,15 @@ def test_learned_path_matches_the_predictors_selection(tmp_path):
 
 def test_missing_or_foreign_pickle(tmp_path):
     rm, test, pred = fitted()
-    art = saved(tmp_path)
+    # force the selection for scenario "b" at n=5 to the stack over gbm members (which estimator wins
+    # validation in this simulated world is not the point here): it needs the pickle
+    pred = copy.deepcopy(pred)
+    c = pred.selection_[(5, "b", "tinybench")]["t1"][0]
+    assert any(m.startswith("gbm") for m in pred.stacks_[(c, 5, "b", "stack")]["members"])
+    pred.selection_[(5, "b", "tinybench")] = {"t1": (c, "stack"), "t2": (c, "stack")}
+    tb.save_artifact(tb.export_tiny_benchmark(pred, leaderboard="sim", n=5, item_texts=texts(rm)), pred, tmp_path)
+    art = tb.load_artifact(tmp_path)
     ans = answers_of(art, rm, next(r for r in test if np.isfinite(rm.scores[r]).all()))
-    # in this world the selection for scenario "b" at n=5 is a stack over gbm members: it needs the pickle
     assert art["predictor"]["learned_estimators"] == ["stack"]
     (tmp_path / "predictor.pkl").write_bytes(b"not the predictor")
     with pytest.raises(ArtifactError, match="sha256"):
