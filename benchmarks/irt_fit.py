@@ -12,9 +12,11 @@ Sections, every figure measured in this run:
    10% of cells held out, same comparison.
 3. scale: synthetic 400 x 28,659 and 5,000 x 30,000, D=5, CPU, each in a fresh subprocess that
    reports its own peak RSS (data generation and torch import included).
-4. py-irt stability on RouterDC 7 x 2,000 over learning rates, and fit quality at low rates
-   (which sets pyirt_backend.DEFAULT_LR); L-BFGS vs Adam / no preconditioning / other start for
-   our fitter; choice of D (select_dimension) on the real matrices.
+4. py-irt stability on RouterDC 7 x 2,000 at the tutorial's lr=0.1 and at DEFAULT_LR (with
+   --lr-study: the full sweep over lr 0.1 / 0.03 / 0.02 / 0.01 at D = 2, 5 and the under-fit
+   check at low rates, which set pyirt_backend.DEFAULT_LR); L-BFGS vs Adam / no
+   preconditioning / other start for our fitter; choice of D (select_dimension) on the real
+   matrices. With a CUDA device (or --device cuda) the scale figures of 3 run on it too.
 
 Difficulty: the fair analogue of "difficulty" across parameterizations is the item intercept at
 the mean fitted ability, b_eff_j = b_j - a_j . mean_i(theta_i) (logit of the item at the average
@@ -41,7 +43,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-DATA = ROOT.parent / "shared" / "data"
+from tinybench_assets.paths import default_data_dir  # noqa: E402
+
+DATA = Path(default_data_dir())  # ../shared/data or TINYBENCH_DEFAULT_DATA
 
 
 def _threads():
@@ -186,7 +190,7 @@ def compare(name, y, dim, *, epochs_full, epochs_short, quick, truth_b=None, tut
 
 
 # --------------------------------------------------------------------------- scale (child process)
-def scale_child(m, i, d, seed, out_path):
+def scale_child(m, i, d, seed, out_path, device="cpu"):
     _threads()
     import torch
 
@@ -202,18 +206,25 @@ def scale_child(m, i, d, seed, out_path):
         y[r0:r0 + 500] = rng.random(z.shape, dtype=np.float32) < 1.0 / (1.0 + np.exp(-z))
     rss_data = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     t = time.perf_counter()
-    params = fit_irt(y, dim=d, seed=0, device="cpu")
+    if device.startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    params = fit_irt(y, dim=d, seed=0, device=device)
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
     sec = time.perf_counter() - t
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # KiB on Linux -> GB (1e6 KiB)
     out = {"shape": [m, i], "dim": d, "seconds": sec, "peak_rss_gb": peak, "peak_rss_gb_before_fit": rss_data,
            "n_iter": params.n_iter, "n_evals": params.info["n_evals"], "converged": params.info["converged"],
-           "difficulty_spearman": spearman(params.b, b), "torch_threads": torch.get_num_threads()}
+           "difficulty_spearman": spearman(params.b, b), "torch_threads": torch.get_num_threads(), "device": device}
+    if device.startswith("cuda"):
+        out["peak_gpu_gb"] = torch.cuda.max_memory_allocated() / 1e9
+        out["gpu"] = torch.cuda.get_device_name()
     Path(out_path).write_text(json.dumps(out))
 
 
-def run_scale(m, i, d, seed=0):
-    tmp = ROOT / "benchmarks" / f".scale_{m}x{i}.json"
-    cmd = [sys.executable, __file__, "--scale-child", str(m), str(i), str(d), str(seed), str(tmp)]
+def run_scale(m, i, d, seed=0, device="cpu"):
+    tmp = ROOT / "benchmarks" / f".scale_{m}x{i}_{device.replace(':', '')}.json"
+    cmd = [sys.executable, __file__, "--scale-child", str(m), str(i), str(d), str(seed), str(tmp), device]
     t = time.perf_counter()
     subprocess.run(cmd, check=True)
     wall = time.perf_counter() - t
@@ -236,11 +247,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", required=False, help="write results here")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--scale-child", nargs=5, help=argparse.SUPPRESS)
+    ap.add_argument("--lr-study", action="store_true",
+                    help="also run section 4's py-irt learning-rate sweep and under-fit check (about 30 minutes more)")
+    ap.add_argument("--device", default="auto", help="device of the scale figures besides the CPU: auto (cuda when "
+                    "available), cpu, cuda")
+    ap.add_argument("--scale-child", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.scale_child:
-        m, i, d, seed, out = args.scale_child
-        scale_child(int(m), int(i), int(d), int(seed), out)
+        m, i, d, seed, out, device = args.scale_child
+        scale_child(int(m), int(i), int(d), int(seed), out, device)
         return
     _threads()
     import torch
@@ -302,6 +317,12 @@ def main():
     out[f"scale_{big[0]}x{big[1]}"] = run_scale(*big, 5)
     if quick:
         out[f"scale_{big[0]}x{big[1]}"]["note"] = "QUICK: shrunk from 5000 x 30000"
+    gpu = args.device if args.device != "auto" else ("cuda" if torch.cuda.is_available() else "cpu")
+    if gpu.startswith("cuda"):
+        out["scale_400x28659_cuda"] = run_scale(400, 28659, 5, device=gpu)
+        out["scale_5000x30000_cuda"] = run_scale(5000, 30000, 5, device=gpu)
+    else:
+        out["scale_cuda"] = {"skipped": "no CUDA device on this machine"}
 
     # 4a. py-irt lr stability on RouterDC
     print("== 4. py-irt learning-rate stability, RouterDC MMLU 7 x 2000, 2000 epochs", flush=True)
@@ -309,7 +330,7 @@ def main():
     if DATA.exists():
         yr = load_routerdc()
         y_train, hold = holdout(yr)
-        grid = [(0.1, 2), (DEFAULT_LR, 2)] if quick else [(lr, d) for d in (2, 5) for lr in (0.1, 0.03, 0.02, 0.01)]
+        grid = [(lr, d) for d in (2, 5) for lr in (0.1, 0.03, 0.02, 0.01)] if args.lr_study else [(0.1, 2), (DEFAULT_LR, 2)]
         for lr, d in grid:
             prm, sec, note = run_pyirt(y_train, d, 2000, lr)
             stab[f"lr={lr},D={d}"] = {"result": note, "seconds": sec,
@@ -321,7 +342,7 @@ def main():
     out["pyirt_lr_stability_routerdc"] = stab
     # lower rates under-fit: py-irt 2,000 epochs on the synthetic matrix and arc at 0.01 / DEFAULT_LR
     under = {}
-    if not quick:
+    if args.lr_study:
         for name in ("synthetic_300x5000", "arc"):
             if name == "arc" and not DATA.exists():
                 continue
@@ -386,10 +407,11 @@ def main():
     if quick:
         print("* extrapolated from the 200-epoch run (--quick)")
     print()
-    for key in [k for k in out if k.startswith("scale_") and isinstance(out[k], dict)]:
+    for key in [k for k in out if k.startswith("scale_") and isinstance(out[k], dict) and "seconds" in out[k]]:
         r = out[key]
         print(f"{key}: {r['seconds']:.1f}s fit, peak RSS {r['peak_rss_gb']:.2f} GB "
-              f"(before fit {r['peak_rss_gb_before_fit']:.2f} GB), {r['n_iter']} L-BFGS iterations")
+              f"(before fit {r['peak_rss_gb_before_fit']:.2f} GB), {r['n_iter']} L-BFGS iterations, {r.get('device', 'cpu')}"
+              + (f", peak GPU memory {r['peak_gpu_gb']:.2f} GB" if "peak_gpu_gb" in r else ""))
     print("\noptimizer (synthetic):", {k: (round(v["seconds"], 2), v["n_iter"], round(v["heldout_logloss"], 5))
                                        for k, v in opt_cmp.items()})
     print("py-irt lr stability (RouterDC):", {k: v["result"][:8] + (f" {v['heldout_logloss']:.4f}" if v.get("heldout_logloss") else "")

@@ -45,7 +45,10 @@ def run_all(args: argparse.Namespace) -> int:
         else:
             print(f"default data {src} not found; using what is already in {paths.incoming_dir()}")
     repo = defs.get_repository_def()
-    result = repo.get_job("ingest_landing").execute_in_process(instance=instance)
+    # the console shows warnings and errors only; every event still goes to the instance (the UI's run pages)
+    quiet = {"loggers": {"console": {"config": {"log_level": args.log_level}}}}
+    result = repo.get_job("ingest_landing").execute_in_process(instance=instance, run_config=quiet, raise_on_error=False)
+    print(f"  ingest   {'ok' if result.success else 'FAILED'}", flush=True)
     if not result.success:
         return 1
     store = Store(paths.duckdb_path())
@@ -57,7 +60,8 @@ def run_all(args: argparse.Namespace) -> int:
 
     def run(job_name: str, key: str, label: str) -> None:
         t = time.time()
-        res = repo.get_job(job_name).execute_in_process(instance=instance, partition_key=key, raise_on_error=False)
+        res = repo.get_job(job_name).execute_in_process(instance=instance, partition_key=key, raise_on_error=False,
+                                                         run_config=quiet)
         print(f"  {label} {key:<28} {'ok' if res.success else 'FAILED'} in {time.time() - t:6.1f} s", flush=True)
         if not res.success:
             failed.append(key)
@@ -107,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", help="default data folder (default: $TINYBENCH_DEFAULT_DATA or ../shared/data)")
     p.add_argument("--no-seed", action="store_true", help="do not copy the default data into the landing folder")
     p.add_argument("--only", nargs="*", help="partition keys or leaderboard names to refresh (default: all)")
+    p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                   help="Dagster console log level (default WARNING; every event is recorded in the instance anyway)")
     p.set_defaults(func=run_all)
     p = sub.add_parser("summary", help="print what the store holds")
     p.set_defaults(func=summary)

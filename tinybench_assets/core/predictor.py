@@ -9,7 +9,8 @@ TRAINING models only):
    isotonic full-score calibration, conformal intervals, choice of clustering and estimator);
 2. per scenario and jointly over all scenarios, D is chosen with :func:`irt.select_dimension` and a
    2PL is fitted with :func:`irt.fit_irt`;
-3. for every clustering ("correctness", "irt") and every n, KMeans anchors are selected per scenario;
+3. for every clustering ("correctness", "irt") and every budget n, KMeans anchors are selected per
+   scenario (``n_for(scenario, n)`` of them: n, an explicit per-scenario count, or more on large pools);
 4. validation models are pushed through exactly the path a new model takes (only their anchor
    answers are read), and everything calibrated on validation is fitted on those outputs.
 
@@ -106,7 +107,14 @@ class AnchorPredictor:
 
     Parameters
     ----------
-    n_values : anchor counts per scenario to prepare.
+    n_values : anchor budgets to prepare. A budget is the anchor count of every scenario unless
+        ``scenario_n`` or the large-pool rule gives a scenario its own count (see :meth:`n_for`);
+        results stay keyed by the budget, so the joint estimators combine one budget across scenarios.
+    scenario_n : {scenario: [count per budget, aligned with n_values]} or {scenario: {budget: count}}:
+        explicit per-scenario anchor counts.
+    large_pool_items, large_pool_scale : a scenario without an explicit count whose item pool has at
+        least ``large_pool_items`` items (default 1,000) gets ``round(budget * large_pool_scale)``
+        anchors (default scale 100/30: budget 30 -> 100 anchors, as tinyBenchmarks uses on large pools).
     clusterings : anchor clusterings to prepare ("correctness", "irt").
     dim_candidates, joint_dim_candidates : D tried by :func:`select_dimension` per scenario / jointly.
     val_fraction : share of training models held out as validation models.
@@ -126,6 +134,9 @@ class AnchorPredictor:
         self,
         n_values=(10, 20, 30, 50),
         clusterings=("correctness", "irt"),
+        scenario_n: dict | None = None,
+        large_pool_items: int = 1000,
+        large_pool_scale: float = 100 / 30,
         dim_candidates=(1, 2, 5, 10),
         joint_dim_candidates=(2, 5, 10, 15),
         val_fraction: float = 0.25,
@@ -141,6 +152,12 @@ class AnchorPredictor:
         irt_options: dict | None = None,
     ):
         self.n_values = tuple(int(n) for n in n_values)
+        self.scenario_n = {str(k): (dict(v) if isinstance(v, dict) else list(v)) for k, v in (scenario_n or {}).items()}
+        for k, v in self.scenario_n.items():
+            if isinstance(v, list) and len(v) != len(self.n_values):
+                raise ValueError(f"scenario_n[{k!r}] has {len(v)} counts for {len(self.n_values)} budgets {self.n_values}")
+        self.large_pool_items = int(large_pool_items)
+        self.large_pool_scale = float(large_pool_scale)
         self.clusterings = tuple(clusterings)
         self.dim_candidates = tuple(dim_candidates)
         self.joint_dim_candidates = tuple(joint_dim_candidates)
@@ -242,12 +259,28 @@ class AnchorPredictor:
         return self
 
     # ------------------------------------------------------------------ pieces
+    def n_for(self, s: str, n: int) -> int:
+        """Anchor count of scenario ``s`` at budget ``n`` (at most the scenario's pool size).
+
+        An explicit ``scenario_n`` entry wins; else pools of at least ``large_pool_items`` items get
+        ``round(n * large_pool_scale)``; else ``n``.
+        """
+        pool = len(self.cols_[s])
+        override = getattr(self, "scenario_n", {}).get(s)  # older pickles lack the attribute
+        if override is not None:
+            count = override[n] if isinstance(override, dict) else override[self.n_values.index(n)]
+        elif pool >= getattr(self, "large_pool_items", 10**12):
+            count = round(n * self.large_pool_scale)
+        else:
+            count = n
+        return int(max(1, min(int(count), pool)))
+
     def _select(self, Yf, c, n, s) -> AnchorSet:
         cols = self.cols_[s]
         Ys = Yf[:, cols]
         Ys = Ys[~np.isnan(Ys).all(1)]
         p = self.irt_[s]
-        sel = AnchorSelector(n_anchors=n, clustering=c, n_init=self.n_init, random_state=self.seed)
+        sel = AnchorSelector(n_anchors=self.n_for(s, n), clustering=c, n_init=self.n_init, random_state=self.seed)
         sel.fit(Ys, self.w_[cols], a=p.a, b=p.b)
         return AnchorSet(s, c, n, sel.anchors_, cols[sel.anchors_], sel.weights_)
 
@@ -382,7 +415,7 @@ class AnchorPredictor:
                 a, p = raw[(s, "anchor")], raw[(s, "pirt" + sfx)]
                 ok = np.isfinite(a) & np.isfinite(p) & np.isfinite(t)
                 lam_val, _ = est.choose_lambda(a[ok], p[ok], t[ok], self.lambda_grid)
-                lam_tut = est.tutorial_lambda(self.b_[(fit, s)], self.v_[s], n)
+                lam_tut = est.tutorial_lambda(self.b_[(fit, s)], self.v_[s], self.n_for(s, n))
                 self.lambdas_[(c, n, s, fit)] = {"tutorial": lam_tut, "validation": lam_val}
 
     def _compose(self, raw, c, n):
@@ -442,7 +475,7 @@ class AnchorPredictor:
         cols = self.cols_[s]
         Ys = Y[:, cols]
         h = ~np.isnan(Ys).all(1)
-        return np.where(h, est.random_estimate(Ys, self.w_[cols], n, seed=seed), np.nan)
+        return np.where(h, est.random_estimate(Ys, self.w_[cols], self.n_for(s, n), seed=seed), np.nan)
 
     def _calibrate(self, full, t2raw, T1v, T2v, c, n):
         """Isotonic T2 maps and conformal intervals from validation outputs; returns validation records."""
@@ -521,8 +554,8 @@ class AnchorPredictor:
         rows = []
         for (c, n, s), A in self.anchors_.items():
             for loc, col, wt in zip(A.local, A.items, A.weights):
-                rows.append({"clustering": c, "n": n, "scenario": s, "item": self.items_[col], "item_index": int(col),
-                             "weight": float(wt)})
+                rows.append({"clustering": c, "n": n, "scenario": s, "n_anchors": len(A.items), "item": self.items_[col],
+                             "item_index": int(col), "weight": float(wt)})
         return pd.DataFrame(rows)
 
     def anchor_items(self, clustering: str, n: int) -> dict:

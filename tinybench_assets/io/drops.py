@@ -106,13 +106,28 @@ def leaderboard_of(path: Path, incoming: Path) -> str:
     return clean_name(rel.parts[0]) if len(rel.parts) > 1 else "default"
 
 
+#: files in the landing folder that are never drops: partial uploads still being written, notes
+PARTIAL_SUFFIXES = {".tmp", ".part", ".partial", ".crdownload", ".swp"}
+
+
+def is_drop_candidate(path: Path) -> bool:
+    """Whether a file in the landing folder is a drop to read (and quarantine when it is bad).
+
+    Every file counts, whatever its suffix, so an unknown format is quarantined with a report instead
+    of lying there unnoticed; except hidden files, partial uploads (``.tmp``, ``.part``, ...) and
+    ``README*`` notes.
+    """
+    name = path.name
+    return not (name.startswith(".") or path.suffix.lower() in PARTIAL_SUFFIXES or name.upper().startswith("README"))
+
+
 def landing_files(incoming: Path) -> list[Path]:
     """Drop files under the landing folder (one level of leaderboard folders), sorted."""
     incoming = Path(incoming)
     if not incoming.exists():
         return []
     found = [p for p in incoming.glob("*") if p.is_file()] + [p for p in incoming.glob("*/*") if p.is_file()]
-    return sorted(p for p in found if p.suffix.lower() in SUFFIXES and not p.name.startswith("."))
+    return sorted(p for p in found if is_drop_candidate(p))
 
 
 # ---------------------------------------------------------------------- entry point

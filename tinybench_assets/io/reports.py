@@ -6,10 +6,21 @@ from .store import Store
 QUERIES = {
     "irt_fits": "SELECT partition_key, scope, dim, n_models, n_items, round(heldout_logloss, 4) AS heldout_logloss, round(seconds, 1) AS seconds, device "
                 "FROM irt_fits ORDER BY partition_key",
-    "backtest_summary": "SELECT scenario, estimator, n, round(mae_t1, 2) AS mae_t1_pts, round(mae_t2, 2) AS mae_t2_pts, round(coverage_t1, 3) AS coverage90_t1 "
-                        "FROM backtest_summary WHERE n = 30 AND clustering IN ('correctness', 'random', 'selected') AND estimator IN ('random', 'anchor', 'gpirt', 'gpirt_val_joint', 'tinybench_own', 'tinybench') ORDER BY scenario, mae_t1",
+    # at n = 30 anchors per scenario (or the largest budget below it when 30 was not configured)
+    "backtest_summary": "SELECT leaderboard, scenario, estimator, n, round(mae_t1, 2) AS mae_t1_pts, round(mae_t2, 2) AS mae_t2_pts, "
+                        "round(coverage_t1, 3) AS coverage90_t1, round(coverage_t2, 3) AS coverage90_t2 "
+                        "FROM backtest_summary WHERE n = (SELECT coalesce(max(n) FILTER (WHERE n <= 30), min(n)) FROM backtest_summary) "
+                        "AND clustering IN ('correctness', 'random', 'selected') "
+                        "AND estimator IN ('random', 'anchor', 'gpirt', 'gpirt_val_joint', 'tinybench_own', 'tinybench') "
+                        "ORDER BY leaderboard, scenario, mae_t1",
+}
+EMPTY = {
+    "irt_fits": "(no IRT fits yet)",
+    "backtest_summary": "(no backtest: leaderboards with fewer than min_models models (default 50) have too few models "
+                        "to hold any out, and are skipped)",
 }
 
 
 def render(store: Store, table: str) -> str:
-    return store.query(QUERIES[table]).to_string(index=False)
+    df = store.query(QUERIES[table])
+    return EMPTY[table] if df.empty else df.to_string(index=False)

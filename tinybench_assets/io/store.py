@@ -99,6 +99,8 @@ CREATE TABLE IF NOT EXISTS anchors (
     leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL, clustering VARCHAR NOT NULL, n INTEGER NOT NULL,
     item VARCHAR NOT NULL, item_index INTEGER NOT NULL, weight DOUBLE NOT NULL
 );
+-- columns added after the first release: files created before them gain them here
+ALTER TABLE anchors ADD COLUMN IF NOT EXISTS n_anchors INTEGER;  -- the scenario's anchor count at budget n
 CREATE TABLE IF NOT EXISTS gpirt_lambdas (
     leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL, clustering VARCHAR NOT NULL, n INTEGER NOT NULL,
     fit VARCHAR NOT NULL, lambda_tutorial DOUBLE, lambda_validation DOUBLE, b DOUBLE, v DOUBLE

@@ -11,6 +11,7 @@ from scipy.optimize import minimize
 from scipy.special import expit
 from scipy.stats import spearmanr
 
+from tinybench_assets import paths
 from tinybench_assets.core.irt import (
     DimensionSelection,
     IRTParams,
@@ -24,7 +25,7 @@ from tinybench_assets.core.irt import (
 
 torch.set_num_threads(1)
 
-DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+DATA = Path(paths.default_data_dir())  # ../shared/data or TINYBENCH_DEFAULT_DATA
 
 
 def _synthetic(m, i, d, seed, positive_a=True):
@@ -182,7 +183,7 @@ def test_degenerate_columns_and_rows_stay_finite():
 def _routerdc_mmlu():
     path = DATA / "routerdc" / "mmlu_train.json"
     if not path.exists():
-        pytest.skip(f"real data not found at {path}")
+        pytest.fail(f"real data not found at {path} (set TINYBENCH_DEFAULT_DATA)")
     recs = json.loads(path.read_text())
     models = sorted(recs[0]["scores"])
     return np.array([[float(r["scores"][m] > 0) for r in recs] for m in models])
@@ -305,6 +306,18 @@ def test_pyirt_backend_runs_and_agrees(synth2):
     assert r > 0.9
     assert np.corrcoef(theirs.predict_proba().ravel(), p.ravel())[0, 1] > 0.85  # both near the truth
     assert np.corrcoef(ours.predict_proba().ravel(), p.ravel())[0, 1] > 0.9
+
+
+def test_pyirt_default_lr_is_stable_on_routerdc_7x2000():
+    """py-irt at the tutorial's lr=0.1 diverges on this matrix; the backend's default must not (2,000 epochs, D=2)."""
+    from tinybench_assets.core.pyirt_backend import DEFAULT_LR
+
+    y = _routerdc_mmlu()
+    f = fit_irt(y, dim=2, fitter="py-irt", seed=0, epochs=2000)
+    assert f.info["lr"] == DEFAULT_LR and f.n_iter == 2000
+    assert np.all(np.isfinite(f.a)) and np.all(np.isfinite(f.b)) and np.all(np.isfinite(f.theta))
+    # its fit orders the models like their observed accuracy
+    assert spearmanr(f.predict_proba().mean(1), y.mean(1))[0] > 0.9
 
 
 # --------------------------------------------------------------------------- input handling

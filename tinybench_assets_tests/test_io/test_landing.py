@@ -1,5 +1,6 @@
 """Landing folder ingestion: transactions per drop, quarantine, idempotence, superseding versions."""
 import pandas as pd
+import pytest
 
 from tinybench_assets.io.landing import ingest_landing
 from tinybench_assets.io.store import Store
@@ -96,3 +97,71 @@ def test_later_drop_wins_per_cell(landing):
     store.consolidate_responses("openllm.arc")
     got = store.query("SELECT score FROM responses WHERE model = ? AND item = ?", [row["model"], row["item"]])["score"].tolist()
     assert got == [1 - row["score"]]
+
+
+def _long_csv(**override) -> bytes:
+    df = pd.DataFrame({"model": ["m"] * 4, "scenario": "arc", "subscenario": "arc", "item": ["arc.1", "arc.2", "arc.3", "arc.4"],
+                       "score": [1, 0, 1, 0]})
+    for k, v in override.items():
+        df[k] = v
+    return df.to_csv(index=False).encode()
+
+
+BAD_DROPS = [
+    ("missing.responses.csv", _long_csv().replace(b",score", b",points"), "missing column(s) ['score']"),
+    ("range.responses.csv", _long_csv(score=[1, 0, 2, 0]), "row 3, column 'score': score 2.0 outside [0, 1]"),
+    ("nan.responses.csv", _long_csv(score=[1, None, 1, 0]), "row 2, column 'score': score is NaN"),
+    ("dup.responses.csv", _long_csv(item=["arc.1", "arc.1", "arc.3", "arc.4"]), "conflicting duplicate rows for model 'm', item 'arc.1'"),
+    ("empty.responses.csv", b"", "empty file (0 bytes)"),
+    ("broken.responses.parquet", b"PAR1 this is not parquet", "unreadable file"),
+    ("scores.xlsx", b"PK\x03\x04 spreadsheet", "unknown format: suffix '.xlsx'"),
+    ("notes.txt", b"model,item,score", "unknown format: suffix '.txt'"),
+    ("mmlu_train.json", b"[{not json", "unreadable JSON"),
+    ("tb.pkl", b"not a pickle", "unreadable pickle"),
+]
+
+
+@pytest.mark.parametrize("name, content, expected", BAD_DROPS, ids=[b[0] for b in BAD_DROPS])
+def test_every_bad_input_is_quarantined_and_store_unchanged(landing, name, content, expected):
+    store = Store(landing["db"])
+    ingest_landing(store, landing["incoming"], landing["quarantine"])
+    tables = ("drops", "landed_responses", "items", "full_scores")
+    before = {t: store.query(f"SELECT * FROM {t} ORDER BY ALL") for t in tables}
+    bad = landing["incoming"] / "openllm" / name
+    bad.write_bytes(content)
+    good = landing["incoming"] / "openllm" / "late.responses.csv"
+    good.write_bytes(_long_csv(model=["late-model"] * 4))
+    report = ingest_landing(store, landing["incoming"], landing["quarantine"])
+    rel = f"openllm/{name}"
+    assert list(report.quarantined) == [rel]
+    err = report.quarantined[rel]
+    assert err.startswith("file ") and name in err and expected in err, err  # names the file and the problem
+    assert report.ingested == ["openllm/late.responses.csv"]  # the other file still ingests
+    assert not bad.exists()
+    moved = landing["quarantine"] / "openllm" / name
+    assert moved.read_bytes() == content
+    assert expected in (moved.parent / f"{name}.error.txt").read_text()
+    assert store.query("SELECT path FROM quarantine")["path"].tolist() == [rel]
+    # nothing stored before is lost or changed; the only new rows are the good drop's
+    late = store.query("SELECT drop_id FROM drops WHERE path = 'openllm/late.responses.csv'")["drop_id"].tolist()
+    assert len(late) == 1
+    for t in tables:
+        after = store.query(f"SELECT * FROM {t} ORDER BY ALL")
+        if "drop_id" in after:
+            after = after[~after.drop_id.isin(late)]
+        pd.testing.assert_frame_equal(after.reset_index(drop=True), before[t].reset_index(drop=True), check_dtype=False)
+    # ingesting again adds nothing and quarantines nothing more
+    again = ingest_landing(store, landing["incoming"], landing["quarantine"])
+    assert not again.ingested and not again.quarantined
+
+
+def test_partial_uploads_and_notes_are_not_drops(landing):
+    from tinybench_assets.io.drops import landing_files
+
+    d = landing["incoming"] / "openllm"
+    for name in ("big.parquet.part", "x.csv.tmp", ".hidden.csv", "README.md"):
+        (d / name).write_bytes(b"...")
+    names = {p.name for p in landing_files(landing["incoming"])}
+    assert not names & {"big.parquet.part", "x.csv.tmp", ".hidden.csv", "README.md"}
+    report = ingest_landing(Store(landing["db"]), landing["incoming"], landing["quarantine"])
+    assert not report.quarantined and len(report.ingested) == 8

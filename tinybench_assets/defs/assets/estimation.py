@@ -26,7 +26,9 @@ GROUP = "estimation"
 class EstimationConfig(dg.Config):
     """Anchor budgets, clusterings and estimator options. Fitted on the training models recorded by irt_joint."""
 
-    n_values: list[int] = [10, 20, 30, 50]
+    n_values: list[int] = [10, 20, 30, 50]  # anchor budgets (the anchor count of every scenario, unless below)
+    scenario_n: dict[str, list[int]] = {}  # per-scenario anchor counts, one per budget, e.g. {"mmlu": [30, 60, 100, 150]}
+    large_pool_items: int = 1000  # pools at least this large get round(budget * 100/30) anchors (30 -> 100)
     clusterings: list[str] = ["correctness", "irt"]
     learned: bool = True
     max_fit_models: int = 0  # 0 = all training models
@@ -63,6 +65,7 @@ def leaderboard_matrix(db: Store, board: str) -> tuple[ResponseMatrix, pd.DataFr
 def predictor_params(config: EstimationConfig, device: str) -> dict:
     return {
         "n_values": tuple(config.n_values), "clusterings": tuple(config.clusterings), "learned": config.learned,
+        "scenario_n": dict(config.scenario_n), "large_pool_items": config.large_pool_items,
         "max_fit_models": config.max_fit_models or None, "alpha": config.alpha, "device": device,
         "dim_candidates": tuple(config.dims), "joint_dim_candidates": tuple(config.joint_dims),
     }
@@ -111,7 +114,7 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
     lambdas = pred.lambdas
     selection = pred.selection
     db.replace_partition({
-        "anchors": anchors[["scenario", "clustering", "n", "item", "item_index", "weight"]],
+        "anchors": anchors[["scenario", "clustering", "n", "n_anchors", "item", "item_index", "weight"]],
         "gpirt_lambdas": lambdas[["scenario", "clustering", "n", "fit", "lambda_tutorial", "lambda_validation", "b", "v"]],
         "estimator_selection": selection[["scenario", "n", "selector", "clustering_t1", "estimator_t1", "clustering_t2", "estimator_t2"]],
         "estimator_validation": pred.validation_[["scenario", "clustering", "n", "estimator", "val_mae_t1", "val_mae_t2", "n_val"]],
@@ -128,7 +131,7 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
         "fit_seconds": round(seconds, 1),
         "predictor_path": dg.MetadataValue.path(str(path)),
     })
-    lam = lambdas[(lambdas.fit == "scenario") & (lambdas.clustering == "correctness")] if "fit" in lambdas else lambdas
+    lam = lambdas[(lambdas.fit == "sep") & (lambdas.clustering == "correctness")]
     yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata={
         "lambdas": dg.MetadataValue.md(lam.round(4).to_markdown(index=False)),
         "selected_estimators": dg.MetadataValue.md(selection.to_markdown(index=False)),
@@ -246,7 +249,9 @@ def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, stor
     meta = tables["tiny_benchmark"]
     return dg.MaterializeResult(metadata={
         "artifact": dg.MetadataValue.path(str(path)),
-        "anchors_per_scenario": config.export_n,
+        "anchor_budget": config.export_n,
+        "anchors_per_scenario": dg.MetadataValue.json(
+            {k: int(v) for k, v in tables["tiny_benchmark_anchors"].groupby("scenario").size().items()}),
         "items_to_answer": int(len(tables["tiny_benchmark_anchors"])),
         "json_kb": round(path.stat().st_size / 1024, 1),
         "recommended": dg.MetadataValue.md(meta[["scenario", "clustering", "recommended_t1", "recommended_t2",
