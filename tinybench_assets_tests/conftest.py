@@ -16,6 +16,33 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 SHARED = Path(paths.default_data_dir())
 
 
+def _data_snapshot() -> dict[str, tuple[int, int]]:
+    data = paths.PROJECT_ROOT / "data"
+    return {str(p): (p.stat().st_mtime_ns, p.stat().st_size) for p in data.rglob("*") if p.is_file()} if data.is_dir() else {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _project_data_untouched():
+    """Fails the run when any test created, changed or removed a file under the project's data/ folder
+    (a user's DuckDB file, landing folder and artifacts live there)."""
+    before = _data_snapshot()
+    yield
+    after = _data_snapshot()
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    if changed:
+        pytest.fail(f"tests changed the project's data/ folder: {changed[:10]}", pytrace=False)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_project_data(tmp_path_factory, monkeypatch):
+    """No test reads or writes the project's data/ folder (DuckDB file, landing folder, artifacts, plots):
+    the defaults point into a fresh temporary folder; a test that needs another place sets it itself."""
+    root = tmp_path_factory.mktemp("project_data")
+    for var, name in (("TINYBENCH_DUCKDB", "tinybench.duckdb"), ("TINYBENCH_INCOMING", "incoming"),
+                      ("TINYBENCH_QUARANTINE", "quarantine"), ("TINYBENCH_ARTIFACTS", "artifacts")):
+        monkeypatch.setenv(var, str(root / name))
+
+
 def _need_shared() -> None:
     if not (SHARED / "openllm").is_dir():
         pytest.fail(f"real data not found at {SHARED} (set TINYBENCH_DEFAULT_DATA)")

@@ -129,3 +129,12 @@ def test_backtest_on_a_real_slice():
         assert s.loc[(sc, "tinybench"), "mae_t1"] < s.loc[(sc, "random"), "mae_t1"]
         assert s.loc[(sc, "anchor"), "mae_t1"] < s.loc[(sc, "random"), "mae_t1"]
     assert np.isfinite(res.estimates.estimate_t2).all()
+    # T2: the calibrated full-score estimate tracks the REAL full-benchmark score better than the raw pool-accuracy
+    # estimate does (the item pools are metabench's informative subsets, not the full benchmarks)
+    e = res.estimates[(res.estimates.estimator == "tinybench") & np.isfinite(res.estimates.truth_t2)]
+    assert len(e) > 50
+    for sc, g in e.groupby("scenario"):
+        calibrated = (g.estimate_t2 - g.truth_t2).abs().mean()
+        raw = (g.estimate - g.truth_t2).abs().mean()
+        assert calibrated < raw, (sc, calibrated, raw)
+        assert calibrated < s.loc[(sc, "random"), "mae_t2"] / 100
