@@ -107,10 +107,12 @@ def main(argv=None) -> int:
     cols = ["scenario", "estimator", "n", "mae_t1", "sd_t1", "coverage_t1", "width_t1", "mae_t2", "sd_t2", "coverage_t2", "width_t2"]
     print(sel[cols].round(3).to_string(index=False))
 
-    def mean30(est, tgt, clustering=None):
+    def mean30(est, tgt, clustering=None, scenario=None):
         s = summ[(summ.estimator == est) & (summ.n == 30)]
         if clustering is not None:
             s = s[s.clustering == clustering]
+        if scenario is not None:
+            s = s[s.scenario == scenario]
         return float(s[f"mae_{tgt}"].mean()) if len(s) else float("nan")
 
     # coverage of the 90% intervals, pooled over test models
@@ -157,10 +159,9 @@ def main(argv=None) -> int:
     print(f"best (tinybench) T2 MAE at n=30, mean of 4 scenarios: {best_t2:.3f} points (bar <= 2.0)")
     print("\n=== at n=30, T1 MAE (points) per scenario: random and tutorial gp-IRT, ours vs the issue's reference ===")
     for s_ in SCENARIOS:
-        ours_r = summ[(summ.estimator == "random") & (summ.n == 30) & (summ.scenario == s_)].mae_t1.mean()
-        ours_g = {c: summ[(summ.estimator == "gpirt") & (summ.n == 30) & (summ.scenario == s_) & (summ.clustering == c)].mae_t1.mean()
-                  for c in ("correctness", "irt")}
-        best_ = summ[(summ.estimator == "tinybench") & (summ.n == 30) & (summ.scenario == s_)].mae_t1.mean()
+        ours_r = mean30("random", "t1", scenario=s_)
+        ours_g = {c: mean30("gpirt", "t1", c, s_) for c in ("correctness", "irt")}
+        best_ = mean30("tinybench", "t1", scenario=s_)
         print(f"  {s_:<11} random {ours_r:5.2f} (ref {REFERENCE_N30['random'][s_]:.1f})   gp-IRT correctness {ours_g['correctness']:5.2f}"
               f" / irt {ours_g['irt']:5.2f} (ref {REFERENCE_N30['tutorial_gpirt'][s_]:.1f})   tinybench {best_:5.2f}")
     print(f"tinybench_own (own-scenario anchors only) T1 / T2 at n=30: {out['best_own_t1_n30_mean']:.3f} / {out['best_own_t2_n30_mean']:.3f}")

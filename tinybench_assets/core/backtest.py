@@ -45,6 +45,12 @@ class BacktestResult:
     timings: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
+def reference_n(n_values) -> int:
+    """The anchor budget headline figures are quoted at: 30 when it was run (the issue's bar), else the largest."""
+    ns = [int(n) for n in n_values]
+    return 30 if 30 in ns else max(ns)
+
+
 def _metrics(g: pd.DataFrame) -> pd.Series:
     e1 = g.estimate - g.truth_t1
     e2 = g.estimate_t2 - g.truth_t2

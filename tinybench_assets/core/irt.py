@@ -240,13 +240,13 @@ class _Objective:
         # sign matrix S = 1 - 2y on observed cells, 0 on missing ones: the cell's negative
         # log-likelihood is softplus(S * z) and its derivative S * sigmoid(S * z); a missing cell
         # then contributes the constant log 2 and no gradient, so no mask pass is needed.
+        self.rows = max(1, int(chunk_cells // max(self.I, 1)))  # rows per chunk of the O(M * I) work
         sign = np.empty(y.shape, dtype=np.int8)
-        step = max(1, int(chunk_cells // max(self.I, 1)))
-        for r0 in range(0, self.M, step):
-            blk = 1 - 2 * y[r0 : r0 + step].astype(np.int8)
+        for r0 in range(0, self.M, self.rows):
+            blk = 1 - 2 * y[r0 : r0 + self.rows].astype(np.int8)
             if m is not None:
-                blk *= m[r0 : r0 + step]
-            sign[r0 : r0 + step] = blk
+                blk *= m[r0 : r0 + self.rows]
+            sign[r0 : r0 + self.rows] = blk
         self.s = torch.from_numpy(sign).to(self.device)
         if self.M * self.I <= cache_cells:  # small enough: keep S in the compute dtype
             self.s = self.s.to(dtype)
@@ -259,7 +259,6 @@ class _Objective:
             self.m_cols = torch.from_numpy(m.sum(axis=0).astype(np.float64))
         if self.n_obs == 0:
             raise ValueError("no observed cells")
-        self.rows = max(1, int(chunk_cells // max(self.I, 1)))
         self.theta_sd, self.a_prior, self.a_mean, self.a_sd, self.b_sd = theta_sd, a_prior, a_mean, a_sd, b_sd
         if a_prior not in ("normal", "lognormal"):
             raise ValueError("a_prior must be 'normal' or 'lognormal'")

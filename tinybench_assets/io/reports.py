@@ -1,15 +1,16 @@
 """Plain-text renderings of result tables for the console summary."""
 from __future__ import annotations
 
+from ..core.backtest import reference_n
 from .store import Store
 
 QUERIES = {
     "irt_fits": "SELECT partition_key, scope, dim, n_models, n_items, round(heldout_logloss, 4) AS heldout_logloss, round(seconds, 1) AS seconds, device "
                 "FROM irt_fits ORDER BY partition_key",
-    # at n = 30 anchors per scenario (or the largest budget below it when 30 was not configured)
+    # at the budget the backtest asset quotes (core.backtest.reference_n: 30, else the largest run)
     "backtest_summary": "SELECT leaderboard, scenario, estimator, n, round(mae_t1, 2) AS mae_t1_pts, round(mae_t2, 2) AS mae_t2_pts, "
                         "round(coverage_t1, 3) AS coverage90_t1, round(coverage_t2, 3) AS coverage90_t2 "
-                        "FROM backtest_summary WHERE n = (SELECT coalesce(max(n) FILTER (WHERE n <= 30), min(n)) FROM backtest_summary) "
+                        "FROM backtest_summary WHERE n = ? "
                         "AND clustering IN ('correctness', 'random', 'selected') "
                         "AND estimator IN ('random', 'anchor', 'gpirt', 'gpirt_val_joint', 'tinybench_own', 'tinybench') "
                         "ORDER BY leaderboard, scenario, mae_t1",
@@ -22,5 +23,11 @@ EMPTY = {
 
 
 def render(store: Store, table: str) -> str:
-    df = store.query(QUERIES[table])
+    params = []
+    if table == "backtest_summary":
+        ns = store.query("SELECT DISTINCT n FROM backtest_summary")["n"]
+        if ns.empty:
+            return EMPTY[table]
+        params = [reference_n(ns)]
+    df = store.query(QUERIES[table], params)
     return EMPTY[table] if df.empty else df.to_string(index=False)

@@ -138,3 +138,10 @@ def test_backtest_on_a_real_slice():
         raw = (g.estimate - g.truth_t2).abs().mean()
         assert calibrated < raw, (sc, calibrated, raw)
         assert calibrated < s.loc[(sc, "random"), "mae_t2"] / 100
+
+
+def test_reference_n_is_30_when_run_else_the_largest():
+    from tinybench_assets.core.backtest import reference_n
+
+    assert reference_n([10, 20, 30, 50]) == 30
+    assert reference_n([50, 10]) == 50 and reference_n((5,)) == 5

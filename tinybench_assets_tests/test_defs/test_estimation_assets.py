@@ -68,6 +68,12 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
     ev = instance.get_latest_materialization_event(dg.AssetKey("estimation_backtest"))
     md = ev.asset_materialization.metadata
     assert "error_vs_n_arc" in md and "mae_t1_points_at_n10" in md
+    # the console summary quotes the same budget as the UI (30 was not run here: the largest, 10)
+    from tinybench_assets.io import reports
+
+    lines = reports.render(store, "backtest_summary").splitlines()
+    assert lines[0].split()[:4] == ["leaderboard", "scenario", "estimator", "n"] and len(lines) > 1
+    assert {ln.split()[3] for ln in lines[1:]} == {"10"}
 
     # the exported tiny benchmark reproduces the asset's estimates for a held-out model, from its anchor answers only
     from tinybench_assets.core.tiny_benchmark import estimate_from_artifact, load_artifact

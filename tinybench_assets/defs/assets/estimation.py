@@ -10,7 +10,7 @@ import pandas as pd
 import dagster as dg
 
 from tinybench_assets import paths
-from tinybench_assets.core.backtest import run_backtest
+from tinybench_assets.core.backtest import reference_n, run_backtest
 from tinybench_assets.core.predictor import AnchorPredictor
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
 from tinybench_assets.core.tiny_benchmark import artifact_tables, export_tiny_benchmark, save_artifact
@@ -205,7 +205,7 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
         plots.save(png, Path(paths.artifacts_dir()) / "plots" / f"backtest_{board}.{s}.png")
         charts[f"error_vs_n_{s}"] = dg.MetadataValue.md(plots.markdown_image(png, f"{s} error vs n"))
         figures[s] = wide
-    n_ref = 30 if 30 in config.n_values else config.n_values[-1]
+    n_ref = reference_n(config.n_values)
     at_n = summary[(summary.n == n_ref) & summary.clustering.isin(["correctness", "random", "selected"])]
     table = at_n.pivot_table(index="estimator", columns="scenario", values="mae_t1").round(2)
     table["mean"] = table.mean(axis=1).round(2)
