@@ -1,0 +1,219 @@
+"""Search over deletion fraction, padding range and counts (and top-k for irt_information) per ranking, with a
+seeded multi-objective optimizer (optuna TPE), on the tune models and voters only.
+
+Objectives (all measured on the tune non-voters and the voters; eval models never enter):
+top-10 std (maximize), mean |voter penalty| (minimize), guesser advantage (minimize; <= 0 means the weakest
+non-guesser scores at least chance), subset size as a fraction of the pool (minimize).
+
+The chosen point is the trial of the Pareto front that maximizes the documented scalarization
+(:class:`Scalarization`); users change it in config.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from tinybench_assets.core.subsets.rankings import (METHODS, Ranking, orient_irt, rank_irt, rank_mean_score,
+                                                     rank_ref_vs_voters)
+from tinybench_assets.core.subsets.setup import MagiSetup, SubsetEval, SubsetParams, build_subset, measure
+
+OBJECTIVES = ("top10_std", "mean_abs_voter_penalty", "guesser_advantage", "fraction_of_pool")
+DIRECTIONS = ("maximize", "minimize", "minimize", "minimize")
+
+
+@dataclass
+class Scalarization:
+    """How one point is chosen from the Pareto front.
+
+    Feasible: fraction_of_pool <= max_fraction, mean |penalty| <= max_mean_penalty (points),
+    guesser_advantage <= max_guesser_advantage. Among feasible trials the largest
+    utility = top10_std - penalty_weight * mean|penalty| / 100 - guesser_weight * max(guesser_adv, 0)
+    - size_weight * fraction wins; with none feasible, the smallest total constraint violation.
+    """
+
+    max_fraction: float = 0.2
+    max_mean_penalty: float = 0.5
+    max_guesser_advantage: float = 0.0
+    penalty_weight: float = 0.05
+    guesser_weight: float = 0.5
+    size_weight: float = 0.01
+
+    def utility(self, m: dict) -> float:
+        return (m["top10_std"] - self.penalty_weight * m["mean_abs_voter_penalty"] / 100
+                - self.guesser_weight * max(m["guesser_advantage"], 0.0) - self.size_weight * m["fraction_of_pool"])
+
+    def violation(self, m: dict) -> float:
+        return (max(0.0, m["fraction_of_pool"] - self.max_fraction) / max(self.max_fraction, 1e-9)
+                + max(0.0, m["mean_abs_voter_penalty"] - self.max_mean_penalty) / max(self.max_mean_penalty, 1e-9)
+                + max(0.0, m["guesser_advantage"] - self.max_guesser_advantage) * 10)
+
+
+@dataclass
+class SearchSpace:
+    """Ranges of the search; irt_information also searches top_k."""
+
+    keep_fraction: tuple[float, float] = (0.08, 0.2)  # below ~50 items the top-10 std is mostly sampling noise
+    pad_base: tuple[int, int] = (0, 3)
+    pad_per_point: tuple[float, float] = (0.0, 6.0)
+    pad_acc_low: tuple[float, float] = (0.2, 0.95)
+    pad_width: tuple[float, float] = (0.05, 0.8)
+    top_k: tuple[int, int] = (3, 50)
+
+
+@dataclass
+class MethodResult:
+    method: str
+    ranking: Ranking
+    params: SubsetParams
+    chosen: SubsetEval
+    trials: pd.DataFrame
+    seconds: float
+    eval_metrics: dict = field(default_factory=dict)
+
+
+def irt_rankings(setup: MagiSetup, methods, *, dim: int = 1, seed: int = 0, device: str = "cpu", irt_params=None,
+                 top_k_values=(10,)) -> tuple[dict, object, float]:
+    """Fit the project's 2PL on the tune non-voters (voters and eval models excluded) unless ``irt_params``
+    (a, b, theta for those rows, or a, b with theta None) are given. Returns ({(method, top_k): Ranking},
+    params, seconds)."""
+    t0 = time.perf_counter()
+    fit_rows = np.flatnonzero(setup.role == "tune")
+    if irt_params is None:
+        from tinybench_assets.core.irt import fit_irt
+
+        irt_params = fit_irt(setup.Y[fit_rows], dim=dim, seed=seed, device=device)
+        irt_params.a, irt_params.b, irt_params.theta = orient_irt(
+            irt_params.a, irt_params.b, irt_params.theta, np.nanmean(setup.Y[fit_rows], axis=1))
+    out = {}
+    theta = np.asarray(irt_params.theta)
+    for method in methods:
+        if method == "irt_information":
+            for k in top_k_values:
+                top = setup.top(setup.role == "tune", int(k))
+                pos = np.searchsorted(fit_rows, top)
+                out[(method, int(k))] = rank_irt(irt_params.a, irt_params.b, method, theta[pos], seed=seed)
+        elif method in ("irt", "irt_discrimination"):
+            out[(method, 0)] = rank_irt(irt_params.a, irt_params.b, method, seed=seed)
+    return out, irt_params, time.perf_counter() - t0
+
+
+def voter_ranking(setup: MagiSetup, method: str, seed: int = 0) -> Ranking:
+    if method == "mean_score":
+        return rank_mean_score(setup.Yv, seed)
+    if method == "ref_vs_voters":
+        return rank_ref_vs_voters(setup.Yv, setup.Y[setup.reference], seed)
+    raise ValueError(method)
+
+
+def _params_from_trial(trial, space: SearchSpace, method: str, stratify: bool = False) -> SubsetParams:
+    low = trial.suggest_float("pad_acc_low", *space.pad_acc_low)
+    width = trial.suggest_float("pad_width", *space.pad_width)
+    return SubsetParams(
+        keep_fraction=trial.suggest_float("keep_fraction", *space.keep_fraction),
+        pad_base=trial.suggest_int("pad_base", *space.pad_base),
+        pad_per_point=trial.suggest_float("pad_per_point", *space.pad_per_point),
+        pad_acc_low=low, pad_acc_high=min(1.0, low + width),
+        top_k=trial.suggest_int("top_k", *space.top_k) if method == "irt_information" else 0,
+        stratify=stratify,
+    )
+
+
+def pareto_mask(values: np.ndarray, directions=DIRECTIONS) -> np.ndarray:
+    """Non-dominated rows of ``values`` (n_trials, n_objectives)."""
+    sign = np.array([-1.0 if d == "maximize" else 1.0 for d in directions])
+    v = np.nan_to_num(values * sign, nan=np.inf)
+    keep = np.ones(len(v), dtype=bool)
+    for i in range(len(v)):
+        dominated = np.all(v <= v[i], axis=1) & np.any(v < v[i], axis=1)
+        keep[i] = not dominated.any()
+    return keep
+
+
+def search_method(setup: MagiSetup, method: str, ranking_for, *, n_trials: int = 60, seed: int = 0,
+                  space: SearchSpace | None = None, scalar: Scalarization | None = None,
+                  stratify: bool = False) -> MethodResult:
+    """Seeded optuna TPE (multi-objective) over the space; ``ranking_for(top_k) -> Ranking``."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    space, scalar = space or SearchSpace(), scalar or Scalarization()
+    t0 = time.perf_counter()
+    rows, evals = [], {}
+
+    def objective(trial):
+        p = _params_from_trial(trial, space, method, stratify)
+        ev = build_subset(setup, ranking_for(p.top_k), p, seed=seed)
+        evals[trial.number] = (p, ev)
+        rows.append({"trial": trial.number, **p.as_dict(), **ev.metrics})
+        return tuple(ev.metrics[o] for o in OBJECTIVES)
+
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(15, n_trials), multivariate=True)
+    study = optuna.create_study(directions=list(DIRECTIONS), sampler=sampler)
+    # a deterministic start: the plain MAGI point (the largest allowed subset, no padding) and a padded one
+    study.enqueue_trial({"keep_fraction": space.keep_fraction[1], "pad_base": 0, "pad_per_point": 0.0,
+                         "pad_acc_low": 0.5, "pad_width": 0.5, **({"top_k": 10} if method == "irt_information" else {})})
+    study.enqueue_trial({"keep_fraction": 0.15, "pad_base": 1, "pad_per_point": 2.0,
+                         "pad_acc_low": 0.5, "pad_width": 0.5, **({"top_k": 10} if method == "irt_information" else {})})
+    study.optimize(objective, n_trials=n_trials)
+    trials = pd.DataFrame(rows).sort_values("trial").reset_index(drop=True)
+    trials["pareto"] = pareto_mask(trials[list(OBJECTIVES)].to_numpy(dtype=float))
+    trials["utility"] = [scalar.utility(r) for r in trials.to_dict("records")]
+    trials["violation"] = [scalar.violation(r) for r in trials.to_dict("records")]
+    front = trials[trials.pareto]
+    feasible = front[front.violation <= 0]
+    best = (feasible.sort_values(["utility", "trial"], ascending=[False, True]) if len(feasible)
+            else front.sort_values(["violation", "trial"])).iloc[0]
+    trials["chosen"] = trials.trial == best.trial
+    params, ev = evals[int(best.trial)]
+    return MethodResult(method, ranking_for(params.top_k), params, ev, trials, time.perf_counter() - t0)
+
+
+@dataclass
+class MagiResult:
+    setup: MagiSetup
+    methods: dict[str, MethodResult]
+    full_metrics: dict
+    full_eval_metrics: dict
+    irt_seconds: float
+    seconds: float
+    irt_params: object = None
+
+
+def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int = 0, irt_dim: int = 1,
+             irt_params=None, device: str = "cpu", space: SearchSpace | None = None,
+             scalar: Scalarization | None = None, stratify: bool = False) -> MagiResult:
+    """Rank, search and choose a subset per ranking method; measure each chosen subset on tune and eval models.
+
+    Each method's ``seconds`` includes its share of the IRT fit (the whole fit for every IRT method).
+    """
+    t0 = time.perf_counter()
+    space = space or SearchSpace()
+    irt_methods = [m for m in methods if m.startswith("irt")]
+    irt_cache, irt_seconds = {}, 0.0
+    fitted = None
+    if irt_methods:
+        _, fitted, irt_seconds = irt_rankings(setup, [], dim=irt_dim, seed=seed, device=device, irt_params=irt_params)
+    out = {}
+    for method in methods:
+        t_m = time.perf_counter()
+        if method in ("mean_score", "ref_vs_voters"):
+            r = voter_ranking(setup, method, seed)
+            ranking_for = lambda k, r=r: r  # noqa: E731
+        else:
+            def ranking_for(k, method=method):
+                key = (method, int(k) if method == "irt_information" else 0)
+                if key not in irt_cache:
+                    irt_cache.update(irt_rankings(setup, [method], seed=seed, irt_params=fitted,
+                                                  top_k_values=(key[1],))[0])
+                return irt_cache[key]
+        res = search_method(setup, method, ranking_for, n_trials=n_trials, seed=seed, space=space, scalar=scalar,
+                            stratify=stratify)
+        res.seconds = time.perf_counter() - t_m + (irt_seconds if method.startswith("irt") else 0.0)
+        res.eval_metrics = measure(setup, res.chosen.mask, res.chosen.penalty_after, group="eval")
+        out[method] = res
+    full = np.ones(setup.Y.shape[1], dtype=bool)
+    return MagiResult(setup, out, measure(setup, full, None, "tune"), measure(setup, full, None, "eval"),
+                      irt_seconds, time.perf_counter() - t0, fitted)

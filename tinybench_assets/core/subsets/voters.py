@@ -1,0 +1,129 @@
+"""Voters, guessers, chance levels and model families for MAGI subsets.
+
+Pure numpy/pandas. The voter rule (documented in docs/magi.md):
+
+* a model's *family* is its base architecture x size (x MoE) from the leaderboard's aggregate table
+  (``arch``, ``size``, ``moe``); when the table lacks the model, or says ``arch == "error"`` / size <= 0,
+  the family comes from the model name (the name without organisation, lower-cased, with digits-only
+  version numbers and fine-tune suffixes after the size token dropped, e.g. ``llama-2-7b``);
+* merges (the table's ``merged`` flag, or merge words in the name: merge, slerp, ties, dare, passthrough)
+  and flagged models never vote, nor do *guessers* (models at or below chance on the pool);
+* families are visited from the most to the least populated (ties by name) and up to
+  ``per_family`` (3) representatives of each are taken: its best models by full score, then
+  spread down the family (the best, then the family's quantiles), until ``n_voters`` (60) are chosen.
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+CHANCE_BY_SCENARIO = {"arc": 0.25, "arc_challenge": 0.25, "mmlu": 0.25, "hellaswag": 0.25, "winogrande": 0.5}
+MERGE_WORDS = re.compile(r"(merg|slerp|(^|[-_.])ties([-_.]|$)|(^|[-_.])dare([-_.]|$)|passthrough|frankenmerge)", re.I)
+SIZE_TOKEN = re.compile(r"(\d+(?:\.\d+)?)\s*[bm](?![a-z])", re.I)
+
+
+def chance_per_item(scenarios, choices: dict[str, float] | None = None) -> np.ndarray:
+    """Expected score of a uniform random guesser per item, shape (n_items,).
+
+    ``scenarios`` : array of str, shape (n_items,). Known multiple-choice scenarios (ARC, MMLU: 4 choices)
+    get 1 / n_choices; anything else (generative GSM8K; TruthfulQA, whose stored prompts do not list the
+    choices) gets 0. ``choices`` overrides or adds scenario -> chance.
+    """
+    table = {**CHANCE_BY_SCENARIO, **(choices or {})}
+    return np.array([float(table.get(str(s), 0.0)) for s in scenarios])
+
+
+def is_merge(name: str) -> bool:
+    return bool(MERGE_WORDS.search(str(name).split("/")[-1]))
+
+
+def family_from_name(name: str) -> str:
+    """A base-family key from a Hugging Face id alone: name without the organisation, up to its size token."""
+    base = str(name).split("/")[-1].lower()
+    m = SIZE_TOKEN.search(base)
+    if m:
+        return base[: m.end()].rstrip("-_.") or base
+    return re.split(r"[-_.]", base)[0] or base
+
+
+def read_aggregate(path: str | Path | None) -> pd.DataFrame | None:
+    """The leaderboard's aggregate table (name, arch, size, merged, moe, flagged, ...), or None when absent."""
+    if path is None or not Path(path).is_file():
+        return None
+    return pd.read_csv(path)
+
+
+def model_families(models, aggregate: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Family, merge and flag per model.
+
+    Returns a DataFrame indexed by model with columns ``family`` (str), ``merged`` (bool), ``flagged`` (bool),
+    ``family_source`` ("aggregate" | "name").
+    """
+    models = list(models)
+    agg = None
+    if aggregate is not None and len(aggregate):
+        agg = aggregate.drop_duplicates("name").set_index("name")
+    rows = []
+    for m in models:
+        fam, src, merged, flagged = None, "name", is_merge(m), False
+        if agg is not None and m in agg.index:
+            r = agg.loc[m]
+            arch = str(r.get("arch", "error"))
+            try:
+                size = float(r.get("size", -1))
+            except (TypeError, ValueError):
+                size = -1.0
+            merged = merged or bool(r.get("merged", False))
+            flagged = bool(r.get("flagged", False))
+            if arch not in ("error", "nan", "None") and size > 0:
+                moe = "-moe" if bool(r.get("moe", False)) else ""
+                fam, src = f"{arch}-{size:.0f}b{moe}" if size >= 1 else f"{arch}-{size:.2f}b{moe}", "aggregate"
+        rows.append({"model": m, "family": fam or family_from_name(m), "merged": merged, "flagged": flagged,
+                     "family_source": src})
+    return pd.DataFrame(rows).set_index("model")
+
+
+def guessers(Y: np.ndarray, chance: np.ndarray, z: float = 2.0) -> np.ndarray:
+    """Models at or below chance on the pool, shape (n_models,) bool.
+
+    A model is a guesser when its pool accuracy is at most the pool's chance level plus ``z`` binomial
+    standard errors of a random guesser (z = 0: strictly at or below chance).
+    ``Y`` : (n_models, n_items) 0/1, ``chance`` : (n_items,).
+    """
+    Y = np.asarray(Y, dtype=float)
+    n = Y.shape[1]
+    level = chance.mean()
+    se = np.sqrt(np.sum(chance * (1 - chance))) / max(n, 1)
+    return np.nanmean(Y, axis=1) <= level + z * se
+
+
+def select_voters(models, full_score: np.ndarray, families: pd.DataFrame, guesser: np.ndarray, *,
+                  n_voters: int = 60, per_family: int = 3) -> np.ndarray:
+    """Indices of the voters (sorted), following the module's rule.
+
+    Parameters
+    ----------
+    models : list of str, length M.  full_score : (M,) real full-benchmark score (higher better; NaN allowed).
+    families : model_families(models) frame.  guesser : (M,) bool.
+    """
+    models = list(models)
+    fam = families.loc[models]
+    ok = ~fam["merged"].to_numpy() & ~fam["flagged"].to_numpy() & ~np.asarray(guesser, bool)
+    score = np.nan_to_num(np.asarray(full_score, dtype=float), nan=-np.inf)
+    df = pd.DataFrame({"i": np.arange(len(models)), "family": fam["family"].to_numpy(), "score": score,
+                       "model": models})[ok]
+    sizes = df.groupby("family").size().rename("n").reset_index().sort_values(["n", "family"], ascending=[False, True])
+    chosen: list[int] = []
+    for family in sizes["family"]:
+        g = df[df.family == family].sort_values(["score", "model"], ascending=[False, True])
+        k = min(per_family, len(g))
+        # the family's best model, then models spread down its ranking (quantiles)
+        pos = np.unique(np.round(np.linspace(0, len(g) - 1, k) if k > 1 else [0]).astype(int))
+        pos = pos[: max(0, n_voters - len(chosen))]
+        chosen.extend(g["i"].to_numpy()[pos].tolist())
+        if len(chosen) >= n_voters:
+            break
+    return np.array(sorted(chosen), dtype=int)
