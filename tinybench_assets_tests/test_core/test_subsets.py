@@ -1,0 +1,156 @@
+"""MAGI subsets and parallel forms on small hand-built / generated matrices (known answers)."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from tinybench_assets.core.subsets import SubsetParams, build_subset, chance_per_item, parallel_forms, prepare, run_magi
+from tinybench_assets.core.subsets.padding import pad_subset, padded_penalty
+from tinybench_assets.core.subsets.penalty import loo_masks, penalty_vs_n_voters, score_trends, voter_penalty
+from tinybench_assets.core.subsets.rankings import (information, rank_irt, rank_mean_score, rank_ref_vs_voters,
+                                                     subset_mask, voter_means)
+from tinybench_assets.core.subsets.voters import family_from_name, guessers, model_families, select_voters
+
+
+def test_rankings_known_answer():
+    # 3 voters x 5 items: voter means 1, 2/3, 1/3, 0, 1/3
+    Yv = np.array([[1, 1, 1, 0, 0], [1, 1, 0, 0, 1], [1, 0, 0, 0, 0]], float)
+    ref = np.array([1, 0, 1, 1, 0], float)
+    mean, loo = voter_means(Yv)
+    assert np.allclose(mean, [1, 2 / 3, 1 / 3, 0, 1 / 3])
+    assert np.allclose(loo[0], Yv[1:].mean(axis=0)) and np.allclose(loo[2], Yv[:2].mean(axis=0))
+    ms = rank_mean_score(Yv)
+    assert list(ms.order()[:2]) == [0, 1]  # easiest items go first
+    assert set(np.flatnonzero(subset_mask(ms.keep, 1))) == {3}  # the hardest item is kept last
+    rv = rank_ref_vs_voters(Yv, ref)
+    # ref - mean: 0, -2/3, 2/3, 1, -1/3 -> the item the reference got wrong and voters right goes first
+    assert rv.order()[0] == 1 and list(np.flatnonzero(subset_mask(rv.keep, 2))) == [2, 3]
+    a, b = np.array([[1.0], [2.0], [0.5], [-1.0]]), np.array([0.0, 1.0, 3.0, 0.0])
+    assert np.argmax(rank_irt(a, b, "irt").keep) == 2
+    assert np.argmax(rank_irt(a, b, "irt_discrimination").keep) == 1
+    info = information(np.array([[0.5]]), a, b)[0]
+    assert np.isclose(info[1], 4 * 0.5 * 0.5)  # a^2 p(1-p), p = sigmoid(2 * 0.5 - 1) = 0.5
+    ri = rank_irt(a, b, "irt_information", theta_top=np.array([[0.5]]))
+    assert np.argmax(ri.keep) == 1 and np.argmin(ri.keep) == 3  # the inverted item (a < 0) goes first
+
+
+def test_stratified_subset_keeps_group_shares():
+    keep = np.arange(10, dtype=float)
+    groups = np.array(["a"] * 8 + ["b"] * 2)
+    assert list(np.flatnonzero(subset_mask(keep, 5))) == [5, 6, 7, 8, 9]
+    m = subset_mask(keep, 5, groups)
+    assert m[:8].sum() == 4 and m[8:].sum() == 1
+
+
+def test_penalty_zero_when_voters_do_not_influence():
+    rng = np.random.default_rng(0)
+    Yv = (rng.random((8, 40)) < 0.6).astype(float)
+    a, b = rng.normal(1, 0.2, (40, 1)), rng.normal(size=40)
+    r = rank_irt(a, b, "irt")  # no voter influence
+    k = 10
+    pen = voter_penalty(Yv, subset_mask(r.keep, k), loo_masks(r, k, 8))
+    assert np.allclose(pen, 0.0)
+    # voter-based ranking: penalties are positive on average (voters' right answers look easy)
+    rm = rank_mean_score(Yv)
+    pen_m = voter_penalty(Yv, subset_mask(rm.keep, k), loo_masks(rm, k, 8))
+    assert pen_m.mean() > 0
+
+
+def test_penalty_curve_falls_with_more_voters():
+    rng = np.random.default_rng(1)
+    Yv = (rng.random((40, 200)) < rng.uniform(0.3, 0.8, (40, 1))).astype(float)
+    curve = penalty_vs_n_voters(Yv, "mean_score", 40, n_values=(1, 5, 40), repeats=3)
+    pen = curve.set_index("n_voters")["mean_penalty"]
+    assert pen[1] > pen[5] > pen[40] >= 0
+
+
+def test_padding_lowers_penalties():
+    rng = np.random.default_rng(2)
+    Yv = (rng.random((10, 300)) < rng.uniform(0.3, 0.8, (10, 1))).astype(float)
+    r = rank_mean_score(Yv)
+    k = 40
+    base = subset_mask(r.keep, k)
+    without = loo_masks(r, k, 10)
+    pen0 = voter_penalty(Yv, base, without)
+    pad = pad_subset(Yv, base, pen0, Yv.mean(axis=0), base=0, per_point=2.0, acc_low=0.0, acc_high=1.0, seed=0)
+    pen1 = padded_penalty(Yv, base, without, pad)
+    assert pad.added.any() and not (pad.added & base).any()
+    assert pen1.mean() < pen0.mean()
+    assert (pad.counts[pen0 <= 0] == 0).all()
+
+
+def _toy_setup(seed=0, n_models=240, n_items=120):
+    rng = np.random.default_rng(seed)
+    theta = np.sort(rng.normal(size=n_models))
+    b = rng.normal(size=n_items)
+    p = 1 / (1 + np.exp(-(1.5 * theta[:, None] - b[None, :])))
+    Y = (rng.random(p.shape) < p).astype(float)
+    Y[:15] = 0.0  # guessers: at chance on the 4-choice half, nothing on the generative half
+    Y[:15, : n_items // 2] = (rng.random((15, n_items // 2)) < 0.2).astype(float)
+    models = [f"org{i % 12}/fam{i % 12}-7b-v{i}" for i in range(n_models)]
+    scen = np.array(["mmlu"] * (n_items // 2) + ["gsm8k"] * (n_items - n_items // 2), dtype=object)
+    full = theta + rng.normal(0, 0.05, n_models)
+    full[:15] = -5
+    return prepare(Y, models, [f"i{j}" for j in range(n_items)], scen, scen, chance_per_item(scen), full,
+                   n_voters=24, per_family=2, seed=seed)
+
+
+def test_guessers_never_vote_and_roles():
+    s = _toy_setup()
+    assert s.guesser[:15].all()
+    assert not s.guesser[s.voters].any() and len(s.voters) == 24
+    assert set(s.role) == {"voter", "tune", "eval"}
+    assert s.role[s.reference] == "tune" and s.not_fair[s.reference]
+    fam = s.families["family"].to_numpy()
+    assert (s.not_fair == (fam == fam[s.reference])).all()
+    assert s.families.loc[np.asarray(s.models)[s.voters], "family"].value_counts().max() <= 2
+
+
+def test_voter_rule_merges_flags_and_families():
+    assert family_from_name("meta-llama/Llama-2-7b-chat-hf") == "llama-2-7b"
+    agg = pd.DataFrame({"name": ["a/x", "b/y", "c/z-slerp"], "arch": ["LlamaForCausalLM", "error", "LlamaForCausalLM"],
+                        "size": [7.0, -1, 7.0], "merged": [False, False, False], "moe": [False, False, False],
+                        "flagged": [False, True, False]})
+    fam = model_families(["a/x", "b/y", "c/z-slerp", "d/mistral-7b-it"], agg)
+    assert fam.loc["a/x", "family"] == "LlamaForCausalLM-7b" and fam.loc["c/z-slerp", "merged"]
+    assert fam.loc["b/y", "flagged"] and fam.loc["d/mistral-7b-it", "family"] == "mistral-7b"
+    v = select_voters(fam.index, np.array([0.5, 0.6, 0.7, 0.4]), fam, np.zeros(4, bool), n_voters=10)
+    assert list(v) == [0, 3]  # merge and flagged models never vote
+    Y = np.array([[0, 0, 0, 0], [1, 1, 1, 1]], float)
+    assert list(guessers(Y, np.full(4, 0.25), z=0)) == [True, False]
+
+
+def test_build_subset_and_determinism():
+    s = _toy_setup()
+    r1 = run_magi(s, methods=("mean_score", "irt_information"), n_trials=8, seed=3)
+    r2 = run_magi(s, methods=("mean_score", "irt_information"), n_trials=8, seed=3)
+    for m in r1.methods:
+        assert (r1.methods[m].chosen.mask == r2.methods[m].chosen.mask).all()
+        assert r1.methods[m].params == r2.methods[m].params
+        t = r1.methods[m].trials
+        assert t.pareto.any() and t.chosen.sum() == 1 and t[t.chosen].pareto.all()
+    assert np.allclose(r1.methods["irt_information"].chosen.penalty_before, 0.0)
+    ev = build_subset(s, r1.methods["mean_score"].ranking, SubsetParams(keep_fraction=0.25))
+    assert ev.metrics["size"] == 30 and ev.metrics["top10_std"] >= 0
+    sizes, sc = score_trends(s.Y, r1.methods["mean_score"].ranking, s.voters[:3], step_fraction=0.1, min_items=12)
+    assert sizes[0] == 120 and sizes[-1] == 12 and sc.shape == (len(sizes), 3)
+    assert np.allclose(sc[0], s.Y[s.voters[:3]].mean(axis=1))
+
+
+def test_parallel_forms_toy_pool():
+    rng = np.random.default_rng(0)
+    subs = np.repeat(["alg", "bio", "chem", "law"], [60, 40, 40, 20])
+    diff = rng.random(160)
+    scores = (rng.random((50, 160)) < np.linspace(0.2, 0.9, 50)[:, None]).astype(float)
+    f = parallel_forms([f"q{i}" for i in range(160)], subs, diff, size=50, exclude=["law"], scores=scores, seed=1)
+    a, b = set(f.form_a), set(f.form_b)
+    assert len(a) == len(b) == 50 and not a & b
+    assert not (subs[list(a | b)] == "law").any()
+    counts = pd.Series(subs[list(a)]).value_counts()
+    assert counts["alg"] == 21 or counts["alg"] == 22  # 60 / 140 of 50 = 21.4
+    assert f.distances["l1_subscenario_a_b"] < 0.05 and f.distances["l1_bucket_a_pool"] < 0.1
+    assert f.correlation["pearson"] > 0.8
+    # pool shorter than two forms: at most half each, still disjoint
+    g = parallel_forms([f"q{i}" for i in range(160)], subs, diff, size=300, seed=0)
+    assert len(g.form_a) == len(g.form_b) <= 80 and not set(g.form_a) & set(g.form_b)
+    f2 = parallel_forms([f"q{i}" for i in range(160)], subs, diff, size=50, exclude=["law"], seed=1)
+    assert (f2.form_a == f.form_a).all()
