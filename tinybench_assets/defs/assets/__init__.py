@@ -1,7 +1,7 @@
 """All assets, grouped by how they are partitioned."""
-from tinybench_assets.defs.assets import estimation, irt, responses
+from tinybench_assets.defs.assets import estimation, irt, responses, subsets
 
 unpartitioned_assets = [responses.landing_ingest]
 scenario_assets = [responses.raw_responses, responses.response_matrix, responses.binarized_responses, *irt.scenario_assets]
-leaderboard_assets = [*irt.leaderboard_assets, *estimation.leaderboard_assets]
+leaderboard_assets = [*irt.leaderboard_assets, *estimation.leaderboard_assets, *subsets.leaderboard_assets]
 all_assets = unpartitioned_assets + scenario_assets + leaderboard_assets
