@@ -12,12 +12,17 @@ A *drop* is one file in the landing folder, ``<incoming>/<leaderboard>/<file>`` 
   scenario and the train/test split come from the file name (``mmlu_train.json``, ``gsm8k-test.json``).
 - **tinyBenchmarks pickle** (``.pkl``, ``.pickle``): ``{"models": [...], "data": {subscenario:
   {"correctness": items x models}}}``.
+- **wide table** and **plain 0/1 matrix** (``.csv``, ``.parquet``): routing data, one row per question
+  with one score column per model (and optional ``<model>|total_cost`` costs), or a bare correctness
+  matrix with an optional ``<file>.meta.json`` sidecar; read by :mod:`tinybench_assets.io.wide_drops`,
+  whose ``table_layout`` decides which reader a table goes to.
 
 Every reader returns a :class:`Drop` or raises :class:`DropError`, whose message names the file,
 the row or column, and the problem. Nothing here touches the store.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 import re
@@ -32,6 +37,7 @@ from tinybench_assets.hashing import file_sha256
 RESPONSE_COLUMNS = ["leaderboard", "scenario", "subscenario", "item", "model", "score"]
 ITEM_COLUMNS = ["leaderboard", "scenario", "subscenario", "item", "text", "split"]
 FULL_SCORE_COLUMNS = ["leaderboard", "scenario", "model", "full_score", "split"]
+COST_COLUMNS = ["leaderboard", "scenario", "item", "model", "cost"]
 TEXT_COLUMNS = ("prompt", "text", "question")
 SUFFIXES = {".csv", ".parquet", ".json", ".pkl", ".pickle"}
 NAME_RE = re.compile(r"[^a-z0-9_\-]+")
@@ -62,8 +68,12 @@ class Drop:
     responses: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=RESPONSE_COLUMNS))
     items: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ITEM_COLUMNS))
     full_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FULL_SCORE_COLUMNS))
+    # per-(model, item) cost of answering (wide tables' <model>|total_cost): finite, >= 0
+    costs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COST_COLUMNS))
     # scenario -> binarization rule ("auto" = tutorial threshold unless already 0/1, "positive" = score > 0)
     binarize_rules: dict[str, str] = field(default_factory=dict)
+    # what the reader decided on its own (detected matrix orientation, ignored columns); logged by the ingest
+    notes: list[str] = field(default_factory=list)
 
     @property
     def kind(self) -> str:
@@ -75,7 +85,7 @@ class Drop:
 
     def partition_keys(self) -> list[str]:
         """Scenario partition keys (``leaderboard.scenario``) this drop touches."""
-        frames = [f for f in (self.responses, self.items, self.full_scores) if len(f)]
+        frames = [f for f in (self.responses, self.items, self.full_scores, self.costs) if len(f)]
         scen = sorted(set().union(*[set(f["scenario"].unique()) for f in frames])) if frames else []
         return [partition_key(self.leaderboard, s) for s in scen]
 
@@ -108,17 +118,43 @@ def leaderboard_of(path: Path, incoming: Path) -> str:
 
 #: files in the landing folder that are never drops: partial uploads still being written, notes
 PARTIAL_SUFFIXES = {".tmp", ".part", ".partial", ".crdownload", ".swp"}
+#: a matrix's sidecar, ``<file>.meta.json`` or ``<stem>.meta.json``: read with its matrix, never a drop itself
+SIDECAR_SUFFIX = ".meta.json"
 
 
 def is_drop_candidate(path: Path) -> bool:
     """Whether a file in the landing folder is a drop to read (and quarantine when it is bad).
 
     Every file counts, whatever its suffix, so an unknown format is quarantined with a report instead
-    of lying there unnoticed; except hidden files, partial uploads (``.tmp``, ``.part``, ...) and
-    ``README*`` notes.
+    of lying there unnoticed; except hidden files, partial uploads (``.tmp``, ``.part``, ...),
+    ``README*`` notes and matrix sidecars (``*.meta.json``, read with their matrix).
     """
     name = path.name
-    return not (name.startswith(".") or path.suffix.lower() in PARTIAL_SUFFIXES or name.upper().startswith("README"))
+    return not (
+        name.startswith(".") or path.suffix.lower() in PARTIAL_SUFFIXES or name.upper().startswith("README")
+        or name.lower().endswith(SIDECAR_SUFFIX)
+    )
+
+
+def sidecar_path(path: Path) -> Path | None:
+    """The sidecar of a ``.csv``/``.parquet`` drop, if there is one."""
+    path = Path(path)
+    if path.suffix.lower() not in (".csv", ".parquet"):
+        return None
+    for cand in (path.with_name(path.name + SIDECAR_SUFFIX), path.with_name(path.stem + SIDECAR_SUFFIX)):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def drop_sha256(path: Path | str) -> str:
+    """A drop's id: the sha256 of its bytes, or, for a file with a sidecar, of both (a changed sidecar is a new version)."""
+    path = Path(path)
+    sha = file_sha256(path)
+    side = sidecar_path(path)
+    if side is None:
+        return sha
+    return hashlib.sha256(sha.encode() + b"\0sidecar\0" + side.read_bytes()).hexdigest()
 
 
 def landing_files(incoming: Path) -> list[Path]:
@@ -139,9 +175,9 @@ def read_drop(path: Path | str, leaderboard: str) -> Drop:
     if path.stat().st_size == 0:
         raise DropError(path, "empty file (0 bytes)")
     suffix = path.suffix.lower()
-    sha = file_sha256(path)
+    sha = drop_sha256(path)
     if suffix in (".csv", ".parquet"):
-        drop = _read_long(path, leaderboard, sha)
+        drop = _read_table(path, leaderboard, sha)
     elif suffix == ".json":
         drop = _read_routerdc(path, leaderboard, sha)
     elif suffix in (".pkl", ".pickle"):
@@ -194,10 +230,22 @@ def _scores(df: pd.DataFrame, path: Path, column: str) -> np.ndarray:
     return vals
 
 
-def _read_long(path: Path, leaderboard: str, sha: str) -> Drop:
+def _read_table(path: Path, leaderboard: str, sha: str) -> Drop:
+    """A .csv/.parquet drop: long table, wide table or 0/1 matrix, as ``wide_drops.table_layout`` decides."""
+    from . import wide_drops  # imports this module
+
     df = _load_table(path)
     if len(df) == 0:
         raise DropError(path, "empty file: header but no data rows")
+    layout = wide_drops.table_layout(path, df)
+    if layout == "wide":
+        return wide_drops.read_wide(path, leaderboard, sha, df)
+    if layout == "matrix":
+        return wide_drops.read_matrix(path, leaderboard, sha, df)
+    return _read_long(path, leaderboard, sha, df)
+
+
+def _read_long(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
     cols = set(df.columns)
     fmt = "long_" + path.suffix.lower().lstrip(".")
     drop = Drop(path=path, leaderboard=leaderboard, format=fmt, sha256=sha)

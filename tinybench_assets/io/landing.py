@@ -1,13 +1,16 @@
 """The landing folder: ingest new or changed drops into the store, quarantine bad ones."""
 from __future__ import annotations
 
+import logging
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .drops import DropError, file_sha256, landing_files, leaderboard_of, read_drop
+from .drops import DropError, drop_sha256, file_sha256, landing_files, leaderboard_of, read_drop
 from .store import Store
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -16,12 +19,15 @@ class IngestReport:
     skipped: list[str] = field(default_factory=list)
     quarantined: dict[str, str] = field(default_factory=dict)
     partitions: set[str] = field(default_factory=set)
+    #: what a reader decided on its own per ingested file (detected matrix orientation, ignored columns)
+    notes: dict[str, list[str]] = field(default_factory=dict)
 
     def summary(self) -> str:
-        return (
+        text = (
             f"{len(self.ingested)} drop(s) ingested, {len(self.skipped)} unchanged, "
             f"{len(self.quarantined)} quarantined; partitions touched: {sorted(self.partitions)}"
         )
+        return text + "".join(f"\n  {rel}: {note}" for rel, notes in self.notes.items() for note in notes)
 
 
 def quarantine_file(path: Path, incoming: Path, quarantine_dir: Path, error: str) -> Path:
@@ -55,7 +61,7 @@ def ingest_landing(store: Store, incoming: Path | str, quarantine_dir: Path | st
             continue
         rel = str(path.resolve().relative_to(incoming.resolve()))
         try:
-            sha = file_sha256(path)
+            sha = drop_sha256(path)  # with a matrix's sidecar, the bytes of both
         except FileNotFoundError:  # moved away by a concurrent run
             continue
         if store.drop_status(sha) is not None:
@@ -74,6 +80,10 @@ def ingest_landing(store: Store, incoming: Path | str, quarantine_dir: Path | st
         if store.ingest_drop(drop, rel):
             report.ingested.append(rel)
             report.partitions.update(drop.partition_keys())
+            if drop.notes:
+                report.notes[rel] = list(drop.notes)
+                for note in drop.notes:
+                    log.info("%s: %s", rel, note)
         else:
             report.skipped.append(rel)
     return report

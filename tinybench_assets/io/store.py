@@ -27,6 +27,7 @@ CREATE TABLE IF NOT EXISTS drops (
     path VARCHAR NOT NULL,                -- landing path, relative to the landing folder
     leaderboard VARCHAR NOT NULL,
     format VARCHAR NOT NULL,              -- long_csv | long_parquet | routerdc_json | tinybenchmarks_pickle
+                                          -- | wide_csv | wide_parquet | matrix_csv | matrix_parquet
     kind VARCHAR NOT NULL,                -- responses | items | full_scores
     n_rows BIGINT NOT NULL,
     partitions VARCHAR NOT NULL,          -- comma-separated scenario partition keys
@@ -36,6 +37,10 @@ CREATE TABLE IF NOT EXISTS drops (
 CREATE TABLE IF NOT EXISTS landed_responses (
     drop_id VARCHAR NOT NULL, leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL,
     subscenario VARCHAR NOT NULL, item VARCHAR NOT NULL, model VARCHAR NOT NULL, score DOUBLE NOT NULL
+);
+CREATE TABLE IF NOT EXISTS landed_costs (  -- per-(model, item) cost from wide tables' <model>|total_cost columns
+    drop_id VARCHAR NOT NULL, leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL,
+    item VARCHAR NOT NULL, model VARCHAR NOT NULL, cost DOUBLE NOT NULL CHECK (cost >= 0 AND isfinite(cost))
 );
 CREATE TABLE IF NOT EXISTS items (
     leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL, item VARCHAR NOT NULL,
@@ -101,6 +106,7 @@ CREATE TABLE IF NOT EXISTS anchors (
 );
 -- columns added after the first release: files created before them gain them here
 ALTER TABLE anchors ADD COLUMN IF NOT EXISTS n_anchors INTEGER;  -- the scenario's anchor count at budget n
+ALTER TABLE drops ADD COLUMN IF NOT EXISTS notes VARCHAR;  -- what the reader decided (matrix orientation, ignored columns)
 CREATE TABLE IF NOT EXISTS gpirt_lambdas (
     leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL, clustering VARCHAR NOT NULL, n INTEGER NOT NULL,
     fit VARCHAR NOT NULL, lambda_tutorial DOUBLE, lambda_validation DOUBLE, b DOUBLE, v DOUBLE
@@ -210,11 +216,14 @@ class Store:
             ).fetchall()]
             for old_id in old:
                 con.execute("DELETE FROM landed_responses WHERE drop_id = ?", [old_id])
+                con.execute("DELETE FROM landed_costs WHERE drop_id = ?", [old_id])
                 con.execute("UPDATE drops SET status = 'superseded' WHERE drop_id = ?", [old_id])
             seq = con.execute("SELECT nextval('drop_seq')").fetchone()[0]
             con.execute(
-                "INSERT INTO drops VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', now())",
-                [drop.sha256, seq, relpath, drop.leaderboard, drop.format, drop.kind, drop.n_rows, ",".join(drop.partition_keys())],
+                "INSERT INTO drops (drop_id, seq, path, leaderboard, format, kind, n_rows, partitions, status, ingested_at, notes) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', now(), ?)",
+                [drop.sha256, seq, relpath, drop.leaderboard, drop.format, drop.kind, drop.n_rows, ",".join(drop.partition_keys()),
+                 "\n".join(drop.notes) or None],
             )
             if len(drop.responses):
                 resp = drop.responses.assign(drop_id=drop.sha256)
@@ -223,11 +232,21 @@ class Store:
                     "INSERT INTO landed_responses SELECT drop_id, leaderboard, scenario, subscenario, item, model, score FROM resp_df"
                 )
                 con.unregister("resp_df")
+            if len(drop.costs):
+                costs = drop.costs.assign(drop_id=drop.sha256)
+                con.register("costs_df", costs)
+                con.execute(
+                    "INSERT INTO landed_costs SELECT drop_id, leaderboard, scenario, item, model, CAST(cost AS DOUBLE) FROM costs_df"
+                )
+                con.unregister("costs_df")
             if len(drop.items):
                 items = drop.items.assign(drop_id=drop.sha256)
                 con.register("items_df", items)
+                # a drop without text or split for an item (a 0/1 matrix) keeps the text/split stored before
                 con.execute(
-                    "INSERT OR REPLACE INTO items SELECT leaderboard, scenario, item, subscenario, text, CAST(split AS VARCHAR), drop_id FROM items_df"
+                    "INSERT INTO items SELECT leaderboard, scenario, item, subscenario, CAST(text AS VARCHAR), CAST(split AS VARCHAR), "
+                    "drop_id FROM items_df ON CONFLICT (leaderboard, scenario, item) DO UPDATE SET subscenario = excluded.subscenario, "
+                    "text = coalesce(excluded.text, items.text), split = coalesce(excluded.split, items.split), drop_id = excluded.drop_id"
                 )
                 con.unregister("items_df")
             if len(drop.full_scores):
@@ -291,6 +310,24 @@ class Store:
                     cols = ", ".join(f'"{c}"' for c in df.columns)
                     con.execute(f'INSERT INTO "{table}" ({column}, {cols}) SELECT ?, {cols} FROM part_df', [key])
                     con.unregister("part_df")
+
+    def costs(self, key: str) -> pd.DataFrame:
+        """Per-(model, item) costs of one scenario partition (``leaderboard.scenario``): columns ``model, item, cost``.
+
+        From the active drops; where several drops give a cell, the latest drop wins (as in ``responses``).
+        Empty (same columns) when no drop of the partition carried costs.
+        """
+        leaderboard, scenario = key.split(".", 1)
+        return self.query(
+            """
+            SELECT l.model, l.item, l.cost
+            FROM landed_costs l JOIN drops d USING (drop_id)
+            WHERE l.leaderboard = ? AND l.scenario = ? AND d.status = 'active'
+            QUALIFY row_number() OVER (PARTITION BY l.model, l.item ORDER BY d.seq DESC) = 1
+            ORDER BY l.model, l.item
+            """,
+            [leaderboard, scenario],
+        )
 
     def responses(self, key: str) -> pd.DataFrame:
         return self.query(

@@ -1,0 +1,514 @@
+"""Wide-table and plain 0/1-matrix drops: the layouts routing data usually comes in.
+
+Both are ``.csv`` or ``.parquet`` files in the landing folder, read into the same :class:`Drop` and
+rejected with the same :class:`DropError` (file, row, column, problem) as the formats of
+:mod:`tinybench_assets.io.drops`, whose ``read_drop`` sends a table here when :func:`table_layout`
+says so. Rows are numbered from 1 = the first data row (the header is not counted).
+
+Wide table (``format`` ``wide_csv`` / ``wide_parquet``; RouterBench style)
+---------------------------------------------------------------------------
+One row per question. Columns (names matched case-insensitively):
+
+- item id, optional: the first of ``sample_id``, ``item``, ``id``. Without one, item ids are
+  ``<scenario>.<split>.<row>`` (``<scenario>.<row>`` when there is no split), row counted from 0: the
+  RouterDC JSON rule, so the same questions get the same ids in either format. Ids must be unique
+  within a scenario.
+- text, required: the first of ``prompt``, ``question``, ``text``; no empty cells.
+- scenario, optional: ``eval_name`` or ``scenario`` (per row). Without it the scenario comes from the
+  file name, the RouterDC rule: ``mmlu_train.csv`` -> scenario ``mmlu``, split ``train``;
+  ``gsm8k-test.parquet`` -> ``gsm8k``/``test``; ``arc.csv`` -> ``arc``, no split.
+- ``split``, optional (empty cell = none); without the column, the file name's split if it has one.
+- ``subscenario``, optional; defaults to the scenario.
+- model score columns and per-model cost columns ``<model>|total_cost`` (or ``<model>|cost``;
+  ``total_cost`` wins when both are there).
+
+**Model column rule.** A column is a model's score column when all of these hold:
+
+1. its name is not a known meta name (:data:`META_COLUMNS`, or pandas' ``Unnamed: N`` index column)
+   and contains no ``|`` (RouterBench's ``<model>|model_response`` and similar per-model fields);
+2. it is numeric: more than half of its non-empty cells parse as numbers (so a string column such as
+   ``oracle_model_to_route_to`` is ignored, while a score column with one typo stays a model column
+   and the typo is reported);
+3. it has a cost column (``<name>|total_cost`` / ``<name>|cost``), or more than half of its numeric
+   values lie in [0, 1] (so a token count or a row number is not taken for a model).
+
+Every other column is ignored and named in ``drop.notes``. A model column is then validated
+strictly: each non-empty cell must be a number in [0, 1]; an empty/NaN cell is a missing response
+(left out). A cost is kept for every scored cell whose model has a cost column and must be a finite
+number >= 0 there (empty, NaN, inf, negative or text: error); a cost column whose model has no score
+column is an error. Scores binarize with the ``auto`` rule (0/1 data stays unchanged).
+
+Plain 0/1 matrix (``format`` ``matrix_csv`` / ``matrix_parquet``)
+------------------------------------------------------------------
+First column = row ids, header = column ids, body = correctness. An optional sidecar next to the file,
+``<file>.meta.json`` (``m.csv.meta.json``) or ``<stem>.meta.json`` (``m.meta.json``), holds::
+
+    {"rows": "models" | "items", "scenario": "mmlu", "split": "train", "subscenario": "...",
+     "values": "binary" | "scores"}
+
+every key optional, no others allowed. ``scenario``/``split`` default to the file-name rule above,
+``values`` to ``binary``: every non-empty cell must be 0 or 1; ``"values": "scores"`` allows any
+score in [0, 1]. Empty/NaN cells are missing responses (left out). Write the sidecar before (or with)
+the matrix: its bytes are part of the drop's id (:func:`~tinybench_assets.io.drops.drop_sha256`), so
+changing it re-ingests the matrix on the next ingest.
+
+**Orientation** without ``rows`` in a sidecar (:func:`detect_orientation`; the rule used is written
+to ``drop.notes`` and logged by the ingest):
+
+1. the id column's header says it: ``model``/``models`` -> rows are models; ``item``/``items``/
+   ``sample_id``/``question_id`` -> rows are items;
+2. Hugging Face style ids: when more than half of the row ids contain ``/`` and at most half of the
+   column ids do, rows are models (and the mirror case: rows are items);
+3. otherwise the shorter side is the models (leaderboards have more items than models): fewer rows
+   than columns -> rows are models, more rows -> rows are items;
+4. a square matrix with none of the above is refused (add a sidecar).
+
+Layout detection for ``.csv`` / ``.parquet`` (:func:`table_layout`)
+-------------------------------------------------------------------
+- a sidecar exists -> matrix;
+- a ``model`` column next to ``score``/``full_benchmark_score``/``item``/``scenario`` -> long table
+  (today's reader: responses, full scores);
+- a text column and no ``model`` column: with >= 2 model columns (rule above) -> wide table; else with
+  ``item`` and ``scenario`` -> items table; else -> wide table (whose reader reports "no model score
+  columns", naming the columns found);
+- no text column, a first id column and a body of >= 1 column, none named like a long-table column,
+  whose non-empty cells are mostly (more than half) 0 or 1 -> matrix (then every cell is checked);
+- a table with any long-table column name -> long table (its reader names the missing columns);
+- anything else -> :class:`DropError` "unknown layout", naming the columns found.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .drops import (
+    COST_COLUMNS,
+    ITEM_COLUMNS,
+    RESPONSE_COLUMNS,
+    ROUTERDC_NAME_RE,
+    Drop,
+    DropError,
+    clean_name,
+    sidecar_path,
+)
+
+ID_COLUMNS = ("sample_id", "item", "id")
+WIDE_TEXT_COLUMNS = ("prompt", "question", "text")
+SCENARIO_COLUMNS = ("eval_name", "scenario")
+COST_SUFFIXES = ("total_cost", "cost")  # first wins
+#: names never taken for a model (compared lower-case)
+META_COLUMNS = frozenset(
+    ID_COLUMNS + WIDE_TEXT_COLUMNS + SCENARIO_COLUMNS
+    + ("split", "subscenario", "oracle_model_to_route_to", "index", "level_0", "row", "row_id", "question_id",
+       "answer", "answers", "gold", "target", "label", "reference", "category", "source", "cluster_id")
+)
+USED_META = frozenset(ID_COLUMNS + WIDE_TEXT_COLUMNS + SCENARIO_COLUMNS + ("split", "subscenario"))
+LONG_COLUMNS = frozenset({"model", "scenario", "subscenario", "item", "score", "full_benchmark_score"})
+MODEL_ROW_HEADERS = frozenset({"model", "models", "model_id", "model_name"})
+ITEM_ROW_HEADERS = frozenset({"item", "items", "sample_id", "question_id", "item_id"})
+SIDECAR_KEYS = frozenset({"rows", "scenario", "split", "subscenario", "values"})
+UNNAMED_RE = re.compile(r"^unnamed: \d+$")
+
+
+# ---------------------------------------------------------------------- helpers
+def _lower_map(df: pd.DataFrame) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for c in df.columns:
+        out.setdefault(str(c).strip().lower(), c)
+    return out
+
+
+def _pick(df: pd.DataFrame, names: tuple[str, ...]) -> str | None:
+    lower = _lower_map(df)
+    return next((lower[n] for n in names if n in lower), None)
+
+
+def _present(s: pd.Series) -> np.ndarray:
+    """Non-empty cells: not NaN/None and, for text, not blank."""
+    mask = s.notna().to_numpy()
+    if s.dtype == object:
+        mask &= (s.astype(str).str.strip() != "").to_numpy()
+    return mask
+
+
+def _numeric(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(values as float, NaN where empty or unparseable; mask of non-empty cells that are not numbers)."""
+    if s.dtype == bool:
+        s = s.astype(float)
+    vals = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
+    return vals, np.isnan(vals) & _present(s)
+
+
+def _is_cost_column(name: str) -> tuple[str, str] | None:
+    base, sep, suffix = str(name).rpartition("|")
+    if sep and base and suffix.strip().lower() in COST_SUFFIXES:
+        return base, suffix.strip().lower()
+    return None
+
+
+def _is_meta(name: str) -> bool:
+    low = str(name).strip().lower()
+    return low in META_COLUMNS or bool(UNNAMED_RE.match(low))
+
+
+def _name_rule(path: Path) -> tuple[str | None, str | None]:
+    """(scenario, split) from the file name: ``mmlu_train.csv`` -> (mmlu, train), ``arc.csv`` -> (arc, None)."""
+    stem = path.name[: -len(path.suffix)] if path.suffix else path.name
+    m = ROUTERDC_NAME_RE.match(stem)
+    try:
+        return (clean_name(m["scenario"]), m["split"].lower()) if m else (clean_name(stem), None)
+    except ValueError:
+        return None, None
+
+
+def _raw_header_duplicates(path: Path, df: pd.DataFrame) -> None:
+    """pandas renames a repeated CSV header ``m`` to ``m.1``; a repeated column is an error, not a second model."""
+    if path.suffix.lower() == ".csv":
+        try:
+            header = [str(h) for h in pd.read_csv(path, header=None, nrows=1, dtype=str).iloc[0].tolist()]
+        except Exception:  # noqa: BLE001 - the full read succeeded; nothing more to learn here
+            return
+    else:
+        header = [str(c) for c in df.columns]
+    seen: set[str] = set()
+    for h in header:
+        if h in seen and h != "nan":
+            raise DropError(path, "column listed twice in the header", column=h)
+        seen.add(h)
+
+
+def _ids(df: pd.DataFrame, column: str, path: Path) -> np.ndarray:
+    s = df[column]
+    missing = ~_present(s)
+    if missing.any():
+        raise DropError(path, "missing id (NaN/empty) not allowed", row=int(np.argmax(missing)) + 1, column=str(column))
+    if pd.api.types.is_float_dtype(s) and np.all(np.mod(s.to_numpy(dtype=float), 1) == 0):
+        s = s.astype(np.int64)
+    return s.astype(str).str.strip().to_numpy(dtype=object)
+
+
+def frame_with_index(df: pd.DataFrame) -> pd.DataFrame:
+    """A parquet file written with a pandas index comes back with it as the index: make it a column again."""
+    if isinstance(df.index, pd.RangeIndex) and df.index.name is None:
+        return df
+    return df.reset_index()
+
+
+# ---------------------------------------------------------------------- layout detection
+def wide_columns(df: pd.DataFrame) -> tuple[list[str], dict[str, str], dict[str, str]]:
+    """Apply the model column rule: (model columns, {model: cost column}, {ignored column: why})."""
+    by_base: dict[str, dict[str, str]] = {}
+    for c in df.columns:
+        parsed = _is_cost_column(c)
+        if parsed:
+            by_base.setdefault(parsed[0], {})[parsed[1]] = str(c)
+    cost_of: dict[str, str] = {}
+    ignored: dict[str, str] = {}
+    for base, found in by_base.items():
+        chosen = next(found[s] for s in COST_SUFFIXES if s in found)
+        cost_of[base] = chosen
+        for other in found.values():
+            if other != chosen:
+                ignored[other] = f"{chosen!r} is used for this model's cost"
+    models: list[str] = []
+    for c in df.columns:
+        name = str(c)
+        if _is_cost_column(name):
+            continue  # read with its model
+        if _is_meta(name):
+            if name.strip().lower() not in USED_META:
+                ignored[name] = "a known non-model column"
+            continue
+        if "|" in name:
+            ignored[name] = "a per-model field other than a score or cost"
+            continue
+        vals, nonnum = _numeric(df[c])
+        n_present = int(_present(df[c]).sum())
+        if n_present == 0:
+            if name in cost_of:
+                models.append(name)  # a model with costs but no responses: kept, not silently dropped
+            else:
+                ignored[name] = "empty column"
+            continue
+        if (n_present - int(nonnum.sum())) * 2 <= n_present:
+            ignored[name] = "not numeric"
+            continue
+        num = vals[~np.isnan(vals)]
+        if name in cost_of or np.count_nonzero((num >= 0) & (num <= 1)) * 2 > len(num):
+            models.append(name)
+        else:
+            ignored[name] = "numeric, but mostly outside [0, 1] and no cost column"
+    return models, {m: cost_of[m] for m in models if m in cost_of}, ignored
+
+
+def _mostly_binary(df: pd.DataFrame) -> bool:
+    body = df.iloc[:, 1:]
+    n_present = n_binary = 0
+    for c in body.columns:
+        vals, _ = _numeric(body[c])
+        n_present += int(_present(body[c]).sum())
+        n_binary += int(np.count_nonzero((vals == 0) | (vals == 1)))
+    return n_present > 0 and n_binary * 2 > n_present
+
+
+def table_layout(path: Path, df: pd.DataFrame) -> str:
+    """``"long"``, ``"wide"`` or ``"matrix"`` for a loaded ``.csv``/``.parquet`` table; raises DropError for an unknown layout."""
+    if sidecar_path(path) is not None:
+        return "matrix"
+    lower = {str(c).strip().lower() for c in df.columns}
+    if "model" in lower and lower & {"score", "full_benchmark_score", "item", "scenario"}:
+        return "long"
+    has_text = bool(lower & set(WIDE_TEXT_COLUMNS))
+    if has_text and "model" not in lower:
+        wdf = frame_with_index(df)
+        if len(wide_columns(wdf)[0]) >= 2:
+            return "wide"
+        return "long" if {"item", "scenario"} <= lower else "wide"
+    body_names = {str(c).strip().lower() for c in df.columns[1:]}
+    if not has_text and len(df.columns) >= 2 and not body_names & LONG_COLUMNS and _mostly_binary(frame_with_index(df)):
+        return "matrix"
+    if lower & LONG_COLUMNS:
+        return "long"
+    raise DropError(
+        path,
+        f"unknown layout: columns found {[str(c) for c in df.columns][:30]}; expected a long table "
+        "(model, scenario, item, score), an items table (item, scenario, prompt), a full-score table "
+        "(model, scenario, full_benchmark_score), a wide table (prompt/question + one score column per model) "
+        "or a 0/1 matrix (id column + 0/1 body, or a <file>.meta.json sidecar)",
+    )
+
+
+# ---------------------------------------------------------------------- wide table
+def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
+    """Read and validate a wide table (see the module docstring); raises DropError."""
+    df = frame_with_index(df).rename(columns=str)
+    if len(df) == 0:
+        raise DropError(path, "empty file: header but no data rows")
+    _raw_header_duplicates(path, df)
+    text_col = _pick(df, WIDE_TEXT_COLUMNS)
+    if text_col is None:
+        raise DropError(path, f"wide table without a text column (one of {list(WIDE_TEXT_COLUMNS)}); found {list(df.columns)[:30]}")
+    models, cost_of, ignored = wide_columns(df)
+    for c in df.columns:  # a cost column in use must belong to a model column
+        parsed = _is_cost_column(c)
+        if parsed and c not in ignored and parsed[0] not in models:
+            why = f"its score column {parsed[0]!r} " + (f"is ignored ({ignored[parsed[0]]})" if parsed[0] in ignored
+                                                        else "is a meta column" if parsed[0] in df.columns else "is missing")
+            raise DropError(path, f"cost column without a model: {why}", column=c)
+    if not models:
+        raise DropError(
+            path,
+            "no model score columns: a model column is numeric, not a meta name, and has a '<model>|total_cost' "
+            f"column or values in [0, 1]; columns found {list(df.columns)[:30]}"
+            + (f" (ignored: {dict(list(ignored.items())[:10])})" if ignored else ""),
+        )
+    n = len(df)
+    # text
+    missing = ~_present(df[text_col])
+    if missing.any():
+        raise DropError(path, "missing question text (NaN/empty)", row=int(np.argmax(missing)) + 1, column=text_col)
+    # scenario and split
+    name_scen, name_split = _name_rule(path)
+    scen_col = _pick(df, SCENARIO_COLUMNS)
+    if scen_col is not None:
+        missing = ~_present(df[scen_col])
+        if missing.any():
+            raise DropError(path, "missing scenario (NaN/empty)", row=int(np.argmax(missing)) + 1, column=scen_col)
+        scen = np.empty(n, dtype=object)
+        for raw in pd.unique(df[scen_col].astype(str)):
+            rows = (df[scen_col].astype(str) == raw).to_numpy()
+            try:
+                scen[rows] = clean_name(raw)
+            except ValueError:
+                raise DropError(path, f"scenario {raw!r} has no usable name", row=int(np.argmax(rows)) + 1, column=scen_col) from None
+    elif name_scen is None:
+        raise DropError(path, "no scenario column (eval_name/scenario) and no usable scenario in the file name")
+    else:
+        scen = np.full(n, name_scen, dtype=object)
+    split_col = _pick(df, ("split",))
+    if split_col is not None:
+        split = np.array([str(v).strip().lower() if ok else None for v, ok in zip(df[split_col], _present(df[split_col]))], dtype=object)
+    else:
+        split = np.full(n, name_split, dtype=object)
+    sub_col = _pick(df, ("subscenario",))
+    if sub_col is not None:
+        missing = ~_present(df[sub_col])
+        if missing.any():
+            raise DropError(path, "missing subscenario (NaN/empty)", row=int(np.argmax(missing)) + 1, column=sub_col)
+        sub = df[sub_col].astype(str).to_numpy(dtype=object)
+    else:
+        sub = scen
+    # item ids
+    id_col = _pick(df, ID_COLUMNS)
+    if id_col is not None:
+        items = _ids(df, id_col, path)
+    else:
+        items = np.array([f"{s}.{sp}.{i}" if sp else f"{s}.{i}" for i, (s, sp) in enumerate(zip(scen, split))], dtype=object)
+    key = pd.Series([f"{s}\x00{i}" for s, i in zip(scen, items)])
+    dup = key.duplicated(keep=False).to_numpy()
+    if dup.any():
+        first = int(np.argmax(dup))
+        rows = np.flatnonzero((key == key.iloc[first]).to_numpy())
+        raise DropError(
+            path, f"question id {items[first]!r} listed twice (rows {', '.join(str(r + 1) for r in rows[:5])})",
+            row=int(rows[1]) + 1, column=id_col or "(generated id)",
+        )
+    # scores and costs
+    resp_frames, cost_frames = [], []
+    for m in models:
+        vals, nonnum = _numeric(df[m])
+        if nonnum.any():
+            i = int(np.argmax(nonnum))
+            raise DropError(path, f"score {df[m].iloc[i]!r} is not a number", row=i + 1, column=m)
+        out = (vals < 0) | (vals > 1)
+        if out.any():
+            i = int(np.argmax(out))
+            raise DropError(path, f"score {float(vals[i])!r} outside [0, 1]", row=i + 1, column=m)
+        scored = ~np.isnan(vals)
+        resp_frames.append(pd.DataFrame({"scenario": scen[scored], "subscenario": sub[scored], "item": items[scored],
+                                         "model": m, "score": vals[scored]}))
+        if m in cost_of:
+            cc = cost_of[m]
+            cost, cnonnum = _numeric(df[cc])
+            checks = [
+                (cnonnum & scored, lambda i: f"cost {df[cc].iloc[i]!r} is not a number"),
+                (np.isnan(cost) & ~cnonnum & scored, lambda i: f"cost is missing (NaN/empty) for a scored cell of model {m!r}"),
+                (np.isinf(cost) & scored, lambda i: f"cost {float(cost[i])!r} is not finite"),
+                ((cost < 0) & scored, lambda i: f"cost {float(cost[i])!r} is negative"),
+            ]
+            for bad, problem in checks:
+                if bad.any():
+                    i = int(np.argmax(bad))
+                    raise DropError(path, problem(i), row=i + 1, column=cc)
+            cost_frames.append(pd.DataFrame({"scenario": scen[scored], "item": items[scored], "model": m, "cost": cost[scored]}))
+    fmt = "wide_" + path.suffix.lower().lstrip(".")
+    drop = Drop(path=path, leaderboard=leaderboard, format=fmt, sha256=sha)
+    drop.responses = pd.concat(resp_frames, ignore_index=True).assign(leaderboard=leaderboard)[RESPONSE_COLUMNS]
+    drop.items = pd.DataFrame({"leaderboard": leaderboard, "scenario": scen, "subscenario": sub, "item": items,
+                               "text": df[text_col].astype(str).to_numpy(dtype=object), "split": split})[ITEM_COLUMNS]
+    if cost_frames:
+        drop.costs = pd.concat(cost_frames, ignore_index=True).assign(leaderboard=leaderboard)[COST_COLUMNS]
+    drop.binarize_rules = {s: "auto" for s in sorted(set(scen))}
+    shown = ", ".join(models[:8]) + (f", ... ({len(models)} in all)" if len(models) > 8 else "")
+    drop.notes.append(f"wide table: {len(models)} model column(s) [{shown}], cost columns for {len(cost_of)}")
+    if ignored:
+        drop.notes.append("ignored columns: " + "; ".join(f"{c!r} ({why})" for c, why in list(ignored.items())[:20]))
+    drop.notes.append(f"scenario from {'column ' + repr(scen_col) if scen_col else 'the file name'}; "
+                      f"item ids from {'column ' + repr(id_col) if id_col else 'scenario.split.row'}")
+    return drop
+
+
+# ---------------------------------------------------------------------- 0/1 matrix
+def read_sidecar(path: Path) -> tuple[dict, Path | None]:
+    """The matrix's sidecar settings (validated) and its path, or ({}, None) without one."""
+    side = sidecar_path(path)
+    if side is None:
+        return {}, None
+    try:
+        meta = json.loads(side.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DropError(path, f"sidecar {side.name} is not valid JSON ({exc})") from exc
+    if not isinstance(meta, dict):
+        raise DropError(path, f"sidecar {side.name} must be a JSON object, got {type(meta).__name__}")
+    unknown = sorted(set(meta) - SIDECAR_KEYS)
+    if unknown:
+        raise DropError(path, f"sidecar {side.name}: unknown key(s) {unknown}; allowed {sorted(SIDECAR_KEYS)}")
+    if meta.get("rows", "models") not in ("models", "items"):
+        raise DropError(path, f"sidecar {side.name}: 'rows' is {meta['rows']!r}, expected 'models' or 'items'")
+    if meta.get("values", "binary") not in ("binary", "scores"):
+        raise DropError(path, f"sidecar {side.name}: 'values' is {meta['values']!r}, expected 'binary' or 'scores'")
+    for k in ("scenario", "split", "subscenario"):
+        if k in meta and (not isinstance(meta[k], str) or not meta[k].strip()):
+            raise DropError(path, f"sidecar {side.name}: {k!r} must be a non-empty string, got {meta[k]!r}")
+    return meta, side
+
+
+def detect_orientation(id_header: str, row_ids, col_ids) -> tuple[str | None, str]:
+    """(``"models"``/``"items"`` for what the rows are, or None when undecidable; the reason), see the module docstring."""
+    head = str(id_header).strip().lower()
+    if head in MODEL_ROW_HEADERS:
+        return "models", f"the id column is named {id_header!r}"
+    if head in ITEM_ROW_HEADERS:
+        return "items", f"the id column is named {id_header!r}"
+    r = float(np.mean(["/" in str(x) for x in row_ids])) if len(row_ids) else 0.0
+    c = float(np.mean(["/" in str(x) for x in col_ids])) if len(col_ids) else 0.0
+    if r > 0.5 and c <= 0.5:
+        return "models", f"{r:.0%} of the row ids look like model ids (contain '/')"
+    if c > 0.5 and r <= 0.5:
+        return "items", f"{c:.0%} of the column ids look like model ids (contain '/')"
+    if len(row_ids) < len(col_ids):
+        return "models", f"fewer rows ({len(row_ids)}) than columns ({len(col_ids)}): the shorter side is the models"
+    if len(row_ids) > len(col_ids):
+        return "items", f"more rows ({len(row_ids)}) than columns ({len(col_ids)}): the shorter side is the models"
+    return None, f"square matrix ({len(row_ids)} x {len(col_ids)}) with no model-like ids"
+
+
+def read_matrix(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
+    """Read and validate a plain 0/1 matrix (see the module docstring); raises DropError."""
+    meta, side = read_sidecar(path)
+    df = frame_with_index(df).rename(columns=str)
+    if len(df) == 0:
+        raise DropError(path, "empty file: header but no data rows")
+    if df.shape[1] < 2:
+        raise DropError(path, f"a matrix needs an id column and at least one data column; found {list(df.columns)}")
+    _raw_header_duplicates(path, df)
+    id_col = df.columns[0]
+    row_ids = _ids(df, id_col, path)
+    dup = pd.Series(row_ids).duplicated(keep=False).to_numpy()
+    if dup.any():
+        rows = np.flatnonzero(row_ids == row_ids[int(np.argmax(dup))])
+        raise DropError(path, f"row id {row_ids[rows[0]]!r} listed twice (rows {', '.join(str(r + 1) for r in rows[:5])})",
+                        row=int(rows[1]) + 1, column=id_col)
+    col_ids = [c.strip() for c in df.columns[1:]]
+    binary = meta.get("values", "binary") == "binary"
+    body = np.empty((len(df), len(col_ids)))
+    for j, c in enumerate(df.columns[1:]):
+        vals, nonnum = _numeric(df[c])
+        if nonnum.any():
+            i = int(np.argmax(nonnum))
+            raise DropError(path, f"value {df[c].iloc[i]!r} is not a number", row=i + 1, column=c)
+        bad = ~np.isnan(vals) & ((vals != 0) & (vals != 1) if binary else (vals < 0) | (vals > 1))
+        if bad.any():
+            i = int(np.argmax(bad))
+            problem = (f"value {float(vals[i])!r} is not 0 or 1 (a plain matrix holds 0/1; a sidecar with "
+                       "\"values\": \"scores\" allows scores in [0, 1])" if binary else f"score {float(vals[i])!r} outside [0, 1]")
+            raise DropError(path, problem, row=i + 1, column=c)
+        body[:, j] = vals
+    if "rows" in meta:
+        rows_are, how = meta["rows"], f"sidecar {side.name}"
+    else:
+        rows_are, how = detect_orientation(id_col, row_ids, col_ids)
+        if rows_are is None:
+            raise DropError(path, f"cannot tell whether rows are models or items: {how}; add a sidecar "
+                            f"{path.name}.meta.json with {{\"rows\": \"models\"}} or {{\"rows\": \"items\"}}")
+        how = "detected: " + how
+    name_scen, name_split = _name_rule(path)
+    try:
+        scenario = clean_name(meta["scenario"]) if "scenario" in meta else name_scen
+    except ValueError:
+        scenario = None
+    if scenario is None:
+        raise DropError(path, "no usable scenario: give \"scenario\" in the sidecar or a file name like mmlu_train.csv")
+    split = meta["split"].strip().lower() if "split" in meta else name_split
+    sub = meta.get("subscenario", scenario)
+    r, c = np.nonzero(~np.isnan(body))
+    row_arr, col_arr = np.asarray(row_ids, dtype=object), np.asarray(col_ids, dtype=object)
+    models, items = (row_arr[r], col_arr[c]) if rows_are == "models" else (col_arr[c], row_arr[r])
+    if len(r) == 0:
+        raise DropError(path, "empty matrix: every cell is missing")
+    drop = Drop(path=path, leaderboard=leaderboard, format="matrix_" + path.suffix.lower().lstrip("."), sha256=sha)
+    drop.responses = pd.DataFrame({"leaderboard": leaderboard, "scenario": scenario, "subscenario": sub,
+                                   "item": items, "model": models, "score": body[r, c]})[RESPONSE_COLUMNS]
+    if split is not None:  # items carry nothing else here (no text)
+        all_items = col_arr if rows_are == "models" else row_arr
+        drop.items = pd.DataFrame({"leaderboard": leaderboard, "scenario": scenario, "subscenario": sub,
+                                   "item": all_items, "text": None, "split": split})[ITEM_COLUMNS]
+    drop.binarize_rules = {scenario: "auto"}
+    n_models = len(row_ids) if rows_are == "models" else len(col_ids)
+    drop.notes.append(f"matrix orientation: rows are {rows_are} ({how}); {n_models} models x "
+                      f"{len(row_ids) + len(col_ids) - n_models} items, {int(np.isnan(body).sum())} missing cells")
+    return drop
