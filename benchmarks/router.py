@@ -1,0 +1,150 @@
+"""Router benchmark on RouterDC (MMLU, ARC-Challenge, GSM8K): the router assets run cold on a fresh store,
+then again to show the embedding cache, then a shuffled-answers check of the served routers.
+
+    .venv/bin/python benchmarks/router.py --json benchmarks/results/router.json
+
+Prints, per benchmark, the served router's test accuracy beside the best single model, the oracle, a random
+model, the tutorial's KNN-IRT and every CV-chosen router, with the independent reference figures on MMLU.
+Runs on the CPU with 2 torch threads unless --device says otherwise.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+
+REFERENCE_MMLU = {"best_single_acc": 0.6459, "oracle_acc": 0.8526, "random_acc": 0.6054, "tutorial_knn_irt_acc": 0.623,
+                  "router_acc": 0.6478}
+BENCHMARKS = {"mmlu": "routerdc.mmlu", "arc_challenge": "routerdc.arc_challenge", "gsm8k": "routerdc.gsm8k"}
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json", help="write the contract JSON here")
+    ap.add_argument("--data", default=None, help="RouterDC folder (default ../shared/data/routerdc)")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--keep", help="keep the temporary store in this folder")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    torch.set_num_threads(args.threads)
+    import dagster as dg
+
+    from tinybench_assets import paths
+    from tinybench_assets.core.routing import evaluate_routing, route
+    from tinybench_assets.core.routing.routers import load_router, model_accuracy
+    from tinybench_assets.defs.assets import irt, responses, router_eval, routing
+    from tinybench_assets.defs.resources import EncoderResource, LandingResource, StoreResource, TorchDevice
+    from tinybench_assets.io.store import Store
+
+    src = Path(args.data or Path(paths.default_data_dir()) / "routerdc")
+    root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="tinybench_router_"))
+    (root / "incoming" / "routerdc").mkdir(parents=True, exist_ok=True)
+    for f in sorted(src.glob("*.json")):
+        shutil.copy(f, root / "incoming" / "routerdc" / f.name)
+    os.environ["TINYBENCH_ARTIFACTS"] = str(root / "artifacts")
+    res = {"store": StoreResource(database=str(root / "tb.duckdb")),
+           "landing": LandingResource(incoming=str(root / "incoming"), quarantine=str(root / "quarantine")),
+           "torch_device": TorchDevice(device=args.device, num_threads=args.threads),
+           "encoder": EncoderResource(device=args.device, num_threads=args.threads)}
+    instance = dg.DagsterInstance.ephemeral()
+    t0 = time.perf_counter()
+    assert dg.materialize([responses.landing_ingest], instance=instance, resources=res).success
+    up = [responses.raw_responses, responses.response_matrix, responses.binarized_responses, irt.irt_model]
+    for key in BENCHMARKS.values():
+        assert dg.materialize(up, partition_key=key, instance=instance, resources=res).success
+    upstream_s = time.perf_counter() - t0
+    print(f"upstream (ingest, matrices, IRT on training questions): {upstream_s:.1f} s", flush=True)
+
+    stage = [*routing.scenario_assets, router_eval.router_accuracy]
+    t1, embedded, encode_s, step_s = time.perf_counter(), 0, 0.0, {}
+    for name, key in BENCHMARKS.items():
+        ts = time.perf_counter()
+        r = dg.materialize(stage, partition_key=key, instance=instance, resources=res)
+        assert r.success, key
+        step_s[name] = time.perf_counter() - ts
+        md = r.asset_materializations_for_node("question_embeddings")[0].metadata
+        embedded += md["embedded_now"].value
+        encode_s += md["encode_seconds"].value
+        print(f"router stage {key}: {step_s[name]:.1f} s ({md['embedded_now'].value} texts embedded)", flush=True)
+    stage_s = time.perf_counter() - t1
+    second = 0
+    for key in BENCHMARKS.values():
+        r = dg.materialize([routing.question_embeddings], partition_key=key, instance=instance, resources=res)
+        second += r.asset_materializations_for_node("question_embeddings")[0].metadata["embedded_now"].value
+
+    store = Store(root / "tb.duckdb")
+    out = {}
+    print()
+    hdr = f"{'benchmark':<14}{'served router':<14}{'router':>8}{'best1':>8}{'oracle':>8}{'random':>8}{'tutorial':>9}  delta [95% CI] (points)"
+    print(hdr)
+    print("-" * len(hdr))
+    for name, key in BENCHMARKS.items():
+        m = store.query("SELECT * FROM router_metrics WHERE partition_key = ?", [key]).iloc[0]
+        out[name] = {"router_acc": float(m.router_acc), "best_single_acc": float(m.best_single_acc),
+                     "oracle_acc": float(m.oracle_acc), "random_acc": float(m.random_acc),
+                     "tutorial_knn_irt_acc": float(m.tutorial_knn_irt_acc), "delta_ci95": [float(m.delta_lo), float(m.delta_hi)],
+                     "served_router": str(m.served_router), "best_single_model": str(m.best_single_model),
+                     "n_test": int(m.n_test), "stage_seconds": round(step_s[name], 1)}
+        print(f"{name:<14}{m.served_router:<14}{100 * m.router_acc:8.2f}{100 * m.best_single_acc:8.2f}{100 * m.oracle_acc:8.2f}"
+              f"{100 * m.random_acc:8.2f}{100 * m.tutorial_knn_irt_acc:9.2f}  {100 * m.delta:+.2f} [{100 * m.delta_lo:+.2f}, {100 * m.delta_hi:+.2f}]")
+        if name == "mmlu":
+            r = REFERENCE_MMLU
+            print(f"{'  reference':<14}{'CV-selected':<14}{100 * r['router_acc']:8.2f}{100 * r['best_single_acc']:8.2f}"
+                  f"{100 * r['oracle_acc']:8.2f}{100 * r['random_acc']:8.2f}{100 * r['tutorial_knn_irt_acc']:9.2f}")
+    print("\nevery CV-chosen router on test (cv = cross-validated accuracy on training questions; gate = one-sided 95% "
+          "lower bound of its CV gain over the best single model):")
+    for name, key in BENCHMARKS.items():
+        s = store.query("SELECT * FROM router_summary WHERE partition_key = ? ORDER BY cv_acc DESC", [key])
+        out[name]["routers"] = {r.router: {"cv_acc": float(r.cv_acc), "test_acc": float(r.test_acc), "config": json.loads(r.config)}
+                                for r in s.itertuples()}
+        print(f"  {name}: " + "; ".join(f"{r.router} cv {100 * r.cv_acc:.2f} test {100 * r.test_acc:.2f}"
+                                        f"{' (served)' if r.served else ''}" for r in s.itertuples()))
+
+    # shuffled answers: permute which test question each answer row belongs to; a clean router's gain must vanish
+    print("\nshuffled test answers (20 permutations; gain of every CV-chosen router over the best single model, points):")
+    from tinybench_assets.defs.assets.router_eval import routing_data
+
+    for name, key in BENCHMARKS.items():
+        emb, E, Y, models, test = routing_data(store, key)
+        prior = model_accuracy(Y[~test])
+        best = int(np.argmax(prior))
+        ok = ~np.isnan(Y[test]).any(axis=1)
+        Ete, Yte = E[test][ok], Y[test][ok]
+        router, meta = load_router(Path(os.environ["TINYBENCH_ARTIFACTS"]) / "routerdc" / f"router_{key.split('.', 1)[1]}.npz")
+        picks = route(router.predict_proba(Ete), np.asarray(meta["prior"]), margin=meta["margin"])
+        real = evaluate_routing(Yte, picks, best, models, n_boot=10)["delta"]
+        g = np.random.default_rng(0)
+        shuf = [evaluate_routing(Yte[g.permutation(len(Yte))], picks, best, models, n_boot=10)["delta"] for _ in range(20)]
+        out[name]["shuffled_delta_mean"] = float(np.mean(shuf))
+        print(f"  {name}: served gain {100 * real:+.2f}; shuffled {100 * np.mean(shuf):+.2f} +- {100 * np.std(shuf):.2f}")
+
+    rate = embedded / encode_s if encode_s > 0 else float("nan")
+    top = {**out, "embed_questions_per_s": round(rate, 1), "second_run_embedded": int(second),
+           "seconds": round(stage_s, 1), "upstream_seconds": round(upstream_s, 1), "embedded_first_run": int(embedded),
+           "device": args.device, "threads": args.threads}
+    print(f"\nembedding: {embedded} texts at {rate:.1f} texts/s (bar >= 40); second run embedded {second} (bar 0)")
+    print(f"router stage, three benchmarks, cold: {stage_s:.1f} s (bar < 300 s); upstream {upstream_s:.1f} s")
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(top, indent=2))
+        print(f"wrote {args.json}")
+    if not args.keep:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

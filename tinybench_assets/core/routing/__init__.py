@@ -1,0 +1,25 @@
+"""Routing: questions -> the model most likely to answer them correctly.
+
+Pure numpy / scikit-learn / torch (through the IRT engine); no Dagster or DuckDB here.
+
+- :mod:`.knn` -- cosine nearest neighbours in embedding space and KNN imputation of item parameters.
+- :mod:`.routers` -- small fit/predict routers (best single model, KNN vote, shrunk KNN, KNN-IRT,
+  per-model logistic regression, ensemble) that output P(correct) per (question, model).
+- :mod:`.select` -- cross-validation of router families on training questions only.
+- :mod:`.metrics` -- routing decisions (argmax with tie-break), accuracy figures, paired bootstrap,
+  cost-aware routing and the accuracy-cost curve.
+"""
+from .knn import impute_item_params, nearest, normalize_rows
+from .metrics import (
+    accuracy_cost_curve, evaluate_routing, paired_bootstrap_ci, route, route_with_cost,
+)
+from .routers import (
+    BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, router_from_state,
+)
+from .select import RouterSelection, select_router
+
+__all__ = [
+    "impute_item_params", "nearest", "normalize_rows", "accuracy_cost_curve", "evaluate_routing",
+    "paired_bootstrap_ci", "route", "route_with_cost", "BestSingleRouter", "EnsembleRouter", "KNNIRTRouter",
+    "KNNVoteRouter", "LogisticRouter", "router_from_state", "RouterSelection", "select_router",
+]

@@ -1,0 +1,252 @@
+"""Routers: small fit / predict objects that give P(correct) for every (question, model).
+
+Every router follows one shape (scikit-learn style): parameters in ``__init__``, ``fit(E, Y)`` on
+training questions (E: (n, d) sentence embeddings, Y: (n, M) 0/1 correctness, NaN = missing),
+fitted state in attributes with a trailing underscore, ``predict_proba(E) -> (n, M)`` and
+``state() / router_from_state(state)`` to save and load it as plain arrays and numbers (no pickle).
+Routing itself (argmax with the tie-break) is :func:`tinybench_assets.core.routing.metrics.route`.
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from .knn import impute_item_params, nearest, neighbour_weights, normalize_rows
+
+
+def model_accuracy(Y: np.ndarray) -> np.ndarray:
+    """Per-model training accuracy (M,), ignoring missing cells (0.5 when a model has none)."""
+    Y = np.asarray(Y, dtype=float)
+    n = np.sum(~np.isnan(Y), axis=0)
+    return np.where(n > 0, np.nansum(Y, axis=0) / np.maximum(n, 1), 0.5)
+
+
+class BaseRouter:
+    name = "base"
+
+    def params(self) -> dict:
+        return {}
+
+    def describe(self) -> str:
+        p = self.params()
+        return self.name + ("(" + ", ".join(f"{k}={v}" for k, v in p.items()) + ")" if p else "")
+
+    def _fit_common(self, Y):
+        Y = np.asarray(Y, dtype=float)
+        if Y.ndim != 2 or Y.shape[1] < 1:
+            raise ValueError(f"Y must be (questions, models), got shape {Y.shape}")
+        self.acc_ = model_accuracy(Y)
+        return Y
+
+    def state(self) -> dict:
+        arrays = {k: v for k, v in vars(self).items() if k.endswith("_") and isinstance(v, np.ndarray)}
+        return {"router": self.name, "params": self.params(), "arrays": arrays}
+
+
+class BestSingleRouter(BaseRouter):
+    """Always the model with the best training accuracy: P = each model's training accuracy."""
+
+    name = "best_single"
+
+    def fit(self, E, Y):
+        self._fit_common(Y)
+        return self
+
+    def predict_proba(self, E):
+        return np.tile(self.acc_, (len(E), 1))
+
+
+class KNNVoteRouter(BaseRouter):
+    """P(model correct on q) from the k nearest training questions, shrunk toward the model's accuracy.
+
+    P_m(q) = (sum_j w_j y_jm + shrink * acc_m) / (sum_j w_j + shrink), w_j = k * neighbour weight
+    (so ``shrink`` counts pseudo-neighbours); ``shrink = 0`` is the direct nearest-neighbour vote.
+    """
+
+    name = "knn_vote"
+
+    def __init__(self, k: int = 20, weighting: str = "uniform", shrink: float = 0.0):
+        self.k, self.weighting, self.shrink = int(k), weighting, float(shrink)
+
+    def params(self):
+        return {"k": self.k, "weighting": self.weighting, "shrink": self.shrink}
+
+    def fit(self, E, Y):
+        Y = self._fit_common(Y)
+        self.E_ = normalize_rows(E)
+        self.Y_ = Y.astype(np.float32)
+        return self
+
+    def predict_proba(self, E):
+        idx, sim = nearest(E, self.E_, self.k)
+        return vote_proba(idx, sim, self.Y_, self.acc_, self.k, self.weighting, self.shrink)
+
+
+def vote_proba(idx, sim, Y, acc, k, weighting, shrink):
+    """Shrunk neighbour vote from precomputed neighbours (idx, sim sorted most similar first)."""
+    idx, sim = idx[:, :k], sim[:, :k]
+    w = neighbour_weights(sim, weighting) * idx.shape[1]  # (n, k), sums to k per row
+    Yn = Y[idx]  # (n, k, M)
+    obs = ~np.isnan(Yn)
+    num = np.einsum("nk,nkm->nm", w, np.where(obs, Yn, 0.0)) + shrink * acc[None, :]
+    den = np.einsum("nk,nkm->nm", w, obs.astype(np.float64)) + shrink
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), acc[None, :])
+
+
+class KNNIRTRouter(BaseRouter):
+    """The routing tutorial: a D-dimensional 2PL on the training questions, each new question's a and b
+    imputed from its k nearest training questions, P_m(q) = sigmoid(a_q . theta_m - b_q)."""
+
+    name = "knn_irt"
+
+    def __init__(self, dim: int = 1, k: int = 20, weighting: str = "uniform", seed: int = 0, device: str = "cpu"):
+        self.dim, self.k, self.weighting, self.seed, self.device = int(dim), int(k), weighting, int(seed), device
+
+    def params(self):
+        return {"dim": self.dim, "k": self.k, "weighting": self.weighting}
+
+    def fit(self, E, Y):
+        from tinybench_assets.core.irt import fit_irt
+
+        Y = self._fit_common(Y)
+        p = fit_irt(Y.T, dim=self.dim, seed=self.seed, device=self.device)  # models x questions
+        return self.set_params(E, p.a, p.b, p.theta, acc=self.acc_)
+
+    def set_params(self, E, a, b, theta, acc=None):
+        """Use an existing IRT fit (a: (n, D), b: (n,) of the training questions, theta: (M, D))."""
+        self.E_ = normalize_rows(E)
+        self.a_ = np.atleast_2d(np.asarray(a, dtype=np.float64)).reshape(len(self.E_), -1)
+        self.b_ = np.asarray(b, dtype=np.float64)
+        self.theta_ = np.atleast_2d(np.asarray(theta, dtype=np.float64))
+        self.dim = self.a_.shape[1]
+        if acc is not None:
+            self.acc_ = np.asarray(acc, dtype=np.float64)
+        return self
+
+    def impute(self, E):
+        return impute_item_params(E, self.E_, self.a_, self.b_, self.k, self.weighting)
+
+    def predict_proba(self, E):
+        imp = self.impute(E)
+        return irt_proba(imp.a, imp.b, self.theta_)
+
+
+def irt_proba(a, b, theta):
+    """P(correct) (n questions, M models) = sigmoid(a_q . theta_m - b_q)."""
+    z = np.atleast_2d(a) @ np.atleast_2d(theta).T - np.asarray(b)[:, None]
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+class LogisticRouter(BaseRouter):
+    """One L2-regularised logistic regression per model on the (normalized) question embedding."""
+
+    name = "logistic"
+
+    def __init__(self, C: float = 1.0, max_iter: int = 500):
+        self.C, self.max_iter = float(C), int(max_iter)
+
+    def params(self):
+        return {"C": self.C}
+
+    def fit(self, E, Y):
+        from sklearn.linear_model import LogisticRegression
+
+        Y = self._fit_common(Y)
+        X = normalize_rows(E)
+        M = Y.shape[1]
+        self.coef_ = np.zeros((M, X.shape[1]))
+        self.intercept_ = np.zeros(M)
+        for m in range(M):
+            obs = ~np.isnan(Y[:, m])
+            y = Y[obs, m]
+            if len(np.unique(y)) < 2:  # constant: the logit of its (smoothed) rate, no slope
+                rate = (y.sum() + 0.5) / (len(y) + 1.0)
+                self.intercept_[m] = np.log(rate / (1 - rate))
+                continue
+            lr = LogisticRegression(C=self.C, max_iter=self.max_iter)
+            lr.fit(X[obs], y.astype(int))
+            self.coef_[m], self.intercept_[m] = lr.coef_[0], lr.intercept_[0]
+        return self
+
+    def predict_proba(self, E):
+        z = normalize_rows(E) @ self.coef_.T + self.intercept_[None, :]
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+class EnsembleRouter(BaseRouter):
+    """The mean of its members' P(correct)."""
+
+    name = "ensemble"
+
+    def __init__(self, members: list[BaseRouter]):
+        if not members:
+            raise ValueError("an ensemble needs at least one member")
+        self.members = list(members)
+
+    def params(self):
+        return {"members": [m.describe() for m in self.members]}
+
+    def fit(self, E, Y):
+        self._fit_common(Y)
+        for m in self.members:
+            m.fit(E, Y)
+        return self
+
+    def predict_proba(self, E):
+        return np.mean([m.predict_proba(E) for m in self.members], axis=0)
+
+    def state(self):
+        return {"router": self.name, "params": {}, "arrays": {"acc_": self.acc_},
+                "members": [m.state() for m in self.members]}
+
+
+_CLASSES = {c.name: c for c in (BestSingleRouter, KNNVoteRouter, KNNIRTRouter, LogisticRouter)}
+
+
+def router_from_state(state: dict) -> BaseRouter:
+    """Rebuild a fitted router from :meth:`BaseRouter.state` (arrays and JSON-able params)."""
+    name = state["router"]
+    if name == "ensemble":
+        r = EnsembleRouter([router_from_state(s) for s in state["members"]])
+    elif name in _CLASSES:
+        params = dict(state.get("params") or {})
+        r = _CLASSES[name](**params)
+    else:
+        raise ValueError(f"unknown router {name!r}")
+    for key, value in state["arrays"].items():
+        setattr(r, key, np.asarray(value))
+    return r
+
+
+def save_router(router: BaseRouter, path, meta: dict) -> None:
+    """Write a fitted router as one .npz (arrays, flattened keys) with its JSON description inside."""
+    flat, desc = {}, []
+
+    def walk(st, prefix):
+        entry = {"router": st["router"], "params": st["params"], "arrays": sorted(st["arrays"]), "members": []}
+        for key, arr in st["arrays"].items():
+            flat[f"{prefix}{key}"] = np.asarray(arr)
+        for i, sub in enumerate(st.get("members", [])):
+            entry["members"].append(walk(sub, f"{prefix}m{i}."))
+        return entry
+
+    desc = walk(router.state(), "")
+    flat["__meta__"] = np.frombuffer(json.dumps({"router": desc, **meta}).encode(), dtype=np.uint8)
+    with open(path, "wb") as fh:
+        np.savez_compressed(fh, **flat)
+
+
+def load_router(path) -> tuple[BaseRouter, dict]:
+    """Read a router written by :func:`save_router`; returns (router, meta)."""
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(bytes(z["__meta__"]).decode())
+
+        def build(entry, prefix):
+            st = {"router": entry["router"], "params": entry["params"],
+                  "arrays": {k: z[f"{prefix}{k}"] for k in entry["arrays"]},
+                  "members": [build(sub, f"{prefix}m{i}.") for i, sub in enumerate(entry["members"])]}
+            return st
+
+        state = build(meta.pop("router"), "")
+    return router_from_state(state), meta

@@ -1,0 +1,205 @@
+"""Choosing a router by cross-validation on TRAINING questions only.
+
+Training questions are split into ``n_folds`` seeded folds. For every router family and every
+configuration on its grid, the out-of-fold P(correct) is computed (each fold predicted by a router fit
+on the other folds) and routed with the tie-break; a configuration's score is the mean correctness of
+its picks over all training questions. Every configuration is also scored with conservative routing
+margins (``margins``: leave the best single model only when another model's P beats it by more than
+the margin). Each family keeps its best configuration; the ensemble averages the families' best
+out-of-fold P. The served router is the one with the highest CV accuracy among those whose CV gain over
+the best single model passes the gate: the one-sided ``gate_level`` lower bound of a paired bootstrap
+of the gain (over training questions) is above zero; if none passes, the best single model is served.
+Ties go to the simpler family. Test questions are never seen here.
+
+Families and their grids (all configurable):
+
+- ``best_single``: always the model with the best training accuracy;
+- ``knn_vote``: k nearest training questions vote (k, weighting);
+- ``knn_shrunk``: the vote shrunk toward each model's training accuracy (k, shrink);
+- ``knn_irt``: the tutorial's KNN-imputed 2PL (D, k) -- one IRT fit per fold and D;
+- ``logistic``: per-model logistic regression on embeddings (C).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .knn import nearest
+from .metrics import paired_bootstrap_ci, route
+from .routers import (
+    BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, model_accuracy, vote_proba,
+)
+
+DEFAULT_GRID = {
+    "knn_vote": {"k": [5, 10, 20, 50, 100], "weighting": ["uniform", "similarity"]},
+    "knn_shrunk": {"k": [10, 20, 50, 100], "shrink": [2.0, 5.0, 10.0, 20.0]},
+    "knn_irt": {"dim": [1, 2, 5, 10], "k": [10, 20, 50]},
+    "logistic": {"C": [0.1, 1.0, 10.0]},
+}
+DEFAULT_MARGINS = [0.0, 0.02, 0.05, 0.1]
+SIMPLICITY = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic", "ensemble"]
+
+
+def cv_folds(n: int, n_folds: int, seed: int) -> np.ndarray:
+    """Fold id (n,) of every question: a seeded permutation cut into ``n_folds`` near-equal parts."""
+    if n < n_folds:
+        raise ValueError(f"{n} training questions cannot make {n_folds} folds")
+    fold = np.empty(n, dtype=np.int64)
+    fold[np.random.default_rng(seed).permutation(n)] = np.arange(n) % n_folds
+    return fold
+
+
+@dataclass
+class RouterSelection:
+    """What cross-validation found. ``table``: one row per (family, config) with cv_acc; ``best``: family ->
+    (config dict, cv_acc); ``served``: the served family; ``oof``: family -> out-of-fold P (n, M)."""
+
+    table: pd.DataFrame
+    best: dict
+    served: str
+    oof: dict = field(repr=False)
+    fold: np.ndarray = field(repr=False)
+    gate: dict = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def margin(self) -> float:
+        """The served router's routing margin."""
+        return float(self.best[self.served][0].get("margin", 0.0))
+
+    def make(self, family: str, device: str = "cpu", seed: int = 0):
+        """An unfitted router of a family in its CV-chosen configuration."""
+        if family == "ensemble":
+            return EnsembleRouter([self.make(f, device, seed) for f in self.best["ensemble"][0]["members"]])
+        return make_router(family, {k: v for k, v in self.best[family][0].items() if k != "margin"}, device=device, seed=seed)
+
+
+def make_router(family: str, config: dict, device: str = "cpu", seed: int = 0):
+    if family == "best_single":
+        return BestSingleRouter()
+    if family in ("knn_vote", "knn_shrunk"):
+        r = KNNVoteRouter(k=config["k"], weighting=config.get("weighting", "uniform"), shrink=config.get("shrink", 0.0))
+        r.name = family
+        return r
+    if family == "knn_irt":
+        return KNNIRTRouter(dim=config["dim"], k=config["k"], seed=seed, device=device)
+    if family == "logistic":
+        return LogisticRouter(C=config["C"])
+    raise ValueError(f"unknown router family {family!r}")
+
+
+def _grid(spec: dict) -> list[dict]:
+    keys = list(spec)
+    out = [{}]
+    for k in keys:
+        out = [{**o, k: v} for o in out for v in spec[k]]
+    return out
+
+
+def select_router(E: np.ndarray, Y: np.ndarray, *, families=None, grid: dict | None = None, n_folds: int = 5,
+                  seed: int = 0, device: str = "cpu", margins=None, gate_level: float = 0.95,
+                  n_boot: int = 2000, log=None) -> RouterSelection:
+    """Cross-validate router families on training questions E (n, d), Y (n, M) and choose one to serve.
+
+    ``gate_level``: a router is served instead of the best single model only when the one-sided
+    ``gate_level`` lower bound of its paired-bootstrap CV gain is > 0 (0 disables the gate: the plain
+    CV winner is served).
+    """
+    t0 = time.perf_counter()
+    log = log or (lambda msg: None)
+    E = np.asarray(E, dtype=np.float32)
+    Y = np.asarray(Y, dtype=float)
+    n, M = Y.shape
+    grid = {**DEFAULT_GRID, **(grid or {})}
+    families = list(families or ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic"])
+    fold = cv_folds(n, n_folds, seed)
+    oof: dict[tuple, np.ndarray] = {}
+
+    def put(family, cfg, va, P):
+        key = (family, tuple(sorted(cfg.items())))
+        oof.setdefault(key, np.full((n, M), np.nan))[va] = P
+
+    for f in range(n_folds):
+        tr, va = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+        Etr, Ytr, Eva = E[tr], Y[tr], E[va]
+        acc = model_accuracy(Ytr)
+        if "best_single" in families:
+            put("best_single", {}, va, np.tile(acc, (len(va), 1)))
+        kmax = max([*grid["knn_vote"]["k"], *grid["knn_shrunk"]["k"]])
+        if {"knn_vote", "knn_shrunk"} & set(families):
+            idx, sim = nearest(Eva, Etr, kmax)
+            Yf = Ytr.astype(np.float32)
+            if "knn_vote" in families:
+                for cfg in _grid(grid["knn_vote"]):
+                    put("knn_vote", cfg, va, vote_proba(idx, sim, Yf, acc, cfg["k"], cfg["weighting"], 0.0))
+            if "knn_shrunk" in families:
+                for cfg in _grid(grid["knn_shrunk"]):
+                    put("knn_shrunk", cfg, va, vote_proba(idx, sim, Yf, acc, cfg["k"], "uniform", cfg["shrink"]))
+        if "knn_irt" in families:
+            for dim in grid["knn_irt"]["dim"]:
+                r = KNNIRTRouter(dim=dim, seed=seed, device=device).fit(Etr, Ytr)
+                for k in grid["knn_irt"]["k"]:
+                    r.k = k
+                    put("knn_irt", {"dim": dim, "k": k}, va, r.predict_proba(Eva))
+        if "logistic" in families:
+            for cfg in _grid(grid["logistic"]):
+                put("logistic", cfg, va, LogisticRouter(C=cfg["C"]).fit(Etr, Ytr).predict_proba(Eva))
+        log(f"router CV fold {f + 1}/{n_folds} done ({time.perf_counter() - t0:.1f} s)")
+
+    prior = model_accuracy(Y)
+    Yz = np.nan_to_num(Y, nan=0.0)
+    margins = list(DEFAULT_MARGINS if margins is None else margins)
+    rows_idx = np.arange(n)
+
+    def correct(P, margin):
+        return Yz[rows_idx, route(P, prior, margin=margin)]
+
+    rows, per_q = [], {}
+    for (fam, cfg), P in oof.items():
+        for mg in (margins if fam != "best_single" else [0.0]):
+            c = correct(P, mg)
+            conf = {**dict(cfg), "margin": mg} if fam != "best_single" else dict(cfg)
+            rows.append({"family": fam, "config": conf, "cv_acc": float(c.mean())})
+            per_q[(fam, len(rows) - 1)] = c
+    table = pd.DataFrame(rows)
+    best, best_oof, best_correct = {}, {}, {}
+    for fam in families:
+        sub = table[table["family"] == fam]
+        i = int(sub["cv_acc"].idxmax())  # first maximum: the grid's earlier (smaller, simpler) configuration
+        cfg = sub.loc[i, "config"]
+        best[fam] = (cfg, float(sub.loc[i, "cv_acc"]))
+        best_oof[fam] = oof[(fam, tuple(sorted((k, v) for k, v in cfg.items() if k != "margin")))]
+        best_correct[fam] = per_q[(fam, i)]
+    members = [f for f in families if f != "best_single"]
+    if len(members) >= 2:
+        P_ens = np.mean([best_oof[f] for f in members], axis=0)
+        ens_rows = []
+        for mg in margins:
+            c = correct(P_ens, mg)
+            ens_rows.append({"family": "ensemble", "config": {"members": members, "margin": mg}, "cv_acc": float(c.mean())})
+            per_q[("ensemble", len(table) + len(ens_rows) - 1)] = c
+        table = pd.concat([table, pd.DataFrame(ens_rows)], ignore_index=True)
+        sub = table[table["family"] == "ensemble"]
+        i = int(sub["cv_acc"].idxmax())
+        best["ensemble"] = (sub.loc[i, "config"], float(sub.loc[i, "cv_acc"]))
+        best_oof["ensemble"] = P_ens
+        best_correct["ensemble"] = per_q[("ensemble", i)]
+    base = best_correct.get("best_single")
+    gate = {}
+    for fam in best:
+        if fam == "best_single" or base is None:
+            gate[fam] = float("nan")
+            continue
+        lo, _ = paired_bootstrap_ci(best_correct[fam], base, n_boot=n_boot, seed=seed, level=1 - 2 * (1 - gate_level)) \
+            if gate_level > 0 else (float("inf"), None)
+        gate[fam] = lo
+    order = sorted(best, key=lambda f: (-best[f][1], SIMPLICITY.index(f) if f in SIMPLICITY else 99))
+    served = next((f for f in order if f == "best_single" or gate[f] > 0), order[0])
+    table["chosen_in_family"] = [best[r.family][0] == r.config for r in table.itertuples()]
+    table["served"] = table["family"].eq(served) & table["chosen_in_family"]
+    table["gate_lower"] = table["family"].map(gate).where(table["chosen_in_family"])
+    return RouterSelection(table=table, best=best, served=served, oof=best_oof, fold=fold, gate=gate,
+                           seconds=time.perf_counter() - t0)

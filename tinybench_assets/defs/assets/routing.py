@@ -1,0 +1,167 @@
+"""Router assets per scenario partition with question text and a train/test item split (RouterDC):
+question embeddings -> KNN-imputed item parameters -> p-IRT predictions -> routers and router accuracy.
+
+The IRT model (``irt_model``) is fitted on the training questions only; every router choice is made by
+cross-validation on training questions; test questions only report. Partitions without question text
+or without a test split are materialized with a ``skipped`` note.
+"""
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+import dagster as dg
+
+from tinybench_assets import paths
+from tinybench_assets.defs.assets.irt import irt_model
+from tinybench_assets.defs.assets.responses import binarized_responses
+from tinybench_assets.defs.partitions import scenario_partitions
+from tinybench_assets.defs.resources import DUCKDB_POOL, EncoderResource, StoreResource, TorchDevice
+from tinybench_assets.io import plots, router_plots
+from tinybench_assets.io.embeddings import embed_cached, load_cached, text_key
+from tinybench_assets.io.store import Store, load_matrix
+
+GROUP = "router"
+
+
+class KNNConfig(dg.Config):
+    """The tutorial's imputation: each test question's a and b from its k nearest training questions."""
+
+    k: int = 20
+    weighting: str = "uniform"  # uniform (the tutorial's mean) | similarity | softmax
+
+
+class RouterConfig(dg.Config):
+    """Router selection by cross-validation on training questions (see core/routing/select.py)."""
+
+    families: list[str] = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic"]
+    n_folds: int = 5
+    seed: int = 0
+    margins: list[float] = [0.0, 0.02, 0.05, 0.1]
+    gate_level: float = 0.95  # serve a router only if its CV gain's one-sided lower bound is > 0; 0 = plain CV winner
+    n_boot: int = 2000
+    evaluate_all: bool = True  # also fit every family's CV-best router on all training questions and report its test figures
+
+
+def router_path(key: str) -> Path:
+    board, scenario = key.split(".", 1)
+    return Path(paths.artifacts_dir()) / board / f"router_{scenario}.npz"
+
+
+def partition_questions(db: Store, key: str) -> pd.DataFrame:
+    """The partition's items in matrix order with split and text (NaN text where none landed)."""
+    return db.query(
+        """SELECT mi.item, mi.split, i.text FROM matrix_items mi
+           LEFT JOIN items i ON i.item = mi.item AND i.leaderboard || '.' || i.scenario = mi.partition_key
+           WHERE mi.partition_key = ? ORDER BY mi.col""", [key])
+
+
+def routable(q: pd.DataFrame) -> str | None:
+    """Why a partition cannot be routed, or None."""
+    if q.empty:
+        return "no items (materialize response_matrix first)"
+    if q["text"].isna().all():
+        return "no question text landed for this scenario"
+    if not (q["split"] == "test").any() or not (q["split"] != "test").any():
+        return "no train/test split of questions (items.split)"
+    return None
+
+
+def _skip(reason: str) -> dg.MaterializeResult:
+    return dg.MaterializeResult(metadata={"skipped": reason})
+
+
+@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[binarized_responses],
+          description="Sentence embeddings (all-MiniLM-L6-v2, offline) of every question of a scenario with text and a "
+          "test split, cached in DuckDB by hash of (encoder, text): a re-run or a new drop embeds only new texts.")
+def question_embeddings(context: dg.AssetExecutionContext, store: StoreResource, encoder: EncoderResource) -> dg.MaterializeResult:
+    key, db = context.partition_key, store.get()
+    q = partition_questions(db, key)
+    if reason := routable(q):
+        return _skip(reason)
+    q = q[q["text"].notna()].reset_index(drop=True)
+    enc = encoder.get()
+    E, st = embed_cached(db, enc, q["text"].tolist(), log=context.log.info)
+    table = pd.DataFrame({"item": q["item"], "split": q["split"].fillna("train"),
+                          "text_key": [text_key(enc.encoder_id, t) for t in q["text"]], "encoder": enc.encoder_id})
+    db.replace_partition({"question_embeddings": table}, key)
+    context.log.info(f"{key}: {st['texts']} texts, {st['embedded']} embedded now, {st['cached']} from the cache")
+    return dg.MaterializeResult(metadata={
+        "questions": st["texts"], "train": int((table["split"] != "test").sum()), "test": int((table["split"] == "test").sum()),
+        "embedded_now": st["embedded"], "from_cache": st["cached"], "encode_seconds": round(st["seconds"], 2),
+        "texts_per_s": dg.MetadataValue.float(float(st["texts_per_s"])) if st["embedded"] else dg.MetadataValue.text("n/a (all cached)"),
+        "encoder": enc.encoder_id, "dim": int(E.shape[1]), "threads": enc.num_threads,
+    })
+
+
+def load_embeddings(db: Store, key: str) -> tuple[pd.DataFrame, np.ndarray]:
+    table = db.query("SELECT item, split, text_key, encoder FROM question_embeddings WHERE partition_key = ?", [key])
+    if table.empty:
+        return table, np.zeros((0, 0), dtype=np.float32)
+    return table, load_cached(db, str(table["encoder"].iloc[0]), table["text_key"].tolist())
+
+
+def irt_fit(db: Store, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    items = db.query("SELECT item, b, a FROM irt_items WHERE partition_key = ?", [key])
+    models = db.query("SELECT model, theta FROM irt_models WHERE partition_key = ?", [key])
+    if items.empty or models.empty:
+        raise dg.Failure(f"{key}: no IRT fit stored (materialize irt_model first)")
+    return items, models
+
+
+@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[question_embeddings, irt_model],
+          description="Discrimination a and difficulty b of every TEST question, imputed as the (weighted) mean over its k "
+          "most cosine-similar TRAINING questions' IRT parameters; stored with the neighbours' ids and similarities.")
+def knn_item_params(context: dg.AssetExecutionContext, config: KNNConfig, store: StoreResource) -> dg.MaterializeResult:
+    from tinybench_assets.core.routing import impute_item_params
+
+    key, db = context.partition_key, store.get()
+    emb, E = load_embeddings(db, key)
+    if emb.empty or not (emb["split"] == "test").any():
+        return _skip("no test questions embedded (see question_embeddings)")
+    items, _ = irt_fit(db, key)
+    pos = {it: i for i, it in enumerate(emb["item"])}
+    train = items[items["item"].isin(pos)].reset_index(drop=True)
+    test = emb[emb["split"] == "test"].reset_index(drop=True)
+    Etr, Ete = E[[pos[i] for i in train["item"]]], E[[pos[i] for i in test["item"]]]
+    a_tr, b_tr = np.vstack(train["a"].to_numpy()), train["b"].to_numpy(dtype=float)
+    imp = impute_item_params(Ete, Etr, a_tr, b_tr, k=config.k, weighting=config.weighting)
+    names = train["item"].to_numpy(dtype=object)
+    out = pd.DataFrame({"item": test["item"], "b": imp.b, "a": list(imp.a), "neighbours": [list(names[r]) for r in imp.idx],
+                        "similarities": [list(map(float, r)) for r in imp.sim], "k": config.k, "weighting": config.weighting})
+    db.replace_partition({"knn_item_params": out}, key)
+    png = plots.difficulty_vs_discrimination(np.concatenate([b_tr, imp.b]), np.vstack([a_tr, imp.a]),
+                                             np.array(["train (fitted)"] * len(b_tr) + ["test (imputed)"] * len(imp.b)),
+                                             title=f"{key}: fitted vs KNN-imputed (k={config.k})")
+    return dg.MaterializeResult(metadata={
+        "test_questions": len(out), "train_questions": len(train), "k": config.k, "weighting": config.weighting,
+        "irt_dim": int(a_tr.shape[1]), "mean_top1_similarity": float(imp.sim[:, 0].mean()),
+        "mean_kth_similarity": float(imp.sim[:, -1].mean()),
+        "b_sd_fitted_vs_imputed": f"{np.std(b_tr):.3f} vs {np.std(imp.b):.3f}",
+        "fitted_vs_imputed": dg.MetadataValue.md(plots.markdown_image(png, "fitted vs imputed parameters")),
+    })
+
+
+@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[knn_item_params],
+          description="p-IRT: P(correct) = sigmoid(a_q . theta_m - b_q) for every (model, test question) from the IRT "
+          "abilities and the KNN-imputed a, b; the tutorial's router routes each question to the argmax.")
+def pirt_predictions(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
+    from tinybench_assets.core.routing.routers import irt_proba
+
+    key, db = context.partition_key, store.get()
+    imp = db.query("SELECT item, b, a FROM knn_item_params WHERE partition_key = ?", [key])
+    if imp.empty:
+        return _skip("no imputed test parameters (see knn_item_params)")
+    _, models = irt_fit(db, key)
+    P = irt_proba(np.vstack(imp["a"].to_numpy()), imp["b"].to_numpy(dtype=float), np.vstack(models["theta"].to_numpy()))
+    long = pd.DataFrame({"model": np.tile(models["model"].to_numpy(dtype=object), len(imp)),
+                         "item": np.repeat(imp["item"].to_numpy(dtype=object), len(models)), "p": P.reshape(-1)})
+    db.replace_partition({"pirt_predictions": long}, key)
+    mean_p = dict(zip(models["model"], np.round(P.mean(axis=0), 4)))
+    return dg.MaterializeResult(metadata={"rows": len(long), "test_questions": len(imp), "models": len(models),
+                                          "mean_p_by_model": dg.MetadataValue.json({k: float(v) for k, v in mean_p.items()})})
+
+
+scenario_assets = [question_embeddings, knn_item_params, pirt_predictions]

