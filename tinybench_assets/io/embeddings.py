@@ -95,7 +95,7 @@ class Encoder:
             if log:
                 done = min(s + chunk, len(texts))
                 log(f"embedded {done}/{len(texts)} texts ({done / max(time.perf_counter() - t0, 1e-9):.0f} texts/s)")
-        dim = model.get_sentence_embedding_dimension()
+        dim = (getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension)()
         return np.vstack(out) if out else np.zeros((0, dim), dtype=np.float32)
 
 

@@ -66,7 +66,8 @@ def evaluate_routing(Y: np.ndarray, picks: np.ndarray, best_model: int, models: 
 
     Returns router_acc, best_single_acc (that model on these questions), oracle_acc (any model right),
     random_acc (a uniformly random model), delta and its paired bootstrap 95 % interval
-    (router - best single), pick_share per model.
+    (router - best single), no_info_acc (the same pick shares assigned to questions at random: a router
+    that knows nothing about the questions scores this), pick_share per model.
     """
     Y = np.asarray(Y, dtype=float)
     if np.isnan(Y).any():
@@ -87,6 +88,8 @@ def evaluate_routing(Y: np.ndarray, picks: np.ndarray, best_model: int, models: 
         "random_acc": float(Y.mean()),
         "delta": float(correct.mean() - base.mean()),
         "delta_ci95": [lo, hi],
+        # what the same pick shares would score with no information about which question goes where
+        "no_info_acc": float(share @ Y.mean(axis=0)),
         "pick_share": {models[m]: float(share[m]) for m in range(M)},
         "model_acc": {models[m]: float(Y[:, m].mean()) for m in range(M)},
     }

@@ -1,0 +1,166 @@
+"""Routing core: KNN imputation, tie-breaking, routing figures, cost-aware routing, CV selection, saved routers."""
+import numpy as np
+import pytest
+
+from tinybench_assets.core.routing import (
+    accuracy_cost_curve, evaluate_routing, impute_item_params, nearest, paired_bootstrap_ci, route, route_with_cost,
+    select_router,
+)
+from tinybench_assets.core.routing.routers import (
+    BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, load_router, save_router,
+)
+
+
+def clustered(n_per=150, d=8, seed=0, noise=0.15):
+    """Two question clusters in embedding space; model 0 is strong on cluster A, model 1 on B, model 2 middling."""
+    g = np.random.default_rng(seed)
+    centres = np.eye(d)[:2]
+    lab = np.repeat([0, 1], n_per)
+    E = centres[lab] + noise * g.normal(size=(2 * n_per, d))
+    p = np.array([[0.95, 0.25, 0.6], [0.25, 0.95, 0.6]])[lab]
+    Y = (g.random(p.shape) < p).astype(float)
+    return E, Y, lab
+
+
+def test_imputation_known_answer():
+    # training questions on three directions; each direction's a and b are constant -> a query near a direction gets them
+    g = np.random.default_rng(1)
+    dirs = np.eye(3)
+    lab = np.repeat([0, 1, 2], 10)
+    E_tr = dirs[lab] + 0.01 * g.normal(size=(30, 3))
+    a_tr = np.array([[1.0, 0.0], [0.0, 2.0], [-1.0, 1.0]])[lab]
+    b_tr = np.array([-1.0, 0.5, 2.0])[lab]
+    E_q = np.array([[0.9, 0.1, 0.0], [0.0, 0.1, 1.0]])
+    imp = impute_item_params(E_q, E_tr, a_tr, b_tr, k=10)
+    assert np.allclose(imp.a, [[1.0, 0.0], [-1.0, 1.0]]) and np.allclose(imp.b, [-1.0, 2.0])
+    assert (lab[imp.idx[0]] == 0).all() and (lab[imp.idx[1]] == 2).all()
+    assert np.all(np.diff(imp.sim, axis=1) <= 1e-6)  # most similar first
+    # k = 15 mixes in 5 neighbours of the second-closest direction: the uniform mean moves by 1/3 of the gap
+    imp15 = impute_item_params(E_q[:1], E_tr, a_tr, b_tr, k=15)
+    assert np.isclose(imp15.b[0], (10 * -1.0 + 5 * 0.5) / 15)
+    # similarity weighting pulls it back toward the closer direction
+    imp15s = impute_item_params(E_q[:1], E_tr, a_tr, b_tr, k=15, weighting="similarity")
+    assert -1.0 < imp15s.b[0] < imp15.b[0] - 0.2
+    with pytest.raises(ValueError):
+        impute_item_params(E_q, E_tr, a_tr, b_tr, k=3, weighting="nope")
+
+
+def test_nearest_matches_brute_force():
+    g = np.random.default_rng(2)
+    A, B = g.normal(size=(50, 6)), g.normal(size=(80, 6))
+    idx, sim = nearest(A, B, 7, chunk=16)
+    An, Bn = A / np.linalg.norm(A, axis=1, keepdims=True), B / np.linalg.norm(B, axis=1, keepdims=True)
+    S = An @ Bn.T
+    assert np.array_equal(idx, np.argsort(-S, axis=1, kind="stable")[:, :7])
+    assert np.allclose(sim, np.take_along_axis(S, idx, axis=1), atol=1e-5)
+
+
+def test_tie_break_by_training_accuracy_and_margin():
+    P = np.array([[0.5, 0.5, 0.5], [0.2, 0.6, 0.6], [0.9, 0.1, 0.1], [0.5, 0.52, 0.49]])
+    prior = np.array([0.3, 0.4, 0.7])
+    assert route(P, prior).tolist() == [2, 2, 0, 1]
+    # plain argmax would send every full tie to model 0
+    assert P.argmax(axis=1).tolist()[0] == 0
+    # a margin keeps questions on the default model (2) unless another beats it by more than the margin
+    assert route(P, prior, margin=0.05).tolist() == [2, 2, 0, 2]
+    with pytest.raises(ValueError):
+        route(P, prior[:2])
+
+
+def test_evaluate_routing_hand_made():
+    Y = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 0], [1, 1, 1]], dtype=float)
+    picks = np.array([0, 1, 2, 1])
+    ev = evaluate_routing(Y, picks, best_model=0, models=["a", "b", "c"], n_boot=500)
+    assert ev["router_acc"] == 0.75 and ev["best_single_acc"] == 0.5 and ev["oracle_acc"] == 0.75
+    assert np.isclose(ev["random_acc"], 5 / 12)
+    assert ev["pick_share"] == {"a": 0.25, "b": 0.5, "c": 0.25}
+    assert np.isclose(ev["delta"], 0.25)
+    lo, hi = ev["delta_ci95"]
+    assert 0.0 <= lo <= 0.25 <= hi <= 1.0
+    assert np.isclose(ev["no_info_acc"], 0.25 * 0.5 + 0.5 * 0.5 + 0.25 * 0.25)
+    with pytest.raises(ValueError):
+        evaluate_routing(np.array([[1.0, np.nan]]), np.array([0]), 0)
+
+
+def test_paired_bootstrap_interval_covers_and_shrinks():
+    g = np.random.default_rng(3)
+    x, y = (g.random(4000) < 0.7).astype(float), (g.random(4000) < 0.6).astype(float)
+    lo, hi = paired_bootstrap_ci(x, y, n_boot=1000)
+    assert lo < x.mean() - y.mean() < hi and 0 < lo and hi - lo < 0.06
+    lo2, hi2 = paired_bootstrap_ci(x[:400], y[:400], n_boot=1000)
+    assert hi2 - lo2 > hi - lo
+
+
+def test_cost_aware_routing_toy():
+    # model 0 cheap and right half the time; model 1 ten times dearer and always right
+    n = 200
+    Y = np.column_stack([np.arange(n) % 2, np.ones(n)]).astype(float)
+    P = np.column_stack([np.full(n, 0.5), np.full(n, 0.95)])
+    C = np.column_stack([np.full(n, 1.0), np.full(n, 10.0)])
+    prior = Y.mean(axis=0)
+    assert (route_with_cost(P, C, 0.0, prior) == 1).all()
+    assert (route_with_cost(P, C, 1.0, prior) == 0).all()  # 0.95 - 10 < 0.5 - 1
+    out = accuracy_cost_curve(P, Y, C, prior, models=["cheap", "dear"])
+    curve = out["curve"]
+    assert np.isclose(curve["cost"].min(), 1.0) and np.isclose(curve["cost"].max(), 10.0)
+    assert set(np.round(curve["accuracy"], 3)) == {0.5, 1.0}
+    assert list(out["models"]["model"]) == ["cheap", "dear"]
+    # the router is at 0.5 until it can afford the dear model, at 1.0 from cost 10: mean over budgets ~0.5
+    assert 0.49 < out["auc"] < 0.53
+    with pytest.raises(ValueError):
+        accuracy_cost_curve(P, Y, -C, prior)
+
+
+def test_selection_finds_real_signal_and_shuffled_answers_remove_the_gain():
+    E, Y, lab = clustered(seed=0)
+    Et, Yt, labt = clustered(seed=1)
+    fams = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic"]
+    grid = {"knn_irt": {"dim": [1, 2], "k": [10, 20]}}
+    sel = select_router(E, Y, families=fams, grid=grid, n_folds=3, seed=0, n_boot=300)
+    assert sel.served != "best_single" and sel.gate[sel.served] > 0
+    assert sel.best[sel.served][1] > sel.best["best_single"][1] + 0.15
+    router = sel.make(sel.served).fit(E, Y)
+    prior = Y.mean(axis=0)
+    picks = route(router.predict_proba(Et), prior, margin=sel.margin)
+    best = int(np.argmax(prior))
+    ev = evaluate_routing(Yt, picks, best, n_boot=300)
+    assert ev["router_acc"] > ev["best_single_acc"] + 0.15 and ev["delta_ci95"][0] > 0
+    assert ev["router_acc"] > ev["no_info_acc"] + 0.15
+    # the same routes scored against shuffled test answers: the gain over what the pick shares alone give vanishes
+    g = np.random.default_rng(0)
+    evs = [evaluate_routing(Yt[g.permutation(len(Yt))], picks, best, n_boot=10) for _ in range(20)]
+    assert abs(np.mean([e["router_acc"] - e["no_info_acc"] for e in evs])) < 0.02
+    # training answers shuffled: there is nothing to learn, and the gate serves the best single model
+    Ys = Y[np.random.default_rng(4).permutation(len(Y))]
+    sel_s = select_router(E, Ys, families=["best_single", "knn_vote", "logistic"], n_folds=3, seed=0, n_boot=300)
+    assert sel_s.served == "best_single"
+
+
+def test_cv_table_and_ensemble():
+    E, Y, _ = clustered(n_per=60, seed=2)
+    sel = select_router(E, Y, families=["best_single", "knn_vote", "logistic"], n_folds=3, seed=1, n_boot=200, margins=[0.0, 0.1])
+    t = sel.table
+    assert set(t["family"]) == {"best_single", "knn_vote", "logistic", "ensemble"}
+    assert t["served"].sum() == 1 and (t.groupby("family")["chosen_in_family"].sum() == 1).all()
+    assert ((t["cv_acc"] >= 0) & (t["cv_acc"] <= 1)).all()
+    assert isinstance(sel.make("ensemble"), EnsembleRouter)
+    # same inputs, same choice
+    sel2 = select_router(E, Y, families=["best_single", "knn_vote", "logistic"], n_folds=3, seed=1, n_boot=200, margins=[0.0, 0.1])
+    assert sel2.served == sel.served and sel2.best == sel.best
+
+
+@pytest.mark.parametrize("make", [
+    lambda: BestSingleRouter(), lambda: KNNVoteRouter(k=7, weighting="similarity", shrink=2.0),
+    lambda: KNNIRTRouter(dim=2, k=5), lambda: LogisticRouter(C=0.5),
+    lambda: EnsembleRouter([KNNVoteRouter(k=5), LogisticRouter(C=1.0)]),
+])
+def test_saved_router_predicts_the_same(tmp_path, make):
+    E, Y, _ = clustered(n_per=40, seed=3)
+    Y[0, 1] = np.nan  # a missing cell is tolerated in training
+    r = make().fit(E, Y)
+    P = r.predict_proba(E[:25])
+    assert P.shape == (25, 3) and ((P >= 0) & (P <= 1)).all()
+    save_router(r, tmp_path / "r.npz", {"models": ["a", "b", "c"], "margin": 0.0})
+    r2, meta = load_router(tmp_path / "r.npz")
+    assert meta["models"] == ["a", "b", "c"] and type(r2) is type(r)
+    assert np.allclose(r2.predict_proba(E[:25]), P)

@@ -1,0 +1,47 @@
+"""The packaged sentence encoder loads offline; the DuckDB cache embeds each (encoder, text) once."""
+import os
+
+import numpy as np
+import pytest
+
+from tinybench_assets.io.embeddings import Encoder, embed_cached, load_cached, text_key
+from tinybench_assets.io.store import Store
+
+
+@pytest.fixture(scope="module")
+def encoder():
+    assert os.environ.get("HF_HUB_OFFLINE") == "1"  # set by conftest: no hub access at all
+    return Encoder(device="cpu", num_threads=1, batch_size=8)
+
+
+def test_encoder_loads_offline_and_embeds(encoder):
+    E = encoder.encode(["A cat sits on the mat.", "A kitten is sitting on a rug.", "Quarterly corporate tax filings are due."])
+    assert E.shape == (3, 384) and E.dtype == np.float32
+    assert np.allclose(np.linalg.norm(E, axis=1), 1.0, atol=1e-5)
+    assert E[0] @ E[1] > E[0] @ E[2] + 0.2
+    assert encoder.encoder_id == "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def test_unknown_model_is_a_clear_error():
+    with pytest.raises(FileNotFoundError, match="offline"):
+        Encoder("no/such-model").model_path()
+
+
+def test_cache_embeds_only_new_texts(tmp_path, encoder):
+    store = Store(tmp_path / "tb.duckdb")
+    texts = ["What is 2 + 2?", "Name the capital of France.", "What is 2 + 2?"]
+    E1, st1 = embed_cached(store, encoder, texts)
+    assert st1["embedded"] == 2 and st1["cached"] == 0 and st1["unique"] == 2 and E1.shape == (3, 384)
+    assert np.allclose(E1[0], E1[2])
+    E2, st2 = embed_cached(store, encoder, texts)
+    assert st2["embedded"] == 0 and st2["cached"] == 2 and np.allclose(E1, E2, atol=1e-6)
+    E3, st3 = embed_cached(store, encoder, texts + ["Who wrote Hamlet?"])
+    assert st3["embedded"] == 1 and np.allclose(E3[:3], E1, atol=1e-6)
+    fresh = encoder.encode(["Who wrote Hamlet?"])[0]
+    assert np.allclose(E3[3], fresh, atol=1e-5)
+    keys = [text_key(encoder.encoder_id, t) for t in texts]
+    assert np.allclose(load_cached(store, encoder.encoder_id, keys), E1, atol=1e-6)
+    with pytest.raises(KeyError, match="question_embeddings"):
+        load_cached(store, encoder.encoder_id, [text_key(encoder.encoder_id, "never embedded")])
+    # another encoder id never reuses these vectors
+    assert text_key("local:other", texts[0]) != keys[0]
