@@ -19,6 +19,9 @@ def _ingest(context, store, landing, leaderboard=None):
     register_partitions(context.instance, store.partition_keys())
     for rel, err in report.quarantined.items():
         context.log.warning(f"quarantined {rel}: {err}")
+    for rel, notes in report.notes.items():
+        for note in notes:
+            context.log.info(f"{rel}: {note}")
     return report
 
 
