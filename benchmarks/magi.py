@@ -64,8 +64,10 @@ def main(argv=None) -> dict:
     result = run_magi(setup, n_trials=args.trials, seed=args.seed)
     stage = time.perf_counter() - t0
     rows = {"full": {**result.full_eval_metrics, "seconds": t_load}}
+    rows["full"]["kendall_tau_tune"] = result.full_metrics["kendall_tau_nonvoters"]
     for method, res in result.methods.items():
-        rows[method] = {**res.eval_metrics, "seconds": res.seconds}
+        rows[method] = {**res.eval_metrics, "seconds": res.seconds,
+                        "kendall_tau_tune": res.chosen.metrics["kendall_tau_nonvoters"]}
     base = rows["full"]["top10_std"]
     out = {}
     for method in ORDER:
@@ -73,18 +75,23 @@ def main(argv=None) -> dict:
         r["top10_std_ratio"] = r["top10_std"] / base if base > 0 else float("nan")
         out[method] = {k: (int(r[k]) if k == "size" else float(r[k])) for k in CONTRACT}
         out[method].update({k: float(r[k]) for k in ("top10_std_voters", "mean_abs_voter_penalty", "chance",
-                                                     "reference_score", "top10_std_all")})
+                                                     "reference_score", "top10_std_all", "kendall_tau_tune")})
         if method != "full":
             out[method]["params"] = result.methods[method].params.as_dict()
     roles = pd.Series(setup.role).value_counts().to_dict()
     meta = {"models": len(setup.models), "items": len(setup.items), "roles": roles, "guessers": int(setup.guesser.sum()),
             "reference": setup.models[setup.reference], "not_fair_models": int(setup.not_fair.sum()),
             "trials_per_method": args.trials, "seed": args.seed, "stage_seconds": stage, "irt_seconds": result.irt_seconds,
-            "torch_threads": torch.get_num_threads()}
-    table = pd.DataFrame(out).T[list(CONTRACT) + ["top10_std_voters", "mean_abs_voter_penalty"]]
+            "torch_threads": torch.get_num_threads(),
+            "scenario_validity_tune_top100": result.validity, "demoted_scenarios": list(result.demoted),
+            "penalty_sign": "penalty = score without the voter - score with it; positive = penalized"}
+    table = pd.DataFrame(out).T[list(CONTRACT) + ["kendall_tau_tune", "top10_std_voters", "mean_abs_voter_penalty"]]
     print(f"pooled openllm: {meta['models']} models x {meta['items']} items; roles {roles}; guessers {meta['guessers']}; "
           f"reference {meta['reference']} ({meta['not_fair_models']} models of its family flagged not fair)")
-    print("figures on the held-out eval non-voters (top-10 std [0,1] scale; penalties in points)")
+    print("scenario validity (corr. of scenario score with full score, top-100 tune models):",
+          {k: round(v, 3) for k, v in result.validity.items()}, "; deleted first:", list(result.demoted))
+    print("figures on the held-out eval non-voters (top-10 std [0,1] scale; penalties in points, positive = "
+          "penalized; kendall_tau_tune: the same tau on the tune models the search saw)")
     print(table.to_string(float_format=lambda v: f"{v:.4f}"))
     print(f"whole MAGI stage (load, voters, IRT fit, {len(result.methods)} searches x {args.trials} trials): {stage:.1f} s")
     bars = {

@@ -154,3 +154,52 @@ def test_parallel_forms_toy_pool():
     assert len(g.form_a) == len(g.form_b) <= 80 and not set(g.form_a) & set(g.form_b)
     f2 = parallel_forms([f"q{i}" for i in range(160)], subs, diff, size=50, exclude=["law"], seed=1)
     assert (f2.form_a == f.form_a).all()
+
+
+def test_irt_subsets_rank_top_models_in_ability_order():
+    # known abilities: the chosen IRT subsets must order the strongest held-out models as their abilities do
+    # (an orientation / sign error in a, theta or the top-k abilities gives a negative tau here)
+    from scipy.stats import kendalltau
+
+    from tinybench_assets_tests.conftest import synthetic_2pl
+
+    Y, theta, _, _ = synthetic_2pl(900, 200, dim=1, seed=4)
+    scen = np.array(["mmlu"] * 100 + ["gsm8k"] * 100, dtype=object)
+    models = [f"org{i % 30}/fam{i % 30}-7b-v{i}" for i in range(900)]
+    s = prepare(Y, models, [f"i{j}" for j in range(200)], scen, scen, chance_per_item(scen), theta[:, 0],
+                n_voters=30, per_family=1, seed=0)
+    res = run_magi(s, methods=("irt", "irt_information", "irt_discrimination"), n_trials=6, seed=0)
+    assert res.demoted == ()  # one latent dimension: no scenario trades off against the full score
+    top = s.top(s.role == "eval", 100, fair_only=False)
+    for m, r in res.methods.items():
+        sc = s.Y[top][:, r.chosen.mask].mean(axis=1)
+        assert kendalltau(sc, theta[top, 0]).statistic > 0.2, m
+        assert r.eval_metrics["kendall_tau_nonvoters"] > 0, m
+
+
+def test_scenario_trading_off_at_the_top_is_deleted_first():
+    # two scenarios; among the strongest models scenario "b" falls as the full score (their mean) rises
+    from tinybench_assets.core.subsets.rankings import demote
+    from tinybench_assets.core.subsets.setup import scenario_validity
+
+    rng = np.random.default_rng(5)
+    n, k = 600, 60
+    g = rng.normal(size=n)  # general ability
+    t = rng.normal(size=n)  # trade-off: helps a, hurts b
+    pa = 1 / (1 + np.exp(-(g[:, None] + 1.5 * t[:, None] - rng.normal(size=k))))
+    pb = 1 / (1 + np.exp(-(g[:, None] - 1.5 * t[:, None] - rng.normal(size=k))))
+    Y = (rng.random((n, 2 * k)) < np.hstack([pa, pb])).astype(float)
+    # the full score weighs the trade-off towards scenario a, as openllm's mean weighs GSM8K/MMLU at the top
+    full = g + 0.8 * t
+    scen = np.array(["a"] * k + ["b"] * k, dtype=object)
+    s = prepare(Y, [f"o{i}/m{i}-7b" for i in range(n)], [f"i{j}" for j in range(2 * k)], scen, scen,
+                chance_per_item(scen), full, n_voters=20, per_family=1, seed=0)
+    v = scenario_validity(s, 100)
+    assert v["a"] > 0 >= v["b"]
+    res = run_magi(s, methods=("irt",), n_trials=4, seed=0)
+    assert res.demoted == ("b",)
+    r = res.methods["irt"].ranking
+    assert (r.order()[:k] >= k).all()  # every b item is deleted before any a item
+    assert not res.methods["irt"].chosen.base[k:].any()
+    rm = demote(rank_mean_score(s.Yv), scen == "b")  # leave-one-out rows demoted alike: no added penalty
+    assert (rm.loo[:, k:].max(axis=1) < rm.loo[:, :k].min(axis=1)).all()

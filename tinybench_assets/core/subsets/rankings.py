@@ -105,6 +105,22 @@ def rank_irt(a: np.ndarray, b: np.ndarray, method: str = "irt", theta_top: np.nd
     return Ranking(method, keep + tb, None)
 
 
+def demote(ranking: Ranking, bad: np.ndarray) -> Ranking:
+    """The same ranking with the ``bad`` items (n_items,) bool deleted first (below every other item, in their
+    own order), in ``keep`` and in every leave-one-out row alike, so the guard adds no voter penalty."""
+    bad = np.asarray(bad, dtype=bool)
+    if not bad.any() or bad.all():
+        return ranking
+
+    def low(k):
+        k = np.asarray(k, dtype=float)
+        floor = k.min(axis=-1, keepdims=True)
+        span = k.max(axis=-1, keepdims=True) - floor + 1.0
+        return np.where(bad, k - span, k)  # bad items shift below the minimum, order among them kept
+
+    return Ranking(ranking.method, low(ranking.keep), None if ranking.loo is None else low(ranking.loo))
+
+
 def orient_irt(a: np.ndarray, b: np.ndarray, theta: np.ndarray, accuracy: np.ndarray):
     """Flip latent dimensions whose abilities correlate negatively with accuracy, so that a_jd > 0 means
     "more able, more often right". a (n_items, D), theta (n_models, D), accuracy (n_models,).

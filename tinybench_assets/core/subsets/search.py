@@ -7,6 +7,13 @@ non-guesser scores at least chance), subset size as a fraction of the pool (mini
 
 The chosen point is the trial of the Pareto front that maximizes the documented scalarization
 (:class:`Scalarization`); users change it in config.
+
+Validity guard (``run_magi(min_validity=0.0, validity_top=100)``): every ranking deletes first the items of the
+scenarios whose pool score correlates <= ``min_validity`` with the real full-benchmark score among the
+``validity_top`` best tune non-guessers (``setup.scenario_validity``). On openllm, TruthfulQA and the ARC sample
+trade off against GSM8K and MMLU at the top, and subsets made of them ranked the top models against the full
+score. ``min_validity=None`` turns the guard off. ``Scalarization.min_kendall_tau`` (off by default) adds the
+tune top-50 Kendall tau as a constraint.
 """
 from __future__ import annotations
 
@@ -16,9 +23,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tinybench_assets.core.subsets.rankings import (METHODS, Ranking, orient_irt, rank_irt, rank_mean_score,
+from tinybench_assets.core.subsets.rankings import (METHODS, Ranking, demote, orient_irt, rank_irt, rank_mean_score,
                                                      rank_ref_vs_voters)
-from tinybench_assets.core.subsets.setup import MagiSetup, SubsetEval, SubsetParams, build_subset, measure
+from tinybench_assets.core.subsets.setup import (MagiSetup, SubsetEval, SubsetParams, build_subset, measure,
+                                                 scenario_validity)
 
 OBJECTIVES = ("top10_std", "mean_abs_voter_penalty", "guesser_advantage", "fraction_of_pool")
 DIRECTIONS = ("maximize", "minimize", "minimize", "minimize")
@@ -40,6 +48,7 @@ class Scalarization:
     penalty_weight: float = 0.05
     guesser_weight: float = 0.5
     size_weight: float = 0.01
+    min_kendall_tau: float | None = None
 
     def utility(self, m: dict) -> float:
         return (m["top10_std"] - self.penalty_weight * m["mean_abs_voter_penalty"] / 100
@@ -48,7 +57,9 @@ class Scalarization:
     def violation(self, m: dict) -> float:
         return (max(0.0, m["fraction_of_pool"] - self.max_fraction) / max(self.max_fraction, 1e-9)
                 + max(0.0, m["mean_abs_voter_penalty"] - self.max_mean_penalty) / max(self.max_mean_penalty, 1e-9)
-                + max(0.0, m["guesser_advantage"] - self.max_guesser_advantage) * 10)
+                + max(0.0, m["guesser_advantage"] - self.max_guesser_advantage) * 10
+                + (0.0 if self.min_kendall_tau is None
+                   else max(0.0, self.min_kendall_tau - np.nan_to_num(m["kendall_tau_nonvoters"], nan=-1.0))))
 
 
 @dataclass
@@ -180,11 +191,14 @@ class MagiResult:
     irt_seconds: float
     seconds: float
     irt_params: object = None
+    validity: dict = field(default_factory=dict)  # scenario -> validity among the top tune models
+    demoted: tuple = ()  # scenarios deleted first (validity <= min_validity)
 
 
 def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int = 0, irt_dim: int = 1,
              irt_params=None, device: str = "cpu", space: SearchSpace | None = None,
-             scalar: Scalarization | None = None, stratify: bool = False) -> MagiResult:
+             scalar: Scalarization | None = None, stratify: bool = False, validity_top: int = 100,
+             min_validity: float | None = 0.0) -> MagiResult:
     """Rank, search and choose a subset per ranking method; measure each chosen subset on tune and eval models.
 
     Each method's ``seconds`` includes its share of the IRT fit (the whole fit for every IRT method).
@@ -196,18 +210,21 @@ def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int
     fitted = None
     if irt_methods:
         _, fitted, irt_seconds = irt_rankings(setup, [], dim=irt_dim, seed=seed, device=device, irt_params=irt_params)
+    validity = scenario_validity(setup, validity_top)
+    invalid = (np.zeros(len(setup.items), bool) if min_validity is None
+               else np.array([validity[str(g)] <= min_validity for g in setup.scenarios]))
     out = {}
     for method in methods:
         t_m = time.perf_counter()
         if method in ("mean_score", "ref_vs_voters"):
-            r = voter_ranking(setup, method, seed)
+            r = demote(voter_ranking(setup, method, seed), invalid)
             ranking_for = lambda k, r=r: r  # noqa: E731
         else:
             def ranking_for(k, method=method):
                 key = (method, int(k) if method == "irt_information" else 0)
                 if key not in irt_cache:
-                    irt_cache.update(irt_rankings(setup, [method], seed=seed, irt_params=fitted,
-                                                  top_k_values=(key[1],))[0])
+                    fresh = irt_rankings(setup, [method], seed=seed, irt_params=fitted, top_k_values=(key[1],))[0]
+                    irt_cache.update({kk: demote(r, invalid) for kk, r in fresh.items()})
                 return irt_cache[key]
         res = search_method(setup, method, ranking_for, n_trials=n_trials, seed=seed, space=space, scalar=scalar,
                             stratify=stratify)
@@ -216,4 +233,5 @@ def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int
         out[method] = res
     full = np.ones(setup.Y.shape[1], dtype=bool)
     return MagiResult(setup, out, measure(setup, full, None, "tune"), measure(setup, full, None, "eval"),
-                      irt_seconds, time.perf_counter() - t0, fitted)
+                      irt_seconds, time.perf_counter() - t0, fitted, validity,
+                      tuple(g for g, v in validity.items() if min_validity is not None and v <= min_validity))

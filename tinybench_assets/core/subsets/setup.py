@@ -103,6 +103,24 @@ def prepare(Y: np.ndarray, models, items, scenarios, subscenarios, chance: np.nd
                      full_score=full, role=role, guesser=guess, not_fair=not_fair, reference=ref, families=fams)
 
 
+def scenario_validity(setup: MagiSetup, top: int = 100) -> dict:
+    """Per scenario: Pearson correlation of the models' mean score on the scenario's pool items with their real
+    full-benchmark score, among the ``top`` best tune non-guessers by full score (voters and eval models never
+    enter). Negative = among the strongest tune models, the better ones (by the full score, a mean over
+    scenarios) do worse on this scenario's items: the scenarios trade off at the top (openllm: TruthfulQA and
+    the ARC sample against GSM8K and MMLU), so a subset made of them ranks the top against the full score.
+    A scenario whose score does not vary among them gets 0."""
+    rows = setup.top((setup.role == "tune") & ~setup.guesser, top, fair_only=False)
+    scen = np.asarray(setup.scenarios).astype(str)
+    out = {}
+    for g in np.unique(scen):
+        sc = np.nanmean(setup.Y[np.ix_(rows, np.flatnonzero(scen == g))], axis=1) if len(rows) else np.zeros(0)
+        f = setup.full_score[rows]
+        ok = len(rows) > 2 and np.std(sc) > 0 and np.std(f) > 0
+        out[g] = float(np.corrcoef(sc, f)[0, 1]) if ok else 0.0
+    return out
+
+
 @dataclass
 class SubsetParams:
     """One point of the search space. keep_fraction: items kept by the ranking (before padding), of the pool;
