@@ -78,6 +78,12 @@ class Encoder:
 
             if self.num_threads > 0:
                 torch.set_num_threads(self.num_threads)
+            try:  # no weight-loading progress bar on the console of every run
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+            except ImportError:  # pragma: no cover
+                pass
             device = self.device
             if device == "auto":
                 device = "cuda" if torch.cuda.is_available() else "cpu"

@@ -10,7 +10,7 @@ import dagster as dg
 
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.assets.routing import (
-    GROUP, RouterConfig, load_embeddings, pirt_predictions, question_embeddings, router_path,
+    GROUP, RouterConfig, load_embeddings, partition_rows, pirt_predictions, question_embeddings, router_path,
 )
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
@@ -34,7 +34,7 @@ def tutorial_accuracy(db: Store, key: str, items, models, Y, prior) -> float:
     """Test accuracy of the tutorial router: argmax of the stored p-IRT predictions (tie-break by training accuracy)."""
     from tinybench_assets.core.routing import route
 
-    p = db.query("SELECT model, item, p FROM pirt_predictions WHERE partition_key = ?", [key])
+    p = partition_rows(db, "pirt_predictions", key, "model, item, p")
     if p.empty:
         return float("nan")
     P = p.pivot(index="item", columns="model", values="p").reindex(index=items, columns=models).to_numpy()
@@ -63,7 +63,7 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
     from tinybench_assets.core.routing.routers import model_accuracy, save_router
 
     key, db, t0 = context.partition_key, store.get(), time.perf_counter()
-    if db.query("SELECT count(*) AS n FROM question_embeddings WHERE partition_key = ?", [key])["n"].iloc[0] == 0:
+    if partition_rows(db, "question_embeddings", key, "item").empty:
         return dg.MaterializeResult(metadata={"skipped": "no questions embedded (see question_embeddings)"})
     emb, E, Y, models, test = routing_data(db, key)
     device = torch_device.resolve()

@@ -69,6 +69,13 @@ def routable(q: pd.DataFrame) -> str | None:
     return None
 
 
+def partition_rows(db: Store, table: str, key: str, columns: str = "*") -> pd.DataFrame:
+    """A result table's rows for one partition; empty when the table does not exist yet (no partition has written it)."""
+    if table not in db.tables():
+        return pd.DataFrame()
+    return db.query(f'SELECT {columns} FROM "{table}" WHERE partition_key = ?', [key])
+
+
 def _skip(reason: str) -> dg.MaterializeResult:
     return dg.MaterializeResult(metadata={"skipped": reason})
 
@@ -97,7 +104,7 @@ def question_embeddings(context: dg.AssetExecutionContext, store: StoreResource,
 
 
 def load_embeddings(db: Store, key: str) -> tuple[pd.DataFrame, np.ndarray]:
-    table = db.query("SELECT item, split, text_key, encoder FROM question_embeddings WHERE partition_key = ?", [key])
+    table = partition_rows(db, "question_embeddings", key, "item, split, text_key, encoder")
     if table.empty:
         return table, np.zeros((0, 0), dtype=np.float32)
     return table, load_cached(db, str(table["encoder"].iloc[0]), table["text_key"].tolist())
@@ -151,7 +158,7 @@ def pirt_predictions(context: dg.AssetExecutionContext, store: StoreResource) ->
     from tinybench_assets.core.routing.routers import irt_proba
 
     key, db = context.partition_key, store.get()
-    imp = db.query("SELECT item, b, a FROM knn_item_params WHERE partition_key = ?", [key])
+    imp = partition_rows(db, "knn_item_params", key, "item, b, a")
     if imp.empty:
         return _skip("no imputed test parameters (see knn_item_params)")
     _, models = irt_fit(db, key)
