@@ -4,6 +4,7 @@
     tinybench summary            print what the DuckDB store holds
     tinybench anchors            list the anchor items of an exported tiny benchmark
     tinybench estimate           estimate a new model's accuracy from its answers to the anchors
+    tinybench route              route questions to the model most likely to answer them (stored router, offline)
 """
 from __future__ import annotations
 
@@ -117,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("summary", help="print what the store holds")
     p.set_defaults(func=summary)
     from tinybench_assets.estimate_cli import add_parsers
+    from tinybench_assets.route_cli import add_parsers as add_route_parsers
 
     add_parsers(sub)
+    add_route_parsers(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

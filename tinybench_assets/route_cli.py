@@ -1,0 +1,277 @@
+"""``tinybench route``: send questions to the model most likely to answer them, from a stored router, offline.
+
+    tinybench route --leaderboard routerdc --scenario mmlu "question text" ["another question" ...]
+    tinybench route --leaderboard routerdc --scenario mmlu --questions questions.csv [--json] [--output routes.csv]
+
+The router is the one ``router_accuracy`` saved for partition ``BOARD.SCENARIO``
+(``$TINYBENCH_ARTIFACTS/BOARD/router_SCENARIO.npz``; ``--router FILE`` overrides it). Questions are embedded
+with the encoder recorded in the router (the packaged all-MiniLM-L6-v2, no hub access) and routed exactly as
+the asset routes its test questions: argmax of P(correct) with the router's margin and the tie-break by
+training accuracy. No DuckDB store is read. Bad input exits with code 2 and a one-line error on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+from tinybench_assets import paths
+
+TEXT_COLUMNS = ("question", "prompt", "text")
+ID_COLUMNS = ("id", "item")
+PACKAGED_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
+JSON_TEXT_CHARS = 200
+
+
+class _UsageError(ValueError):
+    pass
+
+
+def default_router_path(board: str, scenario: str) -> Path:
+    """Where ``router_accuracy`` saves the partition's router (the same rule as
+    ``tinybench_assets.defs.assets.routing.router_path``, without importing Dagster)."""
+    return Path(paths.artifacts_dir()) / board / f"router_{scenario}.npz"
+
+
+# --------------------------------------------------------------------------------------------- questions
+def _clean(text, where: str) -> str:
+    if text is None or (isinstance(text, float) and math.isnan(text)):
+        raise _UsageError(f"{where}: empty question text")
+    if not isinstance(text, str):
+        raise _UsageError(f"{where}: question text is not a string ({type(text).__name__})")
+    if not text.strip():
+        raise _UsageError(f"{where}: empty question text")
+    return text
+
+
+def _from_frame(df, path: Path) -> list[tuple[str, str]]:
+    cols = {str(c).strip().lower(): c for c in df.columns}
+    text_col = next((cols[c] for c in TEXT_COLUMNS if c in cols), None)
+    if text_col is None:
+        raise _UsageError(f"{path}: no text column (need one of {', '.join(TEXT_COLUMNS)}; "
+                          f"found {', '.join(map(str, df.columns)) or 'none'})")
+    id_col = next((cols[c] for c in ID_COLUMNS if c in cols), None)
+    out = []
+    for i, (text, ident) in enumerate(zip(df[text_col].tolist(),
+                                          df[id_col].tolist() if id_col is not None else [None] * len(df)), start=1):
+        text = _clean(text, f"{path}: row {i}")
+        if id_col is not None and (ident is None or (isinstance(ident, float) and math.isnan(ident)) or str(ident).strip() == ""):
+            raise _UsageError(f"{path}: row {i}: empty {id_col}")
+        out.append((str(i) if id_col is None else str(ident), text))
+    return out
+
+
+def read_questions(path) -> list[tuple[str, str]]:
+    """Questions from a file as (id, text) pairs, in file order.
+
+    ``.csv`` / ``.parquet``: a text column ``question``, ``prompt`` or ``text`` (the first present), an optional
+    ``id`` / ``item`` column (else the 1-based row number). ``.jsonl`` / ``.ndjson`` / ``.json``: JSON lines
+    (or one JSON list), each a string or an object with the same columns. ``.txt``: one question per line
+    (blank lines skipped; id = line number). Raises a ``ValueError`` naming the file, the row and the problem.
+    """
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise _UsageError(f"{path}: no such file")
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".txt":
+            lines = path.read_text(encoding="utf-8").splitlines()
+            out = [(str(i), ln) for i, ln in enumerate(lines, start=1) if ln.strip()]
+        elif suffix in (".csv", ".parquet"):
+            try:
+                df = (pd.read_csv(path, dtype=str, keep_default_na=False) if suffix == ".csv"
+                      else pd.read_parquet(path))
+            except pd.errors.EmptyDataError:
+                raise _UsageError(f"{path}: empty file") from None
+            out = _from_frame(df, path)
+        elif suffix in (".jsonl", ".ndjson", ".json"):
+            raw = path.read_text(encoding="utf-8")
+            if suffix == ".json" and raw.lstrip().startswith("["):
+                recs = json.loads(raw)
+            else:
+                recs = []
+                for i, ln in enumerate(raw.splitlines(), start=1):
+                    if ln.strip():
+                        try:
+                            recs.append(json.loads(ln))
+                        except json.JSONDecodeError as e:
+                            raise _UsageError(f"{path}: line {i}: not JSON ({e.msg})") from None
+            if all(isinstance(r, str) for r in recs):
+                out = [(str(i), _clean(r, f"{path}: row {i}")) for i, r in enumerate(recs, start=1)]
+            elif all(isinstance(r, dict) for r in recs):
+                out = _from_frame(pd.DataFrame.from_records(recs), path)
+            else:
+                raise _UsageError(f"{path}: each JSON row must be a string or an object with a "
+                                  f"{'/'.join(TEXT_COLUMNS)} field")
+        else:
+            raise _UsageError(f"{path}: unsupported file type {suffix or '(none)'!r} "
+                              "(use .csv, .parquet, .jsonl/.json or .txt)")
+    except _UsageError:
+        raise
+    except Exception as e:  # OS, decoding, pandas / pyarrow / JSON parse errors
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise _UsageError(f"{path}: cannot read: {msg}") from None
+    if not out:
+        raise _UsageError(f"{path}: no questions in the file")
+    return out
+
+
+# --------------------------------------------------------------------------------------------- routing
+def _load_router(args):
+    from tinybench_assets.core.routing.routers import load_router
+
+    if args.router:
+        path = Path(args.router)
+    else:
+        if not (args.leaderboard and args.scenario):
+            raise _UsageError("give --leaderboard and --scenario (or --router FILE)")
+        path = default_router_path(args.leaderboard, args.scenario)
+    want = f"{args.leaderboard}.{args.scenario}" if args.leaderboard and args.scenario else None
+    if not path.is_file():
+        part = want or "BOARD.SCENARIO"
+        raise _UsageError(f"no router at {path}: materialize router_accuracy for partition {part} first")
+    try:
+        router, meta = load_router(path)
+    except Exception as e:  # a truncated or foreign file
+        raise _UsageError(f"cannot read router {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+    missing = [k for k in ("models", "prior", "encoder") if k not in meta]
+    if missing:
+        raise _UsageError(f"router {path}: meta lacks {', '.join(missing)} (not written by router_accuracy?)")
+    if want and meta.get("partition") and meta["partition"] != want:
+        raise _UsageError(f"router {path} is for partition {meta['partition']}, not {want}")
+    return path, router, meta
+
+
+def _encoder(meta: dict, path: Path, device: str, threads: int):
+    from tinybench_assets.io.embeddings import DEFAULT_MODEL, Encoder
+
+    if meta["encoder"] != PACKAGED_ENCODER:
+        raise _UsageError(f"router {path} was trained on {meta['encoder']} embeddings; only the packaged "
+                          f"{PACKAGED_ENCODER} encoder can embed questions offline here")
+    return Encoder(DEFAULT_MODEL, device=device, num_threads=threads)
+
+
+@contextlib.contextmanager
+def _offline_and_quiet():
+    """No hub access, and no "Loading weights" progress bar on stderr (restored afterwards)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was:
+            hf_logging.enable_progress_bar()
+
+
+def route_questions(router, meta: dict, E):
+    """(P (n, M), picks (n,)) for embedded questions, routed as ``router_accuracy`` routes its test questions."""
+    import numpy as np
+
+    from tinybench_assets.core.routing.metrics import route
+
+    P = np.asarray(router.predict_proba(E), dtype=float)
+    if P.shape != (len(E), len(meta["models"])):
+        raise _UsageError(f"router gives P of shape {P.shape}, expected ({len(E)}, {len(meta['models'])})")
+    return P, route(P, np.asarray(meta["prior"], dtype=float), margin=float(meta.get("margin", 0.0)))
+
+
+def _short(text: str, n: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[:n - 3] + "..."
+
+
+def format_table(results: list[dict], meta: dict, source: str) -> str:
+    """The human-readable report: per question the chosen model, then every model's P(correct), highest first."""
+    cfg = meta.get("config") or {}
+    lines = [f"{meta.get('partition', '?')} router: {meta.get('served', '?')} {json.dumps(cfg)} "
+             f"(margin {float(meta.get('margin', 0.0)):g}; {len(results)} question(s) from {source})"]
+    w = max(len(m) for m in meta["models"])
+    for r in results:
+        lines.append("")
+        lines.append(f"[{r['id']}] {_short(r['question'], 100)}")
+        lines.append(f"  chosen: {r['chosen_model']}")
+        for m, p in r["p"].items():
+            mark = "*" if m == r["chosen_model"] else " "
+            lines.append(f"  {mark} {m:<{w}}  P(correct) {p:.3f}")
+    lines.append("")
+    lines.append("* = chosen (argmax of P; ties go to the higher training accuracy; "
+                 "a margin keeps the best single model unless another beats it by more)")
+    return "\n".join(lines)
+
+
+def route_cmd(args: argparse.Namespace) -> int:
+    try:
+        if args.threads < 0:
+            raise _UsageError("--threads must be >= 0")
+        if args.questions and args.texts:
+            raise _UsageError("give question texts or --questions FILE, not both")
+        if args.questions:
+            questions, source = read_questions(args.questions), str(args.questions)
+        elif args.texts:
+            questions = [(str(i), _clean(t, f"question {i}")) for i, t in enumerate(args.texts, start=1)]
+            source = "the command line"
+        else:
+            raise _UsageError('give one or more question texts or --questions FILE')
+        path, router, meta = _load_router(args)
+        enc = _encoder(meta, path, args.device, args.threads)
+        try:
+            with _offline_and_quiet():
+                E = enc.encode([t for _, t in questions])
+        except (OSError, RuntimeError) as e:
+            raise _UsageError(f"cannot embed the questions: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+        P, picks = route_questions(router, meta, E)
+    except _UsageError as e:
+        print(f"tinybench route: error: {e}", file=sys.stderr)
+        return 2
+    models = list(meta["models"])
+    results = []
+    for (ident, text), row, pick in zip(questions, P, picks):
+        order = sorted(range(len(models)), key=lambda j: (-row[j], j))
+        results.append({"id": ident, "question": text, "chosen_model": models[int(pick)],
+                        "p": {models[j]: float(row[j]) for j in order}})
+    if args.output:
+        import pandas as pd
+
+        df = pd.DataFrame({"id": [r["id"] for r in results], "question": [r["question"] for r in results],
+                           "chosen_model": [r["chosen_model"] for r in results]})
+        for j, m in enumerate(models):
+            df[f"p_{m}"] = P[:, j]
+        df.to_csv(args.output, index=False)
+    if args.json:
+        out = [{**r, "question": _short(r["question"], JSON_TEXT_CHARS)} for r in results]
+        print(json.dumps(out, indent=1, ensure_ascii=False))
+        if args.output:
+            print(f"tinybench route: {len(results)} route(s) written to {args.output}", file=sys.stderr)
+    else:
+        print(format_table(results, meta, source))
+        if args.output:
+            print(f"{len(results)} route(s) written to {args.output}")
+    return 0
+
+
+def add_parsers(sub) -> None:
+    """Register the ``route`` subcommand on the ``tinybench`` parser's subparsers."""
+    p = sub.add_parser("route", help="route questions to the model most likely to answer them (stored router, offline)",
+                       description="Route questions with the router saved by router_accuracy: the chosen model and "
+                                   "every model's P(correct) per question. Offline; no DuckDB store needed.")
+    p.add_argument("texts", nargs="*", metavar="QUESTION", help="question text(s)")
+    p.add_argument("--leaderboard", help="leaderboard of the router's partition (e.g. routerdc)")
+    p.add_argument("--scenario", help="scenario of the router's partition (e.g. mmlu)")
+    p.add_argument("--router", help="router file (default: $TINYBENCH_ARTIFACTS/LEADERBOARD/router_SCENARIO.npz)")
+    p.add_argument("--questions", help="questions file: .csv/.parquet with a question/prompt/text column "
+                                       "(optional id/item), .jsonl/.json, or .txt with one question per line")
+    p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
+    p.add_argument("--output", help="also write the routes as CSV (id, question, chosen_model, p_<model> ...)")
+    p.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"), help="encoder device (default cpu)")
+    p.add_argument("--threads", type=int, default=2, help="torch CPU threads for the encoder (default 2; 0 = torch default)")
+    p.set_defaults(func=route_cmd)
