@@ -203,3 +203,40 @@ def test_scenario_trading_off_at_the_top_is_deleted_first():
     assert not res.methods["irt"].chosen.base[k:].any()
     rm = demote(rank_mean_score(s.Yv), scen == "b")  # leave-one-out rows demoted alike: no added penalty
     assert (rm.loo[:, k:].max(axis=1) < rm.loo[:, :k].min(axis=1)).all()
+
+
+def test_balanced_scores_are_the_mean_of_per_scenario_accuracies():
+    from tinybench_assets.core.subsets.penalty import subset_scores
+    from tinybench_assets.core.subsets.rankings import balanced_weights
+
+    g = np.random.default_rng(0)
+    Y = (g.random((5, 12)) < 0.5).astype(float)
+    groups = np.array(["a"] * 8 + ["b"] * 4)
+    mask = np.zeros(12, bool)
+    mask[[0, 1, 2, 8]] = True  # three items of a, one of b
+    want = (Y[:, [0, 1, 2]].mean(axis=1) + Y[:, 8]) / 2
+    assert np.allclose(subset_scores(Y, mask, groups), want)
+    assert not np.allclose(subset_scores(Y, mask), want)  # the plain mean weighs a three times as much
+    masks = np.stack([mask, ~mask])
+    w = balanced_weights(masks, groups)
+    assert np.allclose(w.sum(axis=1), 1.0) and (w[~masks] == 0).all()
+    # penalties with groups use the same balanced scores
+    wo = np.stack([~mask] * 5)
+    assert np.allclose(voter_penalty(Y, mask, wo, groups), 100 * (subset_scores(Y, ~mask, groups) - want))
+
+
+def test_irt_ranking_by_scenario_uses_each_scenarios_parameters():
+    from tinybench_assets.core.subsets.rankings import rank_irt_by_group
+
+    a = np.array([[1.0], [1.0], [2.0], [0.5]])
+    b = np.array([0.0, 3.0, 1.0, -1.0])
+    groups = np.array(["x", "x", "y", "y"])
+    # difficulty: the same keep order as the pooled ranking (b per item)
+    r = rank_irt_by_group(a, b, groups, "irt", seed=0)
+    assert np.argsort(-r.keep).tolist() == [1, 2, 0, 3]
+    # information at the top: each scenario's own top abilities decide
+    top = {"x": np.array([[3.0]]), "y": np.array([[-5.0]])}
+    ri = rank_irt_by_group(a, b, groups, "irt_information", top, seed=0)
+    info_x = information(top["x"], a[:2], b[:2])[0]
+    info_y = information(top["y"], a[2:], b[2:])[0]
+    assert np.allclose(ri.keep, np.concatenate([info_x, info_y]), atol=1e-5)

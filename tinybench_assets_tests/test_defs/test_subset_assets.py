@@ -43,7 +43,7 @@ def test_magi_assets_on_slice(landing, monkeypatch):
     trends = store.query("SELECT DISTINCT role FROM magi_score_trends")
     assert set(trends["role"]) == {"reference", "voter", "top"}
     export = json.loads((Path(artifacts) / "openllm" / "magi_subset.json").read_text())
-    assert export["method"] == "irt_information" and export["items"] and "scoring_rule" in export
+    assert export["method"] == "irt" and export["items"] and "scoring_rule" in export
     assert export["items"][0]["text"]  # item texts from the items table
     forms = store.query("SELECT * FROM parallel_forms WHERE leaderboard = 'openllm'")
     a, b = set(forms[forms.form == "A"]["item"]), set(forms[forms.form == "B"]["item"])

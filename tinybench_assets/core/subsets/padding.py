@@ -59,10 +59,12 @@ def pad_subset(Yv: np.ndarray, subset: np.ndarray, penalty: np.ndarray, pool_acc
     return Padding(added=by_voter.any(axis=0), by_voter=by_voter, counts=counts)
 
 
-def padded_penalty(Yv: np.ndarray, subset: np.ndarray, without_masks: np.ndarray, padding: Padding) -> np.ndarray:
-    """Voter penalty (points, (n_voters,)) of the padded subset, leave-one-out as in the module docstring."""
+def padded_penalty(Yv: np.ndarray, subset: np.ndarray, without_masks: np.ndarray, padding: Padding,
+                   groups: np.ndarray | None = None) -> np.ndarray:
+    """Voter penalty (points, (n_voters,)) of the padded subset, leave-one-out as in the module docstring
+    (scenario-balanced scores when ``groups`` is given)."""
     with_mask = np.asarray(subset, bool) | padding.added
     n_askers = padding.by_voter.sum(axis=0)
     only_v = padding.by_voter & (n_askers[None, :] == 1)
     without = np.asarray(without_masks, bool) | (padding.added[None, :] & ~only_v)
-    return voter_penalty(Yv, with_mask, without)
+    return voter_penalty(Yv, with_mask, without, groups)

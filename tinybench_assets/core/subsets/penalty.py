@@ -13,14 +13,19 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tinybench_assets.core.subsets.rankings import Ranking, subset_mask
+from tinybench_assets.core.subsets.rankings import Ranking, balanced_weights, subset_mask
 
 
-def subset_scores(Y: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """Mean score of every model on the masked items. Y (n_models, n_items), mask (n_items,) -> (n_models,)."""
+def subset_scores(Y: np.ndarray, mask: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:
+    """Score of every model on the masked items. Y (n_models, n_items), mask (n_items,) -> (n_models,).
+
+    ``groups`` None: the plain mean over the items. ``groups`` (n_items,) (the scenarios): the scenario-balanced
+    score, the mean over the scenarios present in the subset of the accuracy on their kept items."""
     mask = np.asarray(mask, dtype=bool)
     if not mask.any():
         return np.full(Y.shape[0], np.nan)
+    if groups is not None:
+        return np.nan_to_num(np.asarray(Y, dtype=float)) @ balanced_weights(mask, groups)
     return np.nanmean(np.asarray(Y, dtype=float)[:, mask], axis=1)
 
 
@@ -32,15 +37,19 @@ def loo_masks(ranking: Ranking, k: int, n_voters: int, groups: np.ndarray | None
     return subset_mask(ranking.loo, k, groups)
 
 
-def voter_penalty(Yv: np.ndarray, with_mask: np.ndarray, without_masks: np.ndarray) -> np.ndarray:
+def voter_penalty(Yv: np.ndarray, with_mask: np.ndarray, without_masks: np.ndarray,
+                  groups: np.ndarray | None = None) -> np.ndarray:
     """Penalty per voter in points, shape (n_voters,).
 
     Yv (n_voters, n_items) 0/1; with_mask (n_items,) the subset chosen with every voter;
-    without_masks (n_voters, n_items) row v = the subset chosen without voter v.
+    without_masks (n_voters, n_items) row v = the subset chosen without voter v; groups: scenario-balanced
+    scores (see subset_scores) when given.
     """
     Yv = np.asarray(Yv, dtype=float)
     w = np.asarray(with_mask, dtype=bool)
     wo = np.asarray(without_masks, dtype=bool)
+    if groups is not None:
+        return 100.0 * ((Yv * balanced_weights(wo, groups)).sum(axis=1) - Yv @ balanced_weights(w, groups))
     with_score = (Yv[:, w]).mean(axis=1)
     without_score = (Yv * wo).sum(axis=1) / np.maximum(wo.sum(axis=1), 1)
     return 100.0 * (without_score - with_score)
@@ -86,11 +95,12 @@ def penalty_vs_n_voters(Yv: np.ndarray, method: str, k: int, *, y_ref: np.ndarra
 
 
 def score_trends(Y: np.ndarray, ranking: Ranking, model_idx: np.ndarray, *, step_fraction: float = 0.05,
-                 min_items: int = 10) -> tuple[np.ndarray, np.ndarray]:
+                 min_items: int = 10, groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Progressive deletion: the chosen models' scores as items are deleted in steps.
 
     Returns (items_left (n_steps,), scores (n_steps, len(model_idx))). Step t keeps the items_left[t]
     items with the highest keep score; steps of ``step_fraction`` of the pool, down to ``min_items``.
+    ``groups``: scenario-balanced scores (see subset_scores).
     """
     n = Y.shape[1]
     step = max(1, int(round(step_fraction * n)))
@@ -98,6 +108,12 @@ def score_trends(Y: np.ndarray, ranking: Ranking, model_idx: np.ndarray, *, step
     if sizes[-1] != min_items and min_items < n:
         sizes.append(min_items)
     order = ranking.order()[::-1]  # best kept first
+    if groups is not None:
+        masks = np.zeros((len(sizes), n), dtype=bool)
+        for t, size in enumerate(sizes):
+            masks[t, order[:size]] = True
+        Ym = np.nan_to_num(np.asarray(Y, dtype=float)[np.asarray(model_idx)])
+        return np.array(sizes), balanced_weights(masks, groups) @ Ym.T
     Ys = np.asarray(Y, dtype=float)[np.asarray(model_idx)][:, order]
     csum = np.cumsum(np.nan_to_num(Ys), axis=1)
     sizes = np.array(sizes)

@@ -27,11 +27,13 @@ TIE_EPS = 1e-7  # below any difference of means over <= 1,000 voters
 
 @dataclass
 class Ranking:
-    """keep : (n_items,) keep score with ties broken; loo : (n_voters, n_items) or None; method : str."""
+    """keep : (n_items,) keep score with ties broken; loo : (n_voters, n_items) or None; method : str;
+    strata : (n_items,) str or None, the groups of stratified deletion ("" = a demoted item: no quota)."""
 
     method: str
     keep: np.ndarray
     loo: np.ndarray | None = None
+    strata: np.ndarray | None = None
 
     def order(self) -> np.ndarray:
         """Item indices from the first deleted to the last kept, shape (n_items,)."""
@@ -83,31 +85,54 @@ def information(theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a ** 2).sum(axis=1)[None, :] * p * (1 - p)
 
 
+def irt_keep(a: np.ndarray, b: np.ndarray, method: str, theta_top: np.ndarray | None = None) -> np.ndarray:
+    """The raw IRT keep score (n_items,): b (irt), ||a|| (irt_discrimination) or the Fisher information averaged
+    over ``theta_top`` (k, D) (irt_information)."""
+    a2 = np.asarray(a, dtype=float).reshape(len(b), -1)
+    if method == "irt":
+        return np.asarray(b, dtype=float)
+    if method == "irt_discrimination":
+        return np.linalg.norm(a2, axis=1)
+    if method == "irt_information":
+        if theta_top is None or len(theta_top) == 0:
+            raise ValueError("irt_information needs the abilities of the top models")
+        return information(theta_top, a2, b).mean(axis=0)
+    raise ValueError(f"unknown IRT ranking {method!r}")
+
+
+def _finish_irt(method: str, keep: np.ndarray, a: np.ndarray, seed: int) -> Ranking:
+    # items whose correct answer does not rise with ability (a . 1 <= 0, abilities oriented so that higher =
+    # more accurate, see orient_irt) would invert a sum score: they go first whatever the ranking
+    inverted = np.asarray(a, dtype=float).reshape(len(keep), -1).sum(axis=1) <= 0
+    keep = np.where(inverted, np.min(keep) - 1.0 - np.abs(keep), keep)
+    return Ranking(method, keep + tie_breaker(len(keep), seed), None)
+
+
 def rank_irt(a: np.ndarray, b: np.ndarray, method: str = "irt", theta_top: np.ndarray | None = None,
              seed: int = 0) -> Ranking:
     """IRT rankings; ``a`` (n_items, D), ``b`` (n_items,), ``theta_top`` (k, D) abilities of the top models."""
-    tb = tie_breaker(len(b), seed)
+    return _finish_irt(method, irt_keep(a, b, method, theta_top), a, seed)
+
+
+def rank_irt_by_group(a: np.ndarray, b: np.ndarray, groups: np.ndarray, method: str = "irt",
+                      theta_top: dict | None = None, seed: int = 0) -> Ranking:
+    """IRT rankings from one fit per group (scenario): item j's keep score uses its own group's parameters and,
+    for irt_information, ``theta_top[g]`` (k, D), the top models' abilities *in that group's fit*, so "informative
+    at the top" is judged within the scenario. a (n_items, D), b (n_items,), groups (n_items,)."""
+    groups = np.asarray(groups).astype(str)
     a2 = np.asarray(a, dtype=float).reshape(len(b), -1)
-    # items whose correct answer does not rise with ability (a . 1 <= 0, abilities oriented so that higher =
-    # more accurate, see orient_irt) would invert a sum score: they go first whatever the ranking
-    inverted = a2.sum(axis=1) <= 0
-    if method == "irt":
-        keep = np.asarray(b, dtype=float)
-    elif method == "irt_discrimination":
-        keep = np.linalg.norm(a2, axis=1)
-    elif method == "irt_information":
-        if theta_top is None or len(theta_top) == 0:
-            raise ValueError("irt_information needs the abilities of the top models")
-        keep = information(theta_top, a2, b).mean(axis=0)
-    else:
-        raise ValueError(f"unknown IRT ranking {method!r}")
-    keep = np.where(inverted, np.min(keep) - 1.0 - np.abs(keep), keep)
-    return Ranking(method, keep + tb, None)
+    keep = np.zeros(len(b))
+    for g in np.unique(groups):
+        cols = groups == g
+        keep[cols] = irt_keep(a2[cols], np.asarray(b, float)[cols], method, None if theta_top is None else theta_top[g])
+    return _finish_irt(method, keep, a2, seed)
 
 
-def demote(ranking: Ranking, bad: np.ndarray) -> Ranking:
+def demote(ranking: Ranking, bad: np.ndarray, groups: np.ndarray | None = None) -> Ranking:
     """The same ranking with the ``bad`` items (n_items,) bool deleted first (below every other item, in their
-    own order), in ``keep`` and in every leave-one-out row alike, so the guard adds no voter penalty."""
+    own order), in ``keep`` and in every leave-one-out row alike, so the guard adds no voter penalty.
+    With ``groups`` (the scenarios) the result's ``strata`` are the groups with the bad items marked "": a
+    stratified deletion then shares the subset among the remaining groups only."""
     bad = np.asarray(bad, dtype=bool)
     if not bad.any() or bad.all():
         return ranking
@@ -118,7 +143,8 @@ def demote(ranking: Ranking, bad: np.ndarray) -> Ranking:
         span = k.max(axis=-1, keepdims=True) - floor + 1.0
         return np.where(bad, k - span, k)  # bad items shift below the minimum, order among them kept
 
-    return Ranking(ranking.method, low(ranking.keep), None if ranking.loo is None else low(ranking.loo))
+    strata = None if groups is None else np.where(bad, "", np.asarray(groups).astype(str))
+    return Ranking(ranking.method, low(ranking.keep), None if ranking.loo is None else low(ranking.loo), strata)
 
 
 def orient_irt(a: np.ndarray, b: np.ndarray, theta: np.ndarray, accuracy: np.ndarray):
@@ -139,17 +165,23 @@ def subset_mask(keep: np.ndarray, k: int, groups: np.ndarray | None = None) -> n
 
     With ``groups`` (n_items,) (the scenarios) every group keeps its share of k (largest remainder of
     k * n_group / n_items, at least one item), the best items within each group: the subset then weighs the
-    scenarios as the pool does.
+    scenarios as the pool does. Items of group "" (demoted by the validity guard) get no share: they fill only
+    what the other groups cannot hold.
     """
     keep = np.asarray(keep)
     if groups is not None:
-        groups = np.asarray(groups)
+        groups = np.asarray(groups).astype(str)
         names, sizes = np.unique(groups, return_counts=True)
         if len(names) > 1:
-            raw = k * sizes / sizes.sum()
-            quota = np.maximum(np.floor(raw).astype(int), 1)
-            while quota.sum() < k:
-                quota[int(np.argmax(raw - quota))] += 1
+            live = names != ""
+            k_live = int(min(k, sizes[live].sum()))
+            raw = k_live * sizes[live] / sizes[live].sum()
+            q = np.minimum(np.maximum(np.floor(raw).astype(int), 1), sizes[live])
+            while q.sum() < k_live:
+                q[int(np.argmax(np.where(q < sizes[live], raw - q, -np.inf)))] += 1
+            quota = np.zeros(len(names), dtype=int)
+            quota[live] = q
+            quota[~live] = k - k_live
             mask = np.zeros(keep.shape, dtype=bool)
             for name, q in zip(names, quota):
                 cols = np.flatnonzero(groups == name)
@@ -162,3 +194,21 @@ def subset_mask(keep: np.ndarray, k: int, groups: np.ndarray | None = None) -> n
     idx = np.argpartition(-keep, k - 1, axis=-1)[..., :k]
     np.put_along_axis(mask, idx, True, axis=-1)
     return mask
+
+
+def balanced_weights(mask: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Item weights of the scenario-balanced score, same shape as ``mask`` ((n_items,) or (n_rows, n_items)):
+    1 / (groups present in the row's subset x the group's items in it) on the subset, 0 elsewhere. The score
+    ``Y @ w`` is then the mean over the scenarios present of the accuracy on their kept items, as the full
+    score is a mean over scenarios."""
+    mask = np.asarray(mask, dtype=bool)
+    groups = np.asarray(groups).astype(str)
+    names = np.unique(groups)
+    counts = np.stack([mask[..., groups == g].sum(axis=-1) for g in names], axis=-1)
+    present = np.maximum((counts > 0).sum(axis=-1), 1)
+    w = np.zeros(mask.shape)
+    for gi, g in enumerate(names):
+        cols = groups == g
+        per = 1.0 / (np.maximum(counts[..., gi], 1) * present)
+        w[..., cols] = np.where(mask[..., cols], np.expand_dims(per, -1), 0.0)
+    return w

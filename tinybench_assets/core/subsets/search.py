@@ -17,17 +17,20 @@ tune top-50 Kendall tau as a constraint.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from tinybench_assets.core.subsets.rankings import (METHODS, Ranking, demote, orient_irt, rank_irt, rank_mean_score,
-                                                     rank_ref_vs_voters)
+from tinybench_assets.core.subsets.rankings import (METHODS, Ranking, demote, orient_irt, rank_irt, rank_irt_by_group,
+                                                     rank_mean_score, rank_ref_vs_voters)
 from tinybench_assets.core.subsets.setup import (MagiSetup, SubsetEval, SubsetParams, build_subset, measure,
                                                  scenario_validity)
 
+# the product defaults (docs/magi.md, "Choosing the default"): filled in from the variants study
+DEFAULTS = {"balanced": False, "stratify": False, "irt_scope": "pooled", "validity_top": 100, "min_validity": 0.0}
 OBJECTIVES = ("top10_std", "mean_abs_voter_penalty", "guesser_advantage", "fraction_of_pool")
 DIRECTIONS = ("maximize", "minimize", "minimize", "minimize")
 
@@ -85,29 +88,66 @@ class MethodResult:
     eval_metrics: dict = field(default_factory=dict)
 
 
+@dataclass
+class ScenarioIRT:
+    """One 1-D 2PL per scenario, fitted on the tune models: a (I, 1), b (I,) item parameters from their
+    scenario's fit; theta {scenario: (n_fit_rows, 1)} abilities in each fit; seconds: all fits."""
+
+    a: np.ndarray
+    b: np.ndarray
+    theta: dict
+    seconds: float
+
+
+def fit_irt_models(setup: MagiSetup, *, dim: int = 1, seed: int = 0, device: str = "cpu", scope: str = "pooled"):
+    """The project's 2PL fitted on the tune non-voters (voters and eval models excluded), oriented so that
+    ability correlates positively with accuracy. scope "pooled": one fit over the pool (IRTParams);
+    "scenario": one 1-D fit per scenario (ScenarioIRT)."""
+    from tinybench_assets.core.irt import fit_irt
+
+    t0 = time.perf_counter()
+    rows = np.flatnonzero(setup.role == "tune")
+    if scope == "pooled":
+        p = fit_irt(setup.Y[rows], dim=dim, seed=seed, device=device)
+        p.a, p.b, p.theta = orient_irt(p.a, p.b, p.theta, np.nanmean(setup.Y[rows], axis=1))
+        return p
+    if scope != "scenario":
+        raise ValueError(f"unknown IRT scope {scope!r} (pooled | scenario)")
+    scen = np.asarray(setup.scenarios).astype(str)
+    a, b, theta = np.zeros((len(scen), 1)), np.zeros(len(scen)), {}
+    for g in np.unique(scen):
+        cols = np.flatnonzero(scen == g)
+        Yg = setup.Y[np.ix_(rows, cols)]
+        p = fit_irt(Yg, dim=1, seed=seed, device=device)
+        ag, bg, tg = orient_irt(p.a, p.b, p.theta, np.nanmean(Yg, axis=1))
+        a[cols], b[cols], theta[g] = ag.reshape(-1, 1), bg, tg
+    return ScenarioIRT(a, b, theta, time.perf_counter() - t0)
+
+
 def irt_rankings(setup: MagiSetup, methods, *, dim: int = 1, seed: int = 0, device: str = "cpu", irt_params=None,
-                 top_k_values=(10,)) -> tuple[dict, object, float]:
-    """Fit the project's 2PL on the tune non-voters (voters and eval models excluded) unless ``irt_params``
-    (a, b, theta for those rows, or a, b with theta None) are given. Returns ({(method, top_k): Ranking},
+                 top_k_values=(10,), scope: str = "pooled") -> tuple[dict, object, float]:
+    """IRT rankings from ``irt_params`` (fit_irt_models' result for ``scope``; fitted here when None).
+    irt_information averages the information over the abilities of the top-k tune models by full score (per
+    scenario, in that scenario's fit, when the scope is "scenario"). Returns ({(method, top_k): Ranking},
     params, seconds)."""
     t0 = time.perf_counter()
     fit_rows = np.flatnonzero(setup.role == "tune")
     if irt_params is None:
-        from tinybench_assets.core.irt import fit_irt
-
-        irt_params = fit_irt(setup.Y[fit_rows], dim=dim, seed=seed, device=device)
-        irt_params.a, irt_params.b, irt_params.theta = orient_irt(
-            irt_params.a, irt_params.b, irt_params.theta, np.nanmean(setup.Y[fit_rows], axis=1))
+        irt_params = fit_irt_models(setup, dim=dim, seed=seed, device=device, scope=scope)
+    by_scenario = isinstance(irt_params, ScenarioIRT)
     out = {}
-    theta = np.asarray(irt_params.theta)
     for method in methods:
-        if method == "irt_information":
-            for k in top_k_values:
-                top = setup.top(setup.role == "tune", int(k))
-                pos = np.searchsorted(fit_rows, top)
-                out[(method, int(k))] = rank_irt(irt_params.a, irt_params.b, method, theta[pos], seed=seed)
-        elif method in ("irt", "irt_discrimination"):
-            out[(method, 0)] = rank_irt(irt_params.a, irt_params.b, method, seed=seed)
+        for k in (top_k_values if method == "irt_information" else (0,)):
+            theta_top = None
+            if method == "irt_information":
+                pos = np.searchsorted(fit_rows, setup.top(setup.role == "tune", int(k)))
+                theta_top = ({g: t[pos] for g, t in irt_params.theta.items()} if by_scenario
+                             else np.asarray(irt_params.theta)[pos])
+            if by_scenario:
+                out[(method, int(k))] = rank_irt_by_group(irt_params.a, irt_params.b, setup.scenarios, method,
+                                                          theta_top, seed=seed)
+            else:
+                out[(method, int(k))] = rank_irt(irt_params.a, irt_params.b, method, theta_top, seed=seed)
     return out, irt_params, time.perf_counter() - t0
 
 
@@ -193,23 +233,31 @@ class MagiResult:
     irt_params: object = None
     validity: dict = field(default_factory=dict)  # scenario -> validity among the top tune models
     demoted: tuple = ()  # scenarios deleted first (validity <= min_validity)
+    options: dict = field(default_factory=dict)  # balanced, stratify, irt_scope, validity_top, min_validity
 
 
 def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int = 0, irt_dim: int = 1,
              irt_params=None, device: str = "cpu", space: SearchSpace | None = None,
-             scalar: Scalarization | None = None, stratify: bool = False, validity_top: int = 100,
-             min_validity: float | None = 0.0) -> MagiResult:
+             scalar: Scalarization | None = None, stratify: bool = DEFAULTS["stratify"],
+             validity_top: int = DEFAULTS["validity_top"], min_validity: float | None = DEFAULTS["min_validity"],
+             balanced: bool | None = None, irt_scope: str = DEFAULTS["irt_scope"]) -> MagiResult:
     """Rank, search and choose a subset per ranking method; measure each chosen subset on tune and eval models.
 
+    balanced: scenario-balanced subset scores (None: the setup's own ``balanced``); stratify: every scenario
+    not demoted by the guard keeps its share of the pool; irt_scope: "pooled" (one 1-D fit) or "scenario"
+    (one fit per scenario; information at the top models' abilities within the scenario). Defaults: DEFAULTS.
     Each method's ``seconds`` includes its share of the IRT fit (the whole fit for every IRT method).
     """
     t0 = time.perf_counter()
+    if balanced is not None and balanced != setup.balanced:
+        setup = dataclasses.replace(setup, balanced=balanced)
     space = space or SearchSpace()
     irt_methods = [m for m in methods if m.startswith("irt")]
     irt_cache, irt_seconds = {}, 0.0
     fitted = None
     if irt_methods:
-        _, fitted, irt_seconds = irt_rankings(setup, [], dim=irt_dim, seed=seed, device=device, irt_params=irt_params)
+        _, fitted, irt_seconds = irt_rankings(setup, [], dim=irt_dim, seed=seed, device=device, irt_params=irt_params,
+                                              scope=irt_scope)
     validity = scenario_validity(setup, validity_top)
     invalid = (np.zeros(len(setup.items), bool) if min_validity is None
                else np.array([validity[str(g)] <= min_validity for g in setup.scenarios]))
@@ -217,14 +265,14 @@ def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int
     for method in methods:
         t_m = time.perf_counter()
         if method in ("mean_score", "ref_vs_voters"):
-            r = demote(voter_ranking(setup, method, seed), invalid)
+            r = demote(voter_ranking(setup, method, seed), invalid, setup.scenarios)
             ranking_for = lambda k, r=r: r  # noqa: E731
         else:
             def ranking_for(k, method=method):
                 key = (method, int(k) if method == "irt_information" else 0)
                 if key not in irt_cache:
                     fresh = irt_rankings(setup, [method], seed=seed, irt_params=fitted, top_k_values=(key[1],))[0]
-                    irt_cache.update({kk: demote(r, invalid) for kk, r in fresh.items()})
+                    irt_cache.update({kk: demote(r, invalid, setup.scenarios) for kk, r in fresh.items()})
                 return irt_cache[key]
         res = search_method(setup, method, ranking_for, n_trials=n_trials, seed=seed, space=space, scalar=scalar,
                             stratify=stratify)
@@ -234,4 +282,6 @@ def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int
     full = np.ones(setup.Y.shape[1], dtype=bool)
     return MagiResult(setup, out, measure(setup, full, None, "tune"), measure(setup, full, None, "eval"),
                       irt_seconds, time.perf_counter() - t0, fitted, validity,
-                      tuple(g for g, v in validity.items() if min_validity is not None and v <= min_validity))
+                      tuple(g for g, v in validity.items() if min_validity is not None and v <= min_validity),
+                      {"balanced": setup.balanced, "stratify": stratify, "irt_scope": irt_scope,
+                       "validity_top": validity_top, "min_validity": min_validity})

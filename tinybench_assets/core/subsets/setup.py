@@ -42,6 +42,7 @@ class MagiSetup:
     not_fair: np.ndarray
     reference: int
     families: pd.DataFrame
+    balanced: bool = False  # True: subset score = mean over scenarios of the accuracy on their kept items
     voters: np.ndarray = field(init=False)
     pool_accuracy: np.ndarray = field(init=False)
 
@@ -53,6 +54,15 @@ class MagiSetup:
     @property
     def Yv(self) -> np.ndarray:
         return self.Y[self.voters]
+
+    @property
+    def score_groups(self) -> np.ndarray | None:
+        """The scenarios when subset scores are scenario-balanced, else None (plain mean over items)."""
+        return self.scenarios if self.balanced else None
+
+    def scores(self, mask: np.ndarray) -> np.ndarray:
+        """Every model's score on the subset ``mask`` (n_items,) under the setup's scoring rule, (n_models,)."""
+        return subset_scores(self.Y, mask, self.score_groups)
 
     def group(self, name: str) -> np.ndarray:
         """Row mask of the non-voters measured by the search ("tune") or held out ("eval")."""
@@ -67,8 +77,10 @@ class MagiSetup:
 
 def prepare(Y: np.ndarray, models, items, scenarios, subscenarios, chance: np.ndarray, full_score: np.ndarray, *,
             aggregate: pd.DataFrame | None = None, n_voters: int = 60, per_family: int = 3, eval_fraction: float = 0.5,
-            min_split_models: int = 40, reference: str | None = None, guesser_z: float = 2.0, seed: int = 0) -> MagiSetup:
+            min_split_models: int = 40, reference: str | None = None, guesser_z: float = 2.0, seed: int = 0,
+            balanced: bool = False) -> MagiSetup:
     """Roles of every model. ``full_score`` (M,) may hold NaN (then the pool accuracy stands in).
+    ``balanced``: subset scores are means over scenarios of per-scenario accuracy (MagiSetup.balanced).
 
     Leaderboards with few models (RouterDC: 7) get at most half of the models as voters, and with fewer than
     ``min_split_models`` non-voters there is no eval split (eval figures are then the tune figures).
@@ -100,7 +112,8 @@ def prepare(Y: np.ndarray, models, items, scenarios, subscenarios, chance: np.nd
     not_fair = family == family[ref]
     return MagiSetup(Y=Y, models=models, items=list(items), scenarios=np.asarray(scenarios, dtype=object),
                      subscenarios=np.asarray(subscenarios, dtype=object), chance=np.asarray(chance, float),
-                     full_score=full, role=role, guesser=guess, not_fair=not_fair, reference=ref, families=fams)
+                     full_score=full, role=role, guesser=guess, not_fair=not_fair, reference=ref, families=fams,
+                     balanced=balanced)
 
 
 def scenario_validity(setup: MagiSetup, top: int = 100) -> dict:
@@ -153,14 +166,15 @@ def build_subset(setup: MagiSetup, ranking: Ranking, params: SubsetParams, seed:
     """The subset a ranking and parameters choose, with penalties before and after padding (metrics: tune)."""
     n_items = setup.Y.shape[1]
     k = max(1, int(round(params.keep_fraction * n_items)))
-    groups = setup.scenarios if params.stratify else None
+    # stratified: every scenario keeps its pool share (scenarios demoted by the guard get none: ranking.strata)
+    groups = (setup.scenarios if ranking.strata is None else ranking.strata) if params.stratify else None
     base = subset_mask(ranking.keep, k, groups)
     Yv = setup.Yv
     without = loo_masks(ranking, k, len(setup.voters), groups)
-    pen0 = voter_penalty(Yv, base, without)
+    pen0 = voter_penalty(Yv, base, without, setup.score_groups)
     pad = pad_subset(Yv, base, pen0, setup.pool_accuracy, base=params.pad_base, per_point=params.pad_per_point,
                      acc_low=params.pad_acc_low, acc_high=params.pad_acc_high, seed=seed)
-    pen1 = padded_penalty(Yv, base, without, pad) if pad.added.any() else pen0
+    pen1 = padded_penalty(Yv, base, without, pad, setup.score_groups) if pad.added.any() else pen0
     mask = base | pad.added
     ev = SubsetEval(mask=mask, base=base, penalty_before=pen0, penalty_after=pen1, metrics={})
     ev.metrics = measure(setup, mask, pen1, group="tune")
@@ -178,8 +192,8 @@ def measure(setup: MagiSetup, mask: np.ndarray, penalty: np.ndarray | None, grou
     g = setup.group(group)
     if not g.any():
         g = setup.group("tune")
-    scores = subset_scores(setup.Y, mask)
-    chance = float(setup.chance[mask].mean()) if mask.any() else 0.0
+    scores = setup.scores(mask)
+    chance = float(subset_scores(setup.chance[None, :], mask, setup.score_groups)[0]) if mask.any() else 0.0
     weak = (g | (setup.role == "voter") if group == "tune" else g) & ~setup.guesser
     top10 = setup.top(g, 10)
     top10_all = setup.top(g, 10, fair_only=False)
