@@ -96,7 +96,8 @@ def summary(args: argparse.Namespace) -> int:
     print(df.to_string(index=False))
     q = store.query("SELECT count(*) AS n FROM quarantine")["n"].iloc[0]
     print(f"quarantined files so far: {q}")
-    for table, title in (("irt_fits", "IRT fits"), ("backtest_summary", "estimation backtest")):
+    for table, title in (("irt_fits", "IRT fits"), ("backtest_summary", "estimation backtest"),
+                         ("router_metrics", "router (test questions; served router chosen on training questions)")):
         if table in store.tables():
             print(f"\n{title}:")
             from tinybench_assets.io import reports

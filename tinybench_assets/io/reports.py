@@ -14,8 +14,13 @@ QUERIES = {
                         "AND clustering IN ('correctness', 'random', 'selected') "
                         "AND estimator IN ('random', 'anchor', 'gpirt', 'gpirt_val_joint', 'tinybench_own', 'tinybench') "
                         "ORDER BY leaderboard, scenario, mae_t1",
+    "router_metrics": "SELECT partition_key, served_router, round(100 * router_acc, 2) AS router_pct, best_single_model, "
+                      "round(100 * best_single_acc, 2) AS best_single_pct, round(100 * oracle_acc, 2) AS oracle_pct, "
+                      "round(100 * random_acc, 2) AS random_pct, round(100 * tutorial_knn_irt_acc, 2) AS tutorial_pct, "
+                      "n_test FROM router_metrics ORDER BY partition_key",
 }
 EMPTY = {
+    "router_metrics": "(no router: no scenario has question text and a train/test split of questions)",
     "irt_fits": "(no IRT fits yet)",
     "backtest_summary": "(no backtest: leaderboards with fewer than min_models models (default 50) have too few models "
                         "to hold any out, and are skipped)",

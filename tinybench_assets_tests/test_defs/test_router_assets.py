@@ -80,6 +80,10 @@ def test_router_tables_and_figures(router_store):
     md = _md(r, "router_accuracy")
     assert md["router_vs_baselines"].value.startswith("![") and len(md["router_vs_baselines"].value) < 270_000
     assert (router_store["root"] / "artifacts" / "routerdc" / "router_mmlu.npz").exists()
+    from tinybench_assets.io import reports
+
+    text = reports.render(db, "router_metrics")  # the console summary's router table
+    assert KEY in text and m.served_router in text and str(round(100 * m.router_acc, 2)) in text
 
 
 def test_partition_without_split_is_skipped(router_store):
