@@ -11,11 +11,11 @@ A *drop* is one file in the landing folder, ``<incoming>/<leaderboard>/<file>`` 
 - **RouterDC JSON** (``.json``): a list of ``{"question": str, "scores": {model: score}}``; the
   scenario and the train/test split come from the file name (``mmlu_train.json``, ``gsm8k-test.json``).
 - **tinyBenchmarks pickle** (``.pkl``, ``.pickle``): ``{"models": [...], "data": {subscenario:
-  {"correctness": items x models}}}``.
+  {"correctness": items x models}}}`` (reader: :mod:`tinybench_assets.io.pickle_drops`).
 - **wide table** and **plain 0/1 matrix** (``.csv``, ``.parquet``): routing data, one row per question
   with one score column per model (and optional ``<model>|total_cost`` costs), or a bare correctness
-  matrix with an optional ``<file>.meta.json`` sidecar; read by :mod:`tinybench_assets.io.wide_drops`,
-  whose ``table_layout`` decides which reader a table goes to.
+  matrix with an optional ``<file>.meta.json`` sidecar; read by :mod:`tinybench_assets.io.wide_drops`
+  and :mod:`tinybench_assets.io.matrix_drops`; ``wide_drops.table_layout`` decides which reader a table goes to.
 
 Every reader returns a :class:`Drop` or raises :class:`DropError`, whose message names the file,
 the row or column, and the problem. Nothing here touches the store.
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import pickle
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -181,7 +180,9 @@ def read_drop(path: Path | str, leaderboard: str) -> Drop:
     elif suffix == ".json":
         drop = _read_routerdc(path, leaderboard, sha)
     elif suffix in (".pkl", ".pickle"):
-        drop = _read_tinybenchmarks(path, leaderboard, sha)
+        from .pickle_drops import read_tinybenchmarks
+
+        drop = read_tinybenchmarks(path, leaderboard, sha)
     else:
         raise DropError(path, f"unknown format: suffix {suffix!r} is none of {sorted(SUFFIXES)}")
     if drop.n_rows == 0:
@@ -232,7 +233,7 @@ def _scores(df: pd.DataFrame, path: Path, column: str) -> np.ndarray:
 
 def _read_table(path: Path, leaderboard: str, sha: str) -> Drop:
     """A .csv/.parquet drop: long table, wide table or 0/1 matrix, as ``wide_drops.table_layout`` decides."""
-    from . import wide_drops  # imports this module
+    from . import matrix_drops, wide_drops  # they import this module
 
     df = _load_table(path)
     if len(df) == 0:
@@ -241,7 +242,7 @@ def _read_table(path: Path, leaderboard: str, sha: str) -> Drop:
     if layout == "wide":
         return wide_drops.read_wide(path, leaderboard, sha, df)
     if layout == "matrix":
-        return wide_drops.read_matrix(path, leaderboard, sha, df)
+        return matrix_drops.read_matrix(path, leaderboard, sha, df)
     return _read_long(path, leaderboard, sha, df)
 
 
@@ -383,68 +384,4 @@ def _read_routerdc(path: Path, leaderboard: str, sha: str) -> Drop:
     s = drop.responses["score"].to_numpy()
     on_grid = np.allclose(s * 10, np.round(s * 10), atol=1e-9)
     drop.binarize_rules = {scenario: "auto" if on_grid else "positive"}
-    return drop
-
-
-# ---------------------------------------------------------------------- tinyBenchmarks pickle
-def tinybenchmarks_scenario(subscenario: str) -> str:
-    """Map a tinyBenchmarks subscenario name to its scenario (``harness_hendrycksTest_x_5`` -> ``mmlu``)."""
-    s = subscenario.lower()
-    if "hendryckstest" in s or "mmlu" in s:
-        return "mmlu"
-    s = re.sub(r"^harness_", "", s)
-    s = re.sub(r"_\d+$", "", s)
-    if s.startswith("arc"):
-        return "arc"
-    if s.startswith("truthfulqa"):
-        return "truthfulqa"
-    return clean_name(s)
-
-
-def _read_tinybenchmarks(path: Path, leaderboard: str, sha: str) -> Drop:
-    try:
-        with open(path, "rb") as fh:
-            obj = pickle.load(fh)  # noqa: S301 - landing files are the operator's own drops
-    except Exception as exc:  # noqa: BLE001
-        raise DropError(path, f"unreadable pickle ({type(exc).__name__}: {str(exc)[:200]})") from exc
-    if not isinstance(obj, dict) or "models" not in obj or "data" not in obj:
-        raise DropError(path, "unknown format: expected a dict with 'models' and 'data' (tinyBenchmarks layout)")
-    models = [str(m) for m in obj["models"]]
-    mapping = {}
-    for scen, subs in (obj.get("scenarios") or {}).items():
-        for sub in subs:
-            mapping[sub] = clean_name(scen)
-    frames, rules = [], {}
-    for sub, block in obj["data"].items():
-        if not isinstance(block, dict) or "correctness" not in block:
-            raise DropError(path, f"subscenario {sub!r} lacks 'correctness'", column=str(sub))
-        corr = np.asarray(block["correctness"], dtype=float)
-        if corr.ndim != 2 or corr.shape[1] != len(models):
-            raise DropError(path, f"subscenario {sub!r}: correctness has shape {corr.shape}, expected items x {len(models)} models", column=str(sub))
-        if np.isnan(corr).any():
-            r, _ = np.argwhere(np.isnan(corr))[0]
-            raise DropError(path, f"subscenario {sub!r}: NaN correctness", row=int(r) + 1, column=str(sub))
-        bad = (corr < 0) | (corr > 1)
-        if bad.any():
-            r, c = np.argwhere(bad)[0]
-            raise DropError(path, f"subscenario {sub!r}: score {float(corr[r, c])!r} for model {models[c]!r} outside [0, 1]", row=int(r) + 1, column=str(sub))
-        scen = mapping.get(sub) or tinybenchmarks_scenario(sub)
-        n_items = corr.shape[0]
-        item_ids = np.array([f"{sub}.{j}" for j in range(n_items)], dtype=object)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "leaderboard": leaderboard,
-                    "scenario": scen,
-                    "subscenario": str(sub),
-                    "item": np.repeat(item_ids, len(models)),
-                    "model": np.tile(np.asarray(models, dtype=object), n_items),
-                    "score": corr.reshape(-1),
-                }
-            )
-        )
-        rules[scen] = "auto"
-    drop = Drop(path=path, leaderboard=leaderboard, format="tinybenchmarks_pickle", sha256=sha, binarize_rules=rules)
-    if frames:
-        drop.responses = _dedupe(pd.concat(frames, ignore_index=True), path)
     return drop

@@ -6,7 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tinybench_assets.io.drops import DropError, read_drop, tinybenchmarks_scenario
+from tinybench_assets.io.drops import DropError, read_drop
+from tinybench_assets.io.pickle_drops import tinybenchmarks_scenario
 from tinybench_assets_tests.conftest import write_tinybenchmarks_pickle
 
 
