@@ -12,8 +12,10 @@ def _requests(instance, landing):
     return {} if isinstance(out, dg.SkipReason) else {r.partition_key: r.tags["tinybench/stale"] for r in out}
 
 
-def test_schedule_requests_stale_partitions(landing, monkeypatch):
-    with dg.instance_for_test() as instance:  # schedules need a persistent instance
+def test_schedule_requests_stale_partitions(landing, monkeypatch, tmp_path):
+    # schedules need a persistent instance; its folder lives in tmp_path (kept after the test), because a later
+    # test's materialize once reached a stale reference to a deleted instance folder ("unable to open database file")
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
         _stale_partitions(instance, landing, monkeypatch)
 
 
@@ -30,8 +32,8 @@ def _stale_partitions(instance, landing, monkeypatch):
     assert _requests(instance, landing) == {}
 
 
-def test_new_drop_makes_partition_stale(landing, monkeypatch):
-    with dg.instance_for_test() as instance:
+def test_new_drop_makes_partition_stale(landing, monkeypatch, tmp_path):
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
         _new_drop(instance, landing, monkeypatch)
 
 
