@@ -29,8 +29,10 @@ from tinybench_assets.core.subsets.rankings import (METHODS, Ranking, demote, or
 from tinybench_assets.core.subsets.setup import (MagiSetup, SubsetEval, SubsetParams, build_subset, measure,
                                                  scenario_validity)
 
-# the product defaults (docs/magi.md, "Choosing the default"): filled in from the variants study
-DEFAULTS = {"balanced": False, "stratify": False, "irt_scope": "pooled", "validity_top": 100, "min_validity": 0.0}
+# the product defaults, chosen on openllm by VARIANT_RULE (choose_variant) over the grid of benchmarks/magi.py
+# --variants, on tune models and voters only (docs/magi.md, "Choosing the default")
+DEFAULTS = {"balanced": False, "stratify": False, "irt_scope": "scenario", "validity_top": 100, "min_validity": 0.0}
+NO_REFERENCE_METHODS = ("mean_score", "irt", "irt_discrimination", "irt_information")
 OBJECTIVES = ("top10_std", "mean_abs_voter_penalty", "guesser_advantage", "fraction_of_pool")
 DIRECTIONS = ("maximize", "minimize", "minimize", "minimize")
 
@@ -285,3 +287,26 @@ def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int
                       tuple(g for g, v in validity.items() if min_validity is not None and v <= min_validity),
                       {"balanced": setup.balanced, "stratify": stratify, "irt_scope": irt_scope,
                        "validity_top": validity_top, "min_validity": min_validity})
+
+
+VARIANT_RULE = ("among (variant, method) rows with tune Kendall tau (top 50) >= min_tau, fraction <= max_fraction, "
+                "mean |voter penalty| <= max_penalty and guesser advantage <= 0 (all on tune models and voters), "
+                "the largest tune top-10 std ratio wins; ties (identical subsets) go to the validity_top nearest 100, twice the "
+                "top 50 the tau is taken on")
+
+
+def choose_variant(rows: pd.DataFrame, *, min_tau: float = 0.3, max_fraction: float = 0.2, max_penalty: float = 0.5,
+                   methods=None) -> pd.Series | None:
+    """The row VARIANT_RULE picks, or None when no row qualifies.
+
+    ``rows``: one row per (variant, method) with the variant's option columns and the TUNE figures
+    ``tune_kendall_tau``, ``tune_fraction``, ``tune_abs_penalty``, ``tune_guesser_advantage``, ``tune_ratio``
+    (never eval figures). ``methods``: restrict to these methods (e.g. NO_REFERENCE_METHODS)."""
+    ok = rows[(rows.tune_kendall_tau >= min_tau) & (rows.tune_fraction <= max_fraction + 1e-12)
+              & (rows.tune_abs_penalty <= max_penalty) & (rows.tune_guesser_advantage <= 0)]
+    if methods is not None:
+        ok = ok[ok.method.isin(methods)]
+    if not len(ok):
+        return None
+    dist = (ok["validity_top"] - 100).abs() if "validity_top" in ok else 0
+    return ok.assign(_dist=dist).sort_values(["tune_ratio", "_dist"], ascending=[False, True], kind="stable").iloc[0]
