@@ -240,3 +240,88 @@ def test_irt_ranking_by_scenario_uses_each_scenarios_parameters():
     info_x = information(top["x"], a[:2], b[:2])[0]
     info_y = information(top["y"], a[2:], b[2:])[0]
     assert np.allclose(ri.keep, np.concatenate([info_x, info_y]), atol=1e-5)
+
+
+def test_balanced_score_is_mean_of_scenario_accuracies():
+    from tinybench_assets.core.subsets.penalty import subset_scores
+    from tinybench_assets.core.subsets.rankings import balanced_weights
+
+    rng = np.random.default_rng(7)
+    Y = (rng.random((30, 12)) < 0.5).astype(float)
+    groups = np.array(["a"] * 6 + ["b"] * 4 + ["c"] * 2)
+    mask = np.array([1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0], bool)  # 3 items of a, 1 of b, none of c
+    want = (Y[:, :3].mean(axis=1) + Y[:, 6]) / 2
+    assert np.allclose(subset_scores(Y, mask, groups), want)
+    assert not np.allclose(subset_scores(Y, mask), want)  # the plain mean weighs a 3:1
+    w = balanced_weights(np.stack([mask, ~mask]), groups)  # row-wise (leave-one-out masks)
+    assert np.allclose(w.sum(axis=1), 1) and np.allclose(w[0], balanced_weights(mask, groups))
+    # voter penalty under balanced scores: with and without subsets scored by the same rule
+    pen = voter_penalty(Y[:4], mask, np.stack([~mask] * 4), groups)
+    assert np.allclose(pen, 100 * (subset_scores(Y[:4], ~mask, groups) - subset_scores(Y[:4], mask, groups)))
+
+
+def test_stratified_deletion_shares_among_guarded_scenarios():
+    keep = np.arange(20, dtype=float)[::-1]  # the first items are kept longest
+    groups = np.array(["a"] * 10 + ["b"] * 6 + [""] * 4)  # "" = a scenario demoted by the guard
+    m = subset_mask(keep, 8, groups)
+    assert m[:10].sum() == 5 and m[10:16].sum() == 3 and not m[16:].any()  # 8 * 10/16, 8 * 6/16
+    assert list(np.flatnonzero(m[:10])) == [0, 1, 2, 3, 4]
+    assert subset_mask(keep, 18, groups)[16:].sum() == 2  # demoted items only fill what the others cannot hold
+    # through run_magi: the guard's demoted scenario gets no share, the others keep the pool's proportions
+    from tinybench_assets.core.subsets.rankings import demote
+
+    r = demote(rank_mean_score(np.ones((3, 20))), groups == "", np.where(groups == "", "z", groups))
+    assert list(r.strata[14:18]) == ["b", "b", "", ""]
+
+
+def test_per_scenario_irt_information_uses_each_scenarios_abilities():
+    from tinybench_assets.core.subsets.rankings import rank_irt_by_group
+
+    a = np.ones((4, 1))
+    b = np.array([0.0, 2.0, 0.0, 2.0])
+    groups = np.array(["x", "x", "y", "y"])
+    # top models sit at theta 0 in scenario x's fit and at 2 in y's: the informative item differs by scenario
+    r = rank_irt_by_group(a, b, groups, "irt_information", {"x": np.array([[0.0]]), "y": np.array([[2.0]])})
+    assert r.keep[0] > r.keep[1] and r.keep[3] > r.keep[2]
+    assert np.isclose(r.keep[0], 0.25, atol=1e-6) and np.isclose(r.keep[3], 0.25, atol=1e-6)
+    r2 = rank_irt_by_group(np.array([[1.0], [-1.0], [1.0], [1.0]]), np.array([5.0, 9.0, -3.0, 0.0]), groups, "irt")
+    assert r2.order()[0] == 1  # an inverted item goes first across scenarios, even with the largest b
+
+
+def test_run_magi_construct_valid_options():
+    s = _toy_setup()
+    res = run_magi(s, methods=("irt", "mean_score"), n_trials=6, seed=0, balanced=True, stratify=True,
+                   irt_scope="scenario", min_validity=None)
+    assert res.options == {"balanced": True, "stratify": True, "irt_scope": "scenario", "validity_top": 100,
+                           "min_validity": None}
+    assert res.setup.balanced and not s.balanced  # the caller's setup is left as it was
+    for m, r in res.methods.items():
+        base = r.chosen.base
+        assert abs(base[:60].sum() - base[60:].sum()) <= 1, m  # two equal scenarios: equal shares
+        sc = res.setup.scores(r.chosen.mask)
+        want = (s.Y[:, :60][:, r.chosen.mask[:60]].mean(axis=1) + s.Y[:, 60:][:, r.chosen.mask[60:]].mean(axis=1)) / 2
+        assert np.allclose(sc, want)
+    assert set(res.irt_params.theta) == {"mmlu", "gsm8k"}  # one fit per scenario
+
+
+def test_variant_rule_uses_tune_figures_only():
+    from tinybench_assets.core.subsets import choose_variant
+    from tinybench_assets.core.subsets.search import NO_REFERENCE_METHODS
+
+    rows = pd.DataFrame([
+        # widest tune spread but the tune tau is negative: never chosen, however good its eval figures
+        dict(method="irt_information", validity_top=0, tune_kendall_tau=-0.3, tune_fraction=0.15, tune_abs_penalty=0,
+             tune_guesser_advantage=-0.01, tune_ratio=5.0, eval_ratio=4.0, eval_kendall_tau=0.9),
+        dict(method="ref_vs_voters", validity_top=100, tune_kendall_tau=0.5, tune_fraction=0.18, tune_abs_penalty=0.3,
+             tune_guesser_advantage=-0.01, tune_ratio=4.8, eval_ratio=1.0, eval_kendall_tau=0.1),
+        dict(method="irt", validity_top=200, tune_kendall_tau=0.45, tune_fraction=0.19, tune_abs_penalty=0.2,
+             tune_guesser_advantage=-0.01, tune_ratio=4.5, eval_ratio=2.0, eval_kendall_tau=0.5),
+        dict(method="irt", validity_top=100, tune_kendall_tau=0.45, tune_fraction=0.19, tune_abs_penalty=0.2,
+             tune_guesser_advantage=-0.01, tune_ratio=4.5, eval_ratio=2.0, eval_kendall_tau=0.5),
+        dict(method="mean_score", validity_top=100, tune_kendall_tau=0.6, tune_fraction=0.25, tune_abs_penalty=0.2,
+             tune_guesser_advantage=-0.01, tune_ratio=6.0, eval_ratio=3.0, eval_kendall_tau=0.6),  # too large
+    ])
+    assert choose_variant(rows)["method"] == "ref_vs_voters"
+    pick = choose_variant(rows, methods=NO_REFERENCE_METHODS)
+    assert pick["method"] == "irt" and pick["validity_top"] == 100  # tie: the guard population nearest 100
+    assert choose_variant(rows, min_tau=0.7) is None

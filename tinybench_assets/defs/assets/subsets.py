@@ -16,8 +16,8 @@ import dagster as dg
 
 from tinybench_assets import paths
 from tinybench_assets.core.responses import concat_scenarios
-from tinybench_assets.core.subsets import (Scalarization, SearchSpace, chance_per_item, parallel_forms, prepare,
-                                           read_aggregate, run_magi)
+from tinybench_assets.core.subsets import (DEFAULTS, Scalarization, SearchSpace, chance_per_item, parallel_forms,
+                                           prepare, read_aggregate, run_magi)
 from tinybench_assets.core.subsets.penalty import penalty_vs_n_voters, score_trends, subset_scores
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.partitions import leaderboard_partitions
@@ -179,7 +179,7 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
     setup = prepare(matrix.scores, matrix.models, matrix.items, matrix.scenarios, matrix.subscenarios,
                     chance_per_item(matrix.scenarios), full, aggregate=read_aggregate(agg_path), n_voters=config.n_voters,
                     per_family=config.per_family, eval_fraction=config.eval_fraction, reference=config.reference or None,
-                    guesser_z=config.guesser_z, seed=config.seed)
+                    guesser_z=config.guesser_z, seed=config.seed, balanced=config.balanced)
     scalar = Scalarization(config.max_fraction, config.max_mean_penalty, config.max_guesser_advantage,
                            config.penalty_weight, config.guesser_weight, config.size_weight)
     space = SearchSpace(keep_fraction=(config.keep_fraction_min, config.keep_fraction_max))
@@ -205,7 +205,7 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
         rank[np.argsort(-keep, kind="stable")] = np.arange(1, len(keep) + 1)
         rankings.append(items.assign(method=method, keep_score=keep, rank=rank))
         sizes, sc = score_trends(setup.Y, res.ranking, chosen_rows, step_fraction=config.step_fraction,
-                                 min_items=min(10, len(keep)))
+                                 min_items=min(10, len(keep)), groups=setup.score_groups)
         for t, n_left in enumerate(sizes):
             trends.append(pd.DataFrame({"method": method, "items_left": int(n_left), "model": models[chosen_rows],
                                         "role": chosen_roles, "not_fair": setup.not_fair[chosen_rows], "score": sc[t]}))
@@ -227,7 +227,7 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
                         "params": json.dumps(res.params.as_dict()), "seconds": res.seconds})
         scores.append(pd.DataFrame({"method": method, "model": models, "role": role, "family": fam,
                                     "not_fair": setup.not_fair, "guesser": setup.guesser, "full_score": setup.full_score,
-                                    "pool_score": pool_score, "subset_score": subset_scores(setup.Y, res.chosen.mask)}))
+                                    "pool_score": pool_score, "subset_score": setup.scores(res.chosen.mask)}))
     full_row = {"method": "full", **{f"tune_{k_}": v for k_, v in result.full_metrics.items()},
                 **{f"eval_{k_}": v for k_, v in result.full_eval_metrics.items()}, "params": "{}", "seconds": 0.0}
     summary_df = pd.DataFrame([full_row, *summary])
@@ -248,9 +248,12 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
     artifact = {
         "format": "tinybench-magi-subset/1", "leaderboard": board, "scenarios": keys, "item_split": split,
         "method": export, "params": res.params.as_dict(), "seed": config.seed,
-        "scoring_rule": "score = mean over the listed items of 0/1 correctness (binarized as the leaderboard's "
-                        "binarization table says); chance = mean of the items' chance",
-        "chance": float(setup.chance[sel].mean()),
+        "scoring_rule": ("score = mean over the scenarios listed of the mean 0/1 correctness on that scenario's items"
+                         if setup.balanced else "score = mean over the listed items of 0/1 correctness")
+                        + " (binarized as the leaderboard's binarization table says); chance = the same rule over the "
+                          "items' chance",
+        "chance": float(subset_scores(setup.chance[None, :], res.chosen.mask, setup.score_groups)[0]),
+        "options": result.options, "demoted_scenarios": [str(g) for g in result.demoted],
         "not_fair_models": [str(m) for m in models[setup.not_fair]] if export == "ref_vs_voters" else [],
         "reference_model": str(models[setup.reference]), "metrics_eval": res.eval_metrics,
         "items": [{"item": setup.items[j], "scenario": str(setup.scenarios[j]), "subscenario": str(setup.subscenarios[j]),
