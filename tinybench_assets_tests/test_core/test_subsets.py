@@ -242,24 +242,6 @@ def test_irt_ranking_by_scenario_uses_each_scenarios_parameters():
     assert np.allclose(ri.keep, np.concatenate([info_x, info_y]), atol=1e-5)
 
 
-def test_balanced_score_is_mean_of_scenario_accuracies():
-    from tinybench_assets.core.subsets.penalty import subset_scores
-    from tinybench_assets.core.subsets.rankings import balanced_weights
-
-    rng = np.random.default_rng(7)
-    Y = (rng.random((30, 12)) < 0.5).astype(float)
-    groups = np.array(["a"] * 6 + ["b"] * 4 + ["c"] * 2)
-    mask = np.array([1, 1, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0], bool)  # 3 items of a, 1 of b, none of c
-    want = (Y[:, :3].mean(axis=1) + Y[:, 6]) / 2
-    assert np.allclose(subset_scores(Y, mask, groups), want)
-    assert not np.allclose(subset_scores(Y, mask), want)  # the plain mean weighs a 3:1
-    w = balanced_weights(np.stack([mask, ~mask]), groups)  # row-wise (leave-one-out masks)
-    assert np.allclose(w.sum(axis=1), 1) and np.allclose(w[0], balanced_weights(mask, groups))
-    # voter penalty under balanced scores: with and without subsets scored by the same rule
-    pen = voter_penalty(Y[:4], mask, np.stack([~mask] * 4), groups)
-    assert np.allclose(pen, 100 * (subset_scores(Y[:4], ~mask, groups) - subset_scores(Y[:4], mask, groups)))
-
-
 def test_stratified_deletion_shares_among_guarded_scenarios():
     keep = np.arange(20, dtype=float)[::-1]  # the first items are kept longest
     groups = np.array(["a"] * 10 + ["b"] * 6 + [""] * 4)  # "" = a scenario demoted by the guard

@@ -42,17 +42,19 @@ class MagiConfig(dg.Config):
     eval_fraction: float = 0.5  # non-voters held out from every selection step
     reference: str = ""  # "" : the best tune model by full score
     methods: list[str] = ["mean_score", "ref_vs_voters", "irt", "irt_discrimination", "irt_information"]
-    export_method: str = "irt"  # the subset exported as magi_subset.json: burns no reference and, with the guard,
-    # ranks the tune top-50 like their full scores (tau +0.48; irt_information: -0.38, docs/magi.md)
+    export_method: str = "irt"  # exported as magi_subset.json: the variant rule's pick among the methods that burn
+    # no reference model (benchmarks/magi.py --variants; docs/magi.md, "Choosing the default")
     n_trials: int = 60
     seed: int = 0
     irt_dim: int = 1
     torch_threads: int = 2
-    stratify: bool = False  # every scenario the guard keeps holds its share of the pool
-    balanced: bool = False  # subset score = mean over scenarios of the accuracy on their kept items
-    irt_scope: str = "pooled"  # pooled (one 1-D fit) | scenario (one fit per scenario)
-    validity_top: int = 100  # the guard: scenario validity among the top-N tune models by full score
-    guard: bool = True  # delete first the scenarios whose score does not rise with the full score at the top
+    # construct validity; defaults = core DEFAULTS, chosen by the variant rule on tune models (docs/magi.md)
+    stratify: bool = DEFAULTS["stratify"]  # every scenario the guard keeps holds its share of the pool
+    balanced: bool = DEFAULTS["balanced"]  # subset score = mean over scenarios of the accuracy on their kept items
+    irt_scope: str = DEFAULTS["irt_scope"]  # scenario (one 1-D fit per scenario) | pooled (one 1-D fit)
+    validity_top: int = DEFAULTS["validity_top"]  # the guard: scenario validity among the top-N tune models
+    guard: bool = DEFAULTS["min_validity"] is not None  # delete first the scenarios whose score does not rise
+    min_validity: float = DEFAULTS["min_validity"] or 0.0  # with the full score at the top (validity <= this)
     step_fraction: float = 0.05
     max_fraction: float = 0.2
     max_mean_penalty: float = 0.5
@@ -186,7 +188,7 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
     result = run_magi(setup, methods=tuple(config.methods), n_trials=config.n_trials, seed=config.seed,
                       irt_dim=config.irt_dim, space=space, scalar=scalar, stratify=config.stratify,
                       balanced=config.balanced, irt_scope=config.irt_scope, validity_top=config.validity_top,
-                      min_validity=0.0 if config.guard else None)
+                      min_validity=config.min_validity if config.guard else None)
     models = np.asarray(setup.models, dtype=object)
     fam = setup.families.loc[setup.models, "family"].to_numpy()
     role = setup.role.copy()
