@@ -87,6 +87,7 @@ def run_backtest(
     max_test_models: int | None = None,
     predictor_params: dict | None = None,
     verbose: bool = False,
+    log=None,
 ) -> BacktestResult:
     """Evaluate every estimator over seeded model splits.
 
@@ -98,6 +99,8 @@ def run_backtest(
     test_fraction : share of models in the test set of each split.
     max_train_models, max_test_models : subsample (seeded) the training / test models, for speed.
     predictor_params : keyword arguments of :class:`AnchorPredictor` (its ``seed`` is set per split).
+    log : optional callable taking one line of progress (split k of n, its models, elapsed time); ``verbose``
+        prints the same lines.
 
     Returns
     -------
@@ -108,6 +111,8 @@ def run_backtest(
     t2_wide = full_scores_wide(full_scores, matrix.models, scen)
     models = np.asarray(matrix.models, dtype=object)
     frames, lambdas, selections, validations, dims, timings = [], [], [], [], [], []
+    say = log or ((lambda line: print(line, flush=True)) if verbose else None)
+    start = time.perf_counter()
     for k in range(n_splits):
         t0 = time.perf_counter()
         split_seed = seed + k
@@ -117,6 +122,9 @@ def run_backtest(
             train = np.sort(rng.choice(train, max_train_models, replace=False))
         if max_test_models is not None and len(test) > max_test_models:
             test = np.sort(rng.choice(test, max_test_models, replace=False))
+        if say:
+            say(f"backtest split {k + 1} of {n_splits}: fitting on {len(train)} training models "
+                f"({time.perf_counter() - start:.0f}s elapsed)")
         pred = AnchorPredictor(**{**params, "seed": split_seed})
         pred.fit(matrix, t2_wide.iloc[train].rename_axis("model"), train)
         t_fit = time.perf_counter() - t0
@@ -143,8 +151,9 @@ def run_backtest(
         timings.append({"split": k, "n_train": len(train), "n_fit": pred.n_fit_, "n_val": pred.n_val_,
                         "n_test": len(test), "fit_seconds": t_fit, "total_seconds": time.perf_counter() - t0,
                         **{f"fit_{kk}_seconds": v for kk, v in pred.timings_.items()}})
-        if verbose:
-            print(f"split {k}: {len(train)} train / {len(test)} test models, {time.perf_counter() - t0:.1f}s", flush=True)
+        if say:
+            say(f"backtest split {k + 1} of {n_splits} done: {len(train)} train / {len(test)} test models, "
+                f"{time.perf_counter() - t0:.1f}s for this split, {time.perf_counter() - start:.0f}s elapsed")
     estimates = pd.concat(frames, ignore_index=True)
     return BacktestResult(
         estimates=estimates,

@@ -124,6 +124,8 @@ def embed_cached(store, encoder: Encoder, texts: list[str], log=None) -> tuple[n
     first_text = dict(zip(keys, texts))
     seconds, rate = 0.0, float("nan")
     if missing:
+        if log:
+            log(f"{len(missing)} of {len(uniq)} distinct texts to embed ({len(found)} from the cache)")
         t0 = time.perf_counter()
         E_new = encoder.encode([first_text[k] for k in missing], log=log)
         seconds = time.perf_counter() - t0

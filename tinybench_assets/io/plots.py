@@ -5,14 +5,21 @@ import base64
 import io
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+
+def _plt():
+    """matplotlib.pyplot on the Agg backend, imported on first use (keeps the definitions fast to load)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def _png(fig) -> bytes:
+    plt = _plt()
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
     plt.close(fig)
@@ -32,7 +39,7 @@ def save(png: bytes, path: Path | str) -> Path:
 
 def difficulty_vs_discrimination(b: np.ndarray, a: np.ndarray, groups: np.ndarray | None = None, title: str = "") -> bytes:
     """Scatter of item intercept-difficulty b against discrimination ||a|| (one point per item)."""
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig, ax = _plt().subplots(figsize=(5.5, 4))
     disc = np.linalg.norm(np.atleast_2d(a), axis=1)
     if groups is None or len(set(groups)) == 1:
         ax.scatter(b, disc, s=8, alpha=0.6)
@@ -48,13 +55,61 @@ def difficulty_vs_discrimination(b: np.ndarray, a: np.ndarray, groups: np.ndarra
 
 
 def error_vs_n(table, title: str = "") -> bytes:
-    """Lines of MAE (points) against the number of anchor items, one per estimator. ``table``: DataFrame n x estimator."""
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    """Lines of MAE (points) against the number of anchor items, one per estimator. ``table``: DataFrame n x estimator.
+    A ``random`` column (the random-items baseline) is drawn dashed grey."""
+    fig, ax = _plt().subplots(figsize=(5.5, 4))
     for est in table.columns:
-        ax.plot(table.index, table[est], marker="o", label=str(est))
+        style = {"color": "grey", "linestyle": "--"} if est == "random" else {}
+        ax.plot(table.index, table[est], marker="o", label=str(est), **style)
     ax.set_xlabel("items answered (n)")
     ax.set_ylabel("MAE (accuracy points)")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def validation_error_vs_dim(errors: dict, sd: dict | None = None, chosen: int | None = None, title: str = "") -> bytes:
+    """Validation error of the IRT fit against the dimension D (error bars: SD over validation models)."""
+    fig, ax = _plt().subplots(figsize=(5, 3.4))
+    dims = sorted(errors)
+    y = [errors[d] for d in dims]
+    yerr = [sd.get(d, 0.0) for d in dims] if sd else None
+    ax.errorbar(dims, y, yerr=yerr, marker="o", capsize=3)
+    if chosen is not None and chosen in errors:
+        ax.scatter([chosen], [errors[chosen]], s=120, facecolors="none", edgecolors="red", label=f"chosen D={chosen}", zorder=3)
+        ax.legend(fontsize=7)
+    ax.set_xlabel("IRT dimension D")
+    ax.set_ylabel("validation error")
+    ax.set_xticks(dims)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def coverage_vs_n(table, nominal: float = 0.9, title: str = "") -> bytes:
+    """Empirical coverage of the intervals against n, one line per (estimator, target); ``table``: n x label."""
+    fig, ax = _plt().subplots(figsize=(5.5, 3.6))
+    for col in table.columns:
+        ax.plot(table.index, table[col], marker="o", label=str(col))
+    ax.axhline(nominal, color="grey", linestyle="--", label=f"nominal {nominal:.0%}")
+    ax.set_ylim(max(0.0, min(nominal - 0.2, float(np.nanmin(table.to_numpy())) - 0.02) if table.size else 0.5), 1.0)
+    ax.set_xlabel("items answered (n)")
+    ax.set_ylabel("interval coverage")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+def matrix_histograms(model_accuracy: np.ndarray, item_mean: np.ndarray, title: str = "") -> bytes:
+    """Two histograms: models' accuracy and items' mean score (how hard the scenario is, and for whom)."""
+    fig, (ax1, ax2) = _plt().subplots(1, 2, figsize=(8, 3))
+    ax1.hist(np.asarray(model_accuracy, dtype=float)[np.isfinite(model_accuracy)], bins=30, color="tab:blue")
+    ax1.set_xlabel("model accuracy")
+    ax1.set_ylabel("models")
+    ax2.hist(np.asarray(item_mean, dtype=float)[np.isfinite(item_mean)], bins=30, color="tab:orange")
+    ax2.set_xlabel("item mean score")
+    ax2.set_ylabel("items")
+    fig.suptitle(title, fontsize=9)
     return _png(fig)

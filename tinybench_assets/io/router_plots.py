@@ -1,18 +1,13 @@
 """Router figures for the Dagster UI: accuracy bars beside the baselines, pick shares, accuracy-cost curve."""
 from __future__ import annotations
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from tinybench_assets.io.plots import _png  # noqa: E402
+from tinybench_assets.io.plots import _plt, _png
 
 
 def router_bars(title: str, figures: dict, pick_share: dict) -> bytes:
     """Left: accuracy (%) of the served router, the best single model, the oracle, a random model, and the
     other routers; right: the served router's pick share per model."""
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [1.3, 1]})
+    fig, (ax, bx) = _plt().subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"width_ratios": [1.3, 1]})
     names = list(figures)
     vals = [100 * figures[n] for n in names]
     colors = ["tab:blue" if n.startswith("router") else "tab:gray" if n in ("best single", "random") else
@@ -34,7 +29,7 @@ def router_bars(title: str, figures: dict, pick_share: dict) -> bytes:
 
 def cost_curve(title: str, curve, single) -> bytes:
     """The router's accuracy against mean cost over a lambda sweep, each model alone as a point."""
-    fig, ax = plt.subplots(figsize=(5.5, 4))
+    fig, ax = _plt().subplots(figsize=(5.5, 4))
     ax.plot(curve["cost"], 100 * curve["accuracy"], marker=".", label="router (P - lambda x cost)")
     ax.scatter(single["cost"], 100 * single["accuracy"], color="tab:red", zorder=3, label="each model alone")
     for r in single.itertuples():

@@ -10,11 +10,9 @@ import pandas as pd
 import dagster as dg
 
 from tinybench_assets import paths
-from tinybench_assets.core.backtest import reference_n, run_backtest
-from tinybench_assets.core.predictor import AnchorPredictor
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
-from tinybench_assets.core.tiny_benchmark import artifact_tables, export_tiny_benchmark, save_artifact
 from tinybench_assets.defs.assets.irt import irt_joint, training_matrix
+from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
 from tinybench_assets.io import plots
@@ -81,16 +79,20 @@ def _skip(board: str, n_models: int, config: EstimationConfig) -> dg.Materialize
 @dg.multi_asset(
     specs=[
         dg.AssetSpec("anchor_sets", group_name=GROUP, partitions_def=leaderboard_partitions, deps=[irt_joint],
-                     description="Anchor items per scenario x clustering (correctness / IRT) x n, with weights = the "
-                     "clusters' balance-weight mass (sum 1 per scenario). Chosen on training models only."),
+                     **card("Anchor items", "Anchor items per scenario x clustering (correctness / IRT) x n, with "
+                            "weights = the clusters' balance-weight mass (sum 1 per scenario; checked). Chosen on training "
+                            "models only.", kinds=("python", "torch", "scikit-learn", "duckdb"))),
         dg.AssetSpec("gpirt_lambdas", group_name=GROUP, partitions_def=leaderboard_partitions, deps=["anchor_sets"],
-                     description="gp-IRT lambdas per scenario x clustering x n: the tutorial's b^2/(v/(4n)+b^2) and the "
-                     "lambda chosen on validation models; plus the estimator chosen per scenario."),
+                     **card("gp-IRT lambdas and estimator choice", "gp-IRT lambdas per scenario x clustering x n: the "
+                            "tutorial's b^2/(v/(4n)+b^2) and the lambda chosen on validation models; plus the estimator "
+                            "chosen per scenario on validation models.", kinds=("python", "duckdb"))),
     ],
     pool=DUCKDB_POOL,
     can_subset=False,
 )
 def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource, torch_device: TorchDevice):
+    from tinybench_assets.core.predictor import AnchorPredictor  # torch and scikit-learn load when the asset runs
+
     db = store.get()
     board = context.partition_key
     matrix, full = leaderboard_matrix(db, board)
@@ -139,9 +141,9 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
 
 
 @dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
-          description="Estimates for every held-out (test) model of the recorded split, from its anchor answers only: "
-          "per scenario x estimator x clustering x n, with 90 % intervals, against the pool accuracy (T1) and the real "
-          "full-benchmark score (T2).")
+          **card("Held-out model estimates", "Estimates for every held-out (test) model of the recorded split, from its "
+                 "anchor answers only: per scenario x estimator x clustering x n, with 90 % intervals, against the pool "
+                 "accuracy (T1) and the real full-benchmark score (T2). Checks: estimates in [0, 1] inside their intervals."))
 def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource) -> dg.MaterializeResult:
     db = store.get()
     board = context.partition_key
@@ -149,7 +151,7 @@ def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig,
     if len(matrix.models) < config.min_models:
         return _skip(board, len(matrix.models), config)
     with open(predictor_path(board), "rb") as fh:
-        pred: AnchorPredictor = pickle.load(fh)
+        pred = pickle.load(fh)
     split = db.query("SELECT model, split FROM model_splits WHERE partition_key = ?", [board]).set_index("model")["split"]
     test = np.flatnonzero([split.get(m) == "test" for m in matrix.models])
     models = np.asarray(matrix.models, dtype=object)[test]
@@ -177,11 +179,15 @@ def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig,
 
 
 @dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
-          description="Honest backtest over several seeded model splits: for each split a fresh predictor is fitted on "
-          "the training models only and scored on the test models. MAE and SD of the error (accuracy points) per "
-          "scenario x estimator x n against T1 (pool accuracy) and T2 (real full score); interval coverage.")
+          **card("Estimation backtest", "Honest backtest over several seeded model splits: for each split a fresh "
+                 "predictor is fitted on the training models only and scored on the test models. MAE and SD of the error "
+                 "(accuracy points) per scenario x estimator x n against T1 (pool accuracy) and T2 (real full score). "
+                 "Plots: error vs n per scenario beside the random-items baseline; interval coverage vs n.",
+                 kinds=("python", "torch", "scikit-learn", "duckdb")))
 def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfig, store: StoreResource,
                         torch_device: TorchDevice) -> dg.MaterializeResult:
+    from tinybench_assets.core.backtest import reference_n, run_backtest
+
     db = store.get()
     board = context.partition_key
     matrix, full = leaderboard_matrix(db, board)
@@ -191,7 +197,7 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     result = run_backtest(
         matrix, full, n_splits=config.n_splits, test_fraction=config.test_fraction, seed=config.seed,
         max_train_models=config.max_train_models or None, max_test_models=config.max_test_models or None,
-        predictor_params=predictor_params(config, torch_device.resolve()),
+        predictor_params=predictor_params(config, torch_device.resolve()), log=context.log.info,
     )
     summary = result.summary.copy()
     summary = summary[["scenario", "clustering", "estimator", "n", "mae_t1", "sd_t1", "bias_t1", "coverage_t1", "width_t1",
@@ -205,6 +211,13 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
         plots.save(png, Path(paths.artifacts_dir()) / "plots" / f"backtest_{board}.{s}.png")
         charts[f"error_vs_n_{s}"] = dg.MetadataValue.md(plots.markdown_image(png, f"{s} error vs n"))
         figures[s] = wide
+    served = summary[summary.estimator.isin(["tinybench", "tinybench_own"])]
+    if len(served):
+        cov = served.groupby(["n", "estimator"])[["coverage_t1", "coverage_t2"]].mean().unstack("estimator")
+        cov.columns = [f"{est} {target[-2:].upper()}" for target, est in cov.columns]
+        cov_png = plots.coverage_vs_n(cov, nominal=1 - config.alpha,
+                                      title=f"{board}: coverage of the served {1 - config.alpha:.0%} intervals (mean of scenarios)")
+        charts["interval_coverage"] = dg.MetadataValue.md(plots.markdown_image(cov_png, "interval coverage vs n"))
     n_ref = reference_n(config.n_values)
     at_n = summary[(summary.n == n_ref) & summary.clustering.isin(["correctness", "random", "selected"])]
     table = at_n.pivot_table(index="estimator", columns="scenario", values="mae_t1").round(2)
@@ -225,17 +238,20 @@ class ExportConfig(EstimationConfig):
 
 
 @dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
-          description="The portable tiny benchmark: data/artifacts/<leaderboard>/tiny_benchmark.json (anchor ids and texts, "
-          "weights, IRT parameters, lambdas, calibration, intervals) beside predictor.pkl, plus the tiny_benchmark* tables. "
-          "`tinybench estimate --leaderboard <name> --answers answers.csv` scores a new model from it.")
+          **card("Tiny benchmark export", "The portable tiny benchmark: data/artifacts/<leaderboard>/tiny_benchmark.json "
+                 "(anchor ids and texts, weights, IRT parameters, lambdas, calibration, intervals) beside predictor.pkl, "
+                 "plus the tiny_benchmark* tables. `tinybench estimate --leaderboard <name> --answers answers.csv` scores "
+                 "a new model from it. Check: the JSON round-trips to the asset's own estimates.", kinds=("python", "json")))
 def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, store: StoreResource) -> dg.MaterializeResult:
     db = store.get()
     board = context.partition_key
     n_models = int(db.query("SELECT count(DISTINCT model) AS n FROM model_splits WHERE partition_key = ?", [board])["n"].iloc[0])
     if n_models < config.min_models:
         return _skip(board, n_models, config)
+    from tinybench_assets.core.tiny_benchmark import artifact_tables, export_tiny_benchmark, save_artifact
+
     with open(predictor_path(board), "rb") as fh:
-        pred: AnchorPredictor = pickle.load(fh)
+        pred = pickle.load(fh)
     texts = db.query("SELECT item, text FROM items WHERE leaderboard = ? AND text IS NOT NULL", [board])
     binar = db.query("SELECT partition_key, rule, threshold FROM binarization WHERE partition_key LIKE ? || '.%'", [board])
     artifact = export_tiny_benchmark(

@@ -8,11 +8,10 @@ import pandas as pd
 import dagster as dg
 
 from tinybench_assets import paths
-from tinybench_assets.core.irt import fit_irt, select_dimension
-from tinybench_assets.core.irt_eval import heldout_scores
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
 from tinybench_assets.core.splits import split_models
 from tinybench_assets.defs.assets.responses import binarized_responses
+from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
 from tinybench_assets.io import plots
@@ -41,11 +40,16 @@ def training_matrix(db: Store, key: str) -> ResponseMatrix:
 
 def fit_and_store(context, db: Store, matrix: ResponseMatrix, key: str, scope: str, config: IRTConfig, device: str) -> dg.MaterializeResult:
     """Split models, choose D on training models, fit, evaluate on test models, store, describe."""
+    from tinybench_assets.core.irt import fit_irt, select_dimension  # torch: imported when the asset runs, not at load
+    from tinybench_assets.core.irt_eval import heldout_scores
+
     t0 = time.perf_counter()
     split = split_models(matrix.models, config.test_fraction, config.seed, config.min_models_for_split)
     train = split == "train"
     Y = matrix.scores
+    context.log.info(f"{key}: choosing D among {list(config.dims)} on {int(train.sum())} training models x {Y.shape[1]} items")
     sel = select_dimension(Y[train], candidates=config.dims, seed=config.seed, device=device, fitter=config.fitter)
+    context.log.info(f"{key}: D={sel.best_dim} chosen ({time.perf_counter() - t0:.1f}s); fitting the final model")
     params = fit_irt(Y[train], dim=sel.best_dim, seed=config.seed, device=device, fitter=config.fitter)
     held = heldout_scores(Y[~train], params.a, params.b, seed=config.seed, device=device) if (~train).any() else \
         {"logloss": float("nan"), "accuracy": float("nan"), "score_mae": float("nan"), "n_models": 0}
@@ -70,6 +74,9 @@ def fit_and_store(context, db: Store, matrix: ResponseMatrix, key: str, scope: s
     png = plots.difficulty_vs_discrimination(params.b, params.a, matrix.scenarios if scope == "joint" else matrix.subscenarios if len(set(matrix.subscenarios)) <= 8 else None,
                                              title=f"{key}: D={sel.best_dim}, {int(train.sum())} models x {len(matrix.items)} items")
     plot_path = plots.save(png, Path(paths.artifacts_dir()) / "plots" / f"irt_{key}.png")
+    dims_png = plots.validation_error_vs_dim(
+        sel.errors, {d: float(np.std(sel.per_model_errors[d])) for d in sel.errors}, sel.best_dim,
+        title=f"{key}: validation error vs D (bars: SD over validation models)")
     return dg.MaterializeResult(
         metadata={
             "dim": sel.best_dim,
@@ -83,14 +90,17 @@ def fit_and_store(context, db: Store, matrix: ResponseMatrix, key: str, scope: s
             "total_seconds": round(time.perf_counter() - t0, 2),
             "device": device,
             "difficulty_vs_discrimination": dg.MetadataValue.md(plots.markdown_image(png, "difficulty vs discrimination")),
+            "validation_error_vs_dim": dg.MetadataValue.md(plots.markdown_image(dims_png, "validation error vs D")),
             "plot_path": dg.MetadataValue.path(str(plot_path)),
         }
     )
 
 
 @dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[binarized_responses],
-          description="Multidimensional 2PL for one scenario, fitted by MAP on the training models (seeded split, recorded in "
-          "model_splits); D chosen by the tutorial's validation; item a/b, model theta, per-D errors in DuckDB.")
+          **card("IRT model (per scenario)", "Multidimensional 2PL for one scenario, fitted by MAP on the training models "
+                 "(seeded split, recorded in model_splits); D chosen by validation on training models; item a/b, model "
+                 "theta, per-D errors in DuckDB. Plots: difficulty vs discrimination, validation error vs D. Check: the "
+                 "fit beats the item-mean predictor on held-out models.", kinds=("python", "torch", "duckdb")))
 def irt_model(context: dg.AssetExecutionContext, config: IRTConfig, store: StoreResource, torch_device: TorchDevice) -> dg.MaterializeResult:
     db = store.get()
     key = context.partition_key
@@ -99,8 +109,10 @@ def irt_model(context: dg.AssetExecutionContext, config: IRTConfig, store: Store
 
 @dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
           deps=[dg.AssetDep(binarized_responses, partition_mapping=dg.AllPartitionMapping())],
-          description="One joint 2PL across every scenario of a leaderboard (tinyBenchmarks' 'lb' model): abilities shared "
-          "across scenarios, so a model's anchors in one scenario inform the others.")
+          **card("IRT model (joint, per leaderboard)", "One joint 2PL across every scenario of a leaderboard "
+                 "(tinyBenchmarks' 'lb' model): abilities shared across scenarios, so a model's anchors in one scenario "
+                 "inform the others. Plots: difficulty vs discrimination by scenario, validation error vs D.",
+                 kinds=("python", "torch", "duckdb")))
 def irt_joint(context: dg.AssetExecutionContext, config: IRTConfig, store: StoreResource, torch_device: TorchDevice) -> dg.MaterializeResult:
     db = store.get()
     board = context.partition_key

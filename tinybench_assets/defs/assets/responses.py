@@ -6,12 +6,14 @@ import pandas as pd
 import dagster as dg
 
 from tinybench_assets.core.responses import binarize
+from tinybench_assets.io import plots
 from tinybench_assets.io.landing import ingest_landing
 from tinybench_assets.io.store import load_matrix
 from tinybench_assets.defs.partitions import register_partitions, scenario_partitions
+from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.resources import DUCKDB_POOL, LandingResource, StoreResource
 
-GROUP = "responses"
+GROUP = "ingest"
 
 
 def _ingest(context, store, landing, leaderboard=None):
@@ -25,8 +27,9 @@ def _ingest(context, store, landing, leaderboard=None):
     return report
 
 
-@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, description="Every new or changed drop in the landing folder, validated and "
-          "stored in DuckDB (one transaction per drop); bad files move to the quarantine folder with an error report.")
+@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, **card("Landed drops", "Every new or changed drop in the landing folder, "
+          "validated and stored in DuckDB (one transaction per drop); bad files move to the quarantine folder with an error "
+          "report naming the file, row and problem. Metadata: what was ingested, unchanged and quarantined."))
 def landing_ingest(context: dg.AssetExecutionContext, store: StoreResource, landing: LandingResource) -> dg.MaterializeResult:
     db = store.get()
     report = _ingest(context, db, landing)
@@ -44,8 +47,8 @@ def landing_ingest(context: dg.AssetExecutionContext, store: StoreResource, land
 
 
 @dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[landing_ingest],
-          description="Raw responses of one leaderboard scenario: the long table (model, item, score in [0, 1]) "
-          "consolidated from every active drop, the latest drop winning per cell.")
+          **card("Raw responses", "The long table (model, item, score in [0, 1]) of one leaderboard scenario, consolidated "
+                 "from every active drop, the latest drop winning per cell. Metadata: models, items, drops, mean score."))
 def raw_responses(context: dg.AssetExecutionContext, store: StoreResource, landing: LandingResource) -> dg.MaterializeResult:
     key = context.partition_key
     db = store.get()
@@ -70,8 +73,9 @@ def raw_responses(context: dg.AssetExecutionContext, store: StoreResource, landi
 
 
 @dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[raw_responses],
-          description="Models x items matrix of one scenario with its subscenario index and the tinyBenchmarks "
-          "balance weights (each subscenario weighs the same; weights average 1).")
+          **card("Response matrix", "Models x items matrix of one scenario with its subscenario index and the "
+                 "tinyBenchmarks balance weights (each subscenario weighs the same; weights average 1). Plot: model "
+                 "accuracies and item mean scores."))
 def response_matrix(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     key = context.partition_key
     db = store.get()
@@ -108,13 +112,17 @@ def response_matrix(context: dg.AssetExecutionContext, store: StoreResource) -> 
             "missing_cells_pct": float(100 * (1 - matrix.mask.mean())),
             "mean_accuracy": float(np.mean(acc)),
             "balance_weight_range": f"{weights.min():.3f} .. {weights.max():.3f}",
+            "accuracy_histograms": dg.MetadataValue.md(plots.markdown_image(
+                plots.matrix_histograms(acc, items["mean_score"].to_numpy(), title=f"{key}: {len(matrix.models)} models x "
+                                        f"{len(matrix.items)} items"), "model accuracy and item mean score")),
         }
     )
 
 
 @dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[response_matrix],
-          description="0/1 responses of one scenario. 0/1 data passes unchanged; RouterDC multiple choice is correct iff "
-          "score > 0; other graded scores use the tutorial threshold c minimizing mean |mean(Y>c) - mean(Y)| over models.")
+          **card("Binarized responses", "0/1 responses of one scenario. 0/1 data passes unchanged; RouterDC multiple "
+                 "choice is correct iff score > 0; other graded scores use the tutorial threshold c minimizing "
+                 "mean |mean(Y>c) - mean(Y)| over models."))
 def binarized_responses(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     key = context.partition_key
     db = store.get()

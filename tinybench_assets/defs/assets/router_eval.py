@@ -12,6 +12,7 @@ from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.assets.routing import (
     GROUP, RouterConfig, load_embeddings, partition_rows, pirt_predictions, question_embeddings, router_path,
 )
+from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
 from tinybench_assets.io import plots, router_plots
@@ -54,9 +55,12 @@ def cost_matrix(db: Store, key: str, items, models) -> np.ndarray | None:
 
 @dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions,
           deps=[pirt_predictions, question_embeddings, binarized_responses],
-          description="Routers (best single, KNN vote, shrunk KNN, KNN-IRT, logistic, ensemble) chosen by cross-validation on "
-          "TRAINING questions; the served one routes every test question. Router accuracy vs best single model, oracle, "
-          "random model and the tutorial's p-IRT argmax, pick shares, paired bootstrap 95% interval, cost curve when costs exist.")
+          **card("Router accuracy", "Routers (best single, KNN vote, shrunk KNN, KNN-IRT, logistic, ensemble) chosen by "
+                 "cross-validation on TRAINING questions; the served one routes every test question. Router accuracy vs "
+                 "best single model, oracle, random model and the tutorial's p-IRT argmax, pick shares, paired bootstrap "
+                 "95% interval, cost curve when costs exist. Plot: accuracy beside the baselines with pick shares. Check: "
+                 "the served router matches the best single model on training CV.",
+                 kinds=("python", "scikit-learn", "duckdb")))
 def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, store: StoreResource,
                     torch_device: TorchDevice) -> dg.MaterializeResult:
     from tinybench_assets.core.routing import accuracy_cost_curve, evaluate_routing, route, select_router

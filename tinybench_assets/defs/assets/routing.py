@@ -17,6 +17,7 @@ import dagster as dg
 from tinybench_assets import paths
 from tinybench_assets.defs.assets.irt import irt_model
 from tinybench_assets.defs.assets.responses import binarized_responses
+from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, EncoderResource, StoreResource, TorchDevice
 from tinybench_assets.io import plots, router_plots
@@ -81,8 +82,9 @@ def _skip(reason: str) -> dg.MaterializeResult:
 
 
 @dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[binarized_responses],
-          description="Sentence embeddings (all-MiniLM-L6-v2, offline) of every question of a scenario with text and a "
-          "test split, cached in DuckDB by hash of (encoder, text): a re-run or a new drop embeds only new texts.")
+          **card("Question embeddings", "Sentence embeddings (all-MiniLM-L6-v2, offline) of every question of a scenario "
+                 "with text and a test split, cached in DuckDB by hash of (encoder, text): a re-run or a new drop embeds "
+                 "only new texts. The run's log shows texts done / to do.", kinds=("python", "torch", "duckdb")))
 def question_embeddings(context: dg.AssetExecutionContext, store: StoreResource, encoder: EncoderResource) -> dg.MaterializeResult:
     key, db = context.partition_key, store.get()
     q = partition_questions(db, key)
@@ -119,8 +121,10 @@ def irt_fit(db: Store, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 @dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[question_embeddings, irt_model],
-          description="Discrimination a and difficulty b of every TEST question, imputed as the (weighted) mean over its k "
-          "most cosine-similar TRAINING questions' IRT parameters; stored with the neighbours' ids and similarities.")
+          **card("KNN-imputed item parameters", "Discrimination a and difficulty b of every TEST question, imputed as the "
+                 "(weighted) mean over its k most cosine-similar TRAINING questions' IRT parameters; stored with the "
+                 "neighbours' ids and similarities. Plot: fitted vs imputed difficulty and discrimination.",
+                 kinds=("python", "scikit-learn", "duckdb")))
 def knn_item_params(context: dg.AssetExecutionContext, config: KNNConfig, store: StoreResource) -> dg.MaterializeResult:
     from tinybench_assets.core.routing import impute_item_params
 
@@ -152,8 +156,9 @@ def knn_item_params(context: dg.AssetExecutionContext, config: KNNConfig, store:
 
 
 @dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[knn_item_params],
-          description="p-IRT: P(correct) = sigmoid(a_q . theta_m - b_q) for every (model, test question) from the IRT "
-          "abilities and the KNN-imputed a, b; the tutorial's router routes each question to the argmax.")
+          **card("p-IRT correctness predictions", "P(correct) = sigmoid(a_q . theta_m - b_q) for every (model, test "
+                 "question) from the IRT abilities and the KNN-imputed a, b; the tutorial's router routes each question "
+                 "to the argmax."))
 def pirt_predictions(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     from tinybench_assets.core.routing.routers import irt_proba
 
