@@ -36,8 +36,9 @@ from tinybench_assets.core.subsets.search import NO_REFERENCE_METHODS, VARIANT_R
 SCENARIOS = ("arc", "gsm8k", "mmlu", "truthfulqa")
 CONTRACT = ("size", "fraction_of_pool", "top10_std", "top10_std_ratio", "mean_voter_penalty", "max_voter_penalty",
             "min_score", "guesser_advantage", "kendall_tau_nonvoters", "seconds")
-ORDER = ("full", "mean_score", "irt", "irt_information", "ref_vs_voters", "irt_discrimination")
-SPREAD_ONLY = {"balanced": False, "stratify": False, "irt_scope": "pooled", "validity_top": 100, "min_validity": None}
+ORDER = ("full", "mean_score", "irt", "irt_information", "ref_vs_voters", "irt_discrimination", "top_discrimination")
+SPREAD_ONLY = {"balanced": False, "stratify": False, "irt_scope": "pooled", "validity_top": 100, "min_validity": None,
+               "information": "raw"}
 EXTRA = ("kendall_tau_tune", "top10_std_ratio_tune", "top10_std_voters", "mean_abs_voter_penalty", "chance",
          "reference_score", "top10_std_all")
 
@@ -90,8 +91,10 @@ def bars(out: dict, stage: float) -> dict:
 
 
 def variants(setup, trials: int, seed: int) -> pd.DataFrame:
-    """Every construct-valid variant x method: tune figures (what the rule may use) and eval figures (reported)."""
+    """Every construct-valid variant x method: tune figures (what the rule may use) and eval figures (reported).
+    irt_information runs with both information rules (raw; full_direction, from one 2-D pooled fit)."""
     fits = {scope: fit_irt_models(setup, seed=seed, scope=scope) for scope in ("pooled", "scenario")}
+    fit2 = fit_irt_models(setup, dim=2, seed=seed, scope="pooled")
     rows = []
     for balanced in (False, True):
         for stratify in (False, True):
@@ -99,12 +102,19 @@ def variants(setup, trials: int, seed: int) -> pd.DataFrame:
                 for top in (0, 50, 100, 200, 400):  # 0: guard off
                     opts = dict(balanced=balanced, stratify=stratify, irt_scope=scope, validity_top=top or 100,
                                 min_validity=0.0 if top else None)
-                    methods = ORDER[1:5] if scope == "pooled" else ("irt", "irt_information")
-                    r = run_magi(setup, methods=methods, n_trials=trials, seed=seed, irt_params=fits[scope], **opts)
-                    ft, fe = r.full_metrics["top10_std"], r.full_eval_metrics["top10_std"]
-                    for m, res in r.methods.items():
+                    methods = ORDER[1:5] + ("top_discrimination",) if scope == "pooled" else ("irt", "irt_information")
+                    r = run_magi(setup, methods=methods, n_trials=trials, seed=seed, irt_params=fits[scope],
+                                 information="raw", **opts)
+                    results = [(m, "raw", res, r) for m, res in r.methods.items()]
+                    if scope == "pooled":  # the direction fit does not depend on the IRT scope: run it once
+                        rd = run_magi(setup, methods=("irt_information",), n_trials=trials, seed=seed,
+                                      irt_params=fits[scope], info_params=fit2, information="full_direction", **opts)
+                        results += [(m, "full_direction", res, rd) for m, res in rd.methods.items()]
+                    for m, info, res, r in results:
+                        ft, fe = r.full_metrics["top10_std"], r.full_eval_metrics["top10_std"]
                         c, e = res.chosen.metrics, res.eval_metrics
-                        rows.append({**opts, "validity_top": top, "method": m, "tune_fraction": c["fraction_of_pool"],
+                        rows.append({**opts, "validity_top": top, "information": info if m == "irt_information" else "",
+                                     "method": m, "tune_fraction": c["fraction_of_pool"],
                                      "tune_ratio": c["top10_std"] / ft, "tune_abs_penalty": c["mean_abs_voter_penalty"],
                                      "tune_guesser_advantage": c["guesser_advantage"],
                                      "tune_kendall_tau": c["kendall_tau_nonvoters"], "eval_ratio": e["top10_std"] / fe,

@@ -275,7 +275,7 @@ def test_run_magi_construct_valid_options():
     res = run_magi(s, methods=("irt", "mean_score"), n_trials=6, seed=0, balanced=True, stratify=True,
                    irt_scope="scenario", min_validity=None)
     assert res.options == {"balanced": True, "stratify": True, "irt_scope": "scenario", "validity_top": 100,
-                           "min_validity": None}
+                           "min_validity": None, "information": "full_direction"}
     assert res.setup.balanced and not s.balanced  # the caller's setup is left as it was
     for m, r in res.methods.items():
         base = r.chosen.base
@@ -307,3 +307,73 @@ def test_variant_rule_uses_tune_figures_only():
     pick = choose_variant(rows, methods=NO_REFERENCE_METHODS)
     assert pick["method"] == "irt" and pick["validity_top"] == 100  # tie: the guard population nearest 100
     assert choose_variant(rows, min_tau=0.7) is None
+
+
+def test_top_discrimination_known_answer():
+    from tinybench_assets.core.subsets.rankings import rank_top_discrimination
+
+    # 4 top models with full scores 4 > 3 > 2 > 1; item 0 follows the full score, item 1 is got right by the two
+    # weaker ones only (trades off against it), item 2 everyone gets right, item 3 only the best
+    Y = np.array([[1, 0, 1, 1], [1, 0, 1, 0], [0, 1, 1, 0], [0, 1, 1, 0]], float)
+    full = np.array([4.0, 3.0, 2.0, 1.0])
+    r = rank_top_discrimination(Y, full)
+    # cov(item, full) with the population normalization: 0.5, -0.5, 0, 0.375
+    assert np.allclose(r.keep, [0.5, -0.5, 0.0, 0.375], atol=1e-6)
+    assert r.order().tolist() == [1, 2, 3, 0] and r.loo is None  # no voters: zero voter penalty
+    assert list(np.flatnonzero(subset_mask(r.keep, 2))) == [0, 3]
+
+
+def test_information_along_the_full_score_direction_known_answer():
+    from tinybench_assets.core.subsets.rankings import directional_information, full_score_direction
+
+    # the full score rises with ability 1 only: the direction is (1, 0) whatever the scale
+    theta = np.random.default_rng(0).normal(size=(50, 2))
+    u = full_score_direction(theta, 3.0 * theta[:, 0] + 1.0)
+    assert np.allclose(u, [1.0, 0.0], atol=1e-9)
+    a = np.array([[2.0, 0.0], [0.0, 3.0], [1.0, 1.0], [-1.0, 2.0]])
+    b = np.zeros(4)
+    info = directional_information(np.zeros((1, 2)), a, b, u)[0]  # p = 0.5 at theta 0
+    assert np.allclose(info, [1.0, 0.0, 0.25, 0.25])  # (a . u)^2 / 4
+    r = rank_irt(a, b, "irt_information", np.zeros((1, 2)), direction=u)
+    # item 0 kept last; item 1 (no loading on the full-score direction) and item 3 (a . u < 0) go first
+    assert r.order()[-1] == 0 and set(r.order()[:2]) == {1, 3}
+    # the raw (direction-free) information would keep item 1, which says nothing about the full score
+    assert np.argmax(rank_irt(a, b, "irt_information", np.zeros((1, 2))).keep) == 1
+
+
+def test_new_rankings_deterministic_and_valid_on_a_toy_pool():
+    from scipy.stats import kendalltau
+
+    s = _toy_setup()
+    kw = dict(methods=("irt_information", "top_discrimination"), n_trials=8, seed=3, information="full_direction")
+    r1, r2 = run_magi(s, **kw), run_magi(s, **kw)
+    assert r1.options["information"] == "full_direction"
+    for m in kw["methods"]:
+        assert (r1.methods[m].chosen.mask == r2.methods[m].chosen.mask).all(), m
+        assert r1.methods[m].params.as_dict() == r2.methods[m].params.as_dict(), m
+        assert np.allclose(r1.methods[m].chosen.penalty_before, 0.0), m  # voters never enter
+        top = s.top(s.role == "eval", 100, fair_only=False)
+        sc = s.Y[top][:, r1.methods[m].chosen.mask].mean(axis=1)
+        assert kendalltau(sc, s.full_score[top]).statistic > 0.2, m
+    assert len(r1.methods["irt_information"].ranking_options["direction"]) == 2
+    assert 30 <= r1.methods["top_discrimination"].params.top_k <= 200
+    with pytest.raises(ValueError):
+        run_magi(s, methods=("irt_information",), n_trials=2, information="sideways")
+
+
+def test_fine_tunes_of_the_reference_base_are_not_fair():
+    from tinybench_assets.core.subsets.voters import base_family
+
+    assert base_family("cognitivecomputations/dolphin-2.9-llama3-8b") == base_family("meta-llama/Meta-Llama-3-8B")
+    assert base_family("cognitivecomputations/dolphin-2.6-mistral-7b") == base_family("mistralai/Mistral-7B-v0.1")
+    assert base_family("meta-llama/Meta-Llama-3-8B") != base_family("mistralai/Mistral-7B-v0.1")
+    assert base_family("HuggingFaceH4/zephyr-7b-beta") is None
+    models = ["mistralai/Mistral-7B-v0.1", "meta-math/MetaMath-Mistral-7B", "itpossible/Chinese-Mistral-7B-v0.1",
+              "HuggingFaceH4/zephyr-7b-beta", "cognitivecomputations/dolphin-2.6-mistral-7b",
+              "meta-llama/Meta-Llama-3-8B", "cognitivecomputations/dolphin-2.9-llama3-8b"]
+    rng = np.random.default_rng(0)
+    Y = (rng.random((7, 80)) < np.linspace(0.4, 0.7, 7)[:, None]).astype(float)
+    scen = np.array(["mmlu"] * 80, dtype=object)
+    s = prepare(Y, models, [f"i{j}" for j in range(80)], scen, scen, chance_per_item(scen), np.full(7, np.nan),
+                reference="meta-llama/Meta-Llama-3-8B", seed=0)
+    assert s.not_fair.tolist() == [False] * 5 + [True, True]  # the Llama-3 fine-tune is flagged with its base

@@ -28,7 +28,7 @@ def test_magi_assets_on_slice(landing, monkeypatch):
     store = Store(landing["db"])
     n_items = 202  # arc 100 + mmlu 102
     ranks = store.query("SELECT method, count(*) AS n, max(rank) AS r FROM magi_rankings WHERE leaderboard = 'openllm' GROUP BY 1")
-    assert len(ranks) == 5 and (ranks["n"] == n_items).all() and (ranks["r"] == n_items).all()
+    assert len(ranks) == 6 and (ranks["n"] == n_items).all() and (ranks["r"] == n_items).all()
     sub = store.query("SELECT method, sum(in_subset::INT) AS k, sum(padded::INT) AS p FROM magi_subset GROUP BY 1")
     assert (sub["k"] > 0).all() and (sub["k"] < n_items).all() and (sub["p"] <= sub["k"]).all()
     scores = store.query("SELECT * FROM magi_scores WHERE method = 'ref_vs_voters'")
@@ -57,3 +57,11 @@ def test_magi_assets_on_slice(landing, monkeypatch):
     meta = result.asset_materializations_for_node("magi_subset_assets")
     charts = [m for m in meta if "penalty_chart" in m.metadata]
     assert charts and len(charts[0].metadata["penalty_chart"].value) < 200_000
+
+
+def test_every_magi_asset_has_a_description_and_the_magi_group():
+    specs = [spec for a in subsets.leaderboard_assets for spec in a.specs]
+    names = {spec.key.to_user_string() for spec in specs}
+    assert names == set(subsets.MAGI_ASSETS) | {"parallel_forms"}
+    for spec in specs:
+        assert spec.group_name == "magi" and spec.description and len(spec.description) > 30, spec.key

@@ -12,7 +12,10 @@ ref_vs_voters   reference score minus the voters' mean: items the reference got 
 irt             IRT difficulty (intercept b of P = sigmoid(a theta - b)): hard items kept.
 irt_discrimination  IRT discrimination ||a||.
 irt_information Fisher information a^2 p (1 - p) averaged over the abilities of the top-k models;
-                needs no reference model.
+                needs no reference model. With ``direction`` (a unit vector in ability space, e.g. the
+                full-score direction of a multidimensional fit) the information along it: (a . u)^2 p (1 - p).
+top_discrimination  the covariance of the item with the real full score among the top-K tune models: items
+                that split the strong models along the full-score direction (no IRT, no voters).
 """
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-METHODS = ("mean_score", "ref_vs_voters", "irt", "irt_discrimination", "irt_information")
+METHODS = ("mean_score", "ref_vs_voters", "irt", "irt_discrimination", "irt_information", "top_discrimination")
 VOTER_METHODS = ("mean_score", "ref_vs_voters")
 TIE_EPS = 1e-7  # below any difference of means over <= 1,000 voters
 
@@ -85,9 +88,43 @@ def information(theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (a ** 2).sum(axis=1)[None, :] * p * (1 - p)
 
 
-def irt_keep(a: np.ndarray, b: np.ndarray, method: str, theta_top: np.ndarray | None = None) -> np.ndarray:
+def directional_information(theta: np.ndarray, a: np.ndarray, b: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    """Fisher information of each item along the unit ability direction u, shape (n_theta, n_items):
+    (a . u)^2 p (1 - p) with p = sigmoid(a . theta - b). theta (n_theta, D), a (n_items, D), u (D,)."""
+    theta = np.atleast_2d(np.asarray(theta, dtype=float))
+    a = np.asarray(a, dtype=float).reshape(len(b), -1)
+    u = np.asarray(direction, dtype=float).reshape(-1)
+    u = u / max(np.linalg.norm(u), 1e-12)
+    z = np.clip(theta @ a.T - np.asarray(b, dtype=float)[None, :], -30, 30)
+    p = 1.0 / (1.0 + np.exp(-z))
+    return ((a @ u) ** 2)[None, :] * p * (1 - p)
+
+
+def full_score_direction(theta_top: np.ndarray, full_top: np.ndarray) -> np.ndarray:
+    """The unit direction in ability space along which the full score rises among the top models: the least-
+    squares slopes of ``full_top`` (k,) on ``theta_top`` (k, D), normalized; shape (D,)."""
+    theta_top = np.atleast_2d(np.asarray(theta_top, dtype=float))
+    X = np.c_[np.ones(len(theta_top)), theta_top]
+    coef = np.linalg.lstsq(X, np.asarray(full_top, dtype=float), rcond=None)[0][1:]
+    n = np.linalg.norm(coef)
+    return coef / n if n > 0 else np.ones(theta_top.shape[1]) / np.sqrt(theta_top.shape[1])
+
+
+def rank_top_discrimination(Y_top: np.ndarray, full_top: np.ndarray, seed: int = 0) -> Ranking:
+    """Keep score = covariance of each item with the full score among the top models (item-rest covariance):
+    items that the better of the strong models (by the real full score) get right and the worse get wrong are
+    kept; items that trade off against the full score at the top go first. ``Y_top`` (k, n_items) 0/1 scores of
+    the top-k tune models, ``full_top`` (k,) their full scores. Voters never enter: zero voter penalty."""
+    X = np.asarray(Y_top, dtype=float)
+    f = np.asarray(full_top, dtype=float)
+    cov = (X - X.mean(axis=0)).T @ (f - f.mean()) / max(len(f), 1)
+    return Ranking("top_discrimination", cov + tie_breaker(X.shape[1], seed), None)
+
+
+def irt_keep(a: np.ndarray, b: np.ndarray, method: str, theta_top: np.ndarray | None = None,
+             direction: np.ndarray | None = None) -> np.ndarray:
     """The raw IRT keep score (n_items,): b (irt), ||a|| (irt_discrimination) or the Fisher information averaged
-    over ``theta_top`` (k, D) (irt_information)."""
+    over ``theta_top`` (k, D) (irt_information; along ``direction`` (D,) when given)."""
     a2 = np.asarray(a, dtype=float).reshape(len(b), -1)
     if method == "irt":
         return np.asarray(b, dtype=float)
@@ -96,22 +133,26 @@ def irt_keep(a: np.ndarray, b: np.ndarray, method: str, theta_top: np.ndarray | 
     if method == "irt_information":
         if theta_top is None or len(theta_top) == 0:
             raise ValueError("irt_information needs the abilities of the top models")
+        if direction is not None:
+            return directional_information(theta_top, a2, b, direction).mean(axis=0)
         return information(theta_top, a2, b).mean(axis=0)
     raise ValueError(f"unknown IRT ranking {method!r}")
 
 
-def _finish_irt(method: str, keep: np.ndarray, a: np.ndarray, seed: int) -> Ranking:
+def _finish_irt(method: str, keep: np.ndarray, a: np.ndarray, seed: int, direction: np.ndarray | None = None) -> Ranking:
     # items whose correct answer does not rise with ability (a . 1 <= 0, abilities oriented so that higher =
-    # more accurate, see orient_irt) would invert a sum score: they go first whatever the ranking
-    inverted = np.asarray(a, dtype=float).reshape(len(keep), -1).sum(axis=1) <= 0
+    # more accurate, see orient_irt; a . u <= 0 along a given direction u) would invert a sum score: they go first
+    a2 = np.asarray(a, dtype=float).reshape(len(keep), -1)
+    inverted = (a2.sum(axis=1) if direction is None else a2 @ np.asarray(direction, dtype=float).reshape(-1)) <= 0
     keep = np.where(inverted, np.min(keep) - 1.0 - np.abs(keep), keep)
     return Ranking(method, keep + tie_breaker(len(keep), seed), None)
 
 
 def rank_irt(a: np.ndarray, b: np.ndarray, method: str = "irt", theta_top: np.ndarray | None = None,
-             seed: int = 0) -> Ranking:
-    """IRT rankings; ``a`` (n_items, D), ``b`` (n_items,), ``theta_top`` (k, D) abilities of the top models."""
-    return _finish_irt(method, irt_keep(a, b, method, theta_top), a, seed)
+             seed: int = 0, direction: np.ndarray | None = None) -> Ranking:
+    """IRT rankings; ``a`` (n_items, D), ``b`` (n_items,), ``theta_top`` (k, D) abilities of the top models;
+    ``direction`` (D,): irt_information along it (full_score_direction), items with a . u <= 0 first."""
+    return _finish_irt(method, irt_keep(a, b, method, theta_top, direction), a, seed, direction)
 
 
 def rank_irt_by_group(a: np.ndarray, b: np.ndarray, groups: np.ndarray, method: str = "irt",

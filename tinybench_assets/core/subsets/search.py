@@ -24,15 +24,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tinybench_assets.core.subsets.rankings import (METHODS, Ranking, demote, orient_irt, rank_irt, rank_irt_by_group,
-                                                     rank_mean_score, rank_ref_vs_voters)
+from tinybench_assets.core.subsets.rankings import (METHODS, Ranking, demote, full_score_direction, orient_irt, rank_irt,
+                                                     rank_irt_by_group, rank_mean_score, rank_ref_vs_voters,
+                                                     rank_top_discrimination)
 from tinybench_assets.core.subsets.setup import (MagiSetup, SubsetEval, SubsetParams, build_subset, measure,
                                                  scenario_validity)
 
 # the product defaults, chosen on openllm by VARIANT_RULE (choose_variant) over the grid of benchmarks/magi.py
 # --variants, on tune models and voters only (docs/magi.md, "Choosing the default")
-DEFAULTS = {"balanced": False, "stratify": False, "irt_scope": "scenario", "validity_top": 100, "min_validity": 0.0}
-NO_REFERENCE_METHODS = ("mean_score", "irt", "irt_discrimination", "irt_information")
+# information: "raw" (a^2 p (1 - p) in the irt_scope fit) | "full_direction" (a 2-D pooled fit, information along
+# the direction in which the full score rises among the top validity_top tune models)
+DEFAULTS = {"balanced": False, "stratify": False, "irt_scope": "scenario", "validity_top": 100, "min_validity": 0.0,
+            "information": "full_direction"}
+NO_REFERENCE_METHODS = ("mean_score", "irt", "irt_discrimination", "irt_information", "top_discrimination")
+TOP_K_METHODS = ("irt_information", "top_discrimination")
 OBJECTIVES = ("top10_std", "mean_abs_voter_penalty", "guesser_advantage", "fraction_of_pool")
 DIRECTIONS = ("maximize", "minimize", "minimize", "minimize")
 
@@ -77,6 +82,7 @@ class SearchSpace:
     pad_acc_low: tuple[float, float] = (0.2, 0.95)
     pad_width: tuple[float, float] = (0.05, 0.8)
     top_k: tuple[int, int] = (3, 50)
+    disc_top: tuple[int, int] = (30, 200)  # top_discrimination: the top-K tune models the covariance is taken over
 
 
 @dataclass
@@ -88,6 +94,7 @@ class MethodResult:
     trials: pd.DataFrame
     seconds: float
     eval_metrics: dict = field(default_factory=dict)
+    ranking_options: dict = field(default_factory=dict)  # irt_information along a direction: {"direction": [...]}
 
 
 @dataclass
@@ -169,7 +176,8 @@ def _params_from_trial(trial, space: SearchSpace, method: str, stratify: bool = 
         pad_base=trial.suggest_int("pad_base", *space.pad_base),
         pad_per_point=trial.suggest_float("pad_per_point", *space.pad_per_point),
         pad_acc_low=low, pad_acc_high=min(1.0, low + width),
-        top_k=trial.suggest_int("top_k", *space.top_k) if method == "irt_information" else 0,
+        top_k=(trial.suggest_int("top_k", *space.top_k) if method == "irt_information" else
+               trial.suggest_int("top_k", *space.disc_top) if method == "top_discrimination" else 0),
         stratify=stratify,
     )
 
@@ -206,10 +214,11 @@ def search_method(setup: MagiSetup, method: str, ranking_for, *, n_trials: int =
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(15, n_trials), multivariate=True)
     study = optuna.create_study(directions=list(DIRECTIONS), sampler=sampler)
     # a deterministic start: the plain MAGI point (the largest allowed subset, no padding) and a padded one
+    k0 = {"irt_information": {"top_k": 10}, "top_discrimination": {"top_k": 100}}.get(method, {})
     study.enqueue_trial({"keep_fraction": space.keep_fraction[1], "pad_base": 0, "pad_per_point": 0.0,
-                         "pad_acc_low": 0.5, "pad_width": 0.5, **({"top_k": 10} if method == "irt_information" else {})})
+                         "pad_acc_low": 0.5, "pad_width": 0.5, **k0})
     study.enqueue_trial({"keep_fraction": 0.15, "pad_base": 1, "pad_per_point": 2.0,
-                         "pad_acc_low": 0.5, "pad_width": 0.5, **({"top_k": 10} if method == "irt_information" else {})})
+                         "pad_acc_low": 0.5, "pad_width": 0.5, **k0})
     study.optimize(objective, n_trials=n_trials)
     trials = pd.DataFrame(rows).sort_values("trial").reset_index(drop=True)
     trials["pareto"] = pareto_mask(trials[list(OBJECTIVES)].to_numpy(dtype=float))
@@ -242,12 +251,15 @@ def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int
              irt_params=None, device: str = "cpu", space: SearchSpace | None = None,
              scalar: Scalarization | None = None, stratify: bool = DEFAULTS["stratify"],
              validity_top: int = DEFAULTS["validity_top"], min_validity: float | None = DEFAULTS["min_validity"],
-             balanced: bool | None = None, irt_scope: str = DEFAULTS["irt_scope"]) -> MagiResult:
+             balanced: bool | None = None, irt_scope: str = DEFAULTS["irt_scope"],
+             information: str = DEFAULTS["information"], info_params=None) -> MagiResult:
     """Rank, search and choose a subset per ranking method; measure each chosen subset on tune and eval models.
 
     balanced: scenario-balanced subset scores (None: the setup's own ``balanced``); stratify: every scenario
     not demoted by the guard keeps its share of the pool; irt_scope: "pooled" (one 1-D fit) or "scenario"
-    (one fit per scenario; information at the top models' abilities within the scenario). Defaults: DEFAULTS.
+    (one fit per scenario; information at the top models' abilities within the scenario); information:
+    "raw" or "full_direction" (irt_information from a 2-D pooled fit, along the full-score direction among the
+    top ``validity_top`` tune models; ``info_params``: that fit, fitted here when None). Defaults: DEFAULTS.
     Each method's ``seconds`` includes its share of the IRT fit (the whole fit for every IRT method).
     """
     t0 = time.perf_counter()
@@ -260,6 +272,17 @@ def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int
     if irt_methods:
         _, fitted, irt_seconds = irt_rankings(setup, [], dim=irt_dim, seed=seed, device=device, irt_params=irt_params,
                                               scope=irt_scope)
+    direction = None
+    if "irt_information" in methods and information == "full_direction":
+        t_i = time.perf_counter()
+        info_params = info_params or fit_irt_models(setup, dim=2, seed=seed, device=device, scope="pooled")
+        fit_rows = np.flatnonzero(setup.role == "tune")
+        top = setup.top((setup.role == "tune") & ~setup.guesser, validity_top, fair_only=False)
+        direction = full_score_direction(np.asarray(info_params.theta)[np.searchsorted(fit_rows, top)],
+                                         setup.full_score[top])
+        irt_seconds += time.perf_counter() - t_i
+    elif information not in ("raw", "full_direction"):
+        raise ValueError(f"unknown information {information!r} (raw | full_direction)")
     validity = scenario_validity(setup, validity_top)
     invalid = (np.zeros(len(setup.items), bool) if min_validity is None
                else np.array([validity[str(g)] <= min_validity for g in setup.scenarios]))
@@ -269,9 +292,15 @@ def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int
         if method in ("mean_score", "ref_vs_voters"):
             r = demote(voter_ranking(setup, method, seed), invalid, setup.scenarios)
             ranking_for = lambda k, r=r: r  # noqa: E731
+        elif method == "top_discrimination" or (method == "irt_information" and direction is not None):
+            def ranking_for(k, method=method):
+                if (method, int(k)) not in irt_cache:
+                    irt_cache[(method, int(k))] = demote(_top_ranking(setup, method, int(k), info_params, direction,
+                                                                      seed), invalid, setup.scenarios)
+                return irt_cache[(method, int(k))]
         else:
             def ranking_for(k, method=method):
-                key = (method, int(k) if method == "irt_information" else 0)
+                key = (method, int(k) if method in TOP_K_METHODS else 0)
                 if key not in irt_cache:
                     fresh = irt_rankings(setup, [method], seed=seed, irt_params=fitted, top_k_values=(key[1],))[0]
                     irt_cache.update({kk: demote(r, invalid, setup.scenarios) for kk, r in fresh.items()})
@@ -279,6 +308,8 @@ def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int
         res = search_method(setup, method, ranking_for, n_trials=n_trials, seed=seed, space=space, scalar=scalar,
                             stratify=stratify)
         res.seconds = time.perf_counter() - t_m + (irt_seconds if method.startswith("irt") else 0.0)
+        res.ranking_options = ({"direction": direction.tolist()} if method == "irt_information" and direction is not None
+                               else {})
         res.eval_metrics = measure(setup, res.chosen.mask, res.chosen.penalty_after, group="eval")
         out[method] = res
     full = np.ones(setup.Y.shape[1], dtype=bool)
@@ -286,7 +317,18 @@ def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int
                       irt_seconds, time.perf_counter() - t0, fitted, validity,
                       tuple(g for g, v in validity.items() if min_validity is not None and v <= min_validity),
                       {"balanced": setup.balanced, "stratify": stratify, "irt_scope": irt_scope,
-                       "validity_top": validity_top, "min_validity": min_validity})
+                       "validity_top": validity_top, "min_validity": min_validity, "information": information})
+
+
+def _top_ranking(setup: MagiSetup, method: str, k: int, info_params, direction, seed: int) -> Ranking:
+    """top_discrimination over the top-k tune non-guessers, or irt_information along ``direction`` at the
+    abilities of the top-k tune models in the 2-D pooled fit ``info_params`` (fitted on the tune models)."""
+    if method == "top_discrimination":
+        rows = setup.top((setup.role == "tune") & ~setup.guesser, k, fair_only=False)
+        return rank_top_discrimination(setup.Y[rows], setup.full_score[rows], seed)
+    pos = np.searchsorted(np.flatnonzero(setup.role == "tune"), setup.top(setup.role == "tune", k))
+    return rank_irt(info_params.a, info_params.b, "irt_information", np.asarray(info_params.theta)[pos], seed,
+                    direction)
 
 
 VARIANT_RULE = ("among (variant, method) rows with tune Kendall tau (top 50) >= min_tau, fraction <= max_fraction, "

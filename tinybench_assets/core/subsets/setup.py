@@ -22,7 +22,7 @@ from tinybench_assets.core.splits import model_unit
 from tinybench_assets.core.subsets.padding import pad_subset, padded_penalty
 from tinybench_assets.core.subsets.penalty import loo_masks, subset_scores, voter_penalty
 from tinybench_assets.core.subsets.rankings import Ranking, subset_mask
-from tinybench_assets.core.subsets.voters import guessers, model_families, select_voters
+from tinybench_assets.core.subsets.voters import base_family, guessers, model_families, select_voters
 
 
 @dataclass
@@ -109,7 +109,10 @@ def prepare(Y: np.ndarray, models, items, scenarios, subscenarios, chance: np.nd
         cand = cand if len(cand) else np.flatnonzero(role != "voter")
         ref = int(cand[np.argmax(full[cand])])
     family = fams.loc[models, "family"].to_numpy()
-    not_fair = family == family[ref]
+    # the reference's family, and fine-tunes whose names declare the same base and size (dolphin-2.9-llama3-8b
+    # of Meta-Llama-3-8B) where the aggregate table does not group them
+    bases = [base_family(m) for m in models]
+    not_fair = (family == family[ref]) | (np.array([b is not None and b == bases[ref] for b in bases]))
     return MagiSetup(Y=Y, models=models, items=list(items), scenarios=np.asarray(scenarios, dtype=object),
                      subscenarios=np.asarray(subscenarios, dtype=object), chance=np.asarray(chance, float),
                      full_score=full, role=role, guesser=guess, not_fair=not_fair, reference=ref, families=fams,

@@ -49,6 +49,24 @@ def family_from_name(name: str) -> str:
     return re.split(r"[-_.]", base)[0] or base
 
 
+BASE_TOKEN = re.compile(r"(?<![a-z])(llama|mistral|mixtral|qwen|gemma|falcon|phi|yi|solar|deepseek|internlm)"
+                        r"[-_ ]?(\d+(?:\.\d+)?)?(?![a-z])", re.I)
+
+
+def base_family(name: str) -> str | None:
+    """The base model a fine-tune's name declares, as ``<base>[-<version>]-<size>``, or None when the name names
+    no known base and size: ``cognitivecomputations/dolphin-2.9-llama3-8b`` and ``meta-llama/Meta-Llama-3-8B``
+    both give ``llama-3-8b``; ``dolphin-2.6-mistral-7b`` and ``Mistral-7B-v0.1`` give ``mistral-7b``. Used to flag
+    a reference's fine-tunes as not fair when the aggregate table does not know them (voters are unaffected)."""
+    base = str(name).split("/")[-1].lower()
+    size = SIZE_TOKEN.search(base)
+    m = BASE_TOKEN.search(base[: size.start()] if size else "")
+    if not (m and size):
+        return None
+    version = f"-{m.group(2)}" if m.group(2) else ""
+    return f"{m.group(1).lower()}{version}-{size.group(1)}{size.group(0)[-1].lower()}"
+
+
 def read_aggregate(path: str | Path | None) -> pd.DataFrame | None:
     """The leaderboard's aggregate table (name, arch, size, merged, moe, flagged, ...), or None when absent."""
     if path is None or not Path(path).is_file():

@@ -41,7 +41,8 @@ class MagiConfig(dg.Config):
     guesser_z: float = 2.0
     eval_fraction: float = 0.5  # non-voters held out from every selection step
     reference: str = ""  # "" : the best tune model by full score
-    methods: list[str] = ["mean_score", "ref_vs_voters", "irt", "irt_discrimination", "irt_information"]
+    methods: list[str] = ["mean_score", "ref_vs_voters", "irt", "irt_discrimination", "irt_information",
+                          "top_discrimination"]
     export_method: str = "irt"  # exported as magi_subset.json: the variant rule's pick among the methods that burn
     # no reference model (benchmarks/magi.py --variants; docs/magi.md, "Choosing the default")
     n_trials: int = 60
@@ -52,6 +53,7 @@ class MagiConfig(dg.Config):
     stratify: bool = DEFAULTS["stratify"]  # every scenario the guard keeps holds its share of the pool
     balanced: bool = DEFAULTS["balanced"]  # subset score = mean over scenarios of the accuracy on their kept items
     irt_scope: str = DEFAULTS["irt_scope"]  # scenario (one 1-D fit per scenario) | pooled (one 1-D fit)
+    information: str = DEFAULTS["information"]  # irt_information: full_direction (2-D fit, along the full score) | raw
     validity_top: int = DEFAULTS["validity_top"]  # the guard: scenario validity among the top-N tune models
     guard: bool = DEFAULTS["min_validity"] is not None  # delete first the scenarios whose score does not rise
     min_validity: float = DEFAULTS["min_validity"] or 0.0  # with the full score at the top (validity <= this)
@@ -162,7 +164,8 @@ def _md_image(png: bytes, alt: str) -> dg.MetadataValue:
                         description=desc)
            for name, desc in zip(MAGI_ASSETS, (
                "Item rankings per method (mean voter score, reference-vs-voters, IRT difficulty / discrimination / "
-               "information at the top models' abilities): keep score and rank per item.",
+               "information at the top models' abilities along the full-score direction, covariance with the full "
+               "score among the top tune models): keep score and rank per item.",
                "Progressive deletion: every chosen model's score (reference, voters, top-10 non-voters) as items are deleted.",
                "Leave-one-out voter penalty per voter before/after offset padding, and mean penalty vs number of voters.",
                "The chosen subset per method (items, ranking scores, parameters, Pareto front of the seeded search) and "
@@ -188,7 +191,7 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
     result = run_magi(setup, methods=tuple(config.methods), n_trials=config.n_trials, seed=config.seed,
                       irt_dim=config.irt_dim, space=space, scalar=scalar, stratify=config.stratify,
                       balanced=config.balanced, irt_scope=config.irt_scope, validity_top=config.validity_top,
-                      min_validity=config.min_validity if config.guard else None)
+                      min_validity=config.min_validity if config.guard else None, information=config.information)
     models = np.asarray(setup.models, dtype=object)
     fam = setup.families.loc[setup.models, "family"].to_numpy()
     role = setup.role.copy()
@@ -226,7 +229,7 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
         search.append(res.trials.assign(method=method))
         summary.append({"method": method, **{f"tune_{k_}": v for k_, v in res.chosen.metrics.items()},
                         **{f"eval_{k_}": v for k_, v in res.eval_metrics.items()},
-                        "params": json.dumps(res.params.as_dict()), "seconds": res.seconds})
+                        "params": json.dumps({**res.params.as_dict(), **res.ranking_options}), "seconds": res.seconds})
         scores.append(pd.DataFrame({"method": method, "model": models, "role": role, "family": fam,
                                     "not_fair": setup.not_fair, "guesser": setup.guesser, "full_score": setup.full_score,
                                     "pool_score": pool_score, "subset_score": setup.scores(res.chosen.mask)}))
@@ -249,7 +252,7 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
     sel = np.flatnonzero(res.chosen.mask)
     artifact = {
         "format": "tinybench-magi-subset/1", "leaderboard": board, "scenarios": keys, "item_split": split,
-        "method": export, "params": res.params.as_dict(), "seed": config.seed,
+        "method": export, "params": {**res.params.as_dict(), **res.ranking_options}, "seed": config.seed,
         "scoring_rule": ("score = mean over the scenarios listed of the mean 0/1 correctness on that scenario's items"
                          if setup.balanced else "score = mean over the listed items of 0/1 correctness")
                         + " (binarized as the leaderboard's binarization table says); chance = the same rule over the "
