@@ -47,6 +47,20 @@ def quarantine_file(path: Path, incoming: Path, quarantine_dir: Path, error: str
     return target
 
 
+def pending_drops(store: Store, incoming: Path | str) -> list[str]:
+    """Landing files (relative paths) whose bytes the store has not ingested yet: what an ingest would read."""
+    incoming = Path(incoming)
+    out = []
+    for path in landing_files(incoming):
+        try:
+            sha = drop_sha256(path)
+        except FileNotFoundError:
+            continue
+        if store.drop_status(sha) is None:
+            out.append(str(path.resolve().relative_to(incoming.resolve())))
+    return out
+
+
 def ingest_landing(store: Store, incoming: Path | str, quarantine_dir: Path | str, leaderboard: str | None = None) -> IngestReport:
     """Ingest every new or changed drop under ``incoming`` (one transaction per drop).
 

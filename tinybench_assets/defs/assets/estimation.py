@@ -13,12 +13,14 @@ from tinybench_assets import paths
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
 from tinybench_assets.defs.assets.irt import irt_joint, training_matrix
 from tinybench_assets.defs.cards import card
+from tinybench_assets.defs.versions import code_version
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
 from tinybench_assets.io import plots
 from tinybench_assets.io.store import Store
 
 GROUP = "estimation"
+CODE_VERSION = code_version("estimation")
 
 
 class EstimationConfig(dg.Config):
@@ -78,11 +80,11 @@ def _skip(board: str, n_models: int, config: EstimationConfig) -> dg.Materialize
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec("anchor_sets", group_name=GROUP, partitions_def=leaderboard_partitions, deps=[irt_joint],
+        dg.AssetSpec("anchor_sets", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions, deps=[irt_joint],
                      **card("Anchor items", "Anchor items per scenario x clustering (correctness / IRT) x n, with "
                             "weights = the clusters' balance-weight mass (sum 1 per scenario; checked). Chosen on training "
                             "models only.", kinds=("python", "torch", "scikit-learn", "duckdb"))),
-        dg.AssetSpec("gpirt_lambdas", group_name=GROUP, partitions_def=leaderboard_partitions, deps=["anchor_sets"],
+        dg.AssetSpec("gpirt_lambdas", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions, deps=["anchor_sets"],
                      **card("gp-IRT lambdas and estimator choice", "gp-IRT lambdas per scenario x clustering x n: the "
                             "tutorial's b^2/(v/(4n)+b^2) and the lambda chosen on validation models; plus the estimator "
                             "chosen per scenario on validation models.", kinds=("python", "duckdb"))),
@@ -140,7 +142,7 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
     })
 
 
-@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
           **card("Held-out model estimates", "Estimates for every held-out (test) model of the recorded split, from its "
                  "anchor answers only: per scenario x estimator x clustering x n, with 90 % intervals, against the pool "
                  "accuracy (T1) and the real full-benchmark score (T2). Checks: estimates in [0, 1] inside their intervals."))
@@ -178,7 +180,7 @@ def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig,
     })
 
 
-@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
           **card("Estimation backtest", "Honest backtest over several seeded model splits: for each split a fresh "
                  "predictor is fitted on the training models only and scored on the test models. MAE and SD of the error "
                  "(accuracy points) per scenario x estimator x n against T1 (pool accuracy) and T2 (real full score). "
@@ -237,7 +239,7 @@ class ExportConfig(EstimationConfig):
     export_n: int = 30  # anchors per scenario in the exported tiny benchmark
 
 
-@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
           **card("Tiny benchmark export", "The portable tiny benchmark: data/artifacts/<leaderboard>/tiny_benchmark.json "
                  "(anchor ids and texts, weights, IRT parameters, lambdas, calibration, intervals) beside predictor.pkl, "
                  "plus the tiny_benchmark* tables. `tinybench estimate --leaderboard <name> --answers answers.csv` scores "

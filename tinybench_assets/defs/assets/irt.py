@@ -12,12 +12,14 @@ from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
 from tinybench_assets.core.splits import split_models
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
+from tinybench_assets.defs.versions import code_version
 from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
 from tinybench_assets.io import plots
 from tinybench_assets.io.store import Store, load_matrix
 
 GROUP = "irt"
+CODE_VERSION = code_version("irt")
 
 
 class IRTConfig(dg.Config):
@@ -96,7 +98,7 @@ def fit_and_store(context, db: Store, matrix: ResponseMatrix, key: str, scope: s
     )
 
 
-@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[binarized_responses],
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[binarized_responses],
           **card("IRT model (per scenario)", "Multidimensional 2PL for one scenario, fitted by MAP on the training models "
                  "(seeded split, recorded in model_splits); D chosen by validation on training models; item a/b, model "
                  "theta, per-D errors in DuckDB. Plots: difficulty vs discrimination, validation error vs D. Check: the "
@@ -107,7 +109,7 @@ def irt_model(context: dg.AssetExecutionContext, config: IRTConfig, store: Store
     return fit_and_store(context, db, training_matrix(db, key), key, "scenario", config, torch_device.resolve())
 
 
-@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
           deps=[dg.AssetDep(binarized_responses, partition_mapping=dg.AllPartitionMapping())],
           **card("IRT model (joint, per leaderboard)", "One joint 2PL across every scenario of a leaderboard "
                  "(tinyBenchmarks' 'lb' model): abilities shared across scenarios, so a model's anchors in one scenario "

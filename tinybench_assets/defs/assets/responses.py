@@ -11,9 +11,11 @@ from tinybench_assets.io.landing import ingest_landing
 from tinybench_assets.io.store import load_matrix
 from tinybench_assets.defs.partitions import register_partitions, scenario_partitions
 from tinybench_assets.defs.cards import card
+from tinybench_assets.defs.versions import code_version, landing_version, partition_version
 from tinybench_assets.defs.resources import DUCKDB_POOL, LandingResource, StoreResource
 
 GROUP = "ingest"
+CODE_VERSION = code_version("ingest")
 
 
 def _ingest(context, store, landing, leaderboard=None):
@@ -27,7 +29,7 @@ def _ingest(context, store, landing, leaderboard=None):
     return report
 
 
-@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, **card("Landed drops", "Every new or changed drop in the landing folder, "
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, **card("Landed drops", "Every new or changed drop in the landing folder, "
           "validated and stored in DuckDB (one transaction per drop); bad files move to the quarantine folder with an error "
           "report naming the file, row and problem. Metadata: what was ingested, unchanged and quarantined."))
 def landing_ingest(context: dg.AssetExecutionContext, store: StoreResource, landing: LandingResource) -> dg.MaterializeResult:
@@ -35,6 +37,7 @@ def landing_ingest(context: dg.AssetExecutionContext, store: StoreResource, land
     report = _ingest(context, db, landing)
     drops = db.query("SELECT count(*) AS n FROM drops WHERE status = 'active'")["n"].iloc[0]
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(landing_version(db)),  # unchanged drops -> same version -> nothing downstream stale
         metadata={
             "ingested": dg.MetadataValue.json(report.ingested),
             "unchanged": len(report.skipped),
@@ -46,7 +49,7 @@ def landing_ingest(context: dg.AssetExecutionContext, store: StoreResource, land
     )
 
 
-@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[landing_ingest],
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[landing_ingest],
           **card("Raw responses", "The long table (model, item, score in [0, 1]) of one leaderboard scenario, consolidated "
                  "from every active drop, the latest drop winning per cell. Metadata: models, items, drops, mean score."))
 def raw_responses(context: dg.AssetExecutionContext, store: StoreResource, landing: LandingResource) -> dg.MaterializeResult:
@@ -61,6 +64,7 @@ def raw_responses(context: dg.AssetExecutionContext, store: StoreResource, landi
         "avg(score) AS mean_score, count(DISTINCT drop_id) AS drops FROM responses WHERE partition_key = ?", [key]
     ).iloc[0]
     return dg.MaterializeResult(
+        data_version=dg.DataVersion(partition_version(db, key)),  # the partition's active drops: a re-run on them is a no-op
         metadata={
             "rows": int(n),
             "models": int(stats["models"]),
@@ -72,7 +76,7 @@ def raw_responses(context: dg.AssetExecutionContext, store: StoreResource, landi
     )
 
 
-@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[raw_responses],
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[raw_responses],
           **card("Response matrix", "Models x items matrix of one scenario with its subscenario index and the "
                  "tinyBenchmarks balance weights (each subscenario weighs the same; weights average 1). Plot: model "
                  "accuracies and item mean scores."))
@@ -119,7 +123,7 @@ def response_matrix(context: dg.AssetExecutionContext, store: StoreResource) -> 
     )
 
 
-@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[response_matrix],
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[response_matrix],
           **card("Binarized responses", "0/1 responses of one scenario. 0/1 data passes unchanged; RouterDC multiple "
                  "choice is correct iff score > 0; other graded scores use the tutorial threshold c minimizing "
                  "mean |mean(Y>c) - mean(Y)| over models."))

@@ -13,10 +13,13 @@ from tinybench_assets.defs.assets.routing import (
     GROUP, RouterConfig, load_embeddings, partition_rows, pirt_predictions, question_embeddings, router_path,
 )
 from tinybench_assets.defs.cards import card
+from tinybench_assets.defs.versions import code_version
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
 from tinybench_assets.io import plots, router_plots
 from tinybench_assets.io.store import Store, load_matrix
+
+CODE_VERSION = code_version("router")
 
 
 def routing_data(db: Store, key: str):
@@ -53,7 +56,7 @@ def cost_matrix(db: Store, key: str, items, models) -> np.ndarray | None:
     return None if C.isna().any().any() else C.to_numpy(dtype=float)
 
 
-@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions,
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions,
           deps=[pirt_predictions, question_embeddings, binarized_responses],
           **card("Router accuracy", "Routers (best single, KNN vote, shrunk KNN, KNN-IRT, logistic, ensemble) chosen by "
                  "cross-validation on TRAINING questions; the served one routes every test question. Router accuracy vs "

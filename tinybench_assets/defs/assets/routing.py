@@ -18,6 +18,7 @@ from tinybench_assets import paths
 from tinybench_assets.defs.assets.irt import irt_model
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
+from tinybench_assets.defs.versions import code_version
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, EncoderResource, StoreResource, TorchDevice
 from tinybench_assets.io import plots, router_plots
@@ -25,6 +26,7 @@ from tinybench_assets.io.embeddings import embed_cached, load_cached, text_key
 from tinybench_assets.io.store import Store, load_matrix
 
 GROUP = "router"
+CODE_VERSION = code_version("router")
 
 
 class KNNConfig(dg.Config):
@@ -81,7 +83,7 @@ def _skip(reason: str) -> dg.MaterializeResult:
     return dg.MaterializeResult(metadata={"skipped": reason})
 
 
-@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[binarized_responses],
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[binarized_responses],
           **card("Question embeddings", "Sentence embeddings (all-MiniLM-L6-v2, offline) of every question of a scenario "
                  "with text and a test split, cached in DuckDB by hash of (encoder, text): a re-run or a new drop embeds "
                  "only new texts. The run's log shows texts done / to do.", kinds=("python", "torch", "duckdb")))
@@ -120,7 +122,7 @@ def irt_fit(db: Store, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     return items, models
 
 
-@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[question_embeddings, irt_model],
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[question_embeddings, irt_model],
           **card("KNN-imputed item parameters", "Discrimination a and difficulty b of every TEST question, imputed as the "
                  "(weighted) mean over its k most cosine-similar TRAINING questions' IRT parameters; stored with the "
                  "neighbours' ids and similarities. Plot: fitted vs imputed difficulty and discrimination.",
@@ -155,7 +157,7 @@ def knn_item_params(context: dg.AssetExecutionContext, config: KNNConfig, store:
     })
 
 
-@dg.asset(group_name=GROUP, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[knn_item_params],
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[knn_item_params],
           **card("p-IRT correctness predictions", "P(correct) = sigmoid(a_q . theta_m - b_q) for every (model, test "
                  "question) from the IRT abilities and the KNN-imputed a, b; the tutorial's router routes each question "
                  "to the argmax."))

@@ -20,12 +20,15 @@ from tinybench_assets.core.subsets import (DEFAULTS, Scalarization, SearchSpace,
                                            prepare, read_aggregate, run_magi)
 from tinybench_assets.core.subsets.penalty import penalty_vs_n_voters, score_trends, subset_scores
 from tinybench_assets.defs.assets.responses import binarized_responses
+from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource
+from tinybench_assets.defs.versions import code_version
 from tinybench_assets.io import plots
 from tinybench_assets.io.store import Store, load_matrix
 
 GROUP = "magi"
+CODE_VERSION = code_version("magi")
 BOARD_DEFAULTS = {"routerdc": {"scenarios": ["mmlu"], "item_split": "test"}}
 MAGI_ASSETS = ("magi_rankings", "magi_score_trends", "magi_voter_penalty", "magi_subset", "magi_scores")
 
@@ -158,11 +161,14 @@ def _md_image(png: bytes, alt: str) -> dg.MetadataValue:
     return dg.MetadataValue.md(plots.markdown_image(png, alt))
 
 
+MAGI_TITLES = ("MAGI item rankings", "MAGI score trends", "MAGI voter penalty", "MAGI subset", "MAGI subset scores")
+
+
 @dg.multi_asset(
     specs=[dg.AssetSpec(name, group_name=GROUP, partitions_def=leaderboard_partitions,
                         deps=[dg.AssetDep(binarized_responses, partition_mapping=dg.AllPartitionMapping())] if name == "magi_rankings" else ["magi_rankings"],
-                        description=desc)
-           for name, desc in zip(MAGI_ASSETS, (
+                        code_version=CODE_VERSION, **card(title, desc, kinds=("python", "optuna", "duckdb")))
+           for name, title, desc in zip(MAGI_ASSETS, MAGI_TITLES, (
                "Item rankings per method (mean voter score, reference-vs-voters, IRT difficulty / discrimination / "
                "information at the top models' abilities along the full-score direction, covariance with the full "
                "score among the top tune models): keep score and rank per item.",
@@ -290,10 +296,11 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
         "not_fair": dg.MetadataValue.json([str(m) for m in models[setup.not_fair]][:50])})
 
 
-@dg.asset(name="parallel_forms", group_name=GROUP, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
-          deps=[dg.AssetDep(binarized_responses, partition_mapping=dg.AllPartitionMapping())],
-          description="Two non-overlapping stratified parallel forms (subscenario x difficulty bucket) with counts, "
-          "proportions, L1 distances to each other and to the pool, and the A-vs-B correlation of every model's score.")
+@dg.asset(name="parallel_forms", group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL,
+          partitions_def=leaderboard_partitions, deps=[dg.AssetDep(binarized_responses, partition_mapping=dg.AllPartitionMapping())],
+          **card("Parallel test forms", "Two non-overlapping stratified parallel forms (subscenario x difficulty bucket) "
+                 "with counts, proportions, L1 distances to each other and to the pool, and the A-vs-B correlation of "
+                 "every model's score."))
 def parallel_forms_asset(context: dg.AssetExecutionContext, config: FormsConfig, store: StoreResource) -> dg.MaterializeResult:
     db = store.get()
     board = context.partition_key
