@@ -19,3 +19,32 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q -e ".[dev]"
   touch "$stamp"
 fi
+
+# Headless Chromium for the browser test (tinybench_assets_tests/test_ui): Debian's package, driven by the
+# Python playwright package with executable_path=/usr/bin/chromium (never `playwright install`, no browser download).
+# TINYBENCH_SKIP_CHROMIUM=1 skips this step; the browser test then fails with the reason.
+if [ ! -x /usr/bin/chromium ] && [ "${TINYBENCH_SKIP_CHROMIUM:-0}" != 1 ]; then
+  _apt=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then _apt=(sudo -n); else
+      echo "ERROR: scripts/env.sh: /usr/bin/chromium is missing and cannot be installed: not root and no password-less sudo" >&2
+      echo "       (as root: apt-get install chromium; or set TINYBENCH_SKIP_CHROMIUM=1 to go on without the browser test)" >&2
+      exit 1
+    fi
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "ERROR: scripts/env.sh: /usr/bin/chromium is missing and there is no apt-get to install Debian's chromium package" >&2
+    exit 1
+  fi
+  _log="$(mktemp)"
+  echo "installing Debian's chromium package (apt-get) for the browser test ..." >&2
+  if ! { "${_apt[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+         && "${_apt[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+              -o Dpkg::Use-Pty=0 chromium; } >"$_log" 2>&1 || [ ! -x /usr/bin/chromium ]; then
+    echo "ERROR: scripts/env.sh: apt-get could not install chromium (/usr/bin/chromium missing); its last output:" >&2
+    tail -n 20 "$_log" >&2
+    rm -f "$_log"
+    exit 1
+  fi
+  rm -f "$_log"
+fi

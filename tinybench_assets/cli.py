@@ -120,9 +120,11 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=summary)
     from tinybench_assets.estimate_cli import add_parsers
     from tinybench_assets.route_cli import add_parsers as add_route_parsers
+    from tinybench_assets.ui_cli import add_parsers as add_ui_parsers
 
     add_parsers(sub)
     add_route_parsers(sub)
+    add_ui_parsers(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

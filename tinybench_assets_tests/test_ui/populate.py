@@ -1,0 +1,70 @@
+"""Populate a small store and Dagster instance for the browser test (run as a subprocess, so the
+Definitions' default resources read the test's TINYBENCH_* variables and DAGSTER_HOME, as the webserver does).
+
+    python -m tinybench_assets_tests.test_ui.populate
+
+Writes a slice of the real openllm leaderboard (the first MODELS models of arc and mmlu) into
+$TINYBENCH_INCOMING, ingests it, then materializes the foundation assets and irt_model of PARTITION with the
+asset checks of those assets, through the project's own ``refresh_scenario`` job (runs recorded in the instance).
+"""
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+
+from tinybench_assets import paths
+
+PARTITION = "openllm.arc"
+SCENARIOS = ("arc", "mmlu")
+MODELS = 30
+ASSETS = ("raw_responses", "response_matrix", "binarized_responses", "irt_model")
+RUN_CONFIG = {
+    "ops": {"irt_model": {"config": {"dims": [1, 2], "test_fraction": 0.25}}},
+    "resources": {"torch_device": {"config": {"device": "cpu", "num_threads": 1}}},
+}
+
+
+def write_landing(incoming: Path) -> None:
+    shared = Path(paths.default_data_dir()) / "openllm"
+    if not shared.is_dir():
+        raise SystemExit(f"real data not found at {shared.parent} (set TINYBENCH_DEFAULT_DATA)")
+    (incoming / "openllm").mkdir(parents=True, exist_ok=True)
+    for sc in SCENARIOS:
+        resp = pd.read_parquet(shared / f"{sc}.responses.parquet")
+        models = sorted(resp["model"].unique())[:MODELS]
+        resp[resp["model"].isin(models)].to_parquet(incoming / "openllm" / f"{sc}.responses.parquet", index=False)
+        pd.read_parquet(shared / f"{sc}.items.parquet").to_parquet(incoming / "openllm" / f"{sc}.items.parquet", index=False)
+        fs = pd.read_parquet(shared / f"{sc}.full_scores.parquet")
+        fs[fs["model"].isin(models)].to_parquet(incoming / "openllm" / f"{sc}.full_scores.parquet", index=False)
+
+
+def main() -> int:
+    import dagster as dg
+
+    from tinybench_assets.definitions import defs
+
+    t0 = time.time()
+    write_landing(Path(paths.incoming_dir()))
+    instance = dg.DagsterInstance.get()
+    repo = defs.get_repository_def()
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    res = repo.get_job("ingest_landing").execute_in_process(instance=instance, run_config=quiet, raise_on_error=False)
+    if not res.success:
+        print("ingest_landing failed", file=sys.stderr)
+        return 1
+    job = repo.get_job("refresh_scenario")
+    selection = [dg.AssetKey(a) for a in ASSETS]
+    res = job.execute_in_process(instance=instance, partition_key=PARTITION, asset_selection=selection,
+                                 run_config={**RUN_CONFIG, **quiet}, raise_on_error=False)
+    checks = [(e.asset_check_evaluation_data.check_name, e.asset_check_evaluation_data.passed)
+              for e in res.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
+    print(f"populated {PARTITION} ({', '.join(ASSETS)}) in {time.time() - t0:.1f} s; run "
+          f"{'ok' if res.success else 'FAILED'}; checks {checks}", flush=True)
+    return 0 if res.success else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,478 @@
+"""The Dagster UI in a real browser: headless Chromium (Debian's ``chromium`` package, /usr/bin/chromium, which
+scripts/env.sh installs with apt-get) driven by Playwright's Python package with ``executable_path`` (never a
+browser build downloaded by ``playwright install``).
+
+The test builds a small store and Dagster instance in a temporary folder (30 openllm models of arc and mmlu;
+``openllm.arc`` materialized through irt_model with its asset checks, see populate.py), starts
+``dagster-webserver`` on 127.0.0.1 against the project's workspace.yaml with DAGSTER_HOME and the TINYBENCH_*
+paths pointing there, and checks what a user sees:
+
+* the asset graph (every group expanded) draws a node for every asset of the Definitions and an edge for every
+  dependency, read off the page's SVG (node boxes and edge end points);
+* irt_model's Partitions tab lists the scenario partitions; its Overview shows the latest materialization's
+  metadata, and each Markdown plot opens as an <img> that really loaded (naturalWidth > 0);
+* the Checks tab of every materialized asset with checks shows each check and its latest result;
+* raw_responses materialized from the UI (Materialize, one partition picked, Launch 1 run) finishes: the run
+  page says Success.
+
+The expected lists come from the webserver's GraphQL API; everything asserted is read from the page DOM.
+Screenshots go to $TINYBENCH_SCREENSHOTS (default .screenshots/ui/ in the project, ignored by git); their paths
+are printed. Without Chromium the test fails with the reason: it never skips.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tinybench_assets import paths
+
+CHROMIUM = os.environ.get("TINYBENCH_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+POPULATED = "openllm.arc"       # materialized by populate.py
+UI_PARTITION = "openllm.mmlu"   # landed, materialized from the UI by the test
+UI_ASSET = "raw_responses"
+PLOT_ASSET = "irt_model"
+VIEWPORT = {"width": 1600, "height": 1200}
+
+pytestmark = pytest.mark.timeout(400)
+
+
+# --------------------------------------------------------------------------------------------- helpers
+def _screenshot_dir() -> Path:
+    d = Path(os.environ.get("TINYBENCH_SCREENSHOTS") or paths.PROJECT_ROOT / ".screenshots" / "ui")
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _graphql(base: str, query: str, variables: dict | None = None, timeout: float = 30) -> dict:
+    req = urllib.request.Request(f"{base}/graphql", data=json.dumps({"query": query, "variables": variables or {}}).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as resp:
+        out = json.loads(resp.read())
+    if out.get("errors"):
+        raise AssertionError(f"GraphQL errors: {out['errors']}")
+    return out["data"]
+
+
+def _chromium_problem() -> str | None:
+    """Why Chromium cannot be used here, or None."""
+    if not Path(CHROMIUM).exists():
+        return (f"{CHROMIUM} not found: install Debian's chromium package (scripts/env.sh does it with apt-get when "
+                f"run as root; it prints why when it cannot)")
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError as e:
+        return f"the playwright Python package is missing ({e}); it is in the dev extra: pip install -e '.[dev]'"
+    try:
+        out = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"{CHROMIUM} --version failed: {e}"
+    if out.returncode != 0:
+        return f"{CHROMIUM} --version exited {out.returncode}: {out.stderr.strip()[-500:]}"
+    return None
+
+
+def _test_env(root: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({
+        "DAGSTER_HOME": str(root / "dagster_home"),
+        "TINYBENCH_DUCKDB": str(root / "tinybench.duckdb"),
+        "TINYBENCH_INCOMING": str(root / "incoming"),
+        "TINYBENCH_QUARANTINE": str(root / "quarantine"),
+        "TINYBENCH_ARTIFACTS": str(root / "artifacts"),
+        "TINYBENCH_DEFAULT_DATA": paths.default_data_dir(),
+        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+        "OMP_NUM_THREADS": "1",
+    })
+    return env
+
+
+def _write_instance_yaml(home: Path) -> None:
+    """The project's dagster.yaml, but runs launched from the UI start at once (DefaultRunCoordinator): the test
+    runs no daemon, which the QueuedRunCoordinator behind ``concurrency.runs`` would need to dequeue them."""
+    cfg = yaml.safe_load((paths.PROJECT_ROOT / "dagster.yaml.template").read_text()) or {}
+    cfg.get("concurrency", {}).pop("runs", None)
+    cfg["run_coordinator"] = {"module": "dagster.core.run_coordinator", "class": "DefaultRunCoordinator"}
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "dagster.yaml").write_text(yaml.safe_dump(cfg))
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """SIGTERM the webserver's process group (webserver, code server, run workers), then SIGKILL what is left."""
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)  # children outliving the leader
+    except ProcessLookupError:
+        pass
+    if proc.poll() is None:
+        proc.wait(timeout=10)
+
+
+# --------------------------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def chromium_ok():
+    problem = _chromium_problem()
+    if problem:
+        pytest.fail(f"browser test cannot run: {problem}", pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def ui_store(tmp_path_factory, chromium_ok):
+    root = tmp_path_factory.mktemp("ui_store")
+    env = _test_env(root)
+    _write_instance_yaml(Path(env["DAGSTER_HOME"]))
+    t = time.time()
+    out = subprocess.run([sys.executable, "-m", "tinybench_assets_tests.test_ui.populate"], env=env, cwd=paths.PROJECT_ROOT,
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, f"populating the store failed:\n{out.stdout[-3000:]}\n{out.stderr[-5000:]}"
+    return {"root": root, "env": env, "populate_s": time.time() - t, "populate_out": out.stdout.strip()}
+
+
+@pytest.fixture(scope="module")
+def webserver(ui_store):
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    exe = shutil.which("dagster-webserver", path=str(Path(sys.executable).parent)) or "dagster-webserver"
+    log = open(ui_store["root"] / "webserver.log", "w")
+    t = time.time()
+    proc = subprocess.Popen([exe, "-w", str(paths.PROJECT_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
+                            env=ui_store["env"], cwd=paths.PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        deadline = time.time() + 120
+        last = None
+        while True:
+            if proc.poll() is not None:
+                raise AssertionError(f"dagster-webserver exited {proc.returncode}:\n"
+                                     f"{(ui_store['root'] / 'webserver.log').read_text()[-5000:]}")
+            try:
+                nodes = _graphql(base, "{ assetNodes { id } }", timeout=10)["assetNodes"]
+                if nodes:
+                    break
+            except Exception as e:  # noqa: BLE001 - not up yet
+                last = e
+            if time.time() > deadline:
+                raise AssertionError(f"dagster-webserver not ready after 120 s ({last}):\n"
+                                     f"{(ui_store['root'] / 'webserver.log').read_text()[-5000:]}")
+            time.sleep(0.5)
+        yield {"base": base, "start_s": time.time() - t, "log": ui_store["root"] / "webserver.log"}
+    finally:
+        _kill_group(proc)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_ok, tmp_path_factory):
+    from playwright.sync_api import sync_playwright
+
+    profile = tmp_path_factory.mktemp("chromium_profile")
+    with sync_playwright() as pw:
+        try:
+            ctx = pw.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, headless=True,
+                                                        args=CHROMIUM_ARGS, viewport=VIEWPORT)
+        except Exception as e:  # noqa: BLE001
+            pytest.fail(f"browser test cannot run: Chromium at {CHROMIUM} did not start: {e}", pytrace=False)
+        try:
+            yield ctx
+        finally:
+            ctx.close()
+
+
+# --------------------------------------------------------------------------------------------- expectations
+EXPECT_QUERY = """
+{ assetNodes {
+    assetKey { path } groupName isPartitioned dependencyKeys { path }
+    assetChecksOrError { ... on AssetChecks { checks { name executionForLatestMaterialization { status } } } }
+} }
+"""
+
+ASSET_QUERY = """
+query ($path: [String!]!) { assetNodeOrError(assetKey: {path: $path}) { ... on AssetNode {
+    partitionKeys
+    assetMaterializations(limit: 1) { partition metadataEntries { label __typename ... on MarkdownMetadataEntry { mdStr } } }
+} } }
+"""
+
+RUNS_QUERY = """
+{ runsOrError(limit: 20) { ... on Runs { results { runId status tags { key value } assetSelection { path } } } } }
+"""
+
+GRAPH_JS = """
+() => {
+  const svg = document.querySelector('svg[class*=svgContainer]');
+  if (!svg) return null;
+  const nodes = [], edges = [];
+  for (const fo of svg.querySelectorAll('foreignObject')) {
+    const el = fo.querySelector('[class*=assetName]');
+    if (!el) continue;
+    nodes.push({name: el.textContent.trim(), x: +fo.getAttribute('x'), y: +fo.getAttribute('y'),
+                w: +fo.getAttribute('width'), h: +fo.getAttribute('height')});
+  }
+  for (const p of svg.querySelectorAll('path[marker-end]')) {
+    const n = (p.getAttribute('d') || '').match(/-?[0-9.]+/g);
+    if (n && n.length >= 4) edges.push({x1: +n[0], y1: +n[1], x2: +n[n.length - 2], y2: +n[n.length - 1]});
+  }
+  return {nodes, edges};
+}
+"""
+
+
+GRAPH_BOX_JS = """
+() => {
+  const rects = [...document.querySelectorAll('svg[class*=svgContainer] foreignObject')].map(e => e.getBoundingClientRect());
+  const x = Math.max(0, Math.min(...rects.map(r => r.left)) - 16), y = Math.max(0, Math.min(...rects.map(r => r.top)) - 16);
+  const r = Math.min(window.innerWidth, Math.max(...rects.map(r => r.right)) + 16);
+  const b = Math.min(window.innerHeight, Math.max(...rects.map(r => r.bottom)) + 16);
+  return {x, y, width: r - x, height: b - y};
+}
+"""
+
+
+def _name(path: list[str]) -> str:
+    return "/".join(path)
+
+
+def _match_label(label: str, names: set[str]) -> str | None:
+    """The asset a graph label stands for: the UI middle-truncates long names (``binariz…_responses``)."""
+    if label in names:
+        return label
+    if "…" in label:
+        pre, suf = label.split("…", 1)
+        hits = [n for n in names if n.startswith(pre) and n.endswith(suf) and len(n) > len(pre) + len(suf)]
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
+def _graph_from_dom(dom: dict, names: set[str]) -> tuple[dict[str, dict], set[tuple[str, str]], list]:
+    """Nodes by asset name, and edges as (upstream, downstream): an edge leaves the middle of its source box's
+    right side and ends (arrow head) just left of the middle of its target box's left side."""
+    boxes = {}
+    for n in dom["nodes"]:
+        full = _match_label(n["name"], names)
+        assert full is not None, f"graph label {n['name']!r} matches no single asset of {sorted(names)}"
+        boxes[full] = n
+    edges, unmatched = set(), []
+    for e in dom["edges"]:
+        src = [k for k, b in boxes.items() if abs(b["x"] + b["w"] - e["x1"]) <= 2 and abs(b["y"] + b["h"] / 2 - e["y1"]) <= 2]
+        dst = [k for k, b in boxes.items() if 0 <= b["x"] - e["x2"] <= 12 and abs(b["y"] + b["h"] / 2 - e["y2"]) <= 2]
+        if len(src) == 1 and len(dst) == 1:
+            edges.add((src[0], dst[0]))
+        else:
+            unmatched.append(e)
+    return boxes, edges, unmatched
+
+
+# --------------------------------------------------------------------------------------------- the test
+def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
+    from playwright.sync_api import expect
+
+    t0 = time.time()
+    base = webserver["base"]
+    shots_dir = _screenshot_dir()
+    shots: list[Path] = []
+    timings = {"populate": ui_store["populate_s"], "webserver_start": webserver["start_s"]}
+
+    nodes = _graphql(base, EXPECT_QUERY)["assetNodes"]
+    names = {_name(n["assetKey"]["path"]) for n in nodes}
+    expected_edges = {(_name(d["path"]), _name(n["assetKey"]["path"])) for n in nodes for d in n["dependencyKeys"]}
+    groups = sorted({n["groupName"] for n in nodes})
+    assert len(names) >= 10 and expected_edges
+
+    page = browser.new_page()
+    page.set_default_timeout(30_000)
+    # First visit: Dagster may open a "Join the Dagster community" modal over the page; dismiss it whenever it shows.
+    # (a fresh DAGSTER_HOME has no .nux/nux.yaml, so it shows here, about a second after the first page loads).
+    community = page.get_by_text("Join the Dagster community")
+
+    def skip_community_modal() -> None:
+        page.get_by_role("button", name="Skip").click()
+        timings["first_visit_modal"] = "dismissed"
+
+    page.add_locator_handler(community, skip_community_modal)
+
+    def shot(name: str, locator=None) -> Path:
+        p = shots_dir / f"{name}.png"
+        (locator or page).screenshot(path=str(p))
+        shots.append(p)
+        return p
+
+    def dismiss_first_visit_modal() -> None:
+        try:
+            community.wait_for(state="visible", timeout=10_000)
+        except Exception:  # noqa: BLE001 - not shown (yet): the handler above still dismisses it if it comes
+            timings.setdefault("first_visit_modal", "not seen")
+            return
+        skip_community_modal()
+        expect(community).to_be_hidden()
+
+    try:
+        # ---- 1. the asset graph: every asset and every lineage edge
+        t = time.time()
+        page.goto(f"{base}/asset-groups")
+        dismiss_first_visit_modal()
+        expect(page.locator("svg[class*=svgContainer]")).to_be_visible()
+        for g in groups:  # collapsed group boxes, named as the pipeline's stages
+            expect(page.locator("svg[class*=svgContainer] foreignObject").get_by_text(g, exact=True).first).to_be_visible()
+        shot("asset_graph_groups")
+        page.locator("[role=img][aria-label=settings]").last.click()
+        expand = page.get_by_role("menuitem", name=re.compile("Expand all groups"))
+        if expand.count():
+            expand.click()
+        page.keyboard.press("Escape")
+        # The graph draws only the boxes inside the viewport: double-click the background to fit the expanded graph
+        # (width-fitted), and zoom out while a box is still off screen.
+        graph_pane = page.locator("svg[class*=svgContainer]").locator("xpath=..")
+        graph_pane.dblclick(position={"x": 8, "y": 8})
+        labels = page.locator("svg[class*=svgContainer] foreignObject [class*=assetName]")
+        for _ in range(4):
+            try:
+                expect(labels).to_have_count(len(names), timeout=5_000)
+                break
+            except AssertionError:
+                page.locator("[aria-label=zoom_out]").click()
+        expect(labels).to_have_count(len(names))
+        page.wait_for_timeout(800)  # edges settle after the zoom animation
+        dom = page.evaluate(GRAPH_JS)
+        boxes, seen_edges, unmatched = _graph_from_dom(dom, names)
+        assert set(boxes) == names, f"graph misses {sorted(names - set(boxes))}"
+        assert not unmatched, f"edges drawn between no two asset boxes: {unmatched[:5]}"
+        assert seen_edges == expected_edges, (f"lineage edges missing from the page: {sorted(expected_edges - seen_edges)}; "
+                                              f"extra: {sorted(seen_edges - expected_edges)}")
+        shot("asset_graph")
+        box = page.evaluate(GRAPH_BOX_JS)
+        page.screenshot(path=str(shots_dir / "asset_graph_crop.png"), clip=box)
+        shots.append(shots_dir / "asset_graph_crop.png")
+        timings["graph"] = time.time() - t
+
+        # ---- 2. a partitioned asset: partitions, latest metadata, plots rendered as images
+        t = time.time()
+        asset = _graphql(base, ASSET_QUERY, {"path": [PLOT_ASSET]})["assetNodeOrError"]
+        latest = asset["assetMaterializations"][0]
+        assert latest["partition"] == POPULATED
+        plots = [e["label"] for e in latest["metadataEntries"]
+                 if e["__typename"] == "MarkdownMetadataEntry" and "data:image/png" in (e.get("mdStr") or "")]
+        assert plots, f"{PLOT_ASSET}'s latest materialization has no PNG plot in its metadata"
+        page.goto(f"{base}/assets/{PLOT_ASSET}?view=partitions")
+        for key in asset["partitionKeys"]:
+            expect(page.get_by_text(key, exact=True).first).to_be_visible()
+        assert POPULATED in asset["partitionKeys"] and UI_PARTITION in asset["partitionKeys"]
+        shot(f"{PLOT_ASSET}_partitions")
+        page.goto(f"{base}/assets/{PLOT_ASSET}")
+        expect(page.get_by_text(POPULATED, exact=True).first).to_be_visible()  # latest materialization's partition
+        table = page.locator("table").filter(has=page.get_by_text(plots[0], exact=True)).first  # the metadata table
+        for entry in latest["metadataEntries"]:
+            expect(table.get_by_text(entry["label"], exact=True).first).to_be_visible()
+        shot(f"{PLOT_ASSET}_metadata")
+        for i, label in enumerate(plots):
+            row = table.locator("tr").filter(has=page.get_by_text(label, exact=True))
+            row.get_by_text("[Show Markdown]").click()
+            dialog = page.get_by_role("dialog")
+            img = dialog.locator("img").first
+            expect(img).to_be_visible()
+            img.evaluate("e => e.complete ? null : new Promise(r => { e.onload = r; e.onerror = r; })")
+            width = img.evaluate("e => e.naturalWidth")
+            assert width > 0, f"plot {label!r} of {PLOT_ASSET} did not load as an image"
+            if i == 0:
+                shot(f"{PLOT_ASSET}_plot", dialog)
+            dialog.get_by_role("button", name="Close").click()
+            expect(dialog).to_be_hidden()
+        timings["asset_page"] = time.time() - t
+
+        # ---- 3. the checks tab of every materialized asset that has checks: each check and its result
+        t = time.time()
+        checked = 0
+        for n in nodes:
+            checks = (n.get("assetChecksOrError") or {}).get("checks") or []
+            runs = [c for c in checks if c["executionForLatestMaterialization"]]
+            if not runs:
+                continue
+            aname = _name(n["assetKey"]["path"])
+            page.goto(f"{base}/assets/{aname}?view=checks")
+            expect(page.get_by_text(f"Checks ({len(checks)})")).to_be_visible()
+            for c in checks:
+                # the list on the left: one row per check, its (middle-truncated) name titled in full, then its result
+                row = page.locator("[class*=checkRow]").filter(has=page.locator(f'[title="{c["name"]}"]'))
+                expect(row).to_have_count(1)
+                status = (c["executionForLatestMaterialization"] or {}).get("status")
+                if status:
+                    expect(row).to_contain_text(status.replace("_", " "), ignore_case=True)
+            if not checked:
+                shot(f"{aname}_checks")
+            checked += 1
+        assert checked, "no asset check was evaluated while populating the store"
+        timings["checks"] = time.time() - t
+
+        # ---- 4. materialize one small partition from the UI and wait for the run to succeed
+        t = time.time()
+        before = {r["runId"] for r in _graphql(base, RUNS_QUERY)["runsOrError"]["results"]}
+        page.goto(f"{base}/assets/{UI_ASSET}")
+        page.get_by_role("button", name=re.compile("Materialize")).first.click()
+        dialog = page.get_by_role("dialog")
+        expect(dialog.get_by_text(f"Launch runs to materialize {UI_ASSET}")).to_be_visible()
+        dialog.get_by_text("Select a partition or create one").click()
+        page.get_by_role("menuitem", name=UI_PARTITION).or_(page.get_by_role("option", name=UI_PARTITION)).first.click()
+        dialog.get_by_text(f"Launch runs to materialize {UI_ASSET}").click()  # closes the partition drop-down
+        launch = dialog.get_by_role("button", name="Launch 1 run")
+        expect(launch).to_be_enabled()
+        shot("launch_dialog")
+        launch.click()
+        run = None
+        deadline = time.time() + 180
+        while time.time() < deadline:
+            new = [r for r in _graphql(base, RUNS_QUERY)["runsOrError"]["results"] if r["runId"] not in before]
+            if new:
+                run = new[0]
+                if run["status"] in ("SUCCESS", "FAILURE", "CANCELED"):
+                    break
+            time.sleep(1)
+        assert run is not None, "no run started after 'Launch 1 run'"
+        tags = {tg["key"]: tg["value"] for tg in run["tags"]}
+        assert tags.get("dagster/partition") == UI_PARTITION, tags
+        assert [_name(a["path"]) for a in run["assetSelection"] or []] == [UI_ASSET]
+        page.goto(f"{base}/runs/{run['runId']}")
+        assert run["status"] == "SUCCESS", (f"run {run['runId']} launched from the UI ended {run['status']}; "
+                                            f"webserver log: {webserver['log']}")
+        expect(page.get_by_text("Success", exact=True).first).to_be_visible(timeout=30_000)
+        expect(page.get_by_text("Loading run logs")).to_have_count(0, timeout=30_000)
+        shot("ui_run")
+        page.goto(f"{base}/assets/{UI_ASSET}?view=partitions")
+        expect(page.get_by_text(UI_PARTITION, exact=True).first).to_be_visible()
+        timings["ui_run"] = time.time() - t
+    except Exception:
+        shot("failure")
+        raise
+    finally:
+        timings["browser_total"] = time.time() - t0
+        with capsys.disabled():
+            print(f"\n[test_ui] {ui_store['populate_out']}")
+            print("[test_ui] " + ", ".join(f"{k} {v:.1f} s" if isinstance(v, float) else f"{k} {v}" for k, v in timings.items()))
+            for p in shots:
+                print(f"[test_ui] screenshot {p}")
