@@ -304,7 +304,11 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
     names = {_name(n["assetKey"]["path"]) for n in nodes}
     expected_edges = {(_name(d["path"]), _name(n["assetKey"]["path"])) for n in nodes for d in n["dependencyKeys"]}
     groups = sorted({n["groupName"] for n in nodes})
-    assert len(names) >= 10 and expected_edges
+    from tinybench_assets.definitions import defs
+
+    defined = {k.to_user_string() for k in defs.get_repository_def().assets_defs_by_key}
+    assert names == defined, f"the webserver serves other assets than the Definitions: {sorted(names ^ defined)}"
+    assert expected_edges
 
     page = browser.new_page()
     page.set_default_timeout(30_000)
