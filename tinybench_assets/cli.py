@@ -1,6 +1,6 @@
 """The ``tinybench`` console script.
 
-    tinybench run-all            seed the landing folder from the default data, materialize every asset, print a summary
+    tinybench run-all            seed the landing folder, materialize what is stale or missing (--force: all), print a summary
     tinybench summary            print what the DuckDB store holds
     tinybench anchors            list the anchor items of an exported tiny benchmark
     tinybench estimate           estimate a new model's accuracy from its answers to the anchors
@@ -30,10 +30,11 @@ def _instance():
 
 
 def run_all(args: argparse.Namespace) -> int:
-    """Materialize every asset for every partition, recording the runs in the Dagster instance."""
+    """Bring every partition up to date: materialize what is stale or missing (everything with --force),
+    recording the runs in the Dagster instance."""
     from tinybench_assets.definitions import defs
     from tinybench_assets.defs.partitions import register_partitions
-    from tinybench_assets.io.landing import seed_default_data
+    from tinybench_assets.io.landing import pending_drops, seed_default_data
     from tinybench_assets.io.store import Store
 
     instance = _instance()
@@ -45,26 +46,33 @@ def run_all(args: argparse.Namespace) -> int:
             print(f"landing folder {paths.incoming_dir()}: {len(copied)} file(s) copied from {src}")
         else:
             print(f"default data {src} not found; using what is already in {paths.incoming_dir()}")
-    repo = defs.get_repository_def()
+    from tinybench_assets.refresh import refresh
+
     # the console shows warnings and errors only; every event still goes to the instance (the UI's run pages)
     quiet = {"loggers": {"console": {"config": {"log_level": args.log_level}}}}
-    result = repo.get_job("ingest_landing").execute_in_process(instance=instance, run_config=quiet, raise_on_error=False)
-    print(f"  ingest   {'ok' if result.success else 'FAILED'}", flush=True)
-    if not result.success:
-        return 1
+    force = bool(getattr(args, "force", False))
     store = Store(paths.duckdb_path())
+    pending = pending_drops(store, paths.incoming_dir())
+    if pending or force or not store.partition_keys():
+        res = refresh(defs, instance, "ingest_landing", None, force=True, run_config=quiet)
+        print(f"  ingest   {'ok' if res.success else 'FAILED'} ({len(pending)} new or changed file(s))", flush=True)
+        if not res.success:
+            return 1
+    else:
+        print(f"  ingest   nothing new in {paths.incoming_dir()}", flush=True)
     keys = store.partition_keys()
     if args.only:
         keys = [k for k in keys if any(k == o or k.startswith(o + ".") for o in args.only)]
     register_partitions(instance, keys)
-    failed = []
+    failed, materialized = [], 0
 
     def run(job_name: str, key: str, label: str) -> None:
-        t = time.time()
-        res = repo.get_job(job_name).execute_in_process(instance=instance, partition_key=key, raise_on_error=False,
-                                                         run_config=quiet)
-        print(f"  {label} {key:<28} {'ok' if res.success else 'FAILED'} in {time.time() - t:6.1f} s", flush=True)
-        if not res.success:
+        nonlocal materialized
+        r = refresh(defs, instance, job_name, key, force=force, run_config=quiet)
+        materialized += len(r.materialized)
+        what = "fresh, nothing to do" if r.fresh else f"{len(r.materialized)} materialized"
+        print(f"  {label} {key:<28} {'ok' if r.success else 'FAILED'} in {r.seconds:6.1f} s  ({what})", flush=True)
+        if not r.success:
             failed.append(key)
 
     for key in keys:
@@ -72,7 +80,8 @@ def run_all(args: argparse.Namespace) -> int:
     boards = sorted({k.split('.', 1)[0] for k in keys})
     for board in boards:
         run("refresh_leaderboard", board, "leaderboard")
-    print(f"materialized {len(keys)} scenario partition(s) and {len(boards)} leaderboard(s) in {time.time() - t0:.0f} s")
+    print(f"{len(keys)} scenario partition(s) and {len(boards)} leaderboard(s) up to date in {time.time() - t0:.0f} s; "
+          f"{materialized} asset materialization(s){' (--force)' if force else ''}")
     summary(argparse.Namespace())
     if failed:
         print(f"FAILED: {failed}", file=sys.stderr)
@@ -113,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--data", help="default data folder (default: $TINYBENCH_DEFAULT_DATA or ../shared/data)")
     p.add_argument("--no-seed", action="store_true", help="do not copy the default data into the landing folder")
     p.add_argument("--only", nargs="*", help="partition keys or leaderboard names to refresh (default: all)")
+    p.add_argument("--force", action="store_true",
+                   help="re-materialize every asset, stale or not (after a config change; default: stale or missing only)")
     p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                    help="Dagster console log level (default WARNING; every event is recorded in the instance anyway)")
     p.set_defaults(func=run_all)

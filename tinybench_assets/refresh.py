@@ -73,7 +73,7 @@ def refresh(defs: dg.Definitions, instance: dg.DagsterInstance, job_name: str, p
     """Run ``job_name`` for ``partition`` on its stale or missing assets only (all of them with ``force``)."""
     t0 = time.perf_counter()
     asset_graph = defs.resolve_asset_graph()
-    job = defs.get_job_def(job_name)
+    job = defs.resolve_job_def(job_name)
     keys = set(job.asset_layer.selected_asset_keys)
     out = RefreshResult(partition)
     for _ in range(max_runs):

@@ -204,7 +204,8 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     summary = result.summary.copy()
     summary = summary[["scenario", "clustering", "estimator", "n", "mae_t1", "sd_t1", "bias_t1", "coverage_t1", "width_t1",
                        "mae_t2", "sd_t2", "coverage_t2", "width_t2", "n_models"]]
-    db.replace_partition({"backtest_summary": summary.assign(n_splits=config.n_splits)}, board, column="leaderboard")
+    db.replace_partition({"backtest_summary": summary.assign(n_splits=config.n_splits),
+                          "backtest_timings": result.timings}, board, column="leaderboard")
     charts, figures = {}, {}
     for s, g in summary[summary.clustering.isin(["correctness", "random", "selected"])].groupby("scenario"):
         wide = g.pivot_table(index="n", columns="estimator", values="mae_t1")
