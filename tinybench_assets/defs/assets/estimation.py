@@ -1,5 +1,6 @@
 """Estimation assets per leaderboard: anchors + lambdas (one fitted AnchorPredictor), held-out estimates,
 a multi-split backtest, and the exported tiny benchmark."""
+import os
 import pickle
 import time
 from pathlib import Path
@@ -44,6 +45,7 @@ class BacktestConfig(EstimationConfig):
     seed: int = 0
     max_train_models: int = 0
     max_test_models: int = 0
+    n_jobs: int = 0  # splits fitted at once in one-thread worker processes; 0 = min(n_splits, CPU cores)
 
 
 def predictor_path(board: str) -> Path:
@@ -200,6 +202,7 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
         matrix, full, n_splits=config.n_splits, test_fraction=config.test_fraction, seed=config.seed,
         max_train_models=config.max_train_models or None, max_test_models=config.max_test_models or None,
         predictor_params=predictor_params(config, torch_device.resolve()), log=context.log.info,
+        n_jobs=config.n_jobs or min(config.n_splits, os.cpu_count() or 1),
     )
     summary = result.summary.copy()
     summary = summary[["scenario", "clustering", "estimator", "n", "mae_t1", "sd_t1", "bias_t1", "coverage_t1", "width_t1",
