@@ -32,12 +32,13 @@ def _instance():
 def run_all(args: argparse.Namespace) -> int:
     """Bring every partition up to date: materialize what is stale or missing (everything with --force),
     recording the runs in the Dagster instance."""
-    from tinybench_assets.definitions import defs
+    from tinybench_assets.definitions import build_defs
     from tinybench_assets.defs.partitions import register_partitions
     from tinybench_assets.io.landing import pending_drops, seed_default_data
     from tinybench_assets.io.store import Store
 
     instance = _instance()
+    defs = build_defs()  # resources on the paths of this environment
     t0 = time.time()
     if not args.no_seed:
         src = Path(args.data or paths.default_data_dir())

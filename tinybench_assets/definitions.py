@@ -8,11 +8,17 @@ from tinybench_assets.defs.resources import default_resources
 from tinybench_assets.defs.schedules import schedules
 from tinybench_assets.defs.sensors import sensors
 
-defs = dg.Definitions(
-    assets=all_assets,
-    asset_checks=checks,
-    jobs=jobs,
-    sensors=sensors,
-    schedules=schedules,
-    resources=default_resources(),
-)
+
+def build_defs() -> dg.Definitions:
+    """Definitions whose resources read the TINYBENCH_* paths now (the module-level ``defs`` read them at import)."""
+    return dg.Definitions(
+        assets=all_assets,
+        asset_checks=checks,
+        jobs=jobs,
+        sensors=sensors,
+        schedules=schedules,
+        resources=default_resources(),
+    )
+
+
+defs = build_defs()
