@@ -116,8 +116,9 @@ def main(argv=None) -> int:
         drop_mats = materializations_since(instance, t_drop0)
         drop_parts = sorted({p for a, p in drop_mats if a not in ("landing_ingest", "raw_responses") and p})
 
-        meta = instance.get_latest_materialization_event(dg.AssetKey("estimation_backtest"))
-        md = meta.asset_materialization.metadata if meta else {}
+        recs = instance.fetch_materializations(dg.AssetRecordsFilter(
+            asset_key=dg.AssetKey("estimation_backtest"), asset_partitions=["openllm"], before_timestamp=t_warm0), limit=1)
+        md = recs.records[0].asset_materialization.metadata if recs.records else {}
         t1 = next((v.value for k, v in md.items() if k.startswith("tinybench_t1_mae_mean_n")), float("nan"))
         peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 ** 2
         from tinybench_assets.io.store import Store

@@ -67,3 +67,11 @@ def result(passed: bool, severity: dg.AssetCheckSeverity, partition: str | None,
 def skip_result(severity: dg.AssetCheckSeverity, partition: str | None, reason: str) -> dg.AssetCheckResult:
     """Pass with the asset's own reason: the asset wrote nothing for this partition on purpose."""
     return result(True, severity, partition, skipped=reason)
+
+
+def nothing_stored(context: dg.AssetCheckExecutionContext, asset: str, partition: str | None,
+                   severity: dg.AssetCheckSeverity, error: str) -> dg.AssetCheckResult:
+    """The result when the asset stored nothing for the partition: a pass with its ``skipped`` note when the asset
+    skipped the partition on purpose, else a failure naming what is missing."""
+    reason = skipped(context, asset, partition)
+    return skip_result(severity, partition, reason) if reason else result(False, severity, partition, error=error)

@@ -5,7 +5,7 @@ import pandas as pd
 
 import dagster as dg
 
-from tinybench_assets.defs.checks._common import ERROR, partition_of, result, rows, skip_result, skipped
+from tinybench_assets.defs.checks._common import ERROR, nothing_stored, partition_of, result, rows
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import StoreResource
 
@@ -19,8 +19,7 @@ def anchor_weights_sum_to_one(context: dg.AssetCheckExecutionContext, store: Sto
     board = partition_of(context)
     df = rows(store.get(), "anchors", "leaderboard = ?", [board])
     if df.empty:
-        reason = skipped(context, "anchor_sets", board)
-        return skip_result(ERROR, board, reason) if reason else result(False, ERROR, board, error="no anchors stored")
+        return nothing_stored(context, "anchor_sets", board, ERROR, "no anchors stored")
     g = df.groupby(["scenario", "clustering", "n"]).agg(
         anchors=("item", "size"), distinct=("item", "nunique"), weight_sum=("weight", "sum"), min_weight=("weight", "min"),
         n_anchors=("n_anchors", "max")).reset_index()
@@ -47,8 +46,7 @@ def estimates_in_range(context: dg.AssetCheckExecutionContext, store: StoreResou
     board = partition_of(context)
     df = rows(store.get(), "estimates", "leaderboard = ?", [board])
     if df.empty:
-        reason = skipped(context, "model_estimates", board)
-        return skip_result(ERROR, board, reason) if reason else result(False, ERROR, board, error="no estimates stored")
+        return nothing_stored(context, "model_estimates", board, ERROR, "no estimates stored")
     out1, in1 = _interval_problems(df, "")
     out2, in2 = _interval_problems(df, "_t2")
     bad = df[out1 | in1 | out2 | in2]
@@ -69,8 +67,7 @@ def backtest_sane(context: dg.AssetCheckExecutionContext, store: StoreResource) 
     db = store.get()
     df = rows(db, "backtest_summary", "leaderboard = ?", [board])
     if df.empty:
-        reason = skipped(context, "estimation_backtest", board)
-        return skip_result(ERROR, board, reason) if reason else result(False, ERROR, board, error="no backtest rows")
+        return nothing_stored(context, "estimation_backtest", board, ERROR, "no backtest rows")
     cov = df[["coverage_t1", "coverage_t2"]]
     bad_cov = int(((cov < 0) | (cov > 1)).sum().sum())
     nonneg = df[["mae_t1", "sd_t1", "width_t1", "mae_t2", "sd_t2", "width_t2"]]
@@ -103,8 +100,7 @@ def tiny_benchmark_round_trip(context: dg.AssetCheckExecutionContext, store: Sto
     db = store.get()
     path = Path(paths.artifacts_dir()) / board / JSON_FILE
     if not path.exists():
-        reason = skipped(context, "tiny_benchmark", board)
-        return skip_result(ERROR, board, reason) if reason else result(False, ERROR, board, error=f"{path} does not exist")
+        return nothing_stored(context, "tiny_benchmark", board, ERROR, f"{path} does not exist")
     try:
         art = load_artifact(path)
     except ArtifactError as e:

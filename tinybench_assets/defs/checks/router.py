@@ -4,7 +4,7 @@ import numpy as np
 
 import dagster as dg
 
-from tinybench_assets.defs.checks._common import ERROR, WARN, partition_of, result, rows, skip_result, skipped
+from tinybench_assets.defs.checks._common import ERROR, WARN, nothing_stored, partition_of, result, rows, skip_result, skipped
 from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
 from tinybench_assets.defs.resources import StoreResource
 
@@ -46,8 +46,7 @@ def router_matches_best_single(context: dg.AssetCheckExecutionContext, store: St
     db = store.get()
     cv = rows(db, "router_cv", "partition_key = ?", [key], "family, config, cv_acc, served")
     if cv.empty:
-        reason = skipped(context, "router_accuracy", key)
-        return skip_result(ERROR, key, reason) if reason else result(False, ERROR, key, error="no router_cv rows")
+        return nothing_stored(context, "router_accuracy", key, ERROR, "no router_cv rows")
     served = cv[cv["served"].astype(bool)]
     single = cv[cv["family"] == "best_single"]
     if len(served) != 1 or single.empty:
