@@ -15,7 +15,10 @@ import argparse
 import os
 import shlex
 import shutil
+import signal
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tinybench_assets import paths
@@ -68,9 +71,60 @@ def ui(args: argparse.Namespace) -> int:
     ensure_home(home)
     print(f"Dagster UI on http://{'localhost' if args.host in ('0.0.0.0', '::') else args.host}:{args.port} "
           f"(instance {home}); Ctrl-C stops it", flush=True)
-    os.chdir(paths.PROJECT_ROOT)
-    os.execve(cmd[0], cmd, env)  # dagster dev handles Ctrl-C / SIGTERM for its webserver and daemon
-    return 0  # pragma: no cover
+    return supervise(cmd, env, cwd=paths.PROJECT_ROOT)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except (ProcessLookupError, PermissionError):
+        return False
+
+
+def _wait_group(pgid: int, seconds: float) -> bool:
+    """True when every process of the group has exited within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while _group_alive(pgid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
+
+
+def supervise(cmd: list[str], env: dict[str, str], cwd: Path, grace_s: float = 10.0) -> int:
+    """Run ``dagster dev`` in its own process group and stop all of it on Ctrl-C or SIGTERM.
+
+    ``dagster dev`` stops its webserver and daemon on SIGINT, but the code servers those start (``dagster
+    code-server start`` and its ``dagster api grpc``) only exit when their heartbeat times out, which on a busy
+    machine outlived a 20 s stop. So the signal goes to the whole group as a terminal's Ctrl-C would; once
+    ``dagster dev`` has exited, what is left of the group gets ``grace_s`` seconds, then SIGTERM, then SIGKILL.
+    """
+    proc = subprocess.Popen(cmd, env=env, cwd=str(cwd), start_new_session=True)
+    pgid = proc.pid
+
+    def forward(signo, _frame):
+        try:
+            os.killpg(pgid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        rc = proc.wait()
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+        if not _wait_group(pgid, grace_s):
+            for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+                try:
+                    os.killpg(pgid, sig)
+                except ProcessLookupError:
+                    break
+                if _wait_group(pgid, wait):
+                    break
+    print("Dagster UI stopped (webserver, daemon and code servers)", flush=True)
+    return 0 if rc in (0, -signal.SIGINT, 130) else rc
 
 
 def add_parsers(sub) -> None:

@@ -58,35 +58,46 @@ def test_ui_starts_webserver_and_daemon_and_stops(tmp_path):
         assert healthy, f"no healthy sensor daemon behind {base} after 120 s:\n{log.read_text()[-3000:]}"
         assert (home / "dagster.yaml").read_text() == (paths.PROJECT_ROOT / "dagster.yaml.template").read_text()
     finally:
-        leftover = _stop(proc)
-    assert not leftover, f"processes of `tinybench ui` still running 20 s after SIGTERM (killed): {leftover}"
+        rc, leftover = _stop(proc, home)
+    assert rc == 0, f"tinybench ui did not exit by itself within 40 s of SIGTERM (rc {rc}):\n{log.read_text()[-3000:]}"
+    assert not leftover, f"processes of `tinybench ui` still running after it exited (killed): {leftover}"
+    assert "Dagster UI stopped" in log.read_text()
     with socket.socket() as s:  # nothing listens on the port any more
         assert s.connect_ex(("127.0.0.1", port)) != 0
 
 
-def _group_alive(pgid: int) -> bool:
+def _processes_of(home: Path) -> dict[int, str]:
+    """pid -> command line of every process whose environment names this DAGSTER_HOME (the UI's children)."""
+    found = {}
+    needle = f"DAGSTER_HOME={home}".encode()
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if needle in (d / "environ").read_bytes().split(b"\0"):
+                found[int(d.name)] = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]
+        except OSError:  # gone, or not ours
+            continue
+    return found
+
+
+def _stop(proc: subprocess.Popen, home: Path) -> tuple[int | None, list[str]]:
+    """SIGTERM `tinybench ui` (its own process group, as a service manager would) and wait up to 40 s for it
+    to exit: it stops dagster dev's whole group before it does. Return its exit code (None: killed) and the
+    command lines of any process of this instance still alive afterwards (those are then killed)."""
+    os.killpg(proc.pid, signal.SIGTERM)
     try:
-        os.killpg(pgid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-
-
-def _stop(proc: subprocess.Popen) -> list[str]:
-    """SIGTERM the process group (dagster dev stops its webserver and daemon), wait up to 20 s for all of it to
-    exit; SIGKILL what is left and return its command lines."""
-    pgid = proc.pid
-    if _group_alive(pgid):
-        os.killpg(pgid, signal.SIGTERM)
-    deadline = time.time() + 20
-    while time.time() < deadline and _group_alive(pgid):
-        proc.poll()
-        time.sleep(0.2)
-    leftover = []
-    if _group_alive(pgid):
-        out = subprocess.run(["ps", "-o", "pid=,args=", "-g", str(pgid)], capture_output=True, text=True).stdout
-        leftover = [line.strip() for line in out.splitlines() if line.strip()]
-        os.killpg(pgid, signal.SIGKILL)
-    if proc.poll() is None:
+        rc = proc.wait(timeout=40)
+    except subprocess.TimeoutExpired:
+        rc = None
+    time.sleep(0.5)
+    left = _processes_of(home)
+    for pid in left:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    if rc is None:
+        os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)
-    return leftover
+    return rc, [f"{pid} {cmd}" for pid, cmd in left.items()]
