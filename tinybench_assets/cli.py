@@ -5,6 +5,8 @@
     tinybench anchors            list the anchor items of an exported tiny benchmark
     tinybench estimate           estimate a new model's accuracy from its answers to the anchors
     tinybench route              route questions to the model most likely to answer them (stored router, offline)
+    tinybench adaptive           adaptive test of a new model on one scenario, item by item (next / answer / estimate / run)
+    tinybench ui                 the Dagster UI (webserver and daemon) on the project's instance
 """
 from __future__ import annotations
 
@@ -132,9 +134,11 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=summary)
     from tinybench_assets.estimate_cli import add_parsers
     from tinybench_assets.route_cli import add_parsers as add_route_parsers
+    from tinybench_assets.adaptive_cli import add_parsers as add_adaptive_parsers
     from tinybench_assets.ui_cli import add_parsers as add_ui_parsers
 
     add_parsers(sub)
+    add_adaptive_parsers(sub)
     add_route_parsers(sub)
     add_ui_parsers(sub)
     args = parser.parse_args(argv)

@@ -50,6 +50,18 @@ def _interval(lo: float, up: float) -> str:
     return f"[{100 * lo:.1f}, {100 * up:.1f}]"
 
 
+def budget(estimator: str) -> str:
+    """``own`` when the estimator reads only the scenario's own anchors, ``joint`` when it also reads the other
+    scenarios' anchors (the whole tiny benchmark's answers)."""
+    from tinybench_assets.core.predictor import JOINT, PER_SCENARIO
+
+    if estimator in JOINT:
+        return "joint"
+    if estimator in PER_SCENARIO:
+        return "own"
+    return "joint" if "joint" in str(estimator) else "own"
+
+
 def format_table(df, art: dict, source: str = "") -> str:
     """The human-readable report printed by ``tinybench estimate``."""
     level = f"{round(100 * (1 - float(art.get('alpha', 0.1))))}% interval"
@@ -57,13 +69,15 @@ def format_table(df, art: dict, source: str = "") -> str:
     lines = [f"{art.get('leaderboard', '?')} tiny benchmark: n={art['n']} anchors per scenario "
              f"(clustering {art['clustering']}){source}",
              f"{'scenario':<{w}}  {'answered':>8}  {'estimate':>8}  {level:>14}  {'full score':>10}  {level:>14}  "
-             "estimator (T1 / T2) [source]"]
+             "budget  estimator (T1 / T2) [source]"]
     for r in df.itertuples(index=False):
         est = r.estimator if r.estimator == r.estimator_t2 else f"{r.estimator} / {r.estimator_t2}"
         lines.append(f"{r.scenario:<{w}}  {f'{r.answered}/{r.n_anchors}':>8}  {_pct(r.estimate):>8}  "
                      f"{_interval(r.lower, r.upper):>14}  {_pct(r.estimate_t2):>10}  {_interval(r.lower_t2, r.upper_t2):>14}  "
-                     f"{est} [{r.source}]")
+                     f"{budget(r.estimator):<6}  {est} [{r.source}]")
     lines.append("estimate: balance-weighted accuracy on the scenario's item pool; full score: the full-benchmark score")
+    lines.append("budget: own = from this scenario's anchor answers only; joint = also from the other scenarios' anchors "
+                 f"(all {int(df.answered.sum())} answers)")
     for note in df.attrs.get("notes", []):
         lines.append(f"note: {note}")
     return "\n".join(lines)
@@ -81,7 +95,8 @@ def estimate_cmd(args: argparse.Namespace) -> int:
         print(f"tinybench estimate: error: {e}", file=sys.stderr)
         return 2
     if args.json:
-        recs = [{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()}
+        recs = [{**{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()},
+                 "budget": budget(r["estimator"]), "budget_t2": budget(r["estimator_t2"])}
                 for r in df.to_dict("records")]
         print(json.dumps({"leaderboard": art.get("leaderboard"), "n": art["n"], "clustering": art["clustering"],
                           "alpha": art.get("alpha"), "answers": str(args.answers), "notes": df.attrs.get("notes", []),

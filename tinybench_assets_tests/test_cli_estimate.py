@@ -65,9 +65,16 @@ def test_estimate_prints_a_table_and_json(board, capsys, tmp_path):
         line = next(ln for ln in out.splitlines() if ln.startswith(r.scenario + " "))
         assert f"{100 * r.estimate:.1f} %" in line and f"{100 * r.estimate_t2:.1f} %" in line and "5/5" in line
         assert r.estimator in line
+        # which budget the estimate spent: own (this scenario's anchors) or joint (every scenario's)
+        assert (" joint " if "joint" in r.estimator or r.estimator == "stack" else " own ") in line
+    assert "budget: own = from this scenario's anchor answers only; joint" in out
     rc, out, _ = run(capsys, "estimate", "--artifact", str(board["folder"]), "--answers", str(f), "--json")
     data = json.loads(out)
     assert rc == 0 and [s["scenario"] for s in data["scenarios"]] == ["a", "b"]
+    assert all(s["budget"] in ("own", "joint") for s in data["scenarios"])
+    from tinybench_assets.estimate_cli import budget
+    assert budget("gpirt_val") == "own" and budget("gbm_joint") == "joint" and budget("stack") == "joint"
+    assert budget("stack_own") == "own"
     got = pd.DataFrame(data["scenarios"])
     np.testing.assert_allclose(got[tb.COLUMNS[5:11]].to_numpy(float), want[tb.COLUMNS[5:11]].to_numpy(float), atol=1e-12)
     rc, out, _ = run(capsys, "estimate", "--artifact", str(board["folder"] / "tiny_benchmark.json"), "--answers", str(f),

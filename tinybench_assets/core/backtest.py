@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .groups import grouped_test_mask
 from .predictor import AnchorPredictor, full_scores_wide, split_models
 from .responses import ResponseMatrix
 
@@ -51,19 +52,43 @@ def reference_n(n_values) -> int:
     return 30 if 30 in ns else max(ns)
 
 
+BOOTSTRAP_RESAMPLES = 400
+
+
+def bootstrap_mae_ci(abs_err, models, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
+                     seed: int = 0) -> tuple[float, float]:
+    """Percentile interval of the MAE over a bootstrap of the TEST MODELS (a model's rows from several splits
+    are resampled together). abs_err, models : shape (rows,). Returns (low, high) in the units of abs_err."""
+    abs_err = np.asarray(abs_err, dtype=float)
+    ok = np.isfinite(abs_err)
+    if ok.sum() < 2:
+        return (np.nan, np.nan)
+    codes, uniq = pd.factorize(np.asarray(models, dtype=object)[ok])
+    tot = np.bincount(codes, weights=abs_err[ok])
+    cnt = np.bincount(codes).astype(float)
+    idx = np.random.default_rng(seed).integers(0, len(uniq), (resamples, len(uniq)))
+    maes = tot[idx].sum(1) / cnt[idx].sum(1)
+    q = (1 - level) / 2
+    return float(np.quantile(maes, q)), float(np.quantile(maes, 1 - q))
+
+
 def _metrics(g: pd.DataFrame) -> pd.Series:
     e1 = g.estimate - g.truth_t1
     e2 = g.estimate_t2 - g.truth_t2
     in1 = (g.truth_t1 >= g.lower) & (g.truth_t1 <= g.upper)
     in2 = (g.truth_t2 >= g.lower_t2) & (g.truth_t2 <= g.upper_t2)
     ok2 = np.isfinite(e2)
+    lo1, hi1 = bootstrap_mae_ci(100 * e1.abs().to_numpy(), g.model.to_numpy())
+    lo2, hi2 = bootstrap_mae_ci(100 * e2.abs().to_numpy(), g.model.to_numpy())
     return pd.Series({
         "mae_t1": 100 * e1.abs().mean(),
+        "mae_t1_lo": lo1, "mae_t1_hi": hi1,
         "sd_t1": 100 * e1.std(ddof=0),
         "bias_t1": 100 * e1.mean(),
         "coverage_t1": in1.mean(),
         "width_t1": 100 * (g.upper - g.lower).mean(),
         "mae_t2": 100 * e2[ok2].abs().mean() if ok2.any() else np.nan,
+        "mae_t2_lo": lo2, "mae_t2_hi": hi2,
         "sd_t2": 100 * e2[ok2].std(ddof=0) if ok2.any() else np.nan,
         "coverage_t2": in2[ok2].mean() if ok2.any() else np.nan,
         "width_t2": 100 * (g.upper_t2 - g.lower_t2)[ok2].mean() if ok2.any() else np.nan,
@@ -72,13 +97,24 @@ def _metrics(g: pd.DataFrame) -> pd.Series:
 
 
 def summarize(estimates: pd.DataFrame, by=("scenario", "clustering", "estimator", "n")) -> pd.DataFrame:
-    """MAE / SD (accuracy points), coverage and width per group of a backtest's estimates table."""
+    """MAE / SD (accuracy points), coverage and width per group of a backtest's estimates table; ``mae_*_lo`` /
+    ``mae_*_hi`` are the 95 % bootstrap interval of the MAE over test models."""
     return estimates.groupby(list(by), sort=True).apply(_metrics, include_groups=False).reset_index()
 
 
-def _split_indices(n_models, k, test_fraction, seed, max_train_models, max_test_models):
+def _split_indices(n_models, k, test_fraction, seed, max_train_models, max_test_models, groups=None, exclude=None):
+    """Training and test rows of split k: a seeded random split of models, or with ``groups`` (str per model)
+    a grouped one (whole groups to one side, :func:`~tinybench_assets.core.groups.grouped_test_mask`). Rows
+    where ``exclude`` is True (the lockbox) are on neither side."""
     split_seed = seed + k
-    train, test = split_models(n_models, test_fraction, split_seed)
+    if groups is None:
+        train, test = split_models(n_models, test_fraction, split_seed)
+    else:
+        is_test = grouped_test_mask(groups, test_fraction, split_seed)
+        train, test = np.flatnonzero(~is_test), np.flatnonzero(is_test)
+    if exclude is not None:
+        exclude = np.asarray(exclude, dtype=bool)
+        train, test = train[~exclude[train]], test[~exclude[test]]
     rng = np.random.default_rng(10_000 + split_seed)
     if max_train_models is not None and len(train) > max_train_models:
         train = np.sort(rng.choice(train, max_train_models, replace=False))
@@ -87,7 +123,57 @@ def _split_indices(n_models, k, test_fraction, seed, max_train_models, max_test_
     return train, test
 
 
-def _run_split(k, matrix, t2_wide, train, test, params, seed) -> dict:
+def split_plan(n_models: int, kinds=("random",), n_splits: int = 3, test_fraction: float = 0.2, seed: int = 0,
+               groups=None, exclude=None, max_train_models=None, max_test_models=None) -> list[tuple[str, np.ndarray, np.ndarray]]:
+    """(kind, training rows, test rows) of ``n_splits`` seeded splits per kind, kinds in order.
+
+    kinds : "random" (models at random) and/or "grouped" (whole families to one side; needs ``groups``, a str
+    per model). Split k of a kind uses seed ``seed + k``. ``exclude`` (bool per model, the lockbox) keeps
+    models out of every split.
+    """
+    plan = []
+    for kind in kinds:
+        if kind not in ("random", "grouped"):
+            raise ValueError(f"unknown split kind {kind!r}: use 'random' or 'grouped'")
+        if kind == "grouped" and groups is None:
+            raise ValueError("grouped splits need a family key per model (groups)")
+        for k in range(n_splits):
+            train, test = _split_indices(n_models, k, test_fraction, seed, max_train_models, max_test_models,
+                                         groups if kind == "grouped" else None, exclude)
+            plan.append((kind, train, test))
+    return plan
+
+
+def adaptive_rows(pred: AnchorPredictor, matrix: ResponseMatrix, test, n_values) -> pd.DataFrame:
+    """Adaptive tests of the test models (simulated from their real answers) on each scenario's fitted IRT, with
+    the end estimators chosen and their intervals calibrated on the predictor's validation models.
+
+    Rows as :meth:`AnchorPredictor.estimate` returns (clustering "adaptive"; estimators ``adaptive`` (served),
+    ``adaptive_irt``, ``adaptive_pirt``, ``adaptive_gpirt``); T2 columns are NaN (no full-score map for them).
+    """
+    from .adaptive import AdaptiveEstimator, simulate
+
+    models = np.asarray(matrix.models, dtype=object)
+    frames = []
+    for s in pred.scenarios_:
+        cols = pred.cols_[s]
+        p, w = pred.irt_[s], pred.w_[cols]
+        ns = tuple(n for n in n_values if n <= len(cols))
+        Yv, Yt = matrix.scores[np.ix_(pred.val_rows_, cols)], matrix.scores[np.ix_(test, cols)]
+        hv, ht = ~np.isnan(Yv).all(1), ~np.isnan(Yt).all(1)
+        if not ns or hv.sum() < 10 or not ht.any():
+            continue
+        truth_v = pred.pool_accuracy(matrix.scores[pred.val_rows_[hv]])[s].to_numpy()
+        fitted = AdaptiveEstimator(pred.alpha, pred.interval_scale).fit(simulate(Yv[hv], p.a, p.b, w, ns), truth_v)
+        for n, res in fitted.predict(simulate(Yt[ht], p.a, p.b, w, ns)).items():
+            for name, (e, lo, hi) in res.items():
+                frames.append(pd.DataFrame({"model": models[test][ht], "scenario": s, "clustering": "adaptive",
+                                            "estimator": name, "n": n, "estimate": e, "lower": lo, "upper": hi,
+                                            "estimate_t2": np.nan, "lower_t2": np.nan, "upper_t2": np.nan, "source": "adaptive"}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _run_split(k, matrix, t2_wide, train, test, params, seed, adaptive_n=()) -> dict:
     """Fit a fresh predictor on split k's training models and estimate its test models (one split's outputs)."""
     t0 = time.perf_counter()
     split_seed = seed + k
@@ -97,6 +183,11 @@ def _run_split(k, matrix, t2_wide, train, test, params, seed) -> dict:
     t_fit = time.perf_counter() - t0
     Yt = matrix.scores[test]
     df = pred.estimate(Yt, models[test], include_random=True, random_seed=100_000 + split_seed)
+    if adaptive_n:
+        ta = time.perf_counter()
+        extra = adaptive_rows(pred, matrix, np.asarray(test), adaptive_n)
+        df = pd.concat([df, extra[df.columns.intersection(extra.columns)]], ignore_index=True) if len(extra) else df
+        pred.timings_["adaptive"] = time.perf_counter() - ta
     t1 = pred.pool_accuracy(Yt)
     t1.index = models[test]
     t1_long = t1.stack().rename("truth_t1")
@@ -145,6 +236,10 @@ def run_backtest(
     verbose: bool = False,
     log=None,
     n_jobs: int = 1,
+    groups=None,
+    exclude=None,
+    splits=None,
+    adaptive_n=(),
 ) -> BacktestResult:
     """Evaluate every estimator over seeded model splits.
 
@@ -158,6 +253,11 @@ def run_backtest(
     predictor_params : keyword arguments of :class:`AnchorPredictor` (its ``seed`` is set per split).
     log : optional callable taking one line of progress (split k of n, its models, elapsed time); ``verbose``
         prints the same lines.
+    groups : a family key per model (str, shape (n_models,), :func:`~tinybench_assets.core.groups.model_groups`):
+        grouped splits, whole families to one side; None: random model splits.
+    exclude : bool per model; those models (the lockbox) are in no split, neither training nor test.
+    splits : explicit [(train rows, test rows), ...] instead of seeded ones (the benchmark's lockbox line).
+    adaptive_n : also run adaptive tests of these lengths on every test model (:func:`adaptive_rows`).
     n_jobs : splits fitted at once, each in its own process with one thread (1: in this process, with the
         caller's torch threads). Measured on 2 cores: two one-thread fits at once finish in 190 s where two
         two-thread fits in a row take 335 s. Every split is seeded, so the result does not depend on n_jobs
@@ -172,8 +272,10 @@ def run_backtest(
     t2_wide = full_scores_wide(full_scores, matrix.models, scen)
     say = log or ((lambda line: print(line, flush=True)) if verbose else None)
     start = time.perf_counter()
-    splits = [_split_indices(len(matrix.models), k, test_fraction, seed, max_train_models, max_test_models)
-              for k in range(n_splits)]
+    if splits is None:
+        splits = [_split_indices(len(matrix.models), k, test_fraction, seed, max_train_models, max_test_models,
+                                 groups, exclude) for k in range(n_splits)]
+    n_splits = len(splits)
     outputs: dict[int, dict] = {}
 
     def done(k: int, out: dict) -> None:
@@ -190,7 +292,7 @@ def run_backtest(
             if say:
                 say(f"backtest split {k + 1} of {n_splits}: fitting on {len(train)} training models "
                     f"({time.perf_counter() - start:.0f}s elapsed)")
-            done(k, _run_split(k, matrix, t2_wide, train, test, params, seed))
+            done(k, _run_split(k, matrix, t2_wide, train, test, params, seed, tuple(adaptive_n)))
     else:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -199,7 +301,7 @@ def run_backtest(
             say(f"backtest: {n_splits} splits in {n_jobs} worker processes (one thread each)")
         with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"), initializer=_init_worker,
                                  initargs=(1,)) as pool:
-            futures = {pool.submit(_run_split, k, matrix, t2_wide, train, test, params, seed): k
+            futures = {pool.submit(_run_split, k, matrix, t2_wide, train, test, params, seed, tuple(adaptive_n)): k
                        for k, (train, test) in enumerate(splits)}
             for fut in as_completed(futures):
                 done(futures[fut], fut.result())

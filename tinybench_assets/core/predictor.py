@@ -201,6 +201,7 @@ class AnchorPredictor:
         if self.max_fit_models is not None and len(fit_rel) > self.max_fit_models:
             fit_rel = np.sort(np.random.default_rng(self.seed + 1).choice(fit_rel, self.max_fit_models, replace=False))
         self.n_fit_, self.n_val_ = len(fit_rel), len(val_rel)
+        self.val_rows_ = rows[val_rel]  # rows of ``matrix`` used as validation models (adaptive calibration reuses them)
         Yf, Yv = Y[fit_rel], Y[val_rel]
         T1v = pd.DataFrame(t1_all[val_rel], columns=self.scenarios_)
         T2f = pd.DataFrame(t2[fit_rel], columns=self.scenarios_)
@@ -364,8 +365,11 @@ class AnchorPredictor:
         return (Ya * w[None, :]).mean(1)
 
     def _gbm(self):
-        params = dict(max_iter=1000, learning_rate=0.03, l2_regularization=1.0, max_features=0.5,
-                      early_stopping=True, validation_fraction=0.1, n_iter_no_change=20, random_state=self.seed)
+        # lr 0.06 / 500 / 15 (was 0.03 / 1000 / 20): the learned estimators fit ~3x faster and the quick
+        # estimation benchmark's n=30 MAEs moved by <= 0.04 points (T1 2.240 -> 2.238, T2 1.947 -> 1.908,
+        # own 2.489 -> 2.483 / 2.145 -> 2.133); lr 0.1 / 300 / 10 cost own-budget T2 0.2 points (issue 12).
+        params = dict(max_iter=500, learning_rate=0.06, l2_regularization=1.0, max_features=0.5,
+                      early_stopping=True, validation_fraction=0.1, n_iter_no_change=15, random_state=self.seed)
         params.update(self.gbm_params)
         return HistGradientBoostingRegressor(**params)
 

@@ -129,6 +129,11 @@ CREATE TABLE IF NOT EXISTS backtest_summary (
     n INTEGER NOT NULL, mae_t1 DOUBLE, sd_t1 DOUBLE, bias_t1 DOUBLE, coverage_t1 DOUBLE, width_t1 DOUBLE,
     mae_t2 DOUBLE, sd_t2 DOUBLE, coverage_t2 DOUBLE, width_t2 DOUBLE, n_models INTEGER, n_splits INTEGER
 );
+ALTER TABLE backtest_summary ADD COLUMN IF NOT EXISTS split_kind VARCHAR;  -- grouped (headline) | random
+ALTER TABLE backtest_summary ADD COLUMN IF NOT EXISTS mae_t1_lo DOUBLE;  -- 95 % bootstrap interval over test models
+ALTER TABLE backtest_summary ADD COLUMN IF NOT EXISTS mae_t1_hi DOUBLE;
+ALTER TABLE backtest_summary ADD COLUMN IF NOT EXISTS mae_t2_lo DOUBLE;
+ALTER TABLE backtest_summary ADD COLUMN IF NOT EXISTS mae_t2_hi DOUBLE;
 """
 
 
@@ -297,6 +302,8 @@ class Store:
         """Replace one partition's rows of several tables in one transaction.
 
         Each DataFrame's columns are matched to the table's columns by name; the partition column is added.
+        A column the stored table lacks (a result table written by an older version) is added to it, NULL in the
+        rows already there, so nothing stored is lost.
         """
         with self.transaction() as con:
             for table, df in tables.items():
@@ -304,6 +311,14 @@ class Store:
                     con.register("part_df", df)  # a result table without declared DDL takes the frame's columns
                     con.execute(f'CREATE TABLE "{table}" AS SELECT CAST(NULL AS VARCHAR) AS {column}, * FROM part_df LIMIT 0')
                     con.unregister("part_df")
+                have = {r[0] for r in con.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
+                if missing := [c for c in df.columns if c not in have]:
+                    con.register("part_df", df)
+                    types = {r[0]: r[1] for r in con.execute("DESCRIBE SELECT * FROM part_df").fetchall()}
+                    con.unregister("part_df")
+                    for c in missing:
+                        con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{c}" {types[c]}')
                 con.execute(f'DELETE FROM "{table}" WHERE {column} = ?', [key])
                 if len(df):
                     con.register("part_df", df)

@@ -61,6 +61,10 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
     assert mae("tinybench") < mae("random")
     summary = store.query("SELECT * FROM backtest_summary")
     assert set(summary["n"]) == {5, 10} and summary["coverage_t1"].between(0, 1).all()
+    # both split kinds, family-grouped (the headline) and random, with bootstrap intervals of every MAE
+    assert set(summary["split_kind"]) == {"grouped", "random"}
+    ok = summary.dropna(subset=["mae_t1_lo"])
+    assert len(ok) > 0.9 * len(summary) and ((ok.mae_t1_lo <= ok.mae_t1) & (ok.mae_t1 <= ok.mae_t1_hi)).all()
     # the UI's lambda table lists every scenario x n of the per-scenario fit (correctness anchors)
     lam_md = instance.get_latest_materialization_event(dg.AssetKey("gpirt_lambdas")).asset_materialization.metadata
     lam_rows = [r for r in lam_md["lambdas"].value.splitlines()[2:] if r.strip()]
@@ -68,12 +72,14 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
     ev = instance.get_latest_materialization_event(dg.AssetKey("estimation_backtest"))
     md = ev.asset_materialization.metadata
     assert "error_vs_n_arc" in md and "mae_t1_points_at_n10" in md
+    assert md["headline_split_kind"].value == "grouped" and md["model_groups"].data["n_groups"] > 10
+    assert {"tinybench_t1_mae_mean_n10_grouped", "tinybench_t1_mae_mean_n10_random"} <= set(md)
     # the console summary quotes the same budget as the UI (30 was not run here: the largest, 10)
     from tinybench_assets.io import reports
 
     lines = reports.render(store, "backtest_summary").splitlines()
-    assert lines[0].split()[:4] == ["leaderboard", "scenario", "estimator", "n"] and len(lines) > 1
-    assert {ln.split()[3] for ln in lines[1:]} == {"10"}
+    assert lines[0].split()[:5] == ["leaderboard", "split", "scenario", "estimator", "n"] and len(lines) > 1
+    assert {ln.split()[4] for ln in lines[1:]} == {"10"} and {ln.split()[1] for ln in lines[1:]} == {"grouped", "random"}
 
     # the exported tiny benchmark reproduces the asset's estimates for a held-out model, from its anchor answers only
     from tinybench_assets.core.tiny_benchmark import estimate_from_artifact, load_artifact

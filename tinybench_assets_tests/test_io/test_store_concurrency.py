@@ -27,3 +27,21 @@ def test_concurrent_writers_never_fail(tmp_path):
     assert [p.exitcode for p in procs] == [0, 0, 0]
     out = Store(path).query("SELECT partition_key, count(*) AS n, max(mean_score) AS last FROM matrix_items GROUP BY 1 ORDER BY 1")
     assert out["n"].tolist() == [50, 50, 50] and out["last"].tolist() == [14.0, 14.0, 14.0]
+
+
+def test_replace_partition_adds_new_columns_and_keeps_stored_rows(tmp_path):
+    """A result table written by an older version gains the new columns; its other partitions stay."""
+    import pandas as pd
+
+    from tinybench_assets.io.store import Store
+
+    db = Store(tmp_path / "s.duckdb")
+    db.replace_partition({"results": pd.DataFrame({"x": [1.0, 2.0]})}, "old")
+    db.replace_partition({"results": pd.DataFrame({"x": [3.0], "kind": ["grouped"], "lo": [0.5]})}, "new")
+    got = db.query("SELECT * FROM results ORDER BY x")
+    assert list(got.columns) == ["partition_key", "x", "kind", "lo"]
+    assert got.partition_key.tolist() == ["old", "old", "new"] and got.kind.isna().sum() == 2
+    assert got.lo.iloc[-1] == 0.5
+    # the declared backtest_summary of an older file gains split_kind and the MAE intervals
+    cols = set(db.query("SELECT * FROM backtest_summary LIMIT 0").columns)
+    assert {"split_kind", "mae_t1_lo", "mae_t1_hi", "mae_t2_lo", "mae_t2_hi"} <= cols

@@ -40,7 +40,9 @@ class EstimationConfig(dg.Config):
 
 
 class BacktestConfig(EstimationConfig):
-    n_splits: int = 3
+    n_splits: int = 2  # seeded splits per split kind
+    split_kinds: list[str] = ["grouped", "random"]  # grouped: whole model families to one side (the headline)
+    aggregate_csv: str = ""  # families from arch x size; "": <default data dir>/<leaderboard>/leaderboard_aggregate_scores.csv
     test_fraction: float = 0.2
     seed: int = 0
     max_train_models: int = 0
@@ -190,7 +192,9 @@ def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig,
                  kinds=("python", "torch", "scikit-learn", "duckdb")))
 def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfig, store: StoreResource,
                         torch_device: TorchDevice) -> dg.MaterializeResult:
-    from tinybench_assets.core.backtest import reference_n, run_backtest
+    from tinybench_assets.core.backtest import reference_n, run_backtest, split_plan, summarize
+    from tinybench_assets.core.groups import group_summary, model_groups
+    from tinybench_assets.core.subsets.voters import read_aggregate
 
     db = store.get()
     board = context.partition_key
@@ -198,22 +202,38 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     if len(matrix.models) < config.min_models:
         return _skip(board, len(matrix.models), config)
     t0 = time.perf_counter()
+    unknown = sorted(set(config.split_kinds) - {"grouped", "random"})
+    if unknown or not config.split_kinds:
+        raise dg.Failure(f"estimation_backtest: split_kinds must be among ['grouped', 'random'], got {config.split_kinds}")
+    groups = model_groups(matrix.models, read_aggregate(config.aggregate_csv or str(
+        Path(paths.default_data_dir()) / board / "leaderboard_aggregate_scores.csv")))
+    context.log.info(f"model families for grouped splits: {group_summary(groups)}")
+    plan = split_plan(len(matrix.models), tuple(config.split_kinds), config.n_splits, config.test_fraction, config.seed,
+                      groups=groups.to_numpy(), max_train_models=config.max_train_models or None,
+                      max_test_models=config.max_test_models or None)
     result = run_backtest(
-        matrix, full, n_splits=config.n_splits, test_fraction=config.test_fraction, seed=config.seed,
-        max_train_models=config.max_train_models or None, max_test_models=config.max_test_models or None,
+        matrix, full, splits=[(train, test) for _, train, test in plan], seed=config.seed,
         predictor_params=predictor_params(config, torch_device.resolve()), log=context.log.info,
-        n_jobs=config.n_jobs or min(config.n_splits, os.cpu_count() or 1),
+        n_jobs=config.n_jobs or min(len(plan), os.cpu_count() or 1),
     )
-    summary = result.summary.copy()
-    summary = summary[["scenario", "clustering", "estimator", "n", "mae_t1", "sd_t1", "bias_t1", "coverage_t1", "width_t1",
-                       "mae_t2", "sd_t2", "coverage_t2", "width_t2", "n_models"]]
+    kind_of = {k: kind for k, (kind, _, _) in enumerate(plan)}
+    estimates = result.estimates.assign(split_kind=result.estimates.split.map(kind_of))
+    headline = config.split_kinds[0]
+    summary = pd.concat([summarize(g).assign(split_kind=kind) for kind, g in estimates.groupby("split_kind", sort=False)],
+                        ignore_index=True)
+    summary = summary[["split_kind", "scenario", "clustering", "estimator", "n", "mae_t1", "mae_t1_lo", "mae_t1_hi", "sd_t1",
+                       "bias_t1", "coverage_t1", "width_t1", "mae_t2", "mae_t2_lo", "mae_t2_hi", "sd_t2", "coverage_t2",
+                       "width_t2", "n_models"]]
+    timings = result.timings.assign(split_kind=result.timings.split.map(kind_of))
     db.replace_partition({"backtest_summary": summary.assign(n_splits=config.n_splits),
-                          "backtest_timings": result.timings}, board, column="leaderboard")
+                          "backtest_timings": timings}, board, column="leaderboard")
+    both = summary
+    summary = summary[summary.split_kind == headline]
     charts, figures = {}, {}
     for s, g in summary[summary.clustering.isin(["correctness", "random", "selected"])].groupby("scenario"):
         wide = g.pivot_table(index="n", columns="estimator", values="mae_t1")
         wide = wide[[c for c in ("random", "anchor", "irt", "pirt", "gpirt", "gpirt_val_joint", "tinybench_own", "tinybench") if c in wide]]
-        png = plots.error_vs_n(wide, title=f"{board}.{s}: T1 MAE vs n ({config.n_splits} splits)")
+        png = plots.error_vs_n(wide, title=f"{board}.{s}: T1 MAE vs n ({config.n_splits} {headline} splits)")
         plots.save(png, Path(paths.artifacts_dir()) / "plots" / f"backtest_{board}.{s}.png")
         charts[f"error_vs_n_{s}"] = dg.MetadataValue.md(plots.markdown_image(png, f"{s} error vs n"))
         figures[s] = wide
@@ -234,7 +254,12 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
         f"mae_t1_points_at_n{n_ref}": dg.MetadataValue.md(table.sort_values("mean").to_markdown()),
         f"tinybench_t1_mae_mean_n{n_ref}": float(best["mae_t1"].mean()) if len(best) else float("nan"),
         f"tinybench_t2_mae_mean_n{n_ref}": float(best["mae_t2"].mean()) if len(best) else float("nan"),
-        "coverage90_t1": float(result.estimates.eval("(lower <= truth_t1) & (truth_t1 <= upper)").mean()),
+        "coverage90_t1": float(estimates[estimates.split_kind == headline].eval("(lower <= truth_t1) & (truth_t1 <= upper)").mean()),
+        **({f"tinybench_t1_mae_mean_n{n_ref}_{k}": float(both[(both.split_kind == k) & (both.n == n_ref)
+                                                                 & (both.estimator == "tinybench")]["mae_t1"].mean())
+            for k in config.split_kinds}),
+        "headline_split_kind": headline,
+        "model_groups": dg.MetadataValue.json(group_summary(groups)),
         "splits": config.n_splits, "seconds": round(time.perf_counter() - t0, 1),
     })
 

@@ -1,0 +1,176 @@
+"""``tinybench adaptive``: an adaptive test of a new model on one scenario, item by item or from a batch.
+
+    tinybench adaptive --leaderboard openllm --scenario mmlu --state run.json next [--with-text]
+    tinybench adaptive --leaderboard openllm --scenario mmlu --state run.json answer ITEM SCORE
+    tinybench adaptive --leaderboard openllm --scenario mmlu --state run.json estimate [--json]
+    tinybench adaptive --leaderboard openllm --scenario mmlu run --answers answers.csv [--max-items 30]
+
+Each step asks the unasked item with the most Fisher information at the model's current ability (the
+scenario's IRT model, fitted on the leaderboard's training models by the irt_model asset, read from the DuckDB
+store), then re-estimates the ability. ``--state`` is a small JSON file holding the answers so far; it is
+created by the first command. The test stops after ``--max-items`` answers (default 30) or, with
+``--target-width W``, once the 90 % interval is at most W wide (accuracy fraction, e.g. 0.08). ``run`` drives
+the whole test from a file of answers (CSV item,score or JSON, as ``tinybench estimate`` reads): items the
+file lacks are skipped. The estimate is p-IRT on the pool with the posterior's 90 % interval; the budget is
+the scenario's own (only its asked items). Bad input exits with code 2 and a one-line error on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from tinybench_assets import paths
+
+
+class _UsageError(ValueError):
+    pass
+
+
+def load_scenario(leaderboard: str, scenario: str | None):
+    """(partition key, item ids, a (I, D), b (I,), balance weights (I,), texts {item: text}) from the store."""
+    from tinybench_assets.io.store import Store
+
+    db_path = Path(paths.duckdb_path())
+    if not db_path.exists():
+        raise _UsageError(f"no DuckDB store at {db_path}: run `tinybench run-all` first")
+    store = Store(db_path)
+    if "irt_items" not in store.tables():
+        raise _UsageError(f"{db_path}: no IRT fits stored yet (materialize irt_model)")
+    keys = store.query("SELECT DISTINCT partition_key FROM irt_items WHERE partition_key LIKE ? ORDER BY 1",
+                       [f"{leaderboard}.%"])["partition_key"].tolist()
+    if not keys:
+        raise _UsageError(f"leaderboard {leaderboard!r}: no scenario with a fitted IRT model in {db_path}")
+    names = [k.split(".", 1)[1] for k in keys]
+    if scenario is None:
+        if len(keys) > 1:
+            raise _UsageError(f"leaderboard {leaderboard!r} has scenarios {', '.join(names)}: choose one with --scenario")
+        scenario = names[0]
+    key = f"{leaderboard}.{scenario}"
+    if key not in keys:
+        raise _UsageError(f"leaderboard {leaderboard!r} has no fitted scenario {scenario!r} (have: {', '.join(names)})")
+    items = store.query("SELECT i.item, i.b, i.a, coalesce(m.balance_weight, 1.0) AS w FROM irt_items i "
+                        "LEFT JOIN matrix_items m ON m.partition_key = i.partition_key AND m.item = i.item "
+                        "WHERE i.partition_key = ? ORDER BY i.item", [key])
+    texts = {}
+    if "items" in store.tables():
+        t = store.query("SELECT item, text FROM items WHERE leaderboard = ? AND scenario = ?", [leaderboard, scenario])
+        texts = dict(zip(t["item"], t["text"]))
+    a = np.array([np.asarray(x, dtype=float) for x in items["a"]])
+    return key, items["item"].tolist(), a, items["b"].to_numpy(float), items["w"].to_numpy(float), texts
+
+
+def _session(args, items, a, b, w, state: dict | None):
+    from tinybench_assets.core.adaptive import AdaptiveSession
+
+    max_items = args.max_items if args.max_items is not None else (state or {}).get("max_items", 30)
+    width = args.target_width if args.target_width is not None else (state or {}).get("target_width")
+    s = AdaptiveSession(a, b, items, w, max_items=max_items, target_width=width)
+    if state:
+        try:
+            s.restore(state)
+        except (KeyError, ValueError) as e:
+            raise _UsageError(f"{args.state}: {e}") from None
+    return s
+
+
+def _read_state(path: Path | None, key: str) -> dict | None:
+    if path is None or not path.exists():
+        return None
+    try:
+        state = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise _UsageError(f"{path}: not valid JSON ({e})") from None
+    if not isinstance(state, dict) or state.get("scenario") != key:
+        raise _UsageError(f"{path}: a state file of {state.get('scenario') if isinstance(state, dict) else '?'}, not {key}")
+    return state
+
+
+def _write_state(path: Path | None, key: str, session) -> None:
+    if path is not None:
+        path.write_text(json.dumps({"scenario": key, **session.state()}, indent=1))
+
+
+def _report(key: str, session, as_json: bool) -> str:
+    e = session.estimate()
+    e.update(scenario=key, done=session.done, budget="own", interval_level=0.9)
+    if as_json:
+        return json.dumps(e, indent=1)
+    return (f"{key}: {100 * e['estimate']:.1f} % [{100 * e['lower']:.1f}, {100 * e['upper']:.1f}] (90 % interval) from "
+            f"{e['n']} adaptive answers (own budget){'; done' if e['done'] else ''}")
+
+
+def adaptive_cmd(args: argparse.Namespace) -> int:
+    from tinybench_assets.core.tiny_benchmark import AnswerError, read_answers
+
+    try:
+        key, items, a, b, w, texts = load_scenario(args.leaderboard, args.scenario)
+        state_path = Path(args.state) if args.state else None
+        if args.action in ("next", "answer", "estimate") and state_path is None:
+            raise _UsageError(f"`{args.action}` needs --state FILE (the answers so far)")
+        session = _session(args, items, a, b, w, _read_state(state_path, key))
+        if args.action == "next":
+            item = session.next_item()
+            _write_state(state_path, key, session)
+            if item is None:
+                print(f"done: {session.estimate()['n']} answers; run `estimate`")
+            else:
+                print(item + (f"\t{texts.get(item, '')}" if args.with_text else ""))
+        elif args.action == "answer":
+            try:
+                score = float(args.score)
+            except ValueError:
+                raise _UsageError(f"score {args.score!r} is not a number") from None
+            try:
+                session.record(args.item, score)
+            except (KeyError, ValueError) as e:
+                raise _UsageError(str(e).strip('"')) from None
+            _write_state(state_path, key, session)
+            print(_report(key, session, False))
+        elif args.action == "estimate":
+            print(_report(key, session, args.json))
+        else:  # run: the whole test from a file of answers
+            answers = read_answers(args.answers)
+            skipped = 0
+            while not session.done:
+                item = session.next_item()
+                if item is None:
+                    break
+                if item not in answers:  # the file lacks it: never ask it again
+                    session.skip(item)
+                    skipped += 1
+                    continue
+                session.record(item, answers[item])
+            _write_state(state_path, key, session)
+            print(_report(key, session, args.json))
+            if skipped and not args.json:
+                print(f"note: {skipped} chosen item(s) were not in {args.answers} and were skipped")
+    except (_UsageError, AnswerError) as e:
+        print(f"tinybench adaptive: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("adaptive", help="adaptive test of a new model on one scenario (next / answer / estimate / run)",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--leaderboard", required=True)
+    p.add_argument("--scenario", help="scenario (needed when the leaderboard has several)")
+    p.add_argument("--state", help="JSON file with the answers so far (created when missing)")
+    p.add_argument("--max-items", type=int, default=None, help="stop after this many answers (default 30)")
+    p.add_argument("--target-width", type=float, default=None, help="also stop once the 90%% interval is this narrow")
+    acts = p.add_subparsers(dest="action", required=True)
+    n = acts.add_parser("next", help="print the next item to ask")
+    n.add_argument("--with-text", action="store_true", help="also print the item's text")
+    a = acts.add_parser("answer", help="record the model's score on an item")
+    a.add_argument("item")
+    a.add_argument("score")
+    e = acts.add_parser("estimate", help="print the current estimate")
+    e.add_argument("--json", action="store_true")
+    r = acts.add_parser("run", help="run the whole test, reading the answers from a file")
+    r.add_argument("--answers", required=True, help="CSV item,score or JSON, as `tinybench estimate` reads")
+    r.add_argument("--json", action="store_true")
+    p.set_defaults(func=adaptive_cmd)

@@ -1,0 +1,65 @@
+"""Model families for grouped splits, and the lockbox.
+
+A leaderboard is full of fine-tunes and merges of the same base model. A random split of models puts
+near-twins on both sides, which flatters every estimator that learns from training models. A *grouped*
+split sends whole families to one side.
+
+The family rule (:func:`model_groups`), one key per model, ``<org>|<base>``:
+
+* ``org``: the organisation of the Hugging Face id (``0-hero`` for ``0-hero/Matter-0.1-7B``), lower-cased;
+* ``base``: the architecture x size (x MoE) from the leaderboard's aggregate table (``arch``, ``size``, ``moe``:
+  ``MistralForCausalLM-7b``), else the name up to its size token (``matter-0.1-7b``), as the MAGI voters'
+  family (:func:`~tinybench_assets.core.subsets.voters.model_families`).
+
+So one author's fine-tunes, DPO variants and merges of one base model (the near-twins: authors merge and
+re-tune their own models) stay on one side. On the Open LLM Leaderboard (4,280 models) that is 2,295 groups,
+the largest 40 models (an author's Mistral-7B merges). Coarser rules were measured and rejected: the base alone
+(arch x size) leaves 835 groups with one of 1,420 models (Mistral-7B, a third of the leaderboard), so a 20 %
+test side would swing between 12 % and 45 %; the organisation and name stem alone splits an author's series
+whenever a variant's name changes.
+
+The lockbox (:func:`lockbox_mask`) is a fixed grouped share of the models, chosen from the group names with a
+fixed key (``"lockbox"``), that development never sees: benchmarks/estimation.py removes it from every split it
+tunes or reports on and tests on it once, in its final line.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from .splits import model_unit
+from .subsets.voters import model_families
+
+LOCKBOX_KEY = "lockbox"
+
+
+def model_groups(models, aggregate: pd.DataFrame | None = None) -> pd.Series:
+    """The family key ``<org>|<base>`` per model (the module's rule), a Series indexed by model name."""
+    models = [str(m) for m in models]
+    fam = model_families(models, aggregate).family
+    keys = [f"{m.split('/')[0].lower() if '/' in m else ''}|{fam.loc[m]}" for m in models]
+    return pd.Series(keys, index=pd.Index(models, name="model"), name="group")
+
+
+def group_summary(groups: pd.Series, top: int = 5) -> dict:
+    """Count of groups, models, and the largest groups (for the benchmark's and the asset's report)."""
+    sizes = groups.value_counts()
+    return {"n_groups": int(len(sizes)), "n_models": int(len(groups)),
+            "largest": {str(k): int(v) for k, v in sizes.head(top).items()},
+            "singletons": int((sizes == 1).sum())}
+
+
+def grouped_test_mask(groups, test_fraction: float, seed) -> np.ndarray:
+    """True for models whose whole group is in the test side: ``unit(seed:group) < test_fraction``.
+
+    groups : str per model, shape (n_models,). Returns bool, shape (n_models,). A group's side depends only on
+    (seed, group name): adding models never moves a family across, and all of a family goes one way.
+    """
+    groups = np.asarray(groups, dtype=object)
+    uniq, inv = np.unique(groups, return_inverse=True)
+    return (model_unit(uniq, seed) < test_fraction)[inv]
+
+
+def lockbox_mask(groups, fraction: float = 0.1) -> np.ndarray:
+    """True for the lockbox models: whole groups with ``unit("lockbox":group) < fraction``. Shape (n_models,)."""
+    return grouped_test_mask(groups, fraction, LOCKBOX_KEY)
