@@ -2,8 +2,11 @@
 
 Fixed anchors ask every model the same items. An adaptive test asks each model the item that tells most
 about *it*: the unasked item with the largest Fisher information at the model's current ability estimate,
-then re-estimates the ability and asks again (Fluid Benchmarking, 2025; metabench). With D > 1 the rule is
-D-optimal: the item maximizing ``p (1 - p) a^T H^-1 a``, the gain in log det of the posterior precision H.
+then re-estimates the ability and asks again (Fluid Benchmarking, 2025; metabench). With D > 1 "the most
+information" needs a target: the default rule ("accuracy", c-optimal) asks the item that most shrinks the
+posterior variance of the pool ACCURACY; "fisher" (D-optimal) the one that most grows log det of the posterior
+precision of theta. Measured on openllm (2,000 training / 600 test models, p-IRT T1 MAE at n = 10): arc D=10
+5.07 (fisher) vs 4.13 (accuracy), truthfulqa D=10 4.94 vs 3.12; D=2 fits ask better than D=10 (arc 3.33).
 
 * :func:`map_abilities` : batched MAP abilities, each model from its own asked items (N(0, prior_sd^2) prior),
   with the posterior precision H.
@@ -62,15 +65,31 @@ def map_abilities(A, B, Y, theta0=None, prior_sd: float = 1.0, max_iter: int = 3
     return theta, np.einsum("mk,mkd,mke->mde", wgt, A, A) + prec
 
 
-def item_gain(theta, H, a, b, chunk: int = 64) -> np.ndarray:
-    """D-optimal gain ``p (1 - p) a_j^T H^-1 a_j`` of every item for every model, shape (M, I)."""
+def item_gain(theta, H, a, b, chunk: int = 64, rule: str = "accuracy", w=None) -> np.ndarray:
+    """Value of asking each item, for every model, shape (M, I).
+
+    rule "fisher" (D-optimal): ``p (1 - p) a_j^T H^-1 a_j``, the gain in log det of the posterior precision.
+    rule "accuracy" (c-optimal): the drop in the posterior variance of the pool accuracy ``g^T H^-1 g`` (g its
+    gradient in theta, with balance weights ``w``) when item j is added: ``p (1 - p) (a_j . H^-1 g)^2 /
+    (1 + p (1 - p) a_j^T H^-1 a_j)``. With D = 1 both choose the same item.
+    """
     theta, a, b = np.asarray(theta, float), np.asarray(a, float), np.asarray(b, float)
-    L = np.linalg.cholesky(np.linalg.inv(H))  # H^-1 = L L^T
+    if rule not in ("fisher", "accuracy"):
+        raise ValueError(f"unknown item rule {rule!r}: use 'fisher' or 'accuracy'")
+    Hinv = np.linalg.inv(H)
+    L = np.linalg.cholesky(Hinv)  # H^-1 = L L^T
+    w = np.ones(len(b)) if w is None else np.asarray(w, dtype=float)
     out = np.empty((theta.shape[0], a.shape[0]))
     for s in range(0, theta.shape[0], chunk):
         p = _sigmoid(theta[s:s + chunk] @ a.T - b)
-        q = np.square(np.matmul(a[None], L[s:s + chunk])).sum(-1)  # |a_j^T L_m|^2, batched BLAS
-        out[s:s + chunk] = p * (1 - p) * q
+        pq = p * (1 - p)
+        q = np.square(np.matmul(a[None], L[s:s + chunk])).sum(-1)  # a_j^T H^-1 a_j, batched BLAS
+        if rule == "fisher":
+            out[s:s + chunk] = pq * q
+        else:
+            g = (pq * w) @ a / w.sum()  # (m, D): d accuracy / d theta
+            u = np.einsum("mde,me->md", Hinv[s:s + chunk], g)
+            out[s:s + chunk] = pq * np.square(u @ a.T) / (1.0 + pq * q)
     return out
 
 
@@ -94,7 +113,7 @@ def pool_estimates(theta, H, asked, answers, a, b, w) -> dict[str, np.ndarray]:
     return {"irt": irt, "pirt": pirt, "asked_mean": asked_mean, "posterior_sd": np.sqrt(np.maximum(var, 0.0))}
 
 
-def simulate(Y, a, b, w, n_values=(10, 20, 30), prior_sd: float = 1.0) -> dict[int, dict[str, np.ndarray]]:
+def simulate(Y, a, b, w, n_values=(10, 20, 30), prior_sd: float = 1.0, rule: str = "accuracy") -> dict[int, dict[str, np.ndarray]]:
     """Adaptive tests of M models at once, answers read from their full answer vectors.
 
     Y : (M, I) 0/1, NaN = no answer. Returns {n: {"asked": (M, n) items, "answers": (M, n), "theta": (M, D),
@@ -113,7 +132,7 @@ def simulate(Y, a, b, w, n_values=(10, 20, 30), prior_sd: float = 1.0) -> dict[i
     out = {}
     rows = np.arange(M)
     for step in range(1, n_max + 1):
-        gain = item_gain(theta, H, a, b)
+        gain = item_gain(theta, H, a, b, rule=rule, w=w)
         gain[~available] = -np.inf
         nxt = np.argmax(gain, axis=1)
         ok = np.isfinite(gain[rows, nxt])
@@ -177,13 +196,15 @@ class AdaptiveSession:
     a : (I, D) and b : (I,) the scenario's fitted item parameters; items : (I,) item ids; w : (I,) balance
         weights (default 1). max_items : stop after this many answers. target_width : also stop once the
         interval (estimate +- z * posterior sd of the pool accuracy) is at most this wide. z : 1.645 -> 90 %.
+    rule : "accuracy" (default; the item that most shrinks the posterior variance of the pool accuracy) or
+        "fisher" (D-optimal), see :func:`item_gain`.
 
     ``next_item()`` -> the id to ask (None when done); ``record(item, score)``; ``estimate()`` -> dict with the
     ability, n, the IRT and p-IRT estimates and the interval; ``state()`` / ``from_state`` round-trip the answers.
     """
 
     def __init__(self, a, b, items, w=None, *, max_items: int = 30, target_width: float | None = None,
-                 prior_sd: float = 1.0, z: float = 1.645):
+                 prior_sd: float = 1.0, z: float = 1.645, rule: str = "accuracy"):
         self.a = np.asarray(a, dtype=float).reshape(len(b), -1)
         self.b = np.asarray(b, dtype=float)
         self.items = [str(i) for i in items]
@@ -192,6 +213,7 @@ class AdaptiveSession:
             raise ValueError("AdaptiveSession: item ids must be unique")
         self.w = np.ones(len(self.b)) if w is None else np.asarray(w, dtype=float)
         self.max_items, self.target_width, self.prior_sd, self.z = int(max_items), target_width, prior_sd, z
+        self.rule = rule
         self.asked: list[int] = []
         self.answers: list[float] = []
         self.skipped: set[int] = set()  # items the model cannot be asked (no answer available): never chosen
@@ -217,7 +239,7 @@ class AdaptiveSession:
     def next_item(self) -> str | None:
         if self.done:
             return None
-        gain = item_gain(self.theta_, self.H_, self.a, self.b)[0]
+        gain = item_gain(self.theta_, self.H_, self.a, self.b, rule=self.rule, w=self.w)[0]
         gain[self.asked] = -np.inf
         gain[list(self.skipped)] = -np.inf
         return self.items[int(np.argmax(gain))]

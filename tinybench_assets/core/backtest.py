@@ -144,32 +144,51 @@ def split_plan(n_models: int, kinds=("random",), n_splits: int = 3, test_fractio
     return plan
 
 
-def adaptive_rows(pred: AnchorPredictor, matrix: ResponseMatrix, test, n_values) -> pd.DataFrame:
-    """Adaptive tests of the test models (simulated from their real answers) on each scenario's fitted IRT, with
-    the end estimators chosen and their intervals calibrated on the predictor's validation models.
+def adaptive_rows(pred: AnchorPredictor, matrix: ResponseMatrix, test, n_values, extra_dims=(2,),
+                  rule: str = "accuracy") -> pd.DataFrame:
+    """Adaptive tests of the test models (simulated from their real answers) on each scenario's IRT, with the
+    IRT dimension, the end estimator and its interval chosen per n on the predictor's VALIDATION models.
 
+    Candidate IRT models per scenario: the predictor's own fit (its D was chosen for static anchors) and fits at
+    ``extra_dims`` on the same fit models (measured on openllm: D = 2 asks better adaptive questions than D = 10).
     Rows as :meth:`AnchorPredictor.estimate` returns (clustering "adaptive"; estimators ``adaptive`` (served),
-    ``adaptive_irt``, ``adaptive_pirt``, ``adaptive_gpirt``); T2 columns are NaN (no full-score map for them).
+    ``adaptive_irt``, ``adaptive_pirt``, ``adaptive_gpirt``, plus ``adaptive_dim`` the chosen D); T2 columns are NaN.
     """
     from .adaptive import AdaptiveEstimator, simulate
+    from .irt import fit_irt
 
     models = np.asarray(matrix.models, dtype=object)
     frames = []
     for s in pred.scenarios_:
         cols = pred.cols_[s]
-        p, w = pred.irt_[s], pred.w_[cols]
+        w = pred.w_[cols]
         ns = tuple(n for n in n_values if n <= len(cols))
         Yv, Yt = matrix.scores[np.ix_(pred.val_rows_, cols)], matrix.scores[np.ix_(test, cols)]
         hv, ht = ~np.isnan(Yv).all(1), ~np.isnan(Yt).all(1)
         if not ns or hv.sum() < 10 or not ht.any():
             continue
         truth_v = pred.pool_accuracy(matrix.scores[pred.val_rows_[hv]])[s].to_numpy()
-        fitted = AdaptiveEstimator(pred.alpha, pred.interval_scale).fit(simulate(Yv[hv], p.a, p.b, w, ns), truth_v)
-        for n, res in fitted.predict(simulate(Yt[ht], p.a, p.b, w, ns)).items():
-            for name, (e, lo, hi) in res.items():
-                frames.append(pd.DataFrame({"model": models[test][ht], "scenario": s, "clustering": "adaptive",
-                                            "estimator": name, "n": n, "estimate": e, "lower": lo, "upper": hi,
-                                            "estimate_t2": np.nan, "lower_t2": np.nan, "upper_t2": np.nan, "source": "adaptive"}))
+        fits = {pred.irt_[s].a.shape[1]: pred.irt_[s]}
+        Yf = matrix.scores[np.ix_(pred.fit_rows_, cols)]
+        Yf = Yf[~np.isnan(Yf).all(1)]
+        for d in extra_dims:
+            if d not in fits:
+                fits[d] = fit_irt(Yf, dim=d, seed=pred.seed, device=pred.device, **pred.irt_options)
+        cands = {}
+        for d, p in fits.items():
+            est_d = AdaptiveEstimator(pred.alpha, pred.interval_scale).fit(simulate(Yv[hv], p.a, p.b, w, ns, rule=rule), truth_v)
+            cands[d] = est_d
+        chosen = {n: min(cands, key=lambda k: (cands[k].val_mae_[(n, cands[k].served_[n])], k)) for n in ns}
+        for d in sorted(set(chosen.values())):
+            p, nd = fits[d], tuple(n for n in ns if chosen[n] == d)
+            for n, res in cands[d].predict(simulate(Yt[ht], p.a, p.b, w, nd, rule=rule)).items():
+                if n not in nd:
+                    continue
+                for name, (e, lo, hi) in res.items():
+                    frames.append(pd.DataFrame({"model": models[test][ht], "scenario": s, "clustering": "adaptive",
+                                                "estimator": name, "n": n, "estimate": e, "lower": lo, "upper": hi,
+                                                "estimate_t2": np.nan, "lower_t2": np.nan, "upper_t2": np.nan,
+                                                "source": "adaptive", "adaptive_dim": d}))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
@@ -186,7 +205,7 @@ def _run_split(k, matrix, t2_wide, train, test, params, seed, adaptive_n=()) -> 
     if adaptive_n:
         ta = time.perf_counter()
         extra = adaptive_rows(pred, matrix, np.asarray(test), adaptive_n)
-        df = pd.concat([df, extra[df.columns.intersection(extra.columns)]], ignore_index=True) if len(extra) else df
+        df = pd.concat([df, extra], ignore_index=True) if len(extra) else df
         pred.timings_["adaptive"] = time.perf_counter() - ta
     t1 = pred.pool_accuracy(Yt)
     t1.index = models[test]

@@ -202,6 +202,7 @@ class AnchorPredictor:
             fit_rel = np.sort(np.random.default_rng(self.seed + 1).choice(fit_rel, self.max_fit_models, replace=False))
         self.n_fit_, self.n_val_ = len(fit_rel), len(val_rel)
         self.val_rows_ = rows[val_rel]  # rows of ``matrix`` used as validation models (adaptive calibration reuses them)
+        self.fit_rows_ = rows[fit_rel]
         Yf, Yv = Y[fit_rel], Y[val_rel]
         T1v = pd.DataFrame(t1_all[val_rel], columns=self.scenarios_)
         T2f = pd.DataFrame(t2[fit_rel], columns=self.scenarios_)

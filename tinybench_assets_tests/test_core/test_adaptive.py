@@ -27,10 +27,19 @@ def _answers(a, b, theta, seed=1):
 
 def test_first_item_is_the_most_informative_at_the_prior_mean():
     a, b, items = _bank()
-    s = AdaptiveSession(a, b, items)
+    s = AdaptiveSession(a, b, items, rule="fisher")
     p = 1 / (1 + np.exp(b))
     assert s.next_item() == items[int(np.argmax(p * (1 - p) * (a ** 2).sum(1)))]
-    assert np.allclose(item_gain(np.zeros((1, 2)), np.eye(2)[None], a, b)[0], p * (1 - p) * (a ** 2).sum(1))
+    assert np.allclose(item_gain(np.zeros((1, 2)), np.eye(2)[None], a, b, rule="fisher")[0], p * (1 - p) * (a ** 2).sum(1))
+    # the accuracy rule: the drop in the posterior variance of the pool accuracy, checked by brute force
+    gain = item_gain(np.zeros((1, 2)), np.eye(2)[None], a, b, rule="accuracy")[0]
+    g = (p * (1 - p)) @ a / len(b)
+    for j in (0, 7, 42):
+        H1 = np.eye(2) + p[j] * (1 - p[j]) * np.outer(a[j], a[j])
+        assert gain[j] == pytest.approx(g @ g - g @ np.linalg.solve(H1, g), rel=1e-9)
+    assert AdaptiveSession(a, b, items).next_item() == items[int(np.argmax(gain))]
+    with pytest.raises(ValueError, match="unknown item rule"):
+        item_gain(np.zeros((1, 2)), np.eye(2)[None], a, b, rule="nope")
 
 
 def test_map_ability_moves_toward_the_answers():

@@ -106,11 +106,14 @@ def test_backtest_choices_do_not_see_test_answers():
     groups = np.array([f"g{i // 3}" for i in range(rm.shape[0])], dtype=object)
     plan = split_plan(rm.shape[0], ("grouped",), 1, 0.25, seed=0, groups=groups)
     _, train, test = plan[0]
-    kw = dict(splits=[(train, test)], predictor_params=dict(n_values=(10,), **FAST))
+    kw = dict(splits=[(train, test)], predictor_params=dict(n_values=(10,), **FAST), adaptive_n=(5, 10))
     a = run_backtest(rm, full, **kw)
     b = run_backtest(_flip_rows(rm, test), full, **kw)
     for name in ("lambdas", "selection", "validation", "dims"):
         pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), obj=name)
+    # the adaptive test's IRT dimension is chosen on validation models too
+    pick = lambda r: r.estimates[r.estimates.clustering == "adaptive"].groupby(["scenario", "n", "estimator"]).adaptive_dim.first()  # noqa: E731
+    pd.testing.assert_series_equal(pick(a), pick(b))
     assert not np.allclose(a.estimates.estimate, b.estimates.estimate)  # the test answers are what is estimated
 
 
