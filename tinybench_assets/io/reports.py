@@ -13,8 +13,8 @@ QUERIES = {
                         "format('[{:.2f}, {:.2f}]', mae_t1_lo, mae_t1_hi) AS ci95_t1, round(mae_t2, 2) AS mae_t2_pts, "
                         "round(coverage_t1, 3) AS coverage90_t1, round(coverage_t2, 3) AS coverage90_t2 "
                         "FROM backtest_summary WHERE n = ? "
-                        "AND clustering IN ('correctness', 'random', 'selected') "
-                        "AND estimator IN ('random', 'anchor', 'gpirt', 'gpirt_val_joint', 'tinybench_own', 'tinybench') "
+                        "AND clustering IN ('correctness', 'random', 'selected', 'adaptive') "
+                        "AND estimator IN ('random', 'anchor', 'gpirt', 'gpirt_val_joint', 'tinybench_own', 'tinybench', 'adaptive') "
                         "ORDER BY leaderboard, split_kind, scenario, mae_t1",
     "router_metrics": "SELECT partition_key, served_router, round(100 * router_acc, 2) AS router_pct, best_single_model, "
                       "round(100 * best_single_acc, 2) AS best_single_pct, round(100 * oracle_acc, 2) AS oracle_pct, "
@@ -32,7 +32,7 @@ EMPTY = {
 def render(store: Store, table: str) -> str:
     params = []
     if table == "backtest_summary":
-        ns = store.query("SELECT DISTINCT n FROM backtest_summary")["n"]
+        ns = store.query("SELECT DISTINCT n FROM backtest_summary WHERE clustering <> 'adaptive'")["n"]
         if ns.empty:
             return EMPTY[table]
         params = [reference_n(ns)]

@@ -60,7 +60,11 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
     mae = lambda e: (est[est.estimator == e].eval("abs(estimate - truth_t1)")).mean()  # noqa: E731
     assert mae("tinybench") < mae("random")
     summary = store.query("SELECT * FROM backtest_summary")
-    assert set(summary["n"]) == {5, 10} and summary["coverage_t1"].between(0, 1).all()
+    static = summary[summary.clustering != "adaptive"]
+    assert set(static["n"]) == {5, 10} and summary["coverage_t1"].between(0, 1).all()
+    # the adaptive column: tests of 10, 20, 30 items chosen by information, beside the static anchors
+    adaptive = summary[summary.estimator == "adaptive"]
+    assert set(adaptive["n"]) == {10, 20, 30} and adaptive["mae_t1"].notna().all()
     # both split kinds, family-grouped (the headline) and random, with bootstrap intervals of every MAE
     assert set(summary["split_kind"]) == {"grouped", "random"}
     ok = summary.dropna(subset=["mae_t1_lo"])

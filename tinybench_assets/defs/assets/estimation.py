@@ -43,6 +43,7 @@ class BacktestConfig(EstimationConfig):
     n_splits: int = 2  # seeded splits per split kind
     split_kinds: list[str] = ["grouped", "random"]  # grouped: whole model families to one side (the headline)
     aggregate_csv: str = ""  # families from arch x size; "": <default data dir>/<leaderboard>/leaderboard_aggregate_scores.csv
+    adaptive_n: list[int] = [10, 20, 30]  # adaptive tests of these lengths beside the static anchors ([]: none)
     test_fraction: float = 0.2
     seed: int = 0
     max_train_models: int = 0
@@ -214,7 +215,7 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     result = run_backtest(
         matrix, full, splits=[(train, test) for _, train, test in plan], seed=config.seed,
         predictor_params=predictor_params(config, torch_device.resolve()), log=context.log.info,
-        n_jobs=config.n_jobs or min(len(plan), os.cpu_count() or 1),
+        n_jobs=config.n_jobs or min(len(plan), os.cpu_count() or 1), adaptive_n=tuple(config.adaptive_n),
     )
     kind_of = {k: kind for k, (kind, _, _) in enumerate(plan)}
     estimates = result.estimates.assign(split_kind=result.estimates.split.map(kind_of))
@@ -230,9 +231,10 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     both = summary
     summary = summary[summary.split_kind == headline]
     charts, figures = {}, {}
-    for s, g in summary[summary.clustering.isin(["correctness", "random", "selected"])].groupby("scenario"):
+    for s, g in summary[summary.clustering.isin(["correctness", "random", "selected", "adaptive"])].groupby("scenario"):
         wide = g.pivot_table(index="n", columns="estimator", values="mae_t1")
-        wide = wide[[c for c in ("random", "anchor", "irt", "pirt", "gpirt", "gpirt_val_joint", "tinybench_own", "tinybench") if c in wide]]
+        wide = wide[[c for c in ("random", "anchor", "irt", "pirt", "gpirt", "gpirt_val_joint", "tinybench_own", "tinybench",
+                                 "adaptive") if c in wide]]
         png = plots.error_vs_n(wide, title=f"{board}.{s}: T1 MAE vs n ({config.n_splits} {headline} splits)")
         plots.save(png, Path(paths.artifacts_dir()) / "plots" / f"backtest_{board}.{s}.png")
         charts[f"error_vs_n_{s}"] = dg.MetadataValue.md(plots.markdown_image(png, f"{s} error vs n"))
@@ -245,7 +247,7 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
                                       title=f"{board}: coverage of the served {1 - config.alpha:.0%} intervals (mean of scenarios)")
         charts["interval_coverage"] = dg.MetadataValue.md(plots.markdown_image(cov_png, "interval coverage vs n"))
     n_ref = reference_n(config.n_values)
-    at_n = summary[(summary.n == n_ref) & summary.clustering.isin(["correctness", "random", "selected"])]
+    at_n = summary[(summary.n == n_ref) & summary.clustering.isin(["correctness", "random", "selected", "adaptive"])]
     table = at_n.pivot_table(index="estimator", columns="scenario", values="mae_t1").round(2)
     table["mean"] = table.mean(axis=1).round(2)
     best = summary[(summary.n == n_ref) & (summary.estimator == "tinybench")]
