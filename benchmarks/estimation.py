@@ -119,7 +119,8 @@ def main(argv=None) -> int:
     if not args.no_lockbox_line:  # fitted on every development model, tested on the lockbox: read only in the last line
         plan.append(("lockbox", np.flatnonzero(~box), np.flatnonzero(box)))
     res = run_backtest(matrix, full, splits=[(tr, te) for _, tr, te in plan], seed=args.seed,
-                       predictor_params={"n_values": N_VALUES}, adaptive_n=ADAPTIVE_N, n_jobs=args.threads, verbose=True)
+                       predictor_params={"n_values": N_VALUES}, adaptive_n=ADAPTIVE_N, n_jobs=args.threads, verbose=True,
+                       groups=groups)  # every predictor's validation models are whole families too
     seconds = time.perf_counter() - t0
     kind_of = {k: kind for k, (kind, _, _) in enumerate(plan)}
     e_all = res.estimates.assign(split_kind=res.estimates.split.map(kind_of))

@@ -192,13 +192,13 @@ def adaptive_rows(pred: AnchorPredictor, matrix: ResponseMatrix, test, n_values,
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def _run_split(k, matrix, t2_wide, train, test, params, seed, adaptive_n=()) -> dict:
+def _run_split(k, matrix, t2_wide, train, test, params, seed, adaptive_n=(), groups=None) -> dict:
     """Fit a fresh predictor on split k's training models and estimate its test models (one split's outputs)."""
     t0 = time.perf_counter()
     split_seed = seed + k
     models = np.asarray(matrix.models, dtype=object)
     pred = AnchorPredictor(**{**params, "seed": split_seed})
-    pred.fit(matrix, t2_wide.iloc[train].rename_axis("model"), train)
+    pred.fit(matrix, t2_wide.iloc[train].rename_axis("model"), train, groups=groups)
     t_fit = time.perf_counter() - t0
     Yt = matrix.scores[test]
     df = pred.estimate(Yt, models[test], include_random=True, random_seed=100_000 + split_seed)
@@ -273,7 +273,8 @@ def run_backtest(
     log : optional callable taking one line of progress (split k of n, its models, elapsed time); ``verbose``
         prints the same lines.
     groups : a family key per model (str, shape (n_models,), :func:`~tinybench_assets.core.groups.model_groups`):
-        grouped splits, whole families to one side; None: random model splits.
+        seeded splits are grouped (whole families to one side; None: random model splits), and every split's
+        predictor holds out whole families as its validation models (see :meth:`AnchorPredictor.fit`).
     exclude : bool per model; those models (the lockbox) are in no split, neither training nor test.
     splits : explicit [(train rows, test rows), ...] instead of seeded ones (the benchmark's lockbox line).
     adaptive_n : also run adaptive tests of these lengths on every test model (:func:`adaptive_rows`).
@@ -311,7 +312,7 @@ def run_backtest(
             if say:
                 say(f"backtest split {k + 1} of {n_splits}: fitting on {len(train)} training models "
                     f"({time.perf_counter() - start:.0f}s elapsed)")
-            done(k, _run_split(k, matrix, t2_wide, train, test, params, seed, tuple(adaptive_n)))
+            done(k, _run_split(k, matrix, t2_wide, train, test, params, seed, tuple(adaptive_n), groups))
     else:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -320,7 +321,7 @@ def run_backtest(
             say(f"backtest: {n_splits} splits in {n_jobs} worker processes (one thread each)")
         with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"), initializer=_init_worker,
                                  initargs=(1,)) as pool:
-            futures = {pool.submit(_run_split, k, matrix, t2_wide, train, test, params, seed, tuple(adaptive_n)): k
+            futures = {pool.submit(_run_split, k, matrix, t2_wide, train, test, params, seed, tuple(adaptive_n), groups): k
                        for k, (train, test) in enumerate(splits)}
             for fut in as_completed(futures):
                 done(futures[fut], fut.result())

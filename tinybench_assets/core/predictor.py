@@ -48,6 +48,8 @@ import numpy as np
 import pandas as pd
 from sklearn.ensemble import HistGradientBoostingRegressor
 
+from .groups import grouped_test_mask
+
 from . import estimators as est
 from .anchors import AnchorSelector
 from .calibration import ConformalInterval, cross_fitted_isotonic
@@ -174,7 +176,8 @@ class AnchorPredictor:
         self.irt_options = dict(irt_options or {})
 
     # ================================================================== fitting
-    def fit(self, matrix: ResponseMatrix, full_scores: pd.DataFrame | None = None, train=None) -> "AnchorPredictor":
+    def fit(self, matrix: ResponseMatrix, full_scores: pd.DataFrame | None = None, train=None,
+            groups=None) -> "AnchorPredictor":
         """Fit everything on the training models.
 
         Parameters
@@ -183,6 +186,10 @@ class AnchorPredictor:
         full_scores : long (model, scenario, full_benchmark_score) or wide (models x scenarios) table of
             real full-benchmark scores; optional (T2 columns are NaN without it).
         train : row indices (or bool mask) of the training models; default all rows.
+        groups : a family key per row of ``matrix`` (:func:`~tinybench_assets.core.groups.model_groups`): the
+            validation models are then whole families held out of the fit models, so that lambdas, the estimator
+            choice and the conformal intervals are tuned for models of families the fit has not seen (as a
+            grouped test split and a new model family are). None: a random share of the training models.
         """
         t0 = time.perf_counter()
         self.timings_ = {}
@@ -197,7 +204,13 @@ class AnchorPredictor:
         Y = matrix.scores[rows]
         t1_all = self.pool_accuracy(Y).to_numpy()
         t2 = full_scores_wide(full_scores, np.asarray(matrix.models, dtype=object)[rows], self.scenarios_).to_numpy()
-        fit_rel, val_rel = split_models(len(rows), self.val_fraction, self.seed)
+        if groups is not None:
+            is_val = grouped_test_mask(np.asarray(groups, dtype=object)[rows], self.val_fraction, f"validation:{self.seed}")
+            fit_rel, val_rel = np.flatnonzero(~is_val), np.flatnonzero(is_val)
+            self.validation_split_ = "grouped"
+        else:
+            fit_rel, val_rel = split_models(len(rows), self.val_fraction, self.seed)
+            self.validation_split_ = "random"
         if self.max_fit_models is not None and len(fit_rel) > self.max_fit_models:
             fit_rel = np.sort(np.random.default_rng(self.seed + 1).choice(fit_rel, self.max_fit_models, replace=False))
         self.n_fit_, self.n_val_ = len(fit_rel), len(val_rel)

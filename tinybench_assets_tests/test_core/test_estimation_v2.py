@@ -106,7 +106,7 @@ def test_backtest_choices_do_not_see_test_answers():
     groups = np.array([f"g{i // 3}" for i in range(rm.shape[0])], dtype=object)
     plan = split_plan(rm.shape[0], ("grouped",), 1, 0.25, seed=0, groups=groups)
     _, train, test = plan[0]
-    kw = dict(splits=[(train, test)], predictor_params=dict(n_values=(10,), **FAST), adaptive_n=(5, 10))
+    kw = dict(splits=[(train, test)], predictor_params=dict(n_values=(10,), **FAST), adaptive_n=(5, 10), groups=groups)
     a = run_backtest(rm, full, **kw)
     b = run_backtest(_flip_rows(rm, test), full, **kw)
     for name in ("lambdas", "selection", "validation", "dims"):
@@ -143,3 +143,15 @@ def test_adaptive_column_in_the_backtest_beats_random_items_and_covers():
         assert s.loc[(sc, "adaptive", "adaptive", 20)].mae_t1 < s.loc[(sc, "adaptive", "adaptive", 10)].mae_t1
     assert {"adaptive_irt", "adaptive_pirt", "adaptive_gpirt"} <= set(res.estimates.estimator)
     assert res.estimates[res.estimates.clustering == "adaptive"].estimate_t2.isna().all()
+
+
+def test_grouped_validation_holds_out_whole_families():
+    rm, full = _world(n_models=240, seed=7)
+    groups = np.array([f"g{i // 4}" for i in range(rm.shape[0])], dtype=object)
+    train, _ = split_models(rm.shape[0], 0.25, seed=0)
+    pred = AnchorPredictor(n_values=(10,), **FAST).fit(rm, full, train, groups=groups)
+    assert pred.validation_split_ == "grouped" and 0.1 < len(pred.val_rows_) / len(train) < 0.45
+    assert not set(groups[pred.fit_rows_]) & set(groups[pred.val_rows_])
+    assert set(pred.fit_rows_) | set(pred.val_rows_) <= set(train)
+    plain = AnchorPredictor(n_values=(10,), **FAST).fit(rm, full, train)
+    assert plain.validation_split_ == "random" and set(groups[plain.fit_rows_]) & set(groups[plain.val_rows_])

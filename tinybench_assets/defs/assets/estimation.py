@@ -37,18 +37,29 @@ class EstimationConfig(dg.Config):
     alpha: float = 0.1  # 90 % intervals
     dims: list[int] = [1, 2, 5, 10]  # D candidates of the per-scenario IRT fits
     joint_dims: list[int] = [2, 5, 10, 15]  # D candidates of the joint fit
+    # model families (grouped splits, and whole families as the validation models behind lambdas, estimator choice
+    # and intervals): "" = <default data dir>/<leaderboard>/leaderboard_aggregate_scores.csv, names only when absent
+    aggregate_csv: str = ""
 
 
 class BacktestConfig(EstimationConfig):
     n_splits: int = 2  # seeded splits per split kind
     split_kinds: list[str] = ["grouped", "random"]  # grouped: whole model families to one side (the headline)
-    aggregate_csv: str = ""  # families from arch x size; "": <default data dir>/<leaderboard>/leaderboard_aggregate_scores.csv
     adaptive_n: list[int] = [10, 20, 30]  # adaptive tests of these lengths beside the static anchors ([]: none)
     test_fraction: float = 0.2
     seed: int = 0
     max_train_models: int = 0
     max_test_models: int = 0
     n_jobs: int = 0  # splits fitted at once in one-thread worker processes; 0 = min(n_splits, CPU cores)
+
+
+def board_groups(matrix: ResponseMatrix, board: str, config: EstimationConfig) -> pd.Series:
+    """The family key per model of the leaderboard (core/groups.py), from the aggregate CSV when there is one."""
+    from tinybench_assets.core.groups import model_groups
+    from tinybench_assets.core.subsets.voters import read_aggregate
+
+    path = config.aggregate_csv or str(Path(paths.default_data_dir()) / board / "leaderboard_aggregate_scores.csv")
+    return model_groups(matrix.models, read_aggregate(path))
 
 
 def predictor_path(board: str) -> Path:
@@ -111,7 +122,9 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
     split = db.query("SELECT model, split FROM model_splits WHERE partition_key = ?", [board]).set_index("model")["split"]
     train = np.array([split.get(m) == "train" for m in matrix.models])
     t0 = time.perf_counter()
-    pred = AnchorPredictor(**predictor_params(config, torch_device.resolve())).fit(matrix, full, np.flatnonzero(train))
+    groups = board_groups(matrix, board, config)
+    pred = AnchorPredictor(**predictor_params(config, torch_device.resolve())).fit(matrix, full, np.flatnonzero(train),
+                                                                                   groups=groups.to_numpy())
     seconds = time.perf_counter() - t0
     path = predictor_path(board)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -194,8 +207,7 @@ def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig,
 def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfig, store: StoreResource,
                         torch_device: TorchDevice) -> dg.MaterializeResult:
     from tinybench_assets.core.backtest import reference_n, run_backtest, split_plan, summarize
-    from tinybench_assets.core.groups import group_summary, model_groups
-    from tinybench_assets.core.subsets.voters import read_aggregate
+    from tinybench_assets.core.groups import group_summary
 
     db = store.get()
     board = context.partition_key
@@ -206,8 +218,7 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     unknown = sorted(set(config.split_kinds) - {"grouped", "random"})
     if unknown or not config.split_kinds:
         raise dg.Failure(f"estimation_backtest: split_kinds must be among ['grouped', 'random'], got {config.split_kinds}")
-    groups = model_groups(matrix.models, read_aggregate(config.aggregate_csv or str(
-        Path(paths.default_data_dir()) / board / "leaderboard_aggregate_scores.csv")))
+    groups = board_groups(matrix, board, config)
     context.log.info(f"model families for grouped splits: {group_summary(groups)}")
     plan = split_plan(len(matrix.models), tuple(config.split_kinds), config.n_splits, config.test_fraction, config.seed,
                       groups=groups.to_numpy(), max_train_models=config.max_train_models or None,
@@ -216,6 +227,7 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
         matrix, full, splits=[(train, test) for _, train, test in plan], seed=config.seed,
         predictor_params=predictor_params(config, torch_device.resolve()), log=context.log.info,
         n_jobs=config.n_jobs or min(len(plan), os.cpu_count() or 1), adaptive_n=tuple(config.adaptive_n),
+        groups=groups.to_numpy(),
     )
     kind_of = {k: kind for k, (kind, _, _) in enumerate(plan)}
     estimates = result.estimates.assign(split_kind=result.estimates.split.map(kind_of))
