@@ -117,7 +117,7 @@ def run_tinybench(y_train, dim, **kw):
 
 def run_pyirt(y_train, dim, epochs, lr):
     """Returns (params or None, train seconds, note)."""
-    from tinybench_assets.core.pyirt_backend import fit_pyirt
+    from tinybench_assets.core.irt.pyirt import fit_pyirt
 
     t = time.perf_counter()
     try:
@@ -143,7 +143,7 @@ def evaluate(params, y, hold, truth_b=None):
 def compare(name, y, dim, *, epochs_full, epochs_short, quick, truth_b=None, tutorial_lr=0.1, fallback_lr=None,
             repeats=3, pyirt_short_repeats=1):
     """tinybench vs py-irt at epochs_full (unless quick) and epochs_short on one matrix."""
-    from tinybench_assets.core.pyirt_backend import DEFAULT_LR
+    from tinybench_assets.core.irt.pyirt import DEFAULT_LR
 
     fallback_lr = DEFAULT_LR if fallback_lr is None else fallback_lr
     y_train, hold = holdout(y)
@@ -262,7 +262,7 @@ def main():
 
     import py_irt  # noqa: F401  (import cost kept out of timings)
     from tinybench_assets.core.irt import fit_irt, select_dimension
-    from tinybench_assets.core.pyirt_backend import DEFAULT_LR
+    from tinybench_assets.core.irt.pyirt import DEFAULT_LR
 
     t_all = time.perf_counter()
     fit_irt(np.random.default_rng(0).integers(0, 2, (20, 30)).astype(float), dim=2)  # warm-up

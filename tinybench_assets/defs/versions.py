@@ -20,14 +20,14 @@ PACKAGE = Path(__file__).resolve().parent.parent
 SOURCES = {
     "ingest": ("defs/assets/responses.py", "io/drops.py", "io/*_drops.py", "io/landing.py", "io/store.py",
                "core/responses.py"),
-    "irt": ("defs/assets/irt.py", "core/irt.py", "core/irt_eval.py", "core/pyirt_backend.py", "core/splits.py",
+    "irt": ("defs/assets/irt.py", "core/irt/*.py", "core/splits.py",
             "core/responses.py"),
     "estimation": ("defs/assets/estimation.py", "core/predictor.py", "core/anchors.py", "core/estimators.py",
-                   "core/calibration.py", "core/backtest.py", "core/tiny_benchmark.py", "core/irt.py", "core/splits.py",
+                   "core/calibration.py", "core/backtest.py", "core/tiny_benchmark.py", "core/irt/*.py", "core/splits.py",
                    "core/responses.py"),
     "router": ("defs/assets/routing.py", "defs/assets/router_eval.py", "core/routing/*.py", "io/embeddings.py",
-               "core/irt.py"),
-    "magi": ("defs/assets/subsets.py", "core/subsets/*.py", "core/irt.py", "core/responses.py"),
+               "core/irt/*.py"),
+    "magi": ("defs/assets/subsets.py", "core/subsets/*.py", "core/irt/*.py", "core/responses.py"),
 }
 
 

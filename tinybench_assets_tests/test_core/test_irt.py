@@ -285,7 +285,7 @@ def test_select_dimension_reports_every_candidate(synth2):
 
 # --------------------------------------------------------------------------- py-irt backend
 def test_pyirt_conversion_is_exact():
-    from tinybench_assets.core.pyirt_backend import convert_pyirt_params
+    from tinybench_assets.core.irt.pyirt import convert_pyirt_params
 
     rng = np.random.default_rng(0)
     ability, diff, disc = rng.normal(size=(5, 3)), rng.normal(size=(7, 3)), rng.lognormal(size=(7, 3))
@@ -310,7 +310,7 @@ def test_pyirt_backend_runs_and_agrees(synth2):
 
 def test_pyirt_default_lr_is_stable_on_routerdc_7x2000():
     """py-irt at the tutorial's lr=0.1 diverges on this matrix; the backend's default must not (2,000 epochs, D=2)."""
-    from tinybench_assets.core.pyirt_backend import DEFAULT_LR
+    from tinybench_assets.core.irt.pyirt import DEFAULT_LR
 
     y = _routerdc_mmlu()
     f = fit_irt(y, dim=2, fitter="py-irt", seed=0, epochs=2000)

@@ -43,7 +43,7 @@ def training_matrix(db: Store, key: str) -> ResponseMatrix:
 def fit_and_store(context, db: Store, matrix: ResponseMatrix, key: str, scope: str, config: IRTConfig, device: str) -> dg.MaterializeResult:
     """Split models, choose D on training models, fit, evaluate on test models, store, describe."""
     from tinybench_assets.core.irt import fit_irt, select_dimension  # torch: imported when the asset runs, not at load
-    from tinybench_assets.core.irt_eval import heldout_scores
+    from tinybench_assets.core.irt.evaluate import heldout_scores
 
     t0 = time.perf_counter()
     split = split_models(matrix.models, config.test_fraction, config.seed, config.min_models_for_split)

@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tinybench_assets.core.irt import estimate_ability, item_curve
+from .ability import estimate_ability
+from .model import item_curve
 
 
 def heldout_scores(Y: np.ndarray, a: np.ndarray, b: np.ndarray, seed: int = 0, device: str = "cpu") -> dict:

@@ -18,7 +18,7 @@ import time
 import numpy as np
 import torch
 
-from tinybench_assets.core.irt import IRTParams, _prepare
+from .model import IRTParams, _prepare
 
 __all__ = ["fit_pyirt", "convert_pyirt_params", "DEFAULT_LR"]
 
