@@ -12,8 +12,8 @@ The family rule (:func:`model_groups`), one key per model, ``<org>|<base>``:
   family (:func:`~tinybench_assets.core.subsets.voters.model_families`).
 
 So one author's fine-tunes, DPO variants and merges of one base model (the near-twins: authors merge and
-re-tune their own models) stay on one side. On the Open LLM Leaderboard (4,280 models) that is 2,295 groups,
-the largest 40 models (an author's Mistral-7B merges). Coarser rules were measured and rejected: the base alone
+re-tune their own models) stay on one side. On the Open LLM Leaderboard (6,063 models over its four scenarios)
+that is 3,091 groups, the largest 47 models (an author's Mistral-7B merges). Coarser rules were measured and rejected: the base alone
 (arch x size) leaves 835 groups with one of 1,420 models (Mistral-7B, a third of the leaderboard), so a 20 %
 test side would swing between 12 % and 45 %; the organisation and name stem alone splits an author's series
 whenever a variant's name changes.
