@@ -72,7 +72,7 @@ def test_estimate_prints_a_table_and_json(board, capsys, tmp_path):
     data = json.loads(out)
     assert rc == 0 and [s["scenario"] for s in data["scenarios"]] == ["a", "b"]
     assert all(s["budget"] in ("own", "joint") for s in data["scenarios"])
-    from tinybench_assets.estimate_cli import budget
+    from tinybench_assets.cli.estimate import budget
     assert budget("gpirt_val") == "own" and budget("gbm_joint") == "joint" and budget("stack") == "joint"
     assert budget("stack_own") == "own"
     got = pd.DataFrame(data["scenarios"])

@@ -18,7 +18,7 @@ from tinybench_assets.defs.assets import irt, responses, router_eval, routing
 from tinybench_assets.defs.resources import EncoderResource
 from tinybench_assets.io.embeddings import Encoder
 from tinybench_assets.io.store import Store
-from tinybench_assets.route_cli import default_router_path, read_questions
+from tinybench_assets.cli.route import default_router_path, read_questions
 from tinybench_assets_tests.conftest import SHARED, _need_shared
 from tinybench_assets_tests.test_defs.test_definitions import resources_for
 

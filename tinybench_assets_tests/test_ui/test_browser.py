@@ -21,124 +21,34 @@ are printed. Without Chromium the test fails with the reason: it never skips.
 """
 from __future__ import annotations
 
-import json
-import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
-import yaml
 
 from tinybench_assets import paths
+from tinybench_assets_tests.test_ui.browser_helpers import (
+    ASSET_QUERY, CHROMIUM, CHROMIUM_ARGS, EXPECT_QUERY, GRAPH_BOX_JS, GRAPH_JS, RUNS_QUERY, VIEWPORT, asset_name,
+    chromium_problem, free_port, graph_from_dom, graphql, isolated_env, kill_group, screenshot_dir,
+    write_instance_yaml,
+)
 
-CHROMIUM = os.environ.get("TINYBENCH_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 POPULATED = "openllm.arc"       # materialized by populate.py
 UI_PARTITION = "openllm.mmlu"   # landed, materialized from the UI by the test
 UI_ASSET = "raw_responses"
 PLOT_ASSET = "irt_model"
-VIEWPORT = {"width": 1600, "height": 1200}
 
 pytestmark = pytest.mark.timeout(400)
-
-
-# --------------------------------------------------------------------------------------------- helpers
-def _screenshot_dir() -> Path:
-    d = Path(os.environ.get("TINYBENCH_SCREENSHOTS") or paths.PROJECT_ROOT / ".screenshots" / "ui")
-    d.mkdir(parents=True, exist_ok=True)
-    return d
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _graphql(base: str, query: str, variables: dict | None = None, timeout: float = 30) -> dict:
-    req = urllib.request.Request(f"{base}/graphql", data=json.dumps({"query": query, "variables": variables or {}}).encode(),
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as resp:
-        out = json.loads(resp.read())
-    if out.get("errors"):
-        raise AssertionError(f"GraphQL errors: {out['errors']}")
-    return out["data"]
-
-
-def _chromium_problem() -> str | None:
-    """Why Chromium cannot be used here, or None."""
-    if not Path(CHROMIUM).exists():
-        return (f"{CHROMIUM} not found: install Debian's chromium package (scripts/env.sh does it with apt-get when "
-                f"run as root; it prints why when it cannot)")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError as e:
-        return f"the playwright Python package is missing ({e}); it is in the dev extra: pip install -e '.[dev]'"
-    try:
-        out = subprocess.run([CHROMIUM, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"{CHROMIUM} --version failed: {e}"
-    if out.returncode != 0:
-        return f"{CHROMIUM} --version exited {out.returncode}: {out.stderr.strip()[-500:]}"
-    return None
-
-
-def _test_env(root: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update({
-        "DAGSTER_HOME": str(root / "dagster_home"),
-        "TINYBENCH_DUCKDB": str(root / "tinybench.duckdb"),
-        "TINYBENCH_INCOMING": str(root / "incoming"),
-        "TINYBENCH_QUARANTINE": str(root / "quarantine"),
-        "TINYBENCH_ARTIFACTS": str(root / "artifacts"),
-        "TINYBENCH_DEFAULT_DATA": paths.default_data_dir(),
-        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-        "OMP_NUM_THREADS": "1",
-    })
-    return env
-
-
-def _write_instance_yaml(home: Path) -> None:
-    """The project's dagster.yaml, but runs launched from the UI start at once (DefaultRunCoordinator): the test
-    runs no daemon, which the QueuedRunCoordinator behind ``concurrency.runs`` would need to dequeue them."""
-    cfg = yaml.safe_load((paths.PROJECT_ROOT / "dagster.yaml.template").read_text()) or {}
-    cfg.get("concurrency", {}).pop("runs", None)
-    cfg["run_coordinator"] = {"module": "dagster.core.run_coordinator", "class": "DefaultRunCoordinator"}
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").write_text(yaml.safe_dump(cfg))
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """SIGTERM the webserver's process group (webserver, code server, run workers), then SIGKILL what is left."""
-    if proc.poll() is None:
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)  # children outliving the leader
-    except ProcessLookupError:
-        pass
-    if proc.poll() is None:
-        proc.wait(timeout=10)
 
 
 # --------------------------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
 def chromium_ok():
-    problem = _chromium_problem()
+    problem = chromium_problem()
     if problem:
         pytest.fail(f"browser test cannot run: {problem}", pytrace=False)
 
@@ -146,8 +56,8 @@ def chromium_ok():
 @pytest.fixture(scope="module")
 def ui_store(tmp_path_factory, chromium_ok):
     root = tmp_path_factory.mktemp("ui_store")
-    env = _test_env(root)
-    _write_instance_yaml(Path(env["DAGSTER_HOME"]))
+    env = isolated_env(root)
+    write_instance_yaml(Path(env["DAGSTER_HOME"]))
     t = time.time()
     out = subprocess.run([sys.executable, "-m", "tinybench_assets_tests.test_ui.populate"], env=env, cwd=paths.PROJECT_ROOT,
                          capture_output=True, text=True, timeout=300)
@@ -157,7 +67,7 @@ def ui_store(tmp_path_factory, chromium_ok):
 
 @pytest.fixture(scope="module")
 def webserver(ui_store):
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     exe = shutil.which("dagster-webserver", path=str(Path(sys.executable).parent)) or "dagster-webserver"
     log = open(ui_store["root"] / "webserver.log", "w")
@@ -173,7 +83,7 @@ def webserver(ui_store):
                 raise AssertionError(f"dagster-webserver exited {proc.returncode}:\n"
                                      f"{(ui_store['root'] / 'webserver.log').read_text()[-5000:]}")
             try:
-                nodes = _graphql(base, "{ assetNodes { id } }", timeout=10)["assetNodes"]
+                nodes = graphql(base, "{ assetNodes { id } }", timeout=10)["assetNodes"]
                 if nodes:
                     break
             except Exception as e:  # noqa: BLE001 - not up yet
@@ -184,7 +94,7 @@ def webserver(ui_store):
             time.sleep(0.5)
         yield {"base": base, "start_s": time.time() - t, "log": ui_store["root"] / "webserver.log"}
     finally:
-        _kill_group(proc)
+        kill_group(proc)
         log.close()
 
 
@@ -205,104 +115,19 @@ def browser(chromium_ok, tmp_path_factory):
             ctx.close()
 
 
-# --------------------------------------------------------------------------------------------- expectations
-EXPECT_QUERY = """
-{ assetNodes {
-    assetKey { path } groupName isPartitioned dependencyKeys { path }
-    assetChecksOrError { ... on AssetChecks { checks { name executionForLatestMaterialization { status } } } }
-} }
-"""
-
-ASSET_QUERY = """
-query ($path: [String!]!) { assetNodeOrError(assetKey: {path: $path}) { ... on AssetNode {
-    partitionKeys
-    assetMaterializations(limit: 1) { partition metadataEntries { label __typename ... on MarkdownMetadataEntry { mdStr } } }
-} } }
-"""
-
-RUNS_QUERY = """
-{ runsOrError(limit: 20) { ... on Runs { results { runId status tags { key value } assetSelection { path } } } } }
-"""
-
-GRAPH_JS = """
-() => {
-  const svg = document.querySelector('svg[class*=svgContainer]');
-  if (!svg) return null;
-  const nodes = [], edges = [];
-  for (const fo of svg.querySelectorAll('foreignObject')) {
-    const el = fo.querySelector('[class*=assetName]');
-    if (!el) continue;
-    nodes.push({name: el.textContent.trim(), x: +fo.getAttribute('x'), y: +fo.getAttribute('y'),
-                w: +fo.getAttribute('width'), h: +fo.getAttribute('height')});
-  }
-  for (const p of svg.querySelectorAll('path[marker-end]')) {
-    const n = (p.getAttribute('d') || '').match(/-?[0-9.]+/g);
-    if (n && n.length >= 4) edges.push({x1: +n[0], y1: +n[1], x2: +n[n.length - 2], y2: +n[n.length - 1]});
-  }
-  return {nodes, edges};
-}
-"""
-
-
-GRAPH_BOX_JS = """
-() => {
-  const rects = [...document.querySelectorAll('svg[class*=svgContainer] foreignObject')].map(e => e.getBoundingClientRect());
-  const x = Math.max(0, Math.min(...rects.map(r => r.left)) - 16), y = Math.max(0, Math.min(...rects.map(r => r.top)) - 16);
-  const r = Math.min(window.innerWidth, Math.max(...rects.map(r => r.right)) + 16);
-  const b = Math.min(window.innerHeight, Math.max(...rects.map(r => r.bottom)) + 16);
-  return {x, y, width: r - x, height: b - y};
-}
-"""
-
-
-def _name(path: list[str]) -> str:
-    return "/".join(path)
-
-
-def _match_label(label: str, names: set[str]) -> str | None:
-    """The asset a graph label stands for: the UI middle-truncates long names (``binariz…_responses``)."""
-    if label in names:
-        return label
-    if "…" in label:
-        pre, suf = label.split("…", 1)
-        hits = [n for n in names if n.startswith(pre) and n.endswith(suf) and len(n) > len(pre) + len(suf)]
-        if len(hits) == 1:
-            return hits[0]
-    return None
-
-
-def _graph_from_dom(dom: dict, names: set[str]) -> tuple[dict[str, dict], set[tuple[str, str]], list]:
-    """Nodes by asset name, and edges as (upstream, downstream): an edge leaves the middle of its source box's
-    right side and ends (arrow head) just left of the middle of its target box's left side."""
-    boxes = {}
-    for n in dom["nodes"]:
-        full = _match_label(n["name"], names)
-        assert full is not None, f"graph label {n['name']!r} matches no single asset of {sorted(names)}"
-        boxes[full] = n
-    edges, unmatched = set(), []
-    for e in dom["edges"]:
-        src = [k for k, b in boxes.items() if abs(b["x"] + b["w"] - e["x1"]) <= 2 and abs(b["y"] + b["h"] / 2 - e["y1"]) <= 2]
-        dst = [k for k, b in boxes.items() if 0 <= b["x"] - e["x2"] <= 12 and abs(b["y"] + b["h"] / 2 - e["y2"]) <= 2]
-        if len(src) == 1 and len(dst) == 1:
-            edges.add((src[0], dst[0]))
-        else:
-            unmatched.append(e)
-    return boxes, edges, unmatched
-
-
 # --------------------------------------------------------------------------------------------- the test
 def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
     from playwright.sync_api import expect
 
     t0 = time.time()
     base = webserver["base"]
-    shots_dir = _screenshot_dir()
+    shots_dir = screenshot_dir()
     shots: list[Path] = []
     timings = {"populate": ui_store["populate_s"], "webserver_start": webserver["start_s"]}
 
-    nodes = _graphql(base, EXPECT_QUERY)["assetNodes"]
-    names = {_name(n["assetKey"]["path"]) for n in nodes}
-    expected_edges = {(_name(d["path"]), _name(n["assetKey"]["path"])) for n in nodes for d in n["dependencyKeys"]}
+    nodes = graphql(base, EXPECT_QUERY)["assetNodes"]
+    names = {asset_name(n["assetKey"]["path"]) for n in nodes}
+    expected_edges = {(asset_name(d["path"]), asset_name(n["assetKey"]["path"])) for n in nodes for d in n["dependencyKeys"]}
     groups = sorted({n["groupName"] for n in nodes})
     from tinybench_assets.definitions import defs
 
@@ -369,7 +194,7 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
         expect(labels).to_have_count(len(names))
         page.wait_for_timeout(800)  # edges settle after the zoom animation
         dom = page.evaluate(GRAPH_JS)
-        boxes, seen_edges, unmatched = _graph_from_dom(dom, names)
+        boxes, seen_edges, unmatched = graph_from_dom(dom, names)
         assert set(boxes) == names, f"graph misses {sorted(names - set(boxes))}"
         assert not unmatched, f"edges drawn between no two asset boxes: {unmatched[:5]}"
         assert seen_edges == expected_edges, (f"lineage edges missing from the page: {sorted(expected_edges - seen_edges)}; "
@@ -382,7 +207,7 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
 
         # ---- 2. a partitioned asset: partitions, latest metadata, plots rendered as images
         t = time.time()
-        asset = _graphql(base, ASSET_QUERY, {"path": [PLOT_ASSET]})["assetNodeOrError"]
+        asset = graphql(base, ASSET_QUERY, {"path": [PLOT_ASSET]})["assetNodeOrError"]
         latest = asset["assetMaterializations"][0]
         assert latest["partition"] == POPULATED
         plots = [e["label"] for e in latest["metadataEntries"]
@@ -422,7 +247,7 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
             runs = [c for c in checks if c["executionForLatestMaterialization"]]
             if not runs:
                 continue
-            aname = _name(n["assetKey"]["path"])
+            aname = asset_name(n["assetKey"]["path"])
             page.goto(f"{base}/assets/{aname}?view=checks")
             expect(page.get_by_text(f"Checks ({len(checks)})")).to_be_visible()
             for c in checks:
@@ -440,7 +265,7 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
 
         # ---- 4. materialize one small partition from the UI and wait for the run to succeed
         t = time.time()
-        before = {r["runId"] for r in _graphql(base, RUNS_QUERY)["runsOrError"]["results"]}
+        before = {r["runId"] for r in graphql(base, RUNS_QUERY)["runsOrError"]["results"]}
         page.goto(f"{base}/assets/{UI_ASSET}")
         page.get_by_role("button", name=re.compile("Materialize")).first.click()
         dialog = page.get_by_role("dialog")
@@ -455,7 +280,7 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
         run = None
         deadline = time.time() + 180
         while time.time() < deadline:
-            new = [r for r in _graphql(base, RUNS_QUERY)["runsOrError"]["results"] if r["runId"] not in before]
+            new = [r for r in graphql(base, RUNS_QUERY)["runsOrError"]["results"] if r["runId"] not in before]
             if new:
                 run = new[0]
                 if run["status"] in ("SUCCESS", "FAILURE", "CANCELED"):
@@ -464,7 +289,7 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
         assert run is not None, "no run started after 'Launch 1 run'"
         tags = {tg["key"]: tg["value"] for tg in run["tags"]}
         assert tags.get("dagster/partition") == UI_PARTITION, tags
-        assert [_name(a["path"]) for a in run["assetSelection"] or []] == [UI_ASSET]
+        assert [asset_name(a["path"]) for a in run["assetSelection"] or []] == [UI_ASSET]
         page.goto(f"{base}/runs/{run['runId']}")
         assert run["status"] == "SUCCESS", (f"run {run['runId']} launched from the UI ended {run['status']}; "
                                             f"webserver log: {webserver['log']}")

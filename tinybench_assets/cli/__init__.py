@@ -1,0 +1,43 @@
+"""The ``tinybench`` console script.
+
+    tinybench run-all            seed the landing folder, materialize what is stale or missing (--force: all), print a summary
+    tinybench summary            print what the DuckDB store holds
+    tinybench anchors            list the anchor items of an exported tiny benchmark
+    tinybench estimate           estimate a new model's accuracy from its answers to the anchors
+    tinybench route              route questions to the model most likely to answer them (stored router, offline)
+    tinybench adaptive           adaptive test of a new model on one scenario, item by item (next / answer / estimate / run)
+    tinybench ui                 the Dagster UI (webserver and daemon) on the project's instance
+"""
+from __future__ import annotations
+
+import argparse
+
+
+def main(argv: list[str] | None = None) -> int:
+    from tinybench_assets.cli.run_all import run_all
+    from tinybench_assets.cli.summary import summary
+
+    parser = argparse.ArgumentParser(prog="tinybench", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run-all", help="seed the landing folder and materialize every asset")
+    p.add_argument("--data", help="default data folder (default: $TINYBENCH_DEFAULT_DATA or ../shared/data)")
+    p.add_argument("--no-seed", action="store_true", help="do not copy the default data into the landing folder")
+    p.add_argument("--only", nargs="*", help="partition keys or leaderboard names to refresh (default: all)")
+    p.add_argument("--force", action="store_true",
+                   help="re-materialize every asset, stale or not (after a config change; default: stale or missing only)")
+    p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                   help="Dagster console log level (default WARNING; every event is recorded in the instance anyway)")
+    p.set_defaults(func=run_all)
+    p = sub.add_parser("summary", help="print what the store holds")
+    p.set_defaults(func=summary)
+    from tinybench_assets.cli.estimate import add_parsers
+    from tinybench_assets.cli.route import add_parsers as add_route_parsers
+    from tinybench_assets.cli.adaptive import add_parsers as add_adaptive_parsers
+    from tinybench_assets.cli.ui import add_parsers as add_ui_parsers
+
+    add_parsers(sub)
+    add_adaptive_parsers(sub)
+    add_route_parsers(sub)
+    add_ui_parsers(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
