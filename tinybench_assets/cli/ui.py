@@ -92,18 +92,21 @@ def _wait_group(pgid: int, seconds: float) -> bool:
     return True
 
 
-def supervise(cmd: list[str], env: dict[str, str], cwd: Path, grace_s: float = 10.0) -> int:
-    """Run ``dagster dev`` in its own process group and stop all of it on Ctrl-C or SIGTERM.
+def supervise(cmd: list[str], env: dict[str, str], cwd: Path, grace_s: float = 15.0) -> int:
+    """Run ``dagster dev`` in its own process group and stop all of it on Ctrl-C or SIGTERM, in bounded time.
 
     ``dagster dev`` stops its webserver and daemon on SIGINT, but the code servers those start (``dagster
-    code-server start`` and its ``dagster api grpc``) only exit when their heartbeat times out, which on a busy
-    machine outlived a 20 s stop. So the signal goes to the whole group as a terminal's Ctrl-C would; once
-    ``dagster dev`` has exited, what is left of the group gets ``grace_s`` seconds, then SIGTERM, then SIGKILL.
+    code-server start`` and its ``dagster api grpc``) only exit when their heartbeat times out, and on a busy
+    machine the whole shutdown outlived a 20 s stop. So the signal goes to the whole group as a terminal's Ctrl-C
+    would; whatever of the group is still alive ``grace_s`` seconds later gets SIGTERM, then SIGKILL 5 s after.
     """
     proc = subprocess.Popen(cmd, env=env, cwd=str(cwd), start_new_session=True)
     pgid = proc.pid
+    stop_at: list[float] = []
 
     def forward(signo, _frame):
+        if not stop_at:
+            stop_at.append(time.monotonic() + grace_s)
         try:
             os.killpg(pgid, signal.SIGINT)
         except ProcessLookupError:
@@ -111,20 +114,26 @@ def supervise(cmd: list[str], env: dict[str, str], cwd: Path, grace_s: float = 1
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        rc = proc.wait()
+        while proc.poll() is None and not (stop_at and time.monotonic() > stop_at[0]):
+            time.sleep(0.2)
+        # the rest of the group (dagster dev itself if still there, code servers) gets what is left of the grace
+        _wait_group(pgid, max(0.0, stop_at[0] - time.monotonic()) if stop_at else grace_s)
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-        if not _wait_group(pgid, grace_s):
-            for sig, wait in ((signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
-                try:
-                    os.killpg(pgid, sig)
-                except ProcessLookupError:
-                    break
-                if _wait_group(pgid, wait):
-                    break
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if not _group_alive(pgid):
+                break
+            try:
+                os.killpg(pgid, sig)
+            except ProcessLookupError:
+                break
+            _wait_group(pgid, 5.0)
+        if proc.poll() is None:
+            proc.wait(timeout=5)
     print("Dagster UI stopped (webserver, daemon and code servers)", flush=True)
-    return 0 if rc in (0, -signal.SIGINT, 130) else rc
+    rc = proc.returncode
+    return 0 if stop_at or rc in (0, -signal.SIGINT, 130) else rc
 
 
 def add_parsers(sub) -> None:

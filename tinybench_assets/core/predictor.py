@@ -104,6 +104,9 @@ def split_models(n_models: int, fraction: float, seed: int) -> tuple[np.ndarray,
     return np.sort(perm[k:]), np.sort(perm[:k])
 
 
+MIN_VALIDATION_MODELS = 10  # per scenario, for grouped validation (else the random share)
+
+
 class AnchorPredictor:
     """Anchors + IRT + learned estimators + calibration, fitted on training models.
 
@@ -204,13 +207,17 @@ class AnchorPredictor:
         Y = matrix.scores[rows]
         t1_all = self.pool_accuracy(Y).to_numpy()
         t2 = full_scores_wide(full_scores, np.asarray(matrix.models, dtype=object)[rows], self.scenarios_).to_numpy()
+        fit_rel, val_rel = split_models(len(rows), self.val_fraction, self.seed)
+        self.validation_split_ = "random"
         if groups is not None:
             is_val = grouped_test_mask(np.asarray(groups, dtype=object)[rows], self.val_fraction, f"validation:{self.seed}")
-            fit_rel, val_rel = np.flatnonzero(~is_val), np.flatnonzero(is_val)
-            self.validation_split_ = "grouped"
-        else:
-            fit_rel, val_rel = split_models(len(rows), self.val_fraction, self.seed)
-            self.validation_split_ = "random"
+            # whole families as validation models, unless that leaves a scenario with too few of them (few models,
+            # or families that never ran it): then the random share, as without groups
+            seen = ~np.isnan(Y)
+            per_scen = [int((seen[is_val][:, self.cols_[s]].any(1)).sum()) for s in self.scenarios_]
+            if min(per_scen) >= MIN_VALIDATION_MODELS and (~is_val).sum() >= MIN_VALIDATION_MODELS:
+                fit_rel, val_rel = np.flatnonzero(~is_val), np.flatnonzero(is_val)
+                self.validation_split_ = "grouped"
         if self.max_fit_models is not None and len(fit_rel) > self.max_fit_models:
             fit_rel = np.sort(np.random.default_rng(self.seed + 1).choice(fit_rel, self.max_fit_models, replace=False))
         self.n_fit_, self.n_val_ = len(fit_rel), len(val_rel)
