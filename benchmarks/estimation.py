@@ -180,9 +180,9 @@ def main(argv=None) -> int:
         "min_group_t2": round(float(grp.coverage_t2.min()), 4), "max_group_t2": round(float(grp.coverage_t2.max()), 4),
         "note": "random splits; groups = scenario x clustering x estimator x n, pooled over splits",
     }
-    g30 = grouped[grouped.n == 30].set_index(["scenario", "estimator"])
-    cov_by_scen = {s_: round(float(g30.loc[(s_, "tinybench"), "coverage_t1"]), 4) for s_ in SCENARIOS}
-    cov_by_scen_own = {s_: round(float(g30.loc[(s_, "tinybench_own"), "coverage_t1"]), 4) for s_ in SCENARIOS}
+    g30 = grouped[grouped.n == 30].set_index(["scenario", "estimator"]).sort_index()
+    cov_by_scen = {s_: round(float(g30.loc[[(s_, "tinybench")], "coverage_t1"].iloc[0]), 4) for s_ in SCENARIOS}
+    cov_by_scen_own = {s_: round(float(g30.loc[[(s_, "tinybench_own")], "coverage_t1"].iloc[0]), 4) for s_ in SCENARIOS}
     best_t1, best_t2 = mean30("tinybench", "t1"), mean30("tinybench", "t2")
     g_own, g_joint = mean_at(grouped, "tinybench_own", "t1"), mean_at(grouped, "tinybench", "t1")
     g_t2, g_n10 = mean_at(grouped, "tinybench", "t2"), mean_at(grouped, "tinybench", "t1", 10)
