@@ -23,7 +23,7 @@ SOURCES = {
     "irt": ("defs/assets/irt.py", "core/irt/*.py", "core/splits.py",
             "core/responses.py"),
     "estimation": ("defs/assets/estimation.py", "core/predictor.py", "core/anchors.py", "core/estimators.py",
-                   "core/calibration.py", "core/backtest.py", "core/tiny_benchmark.py", "core/irt/*.py", "core/splits.py",
+                   "core/calibration.py", "core/backtest.py", "core/tiny_benchmark/*.py", "core/irt/*.py", "core/splits.py",
                    "core/groups.py", "core/adaptive.py", "core/subsets/voters.py",
                    "core/responses.py"),
     "router": ("defs/assets/routing.py", "defs/assets/router_eval.py", "core/routing/*.py", "io/embeddings.py",

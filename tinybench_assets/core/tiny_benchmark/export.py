@@ -1,0 +1,154 @@
+"""Export a fitted :class:`~tinybench_assets.core.predictor.AnchorPredictor` as a tiny benchmark: the
+JSON-serializable dict laid out in :mod:`.format` (saved with :func:`.format.save_artifact`)."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pandas as pd
+
+from ..calibration import ConformalInterval, IsotonicCalibrator
+from .format import FORMAT, JSON_BASE, PICKLE_FILE, ArtifactError, _enc, _enc_list, _enc_matrix
+
+
+def _json_evaluable(name: str, stacks: dict) -> bool:
+    if name in JSON_BASE:
+        return True
+    st = stacks.get(name)
+    return st is not None and all(m in JSON_BASE for m in st["members"])
+
+
+def _interval(ci: ConformalInterval | None) -> dict | None:
+    if ci is None:
+        return None
+    return {"alpha": float(ci.alpha), "scale": ci.scale, "floor": float(ci.floor), "lo": float(ci.lo),
+            "hi": float(ci.hi), "q_lo": _enc(ci.q_lo_), "q_hi": _enc(ci.q_hi_), "n": int(getattr(ci, "n_", 0))}
+
+
+def _calibration(cal: IsotonicCalibrator | None) -> dict | None:
+    if cal is None:
+        return None
+    iso = cal.iso_
+    return {"x": _enc_list(iso.X_thresholds_), "y": _enc_list(iso.y_thresholds_),
+            "y_min": _enc(cal.y_min), "y_max": _enc(cal.y_max)}
+
+
+def _best(rows: pd.DataFrame) -> dict:
+    """{t1, t2}: lowest validation MAE (T2 falls back to T1's choice when no T2 MAE exists). Same tie rule
+    (first row) as the predictor's selection."""
+    r1 = rows.loc[rows.val_mae_t1.idxmin()]
+    r2rows = rows.dropna(subset=["val_mae_t2"])
+    r2 = r2rows.loc[r2rows.val_mae_t2.idxmin()] if len(r2rows) else r1
+    return {"t1": str(r1.estimator), "t2": str(r2.estimator)}
+
+
+def export_tiny_benchmark(
+    predictor,
+    *,
+    leaderboard: str,
+    n: int,
+    clustering: str | None = None,
+    item_texts: dict[str, str] | None = None,
+    binarization: dict | None = None,
+) -> dict:
+    """A JSON-serializable tiny benchmark of ``leaderboard`` with ``n`` anchors per scenario.
+
+    Parameters
+    ----------
+    predictor : a fitted AnchorPredictor (``n`` must be one of its ``n_values``).
+    leaderboard : name recorded in the artifact.
+    n : anchor budget per scenario.
+    clustering : anchor clustering to export; default the one the predictor's ``tinybench`` selection
+        chose for ``n`` on validation models.
+    item_texts : optional {item id: prompt text}; anchors without a text get ``null``.
+    binarization : optional, informational (e.g. {"rule": "tutorial_threshold", "threshold": 0.5}): how the
+        leaderboard's scores were binarized, so a new model's answers can be scored the same way.
+
+    Returns
+    -------
+    dict in the layout of :mod:`.format`'s docstring. ``predictor.sha256`` is filled by :func:`save_artifact`.
+    """
+    p = predictor
+    if not hasattr(p, "anchors_"):
+        raise ArtifactError("the predictor is not fitted")
+    if int(n) not in p.n_values:
+        raise ArtifactError(f"n={n} was not prepared by the predictor (it has n_values={list(p.n_values)})")
+    n = int(n)
+    scenarios = list(p.scenarios_)
+    c_sel = p.selection_[(n, scenarios[0], "tinybench")]["t1"][0]
+    if clustering is None:
+        clustering, source = c_sel, "selected"
+    else:
+        if clustering not in p.clusterings:
+            raise ArtifactError(f"clustering {clustering!r} was not prepared (have {list(p.clusterings)})")
+        source = "given"
+    c = clustering
+    texts = item_texts or {}
+    v = p.validation_
+    v = v[(v.clustering == c) & (v.n == n)]
+    json_names: set[str] = set()
+    out_sc = {}
+    for s in scenarios:
+        cols = p.cols_[s]
+        A = p.anchors_[(c, n, s)]
+        ps, pj = p.irt_[s], p.irt_["joint"]
+        stacks = {name: st for (cc, nn, ss, name), st in p.stacks_.items() if (cc, nn, ss) == (c, n, s)}
+        vs = v[v.scenario == s]
+        ests = {}
+        for r in vs.itertuples(index=False):
+            e = r.estimator
+            if not _json_evaluable(e, stacks):
+                continue
+            key = (c, n, s, e)
+            ests[e] = {
+                "val_mae_t1": _enc(r.val_mae_t1), "val_mae_t2": _enc(r.val_mae_t2), "n_val": int(r.n_val),
+                "interval_t1": _interval(p.int_t1_.get(key)),
+                "calibration_t2": _calibration(p.t2_cal_.get(key)),
+                "interval_t2": _interval(p.int_t2_.get(key)),
+            }
+        json_names |= set(ests)
+        if not ests:
+            raise ArtifactError(f"scenario {s!r}: no JSON-evaluable estimator in the predictor's validation table")
+        if c == c_sel:
+            sel = p.selection_[(n, s, "tinybench")]
+            learned = {"t1": sel["t1"][1], "t2": sel["t2"][1]}
+        else:
+            learned = _best(vs)
+        lam = {fit: {k: _enc(x) for k, x in p.lambdas_[(c, n, s, fit)].items()} for fit in ("sep", "joint")}
+        lam.update(b_sep=_enc(p.b_[("sep", s)]), b_joint=_enc(p.b_[("joint", s)]), v=_enc(p.v_[s]))
+        out_sc[s] = {
+            "n_items": int(len(cols)),
+            "items": [str(p.items_[j]) for j in cols],
+            "balance_weights": _enc_list(p.w_[cols]),
+            "anchors": {
+                "items": [str(p.items_[j]) for j in A.items],
+                "local": [int(i) for i in A.local],
+                "weights": _enc_list(A.weights),
+                "texts": [texts.get(p.items_[j]) for j in A.items],
+            },
+            "irt": {"sep": {"a": _enc_matrix(ps.a), "b": _enc_list(ps.b)},
+                    "joint": {"a": _enc_matrix(pj.a[cols]), "b": _enc_list(pj.b[cols])}},
+            "lambdas": lam,
+            "stacks": {name: {"members": list(st["members"]), "w_t1": _enc_list(st["w_t1"]), "w_t2": _enc_list(st["w_t2"])}
+                       for name, st in stacks.items() if _json_evaluable(name, stacks)},
+            "estimators": ests,
+            "recommended": _best(vs[vs.estimator.isin(list(ests))]),
+            "recommended_learned": learned,
+        }
+    learned_names = sorted({e for s in scenarios for e in out_sc[s]["recommended_learned"].values()} - json_names)
+    return {
+        "format": FORMAT,
+        "leaderboard": str(leaderboard),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "n": n,
+        "clustering": c,
+        "clustering_source": source,
+        "alpha": float(p.alpha),
+        "interval_scale": p.interval_scale,
+        "scenario_order": scenarios,
+        "irt_dims": {k: int(p.irt_[k].dim) for k in [*scenarios, "joint"]},
+        "training": {"fit_models": int(p.n_fit_), "validation_models": int(p.n_val_), "seed": int(p.seed)},
+        "binarization": binarization,
+        "json_estimators": sorted(json_names),
+        "predictor": {"file": PICKLE_FILE, "sha256": None, "learned_estimators": learned_names},
+        "scenarios": out_sc,
+    }
