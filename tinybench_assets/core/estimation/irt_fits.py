@@ -1,0 +1,69 @@
+"""IRT part of the anchor predictor: per-scenario and joint 2PL fits with D chosen on the fit models, and the
+tutorial's gp-IRT inputs b (IRT validation bias) and v (item variance).
+
+:class:`IRTFitMixin` reads ``scenarios_``, ``cols_``, ``w_`` and the parameters ``dim_candidates``,
+``joint_dim_candidates``, ``seed``, ``device``, ``irt_options``; it sets ``dim_selection_`` ({scenario | "joint":
+:class:`~tinybench_assets.core.irt.select.DimensionSelection`}), ``irt_`` ({scenario | "joint": fitted 2PL}),
+``b_`` ({(fit, scenario): float}, fit in {"sep", "joint"}) and ``v_`` ({scenario: float}).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import estimators as est
+from ..irt import estimate_ability, fit_irt, item_curve, select_dimension
+
+
+class IRTFitMixin:
+    """Per-scenario and joint IRT fits, D selection, and the tutorial's b and v."""
+
+    def _fit_irt_models(self, Yf) -> None:
+        """Per scenario and jointly over all scenarios, choose D and fit a 2PL on the fit models Yf (F, I_all)."""
+        self.dim_selection_, self.irt_ = {}, {}
+        for s in self.scenarios_:
+            Ys = Yf[:, self.cols_[s]]
+            Ys = Ys[~np.isnan(Ys).all(1)]
+            sel = select_dimension(Ys, candidates=self.dim_candidates, seed=self.seed, device=self.device, **self.irt_options)
+            self.dim_selection_[s] = sel
+            self.irt_[s] = fit_irt(Ys, dim=sel.best_dim, seed=self.seed, device=self.device, **self.irt_options)
+        if len(self.scenarios_) > 1:
+            sel = select_dimension(Yf, candidates=self.joint_dim_candidates, seed=self.seed, device=self.device, **self.irt_options)
+            self.dim_selection_["joint"] = sel
+            self.irt_["joint"] = fit_irt(Yf, dim=sel.best_dim, seed=self.seed, device=self.device, **self.irt_options)
+        else:  # one scenario: the joint fit is the per-scenario fit
+            self.dim_selection_["joint"] = self.dim_selection_[self.scenarios_[0]]
+            self.irt_["joint"] = self.irt_[self.scenarios_[0]]
+
+    def _fit_bias_variance(self, Yf, Yv) -> None:
+        """The tutorial's b (IRT validation bias, from Yv (V, I_all)) and v (item variance, from Yf (F, I_all))."""
+        self.b_, self.v_ = self._irt_bias(Yv), {}
+        for s in self.scenarios_:
+            self.v_[s] = est.mean_item_variance(Yf[:, self.cols_[s]][~np.isnan(Yf[:, self.cols_[s]]).all(1)])
+
+    def _irt_bias(self, Yv) -> dict:
+        """Tutorial b: validation MAE of the IRT-predicted balance-weighted accuracy on a random half of items.
+
+        For validation models, abilities are estimated from a seeded random half of every scenario's
+        items and the predicted accuracy on the other half is compared with the actual one.
+        Returns {(fit, scenario): b} with fit in {"sep", "joint"}.
+        """
+        rng = np.random.default_rng(self.seed + 11)
+        seen = {s: np.sort(rng.permutation(self.cols_[s])[: len(self.cols_[s]) // 2]) for s in self.scenarios_}
+        unseen = {s: np.setdiff1d(self.cols_[s], seen[s]) for s in self.scenarios_}
+        out = {}
+        allseen = np.concatenate([seen[s] for s in self.scenarios_])
+        pj = self.irt_["joint"]
+        thj = estimate_ability(Yv[:, allseen], pj.a[allseen], pj.b[allseen], device=self.device)
+        for s in self.scenarios_:
+            has = ~np.isnan(Yv[:, self.cols_[s]]).all(1)
+            us = unseen[s]
+            actual = est.weighted_accuracy(Yv[has][:, us], self.w_[us])
+            p = self.irt_[s]
+            loc = np.searchsorted(self.cols_[s], seen[s])
+            uloc = np.searchsorted(self.cols_[s], us)
+            th = estimate_ability(Yv[has][:, seen[s]], p.a[loc], p.b[loc], device=self.device)
+            pred = est.irt_estimate(item_curve(th, p.a[uloc], p.b[uloc]), self.w_[us])
+            out[("sep", s)] = float(np.mean(np.abs(pred - actual)))
+            predj = est.irt_estimate(item_curve(thj[has], pj.a[us], pj.b[us]), self.w_[us])
+            out[("joint", s)] = float(np.mean(np.abs(predj - actual)))
+        return out

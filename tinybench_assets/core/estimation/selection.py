@@ -1,0 +1,47 @@
+"""Estimator choice of the anchor predictor, on validation MAE: ``tinybench`` (per scenario the best estimator of
+one clustering shared by all scenarios) and ``tinybench_own`` (among estimators reading only the scenario's anchors).
+
+:class:`SelectionMixin` reads ``validation_``, ``scenarios_`` and the parameter ``n_values``; it sets
+``selection_`` ({(n, scenario, selector): {"t1": (clustering, estimator), "t2": (clustering, estimator)}}).
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from .names import PER_SCENARIO
+
+
+class SelectionMixin:
+    """Per-scenario estimator selection."""
+
+    def _select_estimators(self):
+        """Per (n, scenario): tinybench (one clustering for all scenarios) and tinybench_own."""
+        v = self.validation_
+        v = v[v.clustering != "random"]
+        self.selection_ = {}
+        for n in self.n_values:
+            vn = v[v.n == n]
+            # clustering for tinybench: lowest mean over scenarios of the best validation T1 MAE
+            best_by_c = vn.groupby(["clustering", "scenario"]).val_mae_t1.min().groupby("clustering").mean()
+            c_star = str(best_by_c.idxmin())
+            for s in self.scenarios_:
+                vs = vn[vn.scenario == s]
+                cands = vs[vs.clustering == c_star]
+                r1 = cands.loc[cands.val_mae_t1.idxmin()]
+                c2 = cands.dropna(subset=["val_mae_t2"])
+                r2 = c2.loc[c2.val_mae_t2.idxmin()] if len(c2) else r1
+                own = vs[vs.estimator.isin(PER_SCENARIO)]
+                o1 = own.loc[own.val_mae_t1.idxmin()]
+                o2d = own.dropna(subset=["val_mae_t2"])
+                o2 = o2d.loc[o2d.val_mae_t2.idxmin()] if len(o2d) else o1
+                self.selection_[(n, s, "tinybench")] = {"t1": (c_star, r1.estimator), "t2": (c_star, r2.estimator)}
+                self.selection_[(n, s, "tinybench_own")] = {"t1": (o1.clustering, o1.estimator), "t2": (o2.clustering, o2.estimator)}
+
+    @property
+    def selection(self) -> pd.DataFrame:
+        """One row per (n, scenario, selector) with the chosen clustering and estimator for T1 and T2."""
+        rows = []
+        for (n, s, name), d in self.selection_.items():
+            rows.append({"n": n, "scenario": s, "selector": name, "clustering_t1": d["t1"][0], "estimator_t1": d["t1"][1],
+                         "clustering_t2": d["t2"][0], "estimator_t2": d["t2"][1]})
+        return pd.DataFrame(rows)
