@@ -32,6 +32,7 @@ class _UsageError(ValueError):
 
 def load_scenario(leaderboard: str, scenario: str | None):
     """(partition key, item ids, a (I, D), b (I,), balance weights (I,), texts {item: text}) from the store."""
+    from tinybench_assets.io.drops import partition_key, split_partition_key
     from tinybench_assets.io.store import Store
 
     db_path = Path(paths.duckdb_path())
@@ -40,24 +41,21 @@ def load_scenario(leaderboard: str, scenario: str | None):
     store = Store(db_path)
     if "irt_items" not in store.tables():
         raise _UsageError(f"{db_path}: no IRT fits stored yet (materialize irt_model)")
-    keys = store.query("SELECT DISTINCT partition_key FROM irt_items WHERE partition_key LIKE ? ORDER BY 1",
-                       [f"{leaderboard}.%"])["partition_key"].tolist()
+    keys = store.irt_scenario_keys(leaderboard)
     if not keys:
         raise _UsageError(f"leaderboard {leaderboard!r}: no scenario with a fitted IRT model in {db_path}")
-    names = [k.split(".", 1)[1] for k in keys]
+    names = [split_partition_key(k)[1] for k in keys]
     if scenario is None:
         if len(keys) > 1:
             raise _UsageError(f"leaderboard {leaderboard!r} has scenarios {', '.join(names)}: choose one with --scenario")
         scenario = names[0]
-    key = f"{leaderboard}.{scenario}"
+    key = partition_key(leaderboard, scenario)
     if key not in keys:
         raise _UsageError(f"leaderboard {leaderboard!r} has no fitted scenario {scenario!r} (have: {', '.join(names)})")
-    items = store.query("SELECT i.item, i.b, i.a, coalesce(m.balance_weight, 1.0) AS w FROM irt_items i "
-                        "LEFT JOIN matrix_items m ON m.partition_key = i.partition_key AND m.item = i.item "
-                        "WHERE i.partition_key = ? ORDER BY i.item", [key])
+    items = store.weighted_irt_items(key)
     texts = {}
     if "items" in store.tables():
-        t = store.query("SELECT item, text FROM items WHERE leaderboard = ? AND scenario = ?", [leaderboard, scenario])
+        t = store.item_texts(leaderboard, scenario)
         texts = dict(zip(t["item"], t["text"]))
     a = np.array([np.asarray(x, dtype=float) for x in items["a"]])
     return key, items["item"].tolist(), a, items["b"].to_numpy(float), items["w"].to_numpy(float), texts

@@ -28,6 +28,7 @@ def run_all(args: argparse.Namespace) -> int:
     recording the runs in the Dagster instance."""
     from tinybench_assets.definitions import build_defs
     from tinybench_assets.defs.partitions import register_partitions
+    from tinybench_assets.io.drops import split_partition_key
     from tinybench_assets.io.landing import pending_drops, seed_default_data
     from tinybench_assets.io.store import Store
 
@@ -72,7 +73,7 @@ def run_all(args: argparse.Namespace) -> int:
 
     for key in keys:
         run("refresh_scenario", key, "scenario")
-    boards = sorted({k.split('.', 1)[0] for k in keys})
+    boards = sorted({split_partition_key(k)[0] for k in keys})
     for board in boards:
         run("refresh_leaderboard", board, "leaderboard")
     print(f"{len(keys)} scenario partition(s) and {len(boards)} leaderboard(s) up to date in {time.time() - t0:.0f} s; "

@@ -1,6 +1,8 @@
 """Partitions: one dynamic key per leaderboard scenario (``openllm.mmlu``), one per leaderboard."""
 import dagster as dg
 
+from tinybench_assets.io.drops import split_partition_key
+
 scenario_partitions = dg.DynamicPartitionsDefinition(name="scenarios")
 leaderboard_partitions = dg.DynamicPartitionsDefinition(name="leaderboards")
 
@@ -12,7 +14,7 @@ def register_partitions(instance: dg.DagsterInstance, keys) -> list[str]:
     new = [k for k in keys if k not in known]
     if new:
         instance.add_dynamic_partitions(scenario_partitions.name, new)
-    boards = sorted({k.split(".", 1)[0] for k in keys})
+    boards = sorted({split_partition_key(k)[0] for k in keys})
     known_boards = set(instance.get_dynamic_partitions(leaderboard_partitions.name))
     new_boards = [b for b in boards if b not in known_boards]
     if new_boards:

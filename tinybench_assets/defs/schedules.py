@@ -37,10 +37,7 @@ def stale_reason(instance: dg.DagsterInstance, partition: str, landed_at: float 
              description="Daily at 03:00: refresh every scenario partition whose assets are stale.")
 def stale_refresh_schedule(context: dg.ScheduleEvaluationContext, store: StoreResource):
     db = store.get()
-    landed = db.query(
-        "SELECT s.partition_key, epoch(max(d.ingested_at)) AS landed FROM scenarios s JOIN drops d "
-        "ON list_contains(string_split(d.partitions, ','), s.partition_key) AND d.status = 'active' GROUP BY 1"
-    ).set_index("partition_key")["landed"].to_dict()
+    landed = db.partition_landed_at().to_dict()
     try:
         day = context.scheduled_execution_time.strftime("%Y-%m-%d")
     except Exception:  # noqa: BLE001 - evaluated by hand (tests, a preview): dagster raises when no tick time is set

@@ -8,7 +8,7 @@ import dagster as dg
 from tinybench_assets.defs.jobs import ingest_job, leaderboard_job, scenario_job
 from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
 from tinybench_assets.defs.resources import LandingResource
-from tinybench_assets.io.drops import DropError, file_sha256, landing_files, leaderboard_of, read_drop
+from tinybench_assets.io.drops import DropError, file_sha256, landing_files, leaderboard_of, read_drop, split_partition_key
 
 
 def _fingerprint(path: Path) -> str:
@@ -54,7 +54,7 @@ def landing_sensor(context: dg.SensorEvaluationContext, landing: LandingResource
     known = set(context.instance.get_dynamic_partitions(scenario_partitions.name))
     known_boards = set(context.instance.get_dynamic_partitions(leaderboard_partitions.name))
     new_keys = sorted(keys - known)
-    new_boards = sorted({k.split(".", 1)[0] for k in keys} - known_boards)
+    new_boards = sorted({split_partition_key(k)[0] for k in keys} - known_boards)
     requests = []
     if keys or bad:
         tag = ",".join(sorted(f"{r}@{s[:12]}" for r, s in changed.items()))
@@ -85,7 +85,7 @@ def leaderboard_refresh_sensor(context: dg.RunStatusSensorContext):
     key = context.dagster_run.tags.get("dagster/partition")
     if not key or "." not in key:
         return dg.SkipReason("scenario run without a partition")
-    board = key.split(".", 1)[0]
+    board = split_partition_key(key)[0]
     pending = context.instance.get_runs(
         filters=dg.RunsFilter(
             job_name=scenario_job.name,

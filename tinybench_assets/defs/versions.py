@@ -18,7 +18,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent
 
 SOURCES = {
-    "ingest": ("defs/assets/responses.py", "io/drops.py", "io/*_drops.py", "io/landing.py", "io/store.py",
+    "ingest": ("defs/assets/responses.py", "io/drops.py", "io/*_drops.py", "io/landing.py", "io/store.py", "io/queries.py",
                "core/responses.py"),
     "irt": ("defs/assets/irt.py", "core/irt/*.py", "core/splits.py",
             "core/responses.py"),
@@ -59,12 +59,12 @@ def _digest(rows) -> str:
 
 def landing_version(store) -> str:
     """Content version of everything landed: the active drops (sha256 of their bytes) in landing order."""
-    df = store.query("SELECT drop_id, seq FROM drops WHERE status = 'active' ORDER BY seq")
+    df = store.active_drops()[["drop_id", "seq"]]
     return _digest(df.itertuples(index=False))
 
 
 def partition_version(store, key: str) -> str:
     """Content version of one scenario partition: the active drops that touch it, in landing order (later wins)."""
-    df = store.query("SELECT drop_id, seq, partitions FROM drops WHERE status = 'active' ORDER BY seq")
+    df = store.active_drops()
     rows = [(d, s) for d, s, parts in df.itertuples(index=False) if key in str(parts).split(",")]
     return _digest(rows)

@@ -104,6 +104,8 @@ def partition_key(leaderboard: str, scenario: str) -> str:
 
 
 def split_partition_key(key: str) -> tuple[str, str]:
+    """``(leaderboard, scenario)`` of a scenario partition key (``openllm.mmlu`` -> ``("openllm", "mmlu")``); the one
+    place a key is parsed. The scenario is everything after the first dot; a key without one raises ValueError."""
     leaderboard, _, scenario = key.partition(".")
     if not scenario:
         raise ValueError(f"partition key {key!r} is not of the form leaderboard.scenario")

@@ -17,7 +17,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from .drops import Drop, partition_key
+from .drops import Drop, partition_key, split_partition_key
+from .queries import StoreQueries
 
 SCHEMA = """
 CREATE SEQUENCE IF NOT EXISTS drop_seq START 1;
@@ -141,8 +142,8 @@ class StoreLockTimeout(RuntimeError):
     """Another process held the DuckDB file longer than the wait allowed."""
 
 
-class Store:
-    """A DuckDB file with tinybench's tables.
+class Store(StoreQueries):
+    """A DuckDB file with tinybench's tables; its named domain reads are in ``io.queries.StoreQueries``.
 
     Parameters
     ----------
@@ -283,7 +284,7 @@ class Store:
     # ------------------------------------------------------------------ partition tables
     def consolidate_responses(self, key: str) -> int:
         """Rebuild ``responses`` for one partition from the active drops; the latest drop wins per cell."""
-        leaderboard, scenario = key.split(".", 1)
+        leaderboard, scenario = split_partition_key(key)
         with self.transaction() as con:
             con.execute("DELETE FROM responses WHERE partition_key = ?", [key])
             con.execute(
@@ -332,7 +333,7 @@ class Store:
         From the active drops; where several drops give a cell, the latest drop wins (as in ``responses``).
         Empty (same columns) when no drop of the partition carried costs.
         """
-        leaderboard, scenario = key.split(".", 1)
+        leaderboard, scenario = split_partition_key(key)
         return self.query(
             """
             SELECT l.model, l.item, l.cost

@@ -18,6 +18,7 @@ from tinybench_assets.defs.versions import code_version
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
 from tinybench_assets.io import plots
+from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.store import Store
 
 GROUP = "estimation"
@@ -74,9 +75,7 @@ def leaderboard_matrix(db: Store, board: str) -> tuple[ResponseMatrix, pd.DataFr
     if not keys:
         raise dg.Failure(f"leaderboard {board}: no scenario partitions stored")
     matrix = concat_scenarios([training_matrix(db, k) for k in keys])
-    full = db.query(
-        "SELECT model, scenario, full_score AS full_benchmark_score FROM full_scores WHERE leaderboard = ?", [board]
-    )
+    full = db.full_scores(board).rename(columns={"full_score": "full_benchmark_score"})
     return matrix, full
 
 
@@ -121,7 +120,7 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
         yield dg.MaterializeResult(asset_key="anchor_sets", metadata=skip.metadata)
         yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata=skip.metadata)
         return
-    split = db.query("SELECT model, split FROM model_splits WHERE partition_key = ?", [board]).set_index("model")["split"]
+    split = db.model_split(board)
     train = np.array([split.get(m) == "train" for m in matrix.models])
     t0 = time.perf_counter()
     groups = board_groups(matrix, board, config)
@@ -174,7 +173,7 @@ def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig,
         return _skip(board, len(matrix.models), config)
     with open(predictor_path(board), "rb") as fh:
         pred = pickle.load(fh)
-    split = db.query("SELECT model, split FROM model_splits WHERE partition_key = ?", [board]).set_index("model")["split"]
+    split = db.model_split(board)
     test = np.flatnonzero([split.get(m) == "test" for m in matrix.models])
     models = np.asarray(matrix.models, dtype=object)[test]
     Y = matrix.scores[test]
@@ -292,18 +291,18 @@ class ExportConfig(EstimationConfig):
 def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, store: StoreResource) -> dg.MaterializeResult:
     db = store.get()
     board = context.partition_key
-    n_models = int(db.query("SELECT count(DISTINCT model) AS n FROM model_splits WHERE partition_key = ?", [board])["n"].iloc[0])
+    n_models = db.n_models(board)
     if n_models < config.min_models:
         return _skip(board, n_models, config)
     from tinybench_assets.core.tiny_benchmark import artifact_tables, export_tiny_benchmark, save_artifact
 
     with open(predictor_path(board), "rb") as fh:
         pred = pickle.load(fh)
-    texts = db.query("SELECT item, text FROM items WHERE leaderboard = ? AND text IS NOT NULL", [board])
-    binar = db.query("SELECT partition_key, rule, threshold FROM binarization WHERE partition_key LIKE ? || '.%'", [board])
+    texts = db.item_texts(board).dropna(subset=["text"])
+    binar = db.board_binarization(board)
     artifact = export_tiny_benchmark(
         pred, leaderboard=board, n=config.export_n, item_texts=dict(zip(texts["item"], texts["text"])),
-        binarization={k.split(".", 1)[1]: {"rule": r, "threshold": None if pd.isna(t) else float(t)}
+        binarization={split_partition_key(k)[1]: {"rule": r, "threshold": None if pd.isna(t) else float(t)}
                       for k, r, t in binar.itertuples(index=False)},
     )
     path = save_artifact(artifact, pred, predictor_path(board).parent)

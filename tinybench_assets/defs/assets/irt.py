@@ -35,7 +35,7 @@ class IRTConfig(dg.Config):
 def training_matrix(db: Store, key: str) -> ResponseMatrix:
     """The binarized matrix without items of a held-out item split (RouterDC ``test`` questions)."""
     matrix = load_matrix(db, key, binarized=True)
-    split = db.query("SELECT item, split FROM matrix_items WHERE partition_key = ?", [key]).set_index("item")["split"]
+    split = db.item_split(key)
     keep = np.array([split.get(i) != "test" for i in matrix.items])
     return matrix.subset(items=keep) if not keep.all() else matrix
 

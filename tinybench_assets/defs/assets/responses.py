@@ -7,6 +7,7 @@ import dagster as dg
 
 from tinybench_assets.core.responses import binarize
 from tinybench_assets.io import plots
+from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.landing import ingest_landing
 from tinybench_assets.io.store import load_matrix
 from tinybench_assets.defs.partitions import register_partitions, scenario_partitions
@@ -35,7 +36,7 @@ def _ingest(context, store, landing, leaderboard=None):
 def landing_ingest(context: dg.AssetExecutionContext, store: StoreResource, landing: LandingResource) -> dg.MaterializeResult:
     db = store.get()
     report = _ingest(context, db, landing)
-    drops = db.query("SELECT count(*) AS n FROM drops WHERE status = 'active'")["n"].iloc[0]
+    drops = len(db.active_drops())
     return dg.MaterializeResult(
         data_version=dg.DataVersion(landing_version(db)),  # unchanged drops -> same version -> nothing downstream stale
         metadata={
@@ -55,21 +56,18 @@ def landing_ingest(context: dg.AssetExecutionContext, store: StoreResource, land
 def raw_responses(context: dg.AssetExecutionContext, store: StoreResource, landing: LandingResource) -> dg.MaterializeResult:
     key = context.partition_key
     db = store.get()
-    _ingest(context, db, landing, leaderboard=key.split(".", 1)[0])  # idempotent: a run never waits on landing_ingest
+    _ingest(context, db, landing, leaderboard=split_partition_key(key)[0])  # idempotent: a run never waits on landing_ingest
     n = db.consolidate_responses(key)
     if n == 0:
         raise dg.Failure(f"partition {key}: no responses landed (is the drop in the landing folder?)")
-    stats = db.query(
-        "SELECT count(DISTINCT model) AS models, count(DISTINCT item) AS items, count(DISTINCT subscenario) AS subs, "
-        "avg(score) AS mean_score, count(DISTINCT drop_id) AS drops FROM responses WHERE partition_key = ?", [key]
-    ).iloc[0]
+    stats = db.response_stats(key)
     return dg.MaterializeResult(
         data_version=dg.DataVersion(partition_version(db, key)),  # the partition's active drops: a re-run on them is a no-op
         metadata={
             "rows": int(n),
             "models": int(stats["models"]),
             "items": int(stats["items"]),
-            "subscenarios": int(stats["subs"]),
+            "subscenarios": int(stats["subscenarios"]),
             "mean_score": float(stats["mean_score"]),
             "drops": int(stats["drops"]),
         }
@@ -85,9 +83,7 @@ def response_matrix(context: dg.AssetExecutionContext, store: StoreResource) -> 
     db = store.get()
     matrix = load_matrix(db, key)
     weights = matrix.balance_weights()
-    splits = db.query(
-        "SELECT item, split FROM items WHERE leaderboard || '.' || scenario = ?", [key]
-    ).set_index("item")["split"]
+    splits = db.landed_item_split(key)
     acc = matrix.accuracy().iloc[:, 0].to_numpy()
     items = pd.DataFrame(
         {
@@ -131,8 +127,8 @@ def binarized_responses(context: dg.AssetExecutionContext, store: StoreResource)
     key = context.partition_key
     db = store.get()
     matrix = load_matrix(db, key)
-    rule_df = db.query("SELECT binarize_rule FROM scenarios WHERE partition_key = ?", [key])
-    rule = rule_df["binarize_rule"].iloc[0] if len(rule_df) else "auto"
+    rule = db.binarize_rule(key)
+    rule = "auto" if rule is None else rule
     y, threshold, applied = binarize(matrix.scores, rule=rule)
     mean_raw = float(np.nanmean(matrix.scores))
     mean_bin = float(np.nanmean(y))

@@ -22,6 +22,7 @@ from tinybench_assets.defs.versions import code_version
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, EncoderResource, StoreResource, TorchDevice
 from tinybench_assets.io import plots, router_plots
+from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.embeddings import embed_cached, load_cached, text_key
 from tinybench_assets.io.store import Store, load_matrix
 
@@ -49,16 +50,13 @@ class RouterConfig(dg.Config):
 
 
 def router_path(key: str) -> Path:
-    board, scenario = key.split(".", 1)
+    board, scenario = split_partition_key(key)
     return Path(paths.artifacts_dir()) / board / f"router_{scenario}.npz"
 
 
 def partition_questions(db: Store, key: str) -> pd.DataFrame:
     """The partition's items in matrix order with split and text (NaN text where none landed)."""
-    return db.query(
-        """SELECT mi.item, mi.split, i.text FROM matrix_items mi
-           LEFT JOIN items i ON i.item = mi.item AND i.leaderboard || '.' || i.scenario = mi.partition_key
-           WHERE mi.partition_key = ? ORDER BY mi.col""", [key])
+    return db.matrix_questions(key)
 
 
 def routable(q: pd.DataFrame) -> str | None:
@@ -74,9 +72,7 @@ def routable(q: pd.DataFrame) -> str | None:
 
 def partition_rows(db: Store, table: str, key: str, columns: str = "*") -> pd.DataFrame:
     """A result table's rows for one partition; empty when the table does not exist yet (no partition has written it)."""
-    if table not in db.tables():
-        return pd.DataFrame()
-    return db.query(f'SELECT {columns} FROM "{table}" WHERE partition_key = ?', [key])
+    return db.result_rows(table, "partition_key = ?", [key], columns)
 
 
 def _skip(reason: str) -> dg.MaterializeResult:
@@ -115,8 +111,7 @@ def load_embeddings(db: Store, key: str) -> tuple[pd.DataFrame, np.ndarray]:
 
 
 def irt_fit(db: Store, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    items = db.query("SELECT item, b, a FROM irt_items WHERE partition_key = ?", [key])
-    models = db.query("SELECT model, theta FROM irt_models WHERE partition_key = ?", [key])
+    items, models = db.irt_items(key), db.irt_models(key)
     if items.empty or models.empty:
         raise dg.Failure(f"{key}: no IRT fit stored (materialize irt_model first)")
     return items, models

@@ -23,6 +23,7 @@ from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource
+from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.defs.versions import code_version
 from tinybench_assets.io import plots
 from tinybench_assets.io.store import Store, load_matrix
@@ -87,14 +88,14 @@ def board_matrix(db: Store, board: str, scenarios: list[str], item_split: str):
     defaults = BOARD_DEFAULTS.get(board, {})
     scenarios = scenarios or defaults.get("scenarios", [])
     split = item_split or defaults.get("item_split", "all")
-    keys = [k for k in db.partition_keys(board) if not scenarios or k.split(".", 1)[1] in scenarios]
+    keys = [k for k in db.partition_keys(board) if not scenarios or split_partition_key(k)[1] in scenarios]
     if not keys:
         raise dg.Failure(f"leaderboard {board}: no stored scenario partitions among {scenarios or 'all'}")
     mats = []
     for key in keys:
         m = load_matrix(db, key, binarized=True)
         if split != "all":
-            sp = db.query("SELECT item, split FROM matrix_items WHERE partition_key = ?", [key]).set_index("item")["split"]
+            sp = db.item_split(key)
             keep = np.array([sp.get(i) == split for i in m.items])
             if keep.any():
                 m = m.subset(items=keep)
@@ -102,10 +103,10 @@ def board_matrix(db: Store, board: str, scenarios: list[str], item_split: str):
     matrix = concat_scenarios(mats)
     complete = ~np.isnan(matrix.scores).any(axis=1)
     matrix = matrix.subset(models=complete)
-    full = db.query("SELECT model, scenario, full_score FROM full_scores WHERE leaderboard = ?", [board])
-    full = full[full.scenario.isin({k.split(".", 1)[1] for k in keys})]
+    full = db.full_scores(board)
+    full = full[full.scenario.isin({split_partition_key(k)[1] for k in keys})]
     full_mean = full.groupby("model")["full_score"].mean().reindex(matrix.models).to_numpy(dtype=float)
-    texts = db.query("SELECT item, text FROM items WHERE leaderboard = ?", [board]).set_index("item")["text"]
+    texts = db.item_texts(board).set_index("item")["text"]
     return matrix, full_mean, texts, keys, split
 
 

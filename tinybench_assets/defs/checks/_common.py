@@ -24,9 +24,7 @@ def partition_of(context: dg.AssetCheckExecutionContext) -> str | None:
 
 def rows(db: Store, table: str, sql_where: str, params: list, columns: str = "*") -> pd.DataFrame:
     """Rows of a result table; empty when no partition has created the table yet."""
-    if table not in db.tables():
-        return pd.DataFrame()
-    return db.query(f'SELECT {columns} FROM "{table}" WHERE {sql_where}', params)
+    return db.result_rows(table, sql_where, params, columns)
 
 
 def skipped(context: dg.AssetCheckExecutionContext, asset: str, partition: str | None) -> str | None:

@@ -8,6 +8,7 @@ import dagster as dg
 from tinybench_assets.defs.checks._common import ERROR, nothing_stored, partition_of, result, rows
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import StoreResource
+from tinybench_assets.io.drops import partition_key, split_partition_key
 
 TOL = 1e-6
 
@@ -74,7 +75,7 @@ def backtest_sane(context: dg.AssetCheckExecutionContext, store: StoreResource) 
     bad_neg = int((nonneg < 0).sum().sum())
     no_t1 = int(df["mae_t1"].isna().sum())
     no_models = int((df["n_models"].fillna(0) <= 0).sum())
-    scenarios = {k.split(".", 1)[1] for k in db.partition_keys(board)}
+    scenarios = {split_partition_key(k)[1] for k in db.partition_keys(board)}
     missing = sorted(scenarios - set(df["scenario"]))
     return result(bad_cov == 0 and bad_neg == 0 and no_t1 == 0 and no_models == 0 and not missing, ERROR, board,
                   rows=len(df), coverage_out_of_range=bad_cov, negative_errors=bad_neg, rows_without_t1_mae=no_t1,
@@ -114,7 +115,7 @@ def tiny_benchmark_round_trip(context: dg.AssetCheckExecutionContext, store: Sto
     Ya = {}
     for s in art["scenario_order"]:
         anchors = art["scenarios"][s]["anchors"]["items"]
-        y = db.query("SELECT model, item, CAST(y AS DOUBLE) AS y FROM binarized WHERE partition_key = ?", [f"{board}.{s}"])
+        y = db.binarized(partition_key(board, s))
         wide = y.pivot_table(index="model", columns="item", values="y", aggfunc="last")
         Ya[s] = wide.reindex(index=models, columns=anchors).to_numpy(dtype=float)
     out = evaluate_json(art, Ya)

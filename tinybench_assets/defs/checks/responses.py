@@ -15,17 +15,9 @@ from tinybench_assets.defs.resources import StoreResource
 def responses_valid(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
     key = partition_of(context)
     db = store.get()
-    stats = db.query(
-        """SELECT count(*) AS n_rows, count(DISTINCT model) AS models, count(DISTINCT item) AS items,
-                  count(*) FILTER (WHERE score IS NULL OR NOT isfinite(score) OR score < 0 OR score > 1) AS out_of_range,
-                  min(score) AS min_score, max(score) AS max_score
-           FROM responses WHERE partition_key = ?""", [key]).iloc[0]
-    dups = db.query(
-        """SELECT model, item, count(*) AS copies FROM responses WHERE partition_key = ?
-           GROUP BY model, item HAVING count(*) > 1 ORDER BY copies DESC, model, item""", [key])
-    bad = db.query(
-        """SELECT model, item, score FROM responses WHERE partition_key = ?
-           AND (score IS NULL OR NOT isfinite(score) OR score < 0 OR score > 1) ORDER BY model, item LIMIT 10""", [key])
+    stats = db.response_stats(key)
+    dups = db.response_duplicates(key)
+    bad = db.responses_out_of_range(key, limit=10)
     n_rows, n_bad = int(stats["n_rows"]), int(stats["out_of_range"])
     return result(n_rows > 0 and n_bad == 0 and dups.empty, ERROR, key,
                   rows=n_rows, models=int(stats["models"]), items=int(stats["items"]),
@@ -41,8 +33,8 @@ def responses_valid(context: dg.AssetCheckExecutionContext, store: StoreResource
 def matrix_complete(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
     key = partition_of(context)
     db = store.get()
-    n_items = int(db.query("SELECT count(*) AS n FROM matrix_items WHERE partition_key = ?", [key])["n"].iloc[0])
-    models = db.query("SELECT model, n_items FROM matrix_models WHERE partition_key = ? ORDER BY model", [key])
+    n_items = len(db.matrix_items(key))
+    models = db.matrix_models(key)[["model", "n_items"]]
     missing = (n_items - models["n_items"]).clip(lower=0)
     worst = models.assign(missing=missing).sort_values(["missing", "model"], ascending=[False, True])
     worst = worst[worst.missing > 0].head(10)
@@ -71,7 +63,7 @@ def balance_weights_normalized(context: dg.AssetCheckExecutionContext, store: St
                 "only reported.")
 def binarization_keeps_accuracy(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
     key = partition_of(context)
-    df = store.get().query("SELECT mean_abs_shift, rule FROM binarization WHERE partition_key = ?", [key])
+    df = store.get().binarization(key)
     if df.empty:
         return result(False, ERROR, key, error="no binarization row")
     shift, rule = float(df["mean_abs_shift"].iloc[0]), str(df["rule"].iloc[0])
@@ -88,12 +80,11 @@ def _irt_fit_check(context: dg.AssetCheckExecutionContext, store: StoreResource)
 
     key = partition_of(context)
     db = store.get()
-    fit = db.query("SELECT * FROM irt_fits WHERE partition_key = ?", [key])
+    fit = db.irt_fit_summary(key)
     if fit.empty:
         return result(False, ERROR, key, error="no irt_fits row for this partition")
     f = fit.iloc[0]
-    items = db.query("SELECT item, b, a FROM irt_items WHERE partition_key = ?", [key])
-    thetas = db.query("SELECT theta FROM irt_models WHERE partition_key = ?", [key])
+    items, thetas = db.irt_items(key), db.irt_models(key)
     a = [np.asarray(x, dtype=float) for x in items["a"]]
     nonfinite = int((~np.isfinite(items["b"].to_numpy(dtype=float))).sum() + sum((~np.isfinite(x)).any() for x in a)
                     + sum((~np.isfinite(np.asarray(t, dtype=float))).any() for t in thetas["theta"]))
@@ -110,7 +101,7 @@ def _irt_fit_check(context: dg.AssetCheckExecutionContext, store: StoreResource)
     if set(matrix.items) != set(items["item"]):
         return result(False, ERROR, key, **figures, error="the stored fit's items differ from the partition's items now: "
                       "the fit is stale (re-materialize it)")
-    split = db.query("SELECT model, split FROM model_splits WHERE partition_key = ?", [key]).set_index("model")["split"]
+    split = db.model_split(key)
     train = np.array([split.get(m) == "train" for m in matrix.models])
     test = np.array([split.get(m) == "test" for m in matrix.models])
     Y = matrix.scores

@@ -24,8 +24,8 @@ def knn_params_cover_test_questions(context: dg.AssetCheckExecutionContext, stor
             return skip_result(ERROR, key, reason)
     test = set(emb.loc[emb["split"] == "test", "item"]) if len(emb) else set()
     got = list(knn["item"]) if len(knn) else []
-    dims = db.query("SELECT a FROM irt_items WHERE partition_key = ? LIMIT 1", [key])
-    dim = len(dims["a"].iloc[0]) if len(dims) else None
+    fitted = db.irt_items(key)
+    dim = len(fitted["a"].iloc[0]) if len(fitted) else None
     nonfinite = sum(not (np.isfinite(float(b)) and np.isfinite(np.asarray(a, dtype=float)).all())
                     for b, a in zip(knn.get("b", []), knn.get("a", [])))
     wrong_dim = sum(len(a) != dim for a in knn.get("a", [])) if dim is not None else len(got)

@@ -1,0 +1,177 @@
+"""The store's named reads: the domain queries the assets, checks, schedules and CLI ask of the DuckDB store.
+
+``StoreQueries`` is a mixin that ``io.store.Store`` inherits; every method reads through ``self.query`` (a
+short-lived read-only connection), so the SQL lives here and callers name what they want. Keys: a scenario
+partition key is ``leaderboard.scenario`` (``openllm.mmlu``); a leaderboard partition key is the leaderboard.
+Every method answers an empty result (same columns) when nothing is stored, never an error.
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from .drops import split_partition_key
+
+
+class StoreQueries:
+    """Named reads on the tinybench tables (mixed into ``Store``, which provides ``query``)."""
+
+    def query(self, sql: str, params: list | None = None) -> pd.DataFrame:  # pragma: no cover - provided by Store
+        raise NotImplementedError
+
+    def result_rows(self, table: str, where: str, params: list, columns: str = "*") -> pd.DataFrame:
+        """Rows of a result table (one that assets create on first write, such as ``estimates``) matching ``where``
+        (SQL with ``?`` placeholders for ``params``): ``columns`` of the table, or an empty frame without columns when
+        no partition has created the table yet."""
+        if table not in self.tables():
+            return pd.DataFrame()
+        return self.query(f'SELECT {columns} FROM "{table}" WHERE {where}', params)
+
+    def tables(self) -> list[str]:  # pragma: no cover - provided by Store
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ drops and landing
+    def active_drops(self) -> pd.DataFrame:
+        """The active drops in landing order: columns ``drop_id, seq, partitions`` (comma-separated scenario keys)."""
+        return self.query("SELECT drop_id, seq, partitions FROM drops WHERE status = 'active' ORDER BY seq")
+
+    def partition_landed_at(self) -> pd.Series:
+        """Scenario partition key -> epoch seconds of the latest active drop that touches it (partitions without an
+        active drop are absent)."""
+        return self.query(
+            "SELECT s.partition_key, epoch(max(d.ingested_at)) AS landed FROM scenarios s JOIN drops d "
+            "ON list_contains(string_split(d.partitions, ','), s.partition_key) AND d.status = 'active' GROUP BY 1"
+        ).set_index("partition_key")["landed"]
+
+    def n_quarantined(self) -> int:
+        """How many files were quarantined so far."""
+        return int(self.query("SELECT count(*) AS n FROM quarantine")["n"].iloc[0])
+
+    def binarize_rule(self, key: str) -> str | None:
+        """The binarization rule the drops declared for a scenario partition, or None when it is not registered."""
+        df = self.query("SELECT binarize_rule FROM scenarios WHERE partition_key = ?", [key])
+        return str(df["binarize_rule"].iloc[0]) if len(df) else None
+
+    # ------------------------------------------------------------------ landed items and full scores
+    def full_scores(self, board: str) -> pd.DataFrame:
+        """The leaderboard's full-benchmark scores: columns ``model, scenario, full_score``."""
+        return self.query("SELECT model, scenario, full_score FROM full_scores WHERE leaderboard = ?", [board])
+
+    def item_texts(self, board: str, scenario: str | None = None) -> pd.DataFrame:
+        """Landed items of a leaderboard (or of one of its scenarios): columns ``item, text`` (text NULL where none
+        landed)."""
+        if scenario is None:
+            return self.query("SELECT item, text FROM items WHERE leaderboard = ?", [board])
+        return self.query("SELECT item, text FROM items WHERE leaderboard = ? AND scenario = ?", [board, scenario])
+
+    def landed_item_split(self, key: str) -> pd.Series:
+        """Scenario partition key -> Series item -> split as landed with the items (``test`` = held-out question,
+        None where the drop gave none)."""
+        board, scenario = split_partition_key(key)
+        return self.query("SELECT item, split FROM items WHERE leaderboard = ? AND scenario = ?",
+                          [board, scenario]).set_index("item")["split"]
+
+    # ------------------------------------------------------------------ responses
+    def response_stats(self, key: str) -> pd.Series:
+        """Figures of a scenario partition's ``responses``: ``n_rows, models, items, subscenarios, mean_score, drops,
+        out_of_range`` (scores NULL, non-finite or outside [0, 1]), ``min_score, max_score`` (NaN when no rows)."""
+        return self.query(
+            """SELECT count(*) AS n_rows, count(DISTINCT model) AS models, count(DISTINCT item) AS items,
+                      count(DISTINCT subscenario) AS subscenarios, avg(score) AS mean_score, count(DISTINCT drop_id) AS drops,
+                      count(*) FILTER (WHERE score IS NULL OR NOT isfinite(score) OR score < 0 OR score > 1) AS out_of_range,
+                      min(score) AS min_score, max(score) AS max_score
+               FROM responses WHERE partition_key = ?""", [key]).iloc[0]
+
+    def response_duplicates(self, key: str) -> pd.DataFrame:
+        """(model, item) pairs stored more than once in a partition's ``responses``: columns ``model, item, copies``,
+        most copies first."""
+        return self.query(
+            """SELECT model, item, count(*) AS copies FROM responses WHERE partition_key = ?
+               GROUP BY model, item HAVING count(*) > 1 ORDER BY copies DESC, model, item""", [key])
+
+    def responses_out_of_range(self, key: str, limit: int = 10) -> pd.DataFrame:
+        """Up to ``limit`` responses whose score is NULL, non-finite or outside [0, 1]: columns ``model, item, score``."""
+        return self.query(
+            """SELECT model, item, score FROM responses WHERE partition_key = ?
+               AND (score IS NULL OR NOT isfinite(score) OR score < 0 OR score > 1) ORDER BY model, item LIMIT ?""",
+            [key, int(limit)])
+
+    def binarized(self, key: str) -> pd.DataFrame:
+        """A scenario partition's 0/1 responses: columns ``model, item, y`` (y as DOUBLE)."""
+        return self.query("SELECT model, item, CAST(y AS DOUBLE) AS y FROM binarized WHERE partition_key = ?", [key])
+
+    def binarization(self, key: str) -> pd.DataFrame:
+        """A scenario partition's binarization row (0 or 1 rows): columns ``partition_key, rule, threshold, mean_raw,
+        mean_binary, mean_abs_shift, updated_at``."""
+        return self.query("SELECT * FROM binarization WHERE partition_key = ?", [key])
+
+    def board_binarization(self, board: str) -> pd.DataFrame:
+        """The binarization of every scenario of a leaderboard: columns ``partition_key, rule, threshold``."""
+        return self.query("SELECT partition_key, rule, threshold FROM binarization WHERE starts_with(partition_key, ? || '.')",
+                          [board])
+
+    # ------------------------------------------------------------------ response matrix
+    def matrix_items(self, key: str) -> pd.DataFrame:
+        """A partition's matrix columns in matrix order: ``col, item, subscenario, balance_weight, split, mean_score``."""
+        return self.query("SELECT col, item, subscenario, balance_weight, split, mean_score FROM matrix_items "
+                          "WHERE partition_key = ? ORDER BY col", [key])
+
+    def matrix_models(self, key: str) -> pd.DataFrame:
+        """A partition's matrix rows, by model name: columns ``row, model, n_items, accuracy``."""
+        return self.query('SELECT "row", model, n_items, accuracy FROM matrix_models WHERE partition_key = ? ORDER BY model',
+                          [key])
+
+    def item_split(self, key: str) -> pd.Series:
+        """A partition's item -> split of its matrix items (``test`` = held-out question; None where none landed)."""
+        return self.query("SELECT item, split FROM matrix_items WHERE partition_key = ?", [key]).set_index("item")["split"]
+
+    def matrix_questions(self, key: str) -> pd.DataFrame:
+        """A partition's matrix items in matrix order with their landed text: columns ``item, split, text`` (text NULL
+        where none landed)."""
+        return self.query(
+            """SELECT mi.item, mi.split, i.text FROM matrix_items mi
+               LEFT JOIN items i ON i.item = mi.item AND i.leaderboard || '.' || i.scenario = mi.partition_key
+               WHERE mi.partition_key = ? ORDER BY mi.col""", [key])
+
+    def scenario_summary(self) -> pd.DataFrame:
+        """One row per scenario partition with a response matrix: ``partition_key, models, items, mean_acc_pct``
+        (mean model accuracy, %), ``binarization, threshold`` (NULL before binarization)."""
+        return self.query(
+            """SELECT m.partition_key, count(*) AS models, any_value(i.items) AS items, round(100 * avg(m.accuracy), 2) AS mean_acc_pct,
+                      any_value(b.rule) AS binarization, round(any_value(b.threshold), 3) AS threshold
+               FROM matrix_models m
+               JOIN (SELECT partition_key, count(*) AS items FROM matrix_items GROUP BY 1) i USING (partition_key)
+               LEFT JOIN binarization b USING (partition_key)
+               GROUP BY 1 ORDER BY 1""")
+
+    # ------------------------------------------------------------------ model splits and IRT fits
+    def model_split(self, key: str) -> pd.Series:
+        """model -> ``train`` / ``test`` of the split stored for a leaderboard (joint fit) or a scenario partition."""
+        return self.query("SELECT model, split FROM model_splits WHERE partition_key = ?", [key]).set_index("model")["split"]
+
+    def n_models(self, key: str) -> int:
+        """How many models the stored model split of a leaderboard (or scenario partition) holds; 0 when none."""
+        return int(self.query("SELECT count(DISTINCT model) AS n FROM model_splits WHERE partition_key = ?", [key])["n"].iloc[0])
+
+    def irt_fit_summary(self, key: str) -> pd.DataFrame:
+        """The ``irt_fits`` row of a scenario partition or leaderboard (0 or 1 rows; all the table's columns)."""
+        return self.query("SELECT * FROM irt_fits WHERE partition_key = ?", [key])
+
+    def irt_items(self, key: str) -> pd.DataFrame:
+        """Fitted item parameters: columns ``item, b, a`` (a: a list of D discriminations)."""
+        return self.query("SELECT item, b, a FROM irt_items WHERE partition_key = ?", [key])
+
+    def irt_models(self, key: str) -> pd.DataFrame:
+        """Fitted abilities of the training models: columns ``model, theta`` (a list of D values)."""
+        return self.query("SELECT model, theta FROM irt_models WHERE partition_key = ?", [key])
+
+    def weighted_irt_items(self, key: str) -> pd.DataFrame:
+        """Fitted item parameters with balance weights, by item id: columns ``item, b, a, w`` (w = 1.0 where the
+        matrix holds no weight for the item)."""
+        return self.query("SELECT i.item, i.b, i.a, coalesce(m.balance_weight, 1.0) AS w FROM irt_items i "
+                          "LEFT JOIN matrix_items m ON m.partition_key = i.partition_key AND m.item = i.item "
+                          "WHERE i.partition_key = ? ORDER BY i.item", [key])
+
+    def irt_scenario_keys(self, board: str) -> list[str]:
+        """The leaderboard's scenario partition keys that have a fitted IRT model, sorted (the joint fit excluded)."""
+        return self.query("SELECT DISTINCT partition_key FROM irt_items WHERE starts_with(partition_key, ? || '.') ORDER BY 1",
+                          [board])["partition_key"].tolist()
