@@ -25,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", nargs="*", help="partition keys or leaderboard names to refresh (default: all)")
     p.add_argument("--force", action="store_true",
                    help="re-materialize every asset, stale or not (after a config change; default: stale or missing only)")
+    p.add_argument("--no-wait", action="store_true",
+                   help="if another run-all is running on this project, exit at once (code 3) instead of waiting for it")
     p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                    help="Dagster console log level (default WARNING; every event is recorded in the instance anyway)")
     p.set_defaults(func=run_all)
