@@ -69,7 +69,9 @@ def label(row) -> str:
 def aggregate_table(data_dir: Path) -> pd.DataFrame | None:
     from tinybench_assets.core.subsets.voters import read_aggregate
 
-    return read_aggregate(Path(data_dir) / "openllm" / "leaderboard_aggregate_scores.csv")
+    from tinybench_assets.paths import aggregate_csv
+
+    return read_aggregate(aggregate_csv("openllm", data_dir=data_dir))
 
 
 def ci(summ: pd.DataFrame, est: str, tgt: str, n: int, clustering=None) -> str:
@@ -97,7 +99,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from tinybench_assets.core.backtest import split_plan, summarize
+    from tinybench_assets.core.backtest import split_plan, summarize_by_kind
 
     torch.set_num_threads(args.threads)  # the serial case (--threads 1); workers set their own one thread
     from tinybench_assets.core.groups import group_summary, lockbox_mask, model_groups
@@ -118,13 +120,12 @@ def main(argv=None) -> int:
             + split_plan(len(groups), ("random",), n_random, 0.2, args.seed, exclude=box, **caps))
     if not args.no_lockbox_line:  # fitted on every development model, tested on the lockbox: read only in the last line
         plan.append(("lockbox", np.flatnonzero(~box), np.flatnonzero(box)))
-    res = run_backtest(matrix, full, splits=[(tr, te) for _, tr, te in plan], seed=args.seed,
+    res = run_backtest(matrix, full, splits=plan, seed=args.seed,
                        predictor_params={"n_values": N_VALUES}, adaptive_n=ADAPTIVE_N, n_jobs=args.threads, verbose=True,
                        groups=groups)  # every predictor's validation models are whole families too
     seconds = time.perf_counter() - t0
-    kind_of = {k: kind for k, (kind, _, _) in enumerate(plan)}
-    e_all = res.estimates.assign(split_kind=res.estimates.split.map(kind_of))
-    by_kind = {kind: summarize(g) for kind, g in e_all.groupby("split_kind")}
+    e_all = res.estimates
+    by_kind = summarize_by_kind(e_all)
     for kind, sm in by_kind.items():
         sm["label"] = sm.apply(label, axis=1)
     summ, grouped = by_kind["random"], by_kind["grouped"]
@@ -226,7 +227,7 @@ def main(argv=None) -> int:
         "reference_n30": REFERENCE_N30,
         "selection": res.selection.to_dict(orient="records"),
         "dims": res.dims.to_dict(orient="records"),
-        "timings": res.timings.assign(split_kind=res.timings.split.map(kind_of)).to_dict(orient="records"),
+        "timings": res.timings.to_dict(orient="records"),
         "config": {"n_splits": n_random, "n_grouped_splits": n_grouped, "quick": args.quick, "seed": args.seed,
                    "n_values": list(N_VALUES), "adaptive_n": list(ADAPTIVE_N), "threads": args.threads,
                    "seconds": round(seconds, 1)},

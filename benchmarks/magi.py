@@ -135,7 +135,7 @@ def main(argv=None) -> dict:
     torch.set_num_threads(2)
     t0 = time.perf_counter()
     wide, info, full = load_openllm(args.data)
-    aggregate = read_aggregate(args.data / "openllm" / "leaderboard_aggregate_scores.csv")
+    aggregate = read_aggregate(paths.aggregate_csv("openllm", data_dir=args.data))
     setup = prepare(wide.to_numpy(dtype=float), list(wide.index), list(wide.columns), info["scenario"].to_numpy(),
                     info["subscenario"].to_numpy(), chance_per_item(info["scenario"].to_numpy()), full.to_numpy(),
                     aggregate=aggregate, seed=args.seed, balanced=DEFAULTS["balanced"])

@@ -35,3 +35,13 @@ def artifacts_dir() -> str:
 def default_data_dir() -> str:
     """TINYBENCH_DEFAULT_DATA, default ../shared/data (the real leaderboards)."""
     return _env_path("TINYBENCH_DEFAULT_DATA", PROJECT_ROOT.parent / "shared" / "data")
+
+
+AGGREGATE_CSV = "leaderboard_aggregate_scores.csv"
+
+
+def aggregate_csv(board: str, override: str = "", data_dir: str | Path | None = None) -> str:
+    """A leaderboard's aggregate table (model families: arch, size, merged, ...): ``override`` when given, else
+    <default data dir>/<board>/leaderboard_aggregate_scores.csv (the file may be absent: families then come
+    from model names)."""
+    return override or str(Path(data_dir or default_data_dir()) / board / AGGREGATE_CSV)

@@ -24,10 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from tinybench_assets import paths
-
-
-class _UsageError(ValueError):
-    pass
+from tinybench_assets.cli.errors import UsageError
 
 
 def load_scenario(leaderboard: str, scenario: str | None):
@@ -37,21 +34,21 @@ def load_scenario(leaderboard: str, scenario: str | None):
 
     db_path = Path(paths.duckdb_path())
     if not db_path.exists():
-        raise _UsageError(f"no DuckDB store at {db_path}: run `tinybench run-all` first")
+        raise UsageError(f"no DuckDB store at {db_path}: run `tinybench run-all` first")
     store = Store(db_path)
     if "irt_items" not in store.tables():
-        raise _UsageError(f"{db_path}: no IRT fits stored yet (materialize irt_model)")
+        raise UsageError(f"{db_path}: no IRT fits stored yet (materialize irt_model)")
     keys = store.irt_scenario_keys(leaderboard)
     if not keys:
-        raise _UsageError(f"leaderboard {leaderboard!r}: no scenario with a fitted IRT model in {db_path}")
+        raise UsageError(f"leaderboard {leaderboard!r}: no scenario with a fitted IRT model in {db_path}")
     names = [split_partition_key(k)[1] for k in keys]
     if scenario is None:
         if len(keys) > 1:
-            raise _UsageError(f"leaderboard {leaderboard!r} has scenarios {', '.join(names)}: choose one with --scenario")
+            raise UsageError(f"leaderboard {leaderboard!r} has scenarios {', '.join(names)}: choose one with --scenario")
         scenario = names[0]
     key = partition_key(leaderboard, scenario)
     if key not in keys:
-        raise _UsageError(f"leaderboard {leaderboard!r} has no fitted scenario {scenario!r} (have: {', '.join(names)})")
+        raise UsageError(f"leaderboard {leaderboard!r} has no fitted scenario {scenario!r} (have: {', '.join(names)})")
     items = store.weighted_irt_items(key)
     texts = {}
     if "items" in store.tables():
@@ -71,7 +68,7 @@ def _session(args, items, a, b, w, state: dict | None):
         try:
             s.restore(state)
         except (KeyError, ValueError) as e:
-            raise _UsageError(f"{args.state}: {e}") from None
+            raise UsageError(f"{args.state}: {e}") from None
     return s
 
 
@@ -81,9 +78,9 @@ def _read_state(path: Path | None, key: str) -> dict | None:
     try:
         state = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise _UsageError(f"{path}: not valid JSON ({e})") from None
+        raise UsageError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(state, dict) or state.get("scenario") != key:
-        raise _UsageError(f"{path}: a state file of {state.get('scenario') if isinstance(state, dict) else '?'}, not {key}")
+        raise UsageError(f"{path}: a state file of {state.get('scenario') if isinstance(state, dict) else '?'}, not {key}")
     return state
 
 
@@ -108,7 +105,7 @@ def adaptive_cmd(args: argparse.Namespace) -> int:
         key, items, a, b, w, texts = load_scenario(args.leaderboard, args.scenario)
         state_path = Path(args.state) if args.state else None
         if args.action in ("next", "answer", "estimate") and state_path is None:
-            raise _UsageError(f"`{args.action}` needs --state FILE (the answers so far)")
+            raise UsageError(f"`{args.action}` needs --state FILE (the answers so far)")
         session = _session(args, items, a, b, w, _read_state(state_path, key))
         if args.action == "next":
             item = session.next_item()
@@ -121,11 +118,11 @@ def adaptive_cmd(args: argparse.Namespace) -> int:
             try:
                 score = float(args.score)
             except ValueError:
-                raise _UsageError(f"score {args.score!r} is not a number") from None
+                raise UsageError(f"score {args.score!r} is not a number") from None
             try:
                 session.record(args.item, score)
             except (KeyError, ValueError) as e:
-                raise _UsageError(str(e).strip('"')) from None
+                raise UsageError(str(e).strip('"')) from None
             _write_state(state_path, key, session)
             print(_report(key, session, False))
         elif args.action == "estimate":
@@ -146,7 +143,7 @@ def adaptive_cmd(args: argparse.Namespace) -> int:
             print(_report(key, session, args.json))
             if skipped and not args.json:
                 print(f"note: {skipped} chosen item(s) were not in {args.answers} and were skipped")
-    except (_UsageError, AnswerError) as e:
+    except (UsageError, AnswerError) as e:
         print(f"tinybench adaptive: error: {e}", file=sys.stderr)
         return 2
     return 0

@@ -15,10 +15,7 @@ import sys
 from pathlib import Path
 
 from tinybench_assets import paths
-
-
-class _UsageError(ValueError):
-    pass
+from tinybench_assets.cli.errors import UsageError
 
 
 def _artifact_path(args) -> Path:
@@ -30,7 +27,7 @@ def _artifact_path(args) -> Path:
     found = sorted(p.parent.name for p in root.glob("*/tiny_benchmark.json")) if root.is_dir() else []
     if len(found) == 1:
         return root / found[0]
-    raise _UsageError("give --artifact FOLDER or --leaderboard NAME"
+    raise UsageError("give --artifact FOLDER or --leaderboard NAME"
                       + (f" (exported under {root}: {', '.join(found)})" if found else f" (no tiny benchmark exported under {root})"))
 
 
@@ -91,7 +88,7 @@ def estimate_cmd(args: argparse.Namespace) -> int:
         answers = read_answers(args.answers)
         df = estimate_from_artifact(art, answers, use_learned=not args.no_learned, estimator=args.estimator,
                                     allow_missing=args.allow_missing, allow_extra=args.allow_extra)
-    except (ArtifactError, AnswerError, _UsageError) as e:
+    except (ArtifactError, AnswerError, UsageError) as e:
         print(f"tinybench estimate: error: {e}", file=sys.stderr)
         return 2
     if args.json:
@@ -111,7 +108,7 @@ def anchors_cmd(args: argparse.Namespace) -> int:
 
     try:
         art = _load(args)
-    except (ArtifactError, _UsageError) as e:
+    except (ArtifactError, UsageError) as e:
         print(f"tinybench anchors: error: {e}", file=sys.stderr)
         return 2
     df = anchor_list(art, with_text=args.with_text)

@@ -20,15 +20,12 @@ import sys
 from pathlib import Path
 
 from tinybench_assets import paths
+from tinybench_assets.cli.errors import UsageError
 
 TEXT_COLUMNS = ("question", "prompt", "text")
 ID_COLUMNS = ("id", "item")
 PACKAGED_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 JSON_TEXT_CHARS = 200
-
-
-class _UsageError(ValueError):
-    pass
 
 
 def default_router_path(board: str, scenario: str) -> Path:
@@ -40,11 +37,11 @@ def default_router_path(board: str, scenario: str) -> Path:
 # --------------------------------------------------------------------------------------------- questions
 def _clean(text, where: str) -> str:
     if text is None or (isinstance(text, float) and math.isnan(text)):
-        raise _UsageError(f"{where}: empty question text")
+        raise UsageError(f"{where}: empty question text")
     if not isinstance(text, str):
-        raise _UsageError(f"{where}: question text is not a string ({type(text).__name__})")
+        raise UsageError(f"{where}: question text is not a string ({type(text).__name__})")
     if not text.strip():
-        raise _UsageError(f"{where}: empty question text")
+        raise UsageError(f"{where}: empty question text")
     return text
 
 
@@ -52,7 +49,7 @@ def _from_frame(df, path: Path) -> list[tuple[str, str]]:
     cols = {str(c).strip().lower(): c for c in df.columns}
     text_col = next((cols[c] for c in TEXT_COLUMNS if c in cols), None)
     if text_col is None:
-        raise _UsageError(f"{path}: no text column (need one of {', '.join(TEXT_COLUMNS)}; "
+        raise UsageError(f"{path}: no text column (need one of {', '.join(TEXT_COLUMNS)}; "
                           f"found {', '.join(map(str, df.columns)) or 'none'})")
     id_col = next((cols[c] for c in ID_COLUMNS if c in cols), None)
     out = []
@@ -60,7 +57,7 @@ def _from_frame(df, path: Path) -> list[tuple[str, str]]:
                                           df[id_col].tolist() if id_col is not None else [None] * len(df)), start=1):
         text = _clean(text, f"{path}: row {i}")
         if id_col is not None and (ident is None or (isinstance(ident, float) and math.isnan(ident)) or str(ident).strip() == ""):
-            raise _UsageError(f"{path}: row {i}: empty {id_col}")
+            raise UsageError(f"{path}: row {i}: empty {id_col}")
         out.append((str(i) if id_col is None else str(ident), text))
     return out
 
@@ -77,7 +74,7 @@ def read_questions(path) -> list[tuple[str, str]]:
 
     path = Path(path)
     if not path.is_file():
-        raise _UsageError(f"{path}: no such file")
+        raise UsageError(f"{path}: no such file")
     suffix = path.suffix.lower()
     try:
         if suffix == ".txt":
@@ -88,7 +85,7 @@ def read_questions(path) -> list[tuple[str, str]]:
                 df = (pd.read_csv(path, dtype=str, keep_default_na=False) if suffix == ".csv"
                       else pd.read_parquet(path))
             except pd.errors.EmptyDataError:
-                raise _UsageError(f"{path}: empty file") from None
+                raise UsageError(f"{path}: empty file") from None
             out = _from_frame(df, path)
         elif suffix in (".jsonl", ".ndjson", ".json"):
             raw = path.read_text(encoding="utf-8")
@@ -101,24 +98,24 @@ def read_questions(path) -> list[tuple[str, str]]:
                         try:
                             recs.append(json.loads(ln))
                         except json.JSONDecodeError as e:
-                            raise _UsageError(f"{path}: line {i}: not JSON ({e.msg})") from None
+                            raise UsageError(f"{path}: line {i}: not JSON ({e.msg})") from None
             if all(isinstance(r, str) for r in recs):
                 out = [(str(i), _clean(r, f"{path}: row {i}")) for i, r in enumerate(recs, start=1)]
             elif all(isinstance(r, dict) for r in recs):
                 out = _from_frame(pd.DataFrame.from_records(recs), path)
             else:
-                raise _UsageError(f"{path}: each JSON row must be a string or an object with a "
+                raise UsageError(f"{path}: each JSON row must be a string or an object with a "
                                   f"{'/'.join(TEXT_COLUMNS)} field")
         else:
-            raise _UsageError(f"{path}: unsupported file type {suffix or '(none)'!r} "
+            raise UsageError(f"{path}: unsupported file type {suffix or '(none)'!r} "
                               "(use .csv, .parquet, .jsonl/.json or .txt)")
-    except _UsageError:
+    except UsageError:
         raise
     except Exception as e:  # OS, decoding, pandas / pyarrow / JSON parse errors
         msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise _UsageError(f"{path}: cannot read: {msg}") from None
+        raise UsageError(f"{path}: cannot read: {msg}") from None
     if not out:
-        raise _UsageError(f"{path}: no questions in the file")
+        raise UsageError(f"{path}: no questions in the file")
     return out
 
 
@@ -130,21 +127,21 @@ def _load_router(args):
         path = Path(args.router)
     else:
         if not (args.leaderboard and args.scenario):
-            raise _UsageError("give --leaderboard and --scenario (or --router FILE)")
+            raise UsageError("give --leaderboard and --scenario (or --router FILE)")
         path = default_router_path(args.leaderboard, args.scenario)
     want = f"{args.leaderboard}.{args.scenario}" if args.leaderboard and args.scenario else None
     if not path.is_file():
         part = want or "BOARD.SCENARIO"
-        raise _UsageError(f"no router at {path}: materialize router_accuracy for partition {part} first")
+        raise UsageError(f"no router at {path}: materialize router_accuracy for partition {part} first")
     try:
         router, meta = load_router(path)
     except Exception as e:  # a truncated or foreign file
-        raise _UsageError(f"cannot read router {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
+        raise UsageError(f"cannot read router {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
     missing = [k for k in ("models", "prior", "encoder") if k not in meta]
     if missing:
-        raise _UsageError(f"router {path}: meta lacks {', '.join(missing)} (not written by router_accuracy?)")
+        raise UsageError(f"router {path}: meta lacks {', '.join(missing)} (not written by router_accuracy?)")
     if want and meta.get("partition") and meta["partition"] != want:
-        raise _UsageError(f"router {path} is for partition {meta['partition']}, not {want}")
+        raise UsageError(f"router {path} is for partition {meta['partition']}, not {want}")
     return path, router, meta
 
 
@@ -152,7 +149,7 @@ def _encoder(meta: dict, path: Path, device: str, threads: int):
     from tinybench_assets.io.embeddings import DEFAULT_MODEL, Encoder
 
     if meta["encoder"] != PACKAGED_ENCODER:
-        raise _UsageError(f"router {path} was trained on {meta['encoder']} embeddings; only the packaged "
+        raise UsageError(f"router {path} was trained on {meta['encoder']} embeddings; only the packaged "
                           f"{PACKAGED_ENCODER} encoder can embed questions offline here")
     return Encoder(DEFAULT_MODEL, device=device, num_threads=threads)
 
@@ -181,7 +178,7 @@ def route_questions(router, meta: dict, E):
 
     P = np.asarray(router.predict_proba(E), dtype=float)
     if P.shape != (len(E), len(meta["models"])):
-        raise _UsageError(f"router gives P of shape {P.shape}, expected ({len(E)}, {len(meta['models'])})")
+        raise UsageError(f"router gives P of shape {P.shape}, expected ({len(E)}, {len(meta['models'])})")
     return P, route(P, np.asarray(meta["prior"], dtype=float), margin=float(meta.get("margin", 0.0)))
 
 
@@ -212,25 +209,25 @@ def format_table(results: list[dict], meta: dict, source: str) -> str:
 def route_cmd(args: argparse.Namespace) -> int:
     try:
         if args.threads < 0:
-            raise _UsageError("--threads must be >= 0")
+            raise UsageError("--threads must be >= 0")
         if args.questions and args.texts:
-            raise _UsageError("give question texts or --questions FILE, not both")
+            raise UsageError("give question texts or --questions FILE, not both")
         if args.questions:
             questions, source = read_questions(args.questions), str(args.questions)
         elif args.texts:
             questions = [(str(i), _clean(t, f"question {i}")) for i, t in enumerate(args.texts, start=1)]
             source = "the command line"
         else:
-            raise _UsageError('give one or more question texts or --questions FILE')
+            raise UsageError('give one or more question texts or --questions FILE')
         path, router, meta = _load_router(args)
         enc = _encoder(meta, path, args.device, args.threads)
         try:
             with _offline_and_quiet():
                 E = enc.encode([t for _, t in questions])
         except (OSError, RuntimeError) as e:
-            raise _UsageError(f"cannot embed the questions: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+            raise UsageError(f"cannot embed the questions: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
         P, picks = route_questions(router, meta, E)
-    except _UsageError as e:
+    except UsageError as e:
         print(f"tinybench route: error: {e}", file=sys.stderr)
         return 2
     models = list(meta["models"])

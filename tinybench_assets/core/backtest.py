@@ -102,6 +102,11 @@ def summarize(estimates: pd.DataFrame, by=("scenario", "clustering", "estimator"
     return estimates.groupby(list(by), sort=True).apply(_metrics, include_groups=False).reset_index()
 
 
+def summarize_by_kind(estimates: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """:func:`summarize` per split kind ("grouped", "random", ...) of a backtest's estimates, kinds in run order."""
+    return {kind: summarize(g) for kind, g in estimates.groupby("split_kind", sort=False)}
+
+
 def _split_indices(n_models, k, test_fraction, seed, max_train_models, max_test_models, groups=None, exclude=None):
     """Training and test rows of split k: a seeded random split of models, or with ``groups`` (str per model)
     a grouped one (whole groups to one side, :func:`~tinybench_assets.core.groups.grouped_test_mask`). Rows
@@ -131,6 +136,8 @@ def split_plan(n_models: int, kinds=("random",), n_splits: int = 3, test_fractio
     per model). Split k of a kind uses seed ``seed + k``. ``exclude`` (bool per model, the lockbox) keeps
     models out of every split.
     """
+    if not kinds:
+        raise ValueError("no split kind given: use 'random' and/or 'grouped'")
     plan = []
     for kind in kinds:
         if kind not in ("random", "grouped"):
@@ -182,8 +189,6 @@ def adaptive_rows(pred: AnchorPredictor, matrix: ResponseMatrix, test, n_values,
         for d in sorted(set(chosen.values())):
             p, nd = fits[d], tuple(n for n in ns if chosen[n] == d)
             for n, res in cands[d].predict(simulate(Yt[ht], p.a, p.b, w, nd, rule=rule)).items():
-                if n not in nd:
-                    continue
                 for name, (e, lo, hi) in res.items():
                     frames.append(pd.DataFrame({"model": models[test][ht], "scenario": s, "clustering": "adaptive",
                                                 "estimator": name, "n": n, "estimate": e, "lower": lo, "upper": hi,
@@ -276,7 +281,9 @@ def run_backtest(
         seeded splits are grouped (whole families to one side; None: random model splits), and every split's
         predictor holds out whole families as its validation models (see :meth:`AnchorPredictor.fit`).
     exclude : bool per model; those models (the lockbox) are in no split, neither training nor test.
-    splits : explicit [(train rows, test rows), ...] instead of seeded ones (the benchmark's lockbox line).
+    splits : explicit splits instead of seeded ones: [(kind, train rows, test rows), ...] as :func:`split_plan`
+        gives (the benchmark adds its lockbox line), or [(train rows, test rows), ...] (kind "random").
+        ``estimates`` and ``timings`` carry each split's ``split_kind``.
     adaptive_n : also run adaptive tests of these lengths on every test model (:func:`adaptive_rows`).
     n_jobs : splits fitted at once, each in its own process with one thread (1: in this process, with the
         caller's torch threads). Measured on 2 cores: two one-thread fits at once finish in 190 s where two
@@ -293,8 +300,10 @@ def run_backtest(
     say = log or ((lambda line: print(line, flush=True)) if verbose else None)
     start = time.perf_counter()
     if splits is None:
-        splits = [_split_indices(len(matrix.models), k, test_fraction, seed, max_train_models, max_test_models,
-                                 groups, exclude) for k in range(n_splits)]
+        splits = split_plan(len(matrix.models), ("grouped",) if groups is not None else ("random",), n_splits,
+                            test_fraction, seed, groups, exclude, max_train_models, max_test_models)
+    kinds = [sp[0] if len(sp) == 3 else "random" for sp in splits]
+    splits = [tuple(sp[-2:]) for sp in splits]
     n_splits = len(splits)
     outputs: dict[int, dict] = {}
 
@@ -326,6 +335,9 @@ def run_backtest(
             for fut in as_completed(futures):
                 done(futures[fut], fut.result())
     outs = [outputs[k] for k in range(n_splits)]
+    for k, o in enumerate(outs):
+        o["estimates"]["split_kind"] = kinds[k]
+        o["timing"]["split_kind"] = kinds[k]
     estimates = pd.concat([o["estimates"] for o in outs], ignore_index=True)
     return BacktestResult(
         estimates=estimates,

@@ -61,8 +61,7 @@ def board_groups(matrix: ResponseMatrix, board: str, config: EstimationConfig) -
     from tinybench_assets.core.groups import model_groups
     from tinybench_assets.core.subsets.voters import read_aggregate
 
-    path = config.aggregate_csv or str(Path(paths.default_data_dir()) / board / "leaderboard_aggregate_scores.csv")
-    return model_groups(matrix.models, read_aggregate(path))
+    return model_groups(matrix.models, read_aggregate(paths.aggregate_csv(board, config.aggregate_csv)))
 
 
 def predictor_path(board: str) -> Path:
@@ -207,7 +206,7 @@ def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig,
                  kinds=("python", "torch", "scikit-learn", "duckdb")))
 def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfig, store: StoreResource,
                         torch_device: TorchDevice) -> dg.MaterializeResult:
-    from tinybench_assets.core.backtest import reference_n, run_backtest, split_plan, summarize
+    from tinybench_assets.core.backtest import reference_n, run_backtest, split_plan, summarize_by_kind
     from tinybench_assets.core.groups import group_summary
 
     db = store.get()
@@ -216,29 +215,28 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     if len(matrix.models) < config.min_models:
         return _skip(board, len(matrix.models), config)
     t0 = time.perf_counter()
-    unknown = sorted(set(config.split_kinds) - {"grouped", "random"})
-    if unknown or not config.split_kinds:
-        raise dg.Failure(f"estimation_backtest: split_kinds must be among ['grouped', 'random'], got {config.split_kinds}")
     groups = board_groups(matrix, board, config)
     context.log.info(f"model families for grouped splits: {group_summary(groups)}")
-    plan = split_plan(len(matrix.models), tuple(config.split_kinds), config.n_splits, config.test_fraction, config.seed,
-                      groups=groups.to_numpy(), max_train_models=config.max_train_models or None,
-                      max_test_models=config.max_test_models or None)
+    try:
+        plan = split_plan(len(matrix.models), tuple(config.split_kinds), config.n_splits, config.test_fraction,
+                          config.seed, groups=groups.to_numpy(), max_train_models=config.max_train_models or None,
+                          max_test_models=config.max_test_models or None)
+    except ValueError as e:
+        raise dg.Failure(f"estimation_backtest: split_kinds {config.split_kinds}: {e}") from None
     result = run_backtest(
-        matrix, full, splits=[(train, test) for _, train, test in plan], seed=config.seed,
+        matrix, full, splits=plan, seed=config.seed,
         predictor_params=predictor_params(config, torch_device.resolve()), log=context.log.info,
         n_jobs=config.n_jobs or min(len(plan), os.cpu_count() or 1), adaptive_n=tuple(config.adaptive_n),
         groups=groups.to_numpy(),
     )
-    kind_of = {k: kind for k, (kind, _, _) in enumerate(plan)}
-    estimates = result.estimates.assign(split_kind=result.estimates.split.map(kind_of))
+    estimates = result.estimates
     headline = config.split_kinds[0]
-    summary = pd.concat([summarize(g).assign(split_kind=kind) for kind, g in estimates.groupby("split_kind", sort=False)],
+    summary = pd.concat([sm.assign(split_kind=kind) for kind, sm in summarize_by_kind(estimates).items()],
                         ignore_index=True)
     summary = summary[["split_kind", "scenario", "clustering", "estimator", "n", "mae_t1", "mae_t1_lo", "mae_t1_hi", "sd_t1",
                        "bias_t1", "coverage_t1", "width_t1", "mae_t2", "mae_t2_lo", "mae_t2_hi", "sd_t2", "coverage_t2",
                        "width_t2", "n_models"]]
-    timings = result.timings.assign(split_kind=result.timings.split.map(kind_of))
+    timings = result.timings
     db.replace_partition({"backtest_summary": summary.assign(n_splits=config.n_splits),
                           "backtest_timings": timings}, board, column="leaderboard")
     both = summary

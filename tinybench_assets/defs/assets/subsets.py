@@ -187,7 +187,7 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
     board = context.partition_key
     t0 = time.perf_counter()
     matrix, full, texts, keys, split = board_matrix(db, board, config.scenarios, config.item_split)
-    agg_path = config.aggregate_csv or str(Path(paths.default_data_dir()) / board / "leaderboard_aggregate_scores.csv")
+    agg_path = paths.aggregate_csv(board, config.aggregate_csv)
     setup = prepare(matrix.scores, matrix.models, matrix.items, matrix.scenarios, matrix.subscenarios,
                     chance_per_item(matrix.scenarios), full, aggregate=read_aggregate(agg_path), n_voters=config.n_voters,
                     per_family=config.per_family, eval_fraction=config.eval_fraction, reference=config.reference or None,
