@@ -1,7 +1,9 @@
 """``tinybench anchors`` and ``tinybench estimate`` on an exported tiny benchmark; their error cases."""
 from __future__ import annotations
 
+import hashlib
 import json
+import pickle
 
 import numpy as np
 import pandas as pd
@@ -94,6 +96,8 @@ def test_estimate_prints_a_table_and_json(board, capsys, tmp_path):
     ("nofile", "no such file"),
     ("noartifact", "no tiny benchmark there"),
     ("format", "format version 9 is not supported"),
+    ("version1", "format version 1 is not supported: it kept its learned estimators in a pickle"),
+    ("trees", "learned_models.npz: not a readable tree file"),
 ])
 def test_estimate_errors_exit_2_with_one_line(board, capsys, tmp_path, case, match):
     ans = dict(board["answers"])
@@ -113,10 +117,23 @@ def test_estimate_errors_exit_2_with_one_line(board, capsys, tmp_path, case, mat
         f = tmp_path / "missing.csv"
     elif case == "noartifact":
         artifact = str(tmp_path / "nowhere")
-    elif case == "format":
+    elif case in ("format", "version1"):
         raw = {k: v for k, v in board["art"].items() if k != "_folder"}
-        (tmp_path / "tb.json").write_text(json.dumps({**raw, "format": "tinybench.tiny_benchmark/9"}))
+        fmt = "tinybench.tiny_benchmark/" + ("9" if case == "format" else "1")
+        (tmp_path / "tb.json").write_text(json.dumps({**raw, "format": fmt}))
         artifact = str(tmp_path / "tb.json")
+    elif case == "trees":  # a tree file that is not one, with a JSON vouching for it
+        raw = {k: v for k, v in board["art"].items() if k != "_folder"}
+        (tmp_path / "learned_models.npz").write_bytes(b"junk")
+        raw["learned"] = {**raw["learned"], "sha256": hashlib.sha256(b"junk").hexdigest()}
+        (tmp_path / "tiny_benchmark.json").write_text(json.dumps(raw))
+        artifact = str(tmp_path)
+        write_csv(f, ans)
+        rc, out, err = run(capsys, "estimate", "--artifact", artifact, "--answers", str(f), "--estimator", "gbm_joint")
+        assert rc == 2 and match in err and len(err.strip().splitlines()) == 1
+        rc, out, err = run(capsys, "estimate", "--artifact", artifact, "--answers", str(f), "--no-learned")
+        assert rc == 0 and "[json]" in out  # the JSON estimators never read the tree file
+        return
     rc, out, err = run(capsys, "estimate", "--artifact", artifact, "--answers", str(f))
     assert rc == 2 and out == ""
     assert err.startswith("tinybench estimate: error: ") and len(err.strip().splitlines()) == 1
@@ -124,6 +141,28 @@ def test_estimate_errors_exit_2_with_one_line(board, capsys, tmp_path, case, mat
     if case == "partial":  # allowed on request
         rc, out, _ = run(capsys, "estimate", "--artifact", artifact, "--answers", str(f), "--allow-missing")
         assert rc == 0 and "4/5" in out
+
+
+def test_leaderboard_folder_shared_with_the_pipelines_pickle(board, capsys, tmp_path, monkeypatch):
+    """--leaderboard NAME reads $TINYBENCH_ARTIFACTS/NAME, where the pipeline also keeps its predictor.pkl: the
+    estimate reads only the JSON and the tree file (a hostile pickle there is never loaded)."""
+    import shutil
+
+    root = tmp_path / "artifacts"
+    shutil.copytree(board["folder"], root / "sim")
+    marker, control = tmp_path / "PWNED", tmp_path / "control"
+    payload = b"cbuiltins\nopen\n(S'%s'\nS'w'\ntR."  # protocol 0: open(path, "w") when unpickled
+    pickle.loads(payload % str(control).encode())
+    assert control.exists()  # the payload works
+    (root / "sim" / "predictor.pkl").write_bytes(payload % str(marker).encode())
+    monkeypatch.setenv("TINYBENCH_ARTIFACTS", str(root))
+    f = write_csv(tmp_path / "answers.csv", board["answers"])
+    for extra in ([], ["--estimator", "gbm"], ["--no-learned"]):
+        rc, out, err = run(capsys, "estimate", "--leaderboard", "sim", "--answers", str(f), "--json", *extra)
+        assert rc == 0 and err == "", err
+        src = {s["source"] for s in json.loads(out)["scenarios"]}
+        assert src == ({"learned_models.npz"} if extra[:1] == ["--estimator"] else {"json"} if extra else src)
+    assert not marker.exists()
 
 
 def test_cli_usage_errors(board, capsys, tmp_path, monkeypatch):

@@ -4,7 +4,10 @@
     tinybench estimate --leaderboard openllm --answers answers.csv [--json] [--no-learned] [--allow-missing]
 
 ``--artifact FOLDER`` (or the folder's tiny_benchmark.json) may replace ``--leaderboard NAME``, which stands for
-``$TINYBENCH_ARTIFACTS/NAME``. Bad input exits with code 2 and a one-line error on stderr.
+``$TINYBENCH_ARTIFACTS/NAME``. The folder's tiny_benchmark.json and learned_models.npz (the learned estimators'
+trees as plain arrays) are all that is read: nothing is unpickled, so an artifact from anyone is safe to use (any
+predictor.pkl in the folder is ignored). Bad input, or a malformed artifact, exits with code 2 and a one-line
+error on stderr.
 """
 from __future__ import annotations
 
@@ -139,7 +142,7 @@ def add_parsers(sub) -> None:
     _artifact_args(p)
     p.add_argument("--answers", required=True, help="CSV with columns item,score, or JSON {item: score} / [{item, score}]")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--no-learned", action="store_true", help="use only the JSON-evaluable estimators (no predictor.pkl)")
+    p.add_argument("--no-learned", action="store_true", help="use only the JSON-evaluable estimators (learned_models.npz is not read)")
     p.add_argument("--estimator", help="force one estimator (e.g. gpirt, pirt_joint, gbm_joint)")
     p.add_argument("--allow-missing", action="store_true", help="allow a scenario with some anchors unanswered")
     p.add_argument("--allow-extra", action="store_true", help="ignore answered pool items that are not anchors")

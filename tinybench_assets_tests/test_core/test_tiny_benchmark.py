@@ -1,8 +1,8 @@
-"""Exported tiny benchmarks: the JSON / pickle round trip reproduces the predictor's estimates; answer errors."""
+"""Exported tiny benchmarks: the JSON + tree-file round trip reproduces the predictor's estimates exactly (the
+JSON-evaluable and the learned estimators, no pickle); answer errors. Hostile files: test_artifact_safety.py."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 import functools
 import hashlib
 import json
@@ -72,8 +72,14 @@ def test_export_is_strict_json_and_round_trips(tmp_path):
     path = tb.save_artifact(art, pred, tmp_path)
     assert path == tmp_path / "tiny_benchmark.json"
     raw = json.loads(path.read_text(), parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
-    assert raw["format"] == tb.FORMAT == "tinybench.tiny_benchmark/1"
-    assert raw["predictor"]["sha256"] == hashlib.sha256((tmp_path / "predictor.pkl").read_bytes()).hexdigest()
+    assert raw["format"] == tb.FORMAT == "tinybench.tiny_benchmark/2"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["learned_models.npz", "tiny_benchmark.json"]  # no pickle
+    assert raw["learned"]["sha256"] == hashlib.sha256((tmp_path / "learned_models.npz").read_bytes()).hexdigest()
+    assert raw["learned"]["file"] == "learned_models.npz" and raw["learned"]["fit_learned"] is True
+    # every regressor of the exported (clustering, n) and no other
+    keys = {(m["scenario"], m["kind"], m["target"]) for m in raw["learned"]["models"]}
+    assert keys == {k[2:] for k in pred.gbm_ if k[:2] == (raw["clustering"], 5)} and len(keys) == 8
+    assert {"gbm", "gbm_joint", "stack"} <= set(raw["learned_estimators"]) and "gbm" not in raw["json_estimators"]
     c = pred.selection_[(5, "a", "tinybench")]["t1"][0]
     assert raw["clustering"] == c and raw["clustering_source"] == "selected"
     assert raw["scenario_order"] == ["a", "b"]
@@ -83,7 +89,8 @@ def test_export_is_strict_json_and_round_trips(tmp_path):
         assert d["anchors"]["texts"] == [f"Question {i}?" for i in d["anchors"]["items"]]
         np.testing.assert_allclose(sum(d["anchors"]["weights"]), 1.0)
         assert d["n_items"] == 20 == len(d["items"]) == len(d["irt"]["sep"]["a"]) == len(d["irt"]["joint"]["b"])
-        assert set(d["estimators"]) >= set(tb.JSON_BASE) and "gbm" not in d["estimators"]
+        assert set(d["estimators"]) == set(pred.validation_.query("clustering == @c and n == 5").estimator)
+        assert set(d["stacks"]) == {"stack", "stack_own"}
         assert d["recommended"]["t1"] in d["estimators"] and d["recommended"]["t2"] in d["estimators"]
         sel = pred.selection_[(5, s, "tinybench")]
         assert d["recommended_learned"] == {"t1": sel["t1"][1], "t2": sel["t2"][1]}
@@ -95,6 +102,7 @@ def test_export_is_strict_json_and_round_trips(tmp_path):
     tables = tb.artifact_tables(loaded)
     assert len(tables["tiny_benchmark_anchors"]) == 10 and len(tables["tiny_benchmark"]) == 2
     assert tables["tiny_benchmark_estimators"].groupby("scenario").recommended_t1.sum().tolist() == [1, 1]
+    assert tables["tiny_benchmark"].learned_sha256.tolist() == [raw["learned"]["sha256"]] * 2
 
 
 @pytest.mark.parametrize("n,clustering", [(5, None), (10, None), (10, "irt"), (5, "correctness")])
@@ -117,6 +125,17 @@ def test_json_estimators_reproduce_the_predictor(tmp_path, n, clustering):
                                        err_msg=f"{s}/{e}/{m}")
             checked += 1
     assert checked >= 2 * 9 * 25
+    # every estimator, the learned ones from the tree file: the same numbers as the predictor, bit for bit
+    got = tb.evaluate_artifact(art, anchor_block(art, rm, test))
+    assert {e for (_, e) in got} == set(tb.JSON_BASE) | {"gbm", "gbm_joint", "stack", "stack_own"}
+    checked = 0
+    for (s, e), cols in got.items():
+        for i, m in enumerate(models):
+            if (m, s, c, e) in ref.index:
+                np.testing.assert_array_equal([cols[k][i] for k in COLS], ref.loc[(m, s, c, e)][COLS].to_numpy(float),
+                                              err_msg=f"{s}/{e}/{m}")
+                checked += 1
+    assert checked >= 2 * 13 * 25
     # one model at a time through the public function, every JSON estimator
     for row in test[:3]:
         m = rm.models[row]
@@ -133,21 +152,23 @@ def test_learned_path_matches_the_predictors_selection(tmp_path):
     # bits depend on the batch, and a tree split can sit exactly on such a value
     rm, test, pred = fitted()
     art = saved(tmp_path)  # the selected clustering: tinybench rows
+    sources = set()
     for row in test[:8]:
         ref = reference(pred, rm, [row], 5)
         m = rm.models[row]
-        df = tb.estimate_from_artifact(art, answers_of(art, rm, row))  # predictor.pkl loaded and verified
+        df = tb.estimate_from_artifact(art, answers_of(art, rm, row))  # learned_models.npz read, no pickle
         assert len(df) == sum((m, s, "selected", "tinybench") in ref.index for s in ("a", "b"))
         for r in df.itertuples(index=False):
             want = ref.loc[(m, r.scenario, "selected", "tinybench")]
             np.testing.assert_allclose([getattr(r, k) for k in COLS], want[COLS].to_numpy(float), rtol=0, atol=1e-12)
             assert want.source == f"{art['clustering']}/{r.estimator}|{art['clustering']}/{r.estimator_t2}"
-    # a learned estimator forced, with the predictor passed in
+            sources.add(r.source)
+    # a learned estimator forced
     row = test[0]
     ref = reference(pred, rm, [row], 5)
     for e in ("gbm", "gbm_joint", "stack"):
-        df = tb.estimate_from_artifact(art, answers_of(art, rm, row), estimator=e, predictor=pred)
-        assert (df.source == "predictor.pkl").all()
+        df = tb.estimate_from_artifact(art, answers_of(art, rm, row), estimator=e)
+        assert (df.source == "learned_models.npz").all()
         for r in df.itertuples(index=False):
             want = ref.loc[(rm.models[row], r.scenario, art["clustering"], e)]
             np.testing.assert_allclose([getattr(r, k) for k in COLS], want[COLS].to_numpy(float), rtol=0, atol=1e-12)
@@ -155,12 +176,16 @@ def test_learned_path_matches_the_predictors_selection(tmp_path):
     df = tb.estimate_from_artifact(art, answers_of(art, rm, row), use_learned=False)
     assert (df.source == "json").all()
     assert df.estimator.tolist() == [art["scenarios"][s]["recommended"]["t1"] for s in df.scenario]
+    # the freshly exported dict (tree arrays in memory) gives the same as the saved folder
+    fresh = tb.export_tiny_benchmark(pred, leaderboard="sim", n=5, item_texts=texts(rm))
+    pd.testing.assert_frame_equal(tb.estimate_from_artifact(fresh, answers_of(art, rm, row), estimator="stack"),
+                                  tb.estimate_from_artifact(art, answers_of(art, rm, row), estimator="stack"))
 
 
-def test_missing_or_foreign_pickle(tmp_path):
+def test_missing_or_foreign_tree_file(tmp_path):
     rm, test, pred = fitted()
     # force the selection for scenario "b" at n=5 to the stack over gbm members (which estimator wins
-    # validation in this simulated world is not the point here): it needs the pickle
+    # validation in this simulated world is not the point here): it needs the tree file
     pred = copy.deepcopy(pred)
     c = pred.selection_[(5, "b", "tinybench")]["t1"][0]
     assert any(m.startswith("gbm") for m in pred.stacks_[(c, 5, "b", "stack")]["members"])
@@ -168,35 +193,47 @@ def test_missing_or_foreign_pickle(tmp_path):
     tb.save_artifact(tb.export_tiny_benchmark(pred, leaderboard="sim", n=5, item_texts=texts(rm)), pred, tmp_path)
     art = tb.load_artifact(tmp_path)
     ans = answers_of(art, rm, next(r for r in test if np.isfinite(rm.scores[r]).all()))
-    assert art["predictor"]["learned_estimators"] == ["stack"]
-    (tmp_path / "predictor.pkl").write_bytes(b"not the predictor")
-    with pytest.raises(ArtifactError, match="sha256"):
+    trees = tmp_path / "learned_models.npz"
+    good = trees.read_bytes()
+    assert tb.estimate_from_artifact(art, ans).set_index("scenario").source["b"] == "learned_models.npz"
+    trees.write_bytes(b"not the trees")
+    with pytest.raises(ArtifactError, match=r"learned_models\.npz: sha256 .* differs"):
         tb.estimate_from_artifact(art, ans)
-    assert (tb.estimate_from_artifact(art, ans, use_learned=False).source == "json").all()  # never unpickled
-    (tmp_path / "predictor.pkl").unlink()
+    assert (tb.estimate_from_artifact(art, ans, use_learned=False).source == "json").all()  # the file is never read
+    trees.unlink()
     df = tb.estimate_from_artifact(art, ans)  # falls back to the JSON estimators
     assert (df.source == "json").all()
     assert df.estimator.tolist() == [art["scenarios"][s]["recommended"]["t1"] for s in df.scenario]
-    assert any("predictor.pkl not available" in x for x in df.attrs["notes"])
+    assert any("learned_models.npz not available" in x for x in df.attrs["notes"])
     with pytest.raises(AnswerError, match="not evaluable from the JSON"):
         tb.estimate_from_artifact(art, ans, estimator="gbm")
-    # a predictor that does not belong to the artifact
-    other = copy.deepcopy(pred)
-    key = (art["clustering"], 5, "b")
-    other.anchors_[key] = dataclasses.replace(other.anchors_[key], items=other.anchors_[key].items[::-1])
-    with pytest.raises(ArtifactError, match="anchors differ from the artifact's"):
-        tb.estimate_from_artifact(art, ans, predictor=other)
-    other = AnchorPredictor(n_values=(5,))
-    other.n_values, other.clusterings = (7,), ("correctness",)
-    with pytest.raises(ArtifactError, match="not fitted for n=5"):
-        tb.estimate_from_artifact(art, ans, predictor=other)
+    # the trees of another artifact (n=10: other anchors, other feature widths), even with a JSON claiming their hash
+    other = tmp_path / "other"
+    tb.save_artifact(tb.export_tiny_benchmark(pred, leaderboard="sim", n=10), None, other)
+    trees.write_bytes((other / "learned_models.npz").read_bytes())
+    with pytest.raises(ArtifactError, match="differs from the"):
+        tb.estimate_from_artifact(art, ans)
+    raw = json.loads((tmp_path / "tiny_benchmark.json").read_text())
+    raw["learned"]["sha256"] = hashlib.sha256(trees.read_bytes()).hexdigest()
+    (tmp_path / "tiny_benchmark.json").write_text(json.dumps(raw))
+    with pytest.raises(ArtifactError, match=r"learned_models\.npz: feature: node .* splits on feature"):
+        tb.estimate_from_artifact(tmp_path, ans)
+    trees.write_bytes(good)
+    # a dict read back from the JSON is saved again with the predictor's trees; without them it cannot be
+    with pytest.raises(ArtifactError, match="carries no tree arrays; pass the predictor"):
+        tb.save_artifact(art, None, tmp_path / "again")
+    tb.save_artifact(art, pred, tmp_path / "again")
+    assert (tmp_path / "again" / "learned_models.npz").read_bytes()[:2] == b"PK"
+    pd.testing.assert_frame_equal(tb.estimate_from_artifact(tmp_path / "again", ans), tb.estimate_from_artifact(art, ans))
 
 
 def test_json_stacks_without_learned_estimators(tmp_path):
     rm, test, pred = fitted(learned=False)
     art = saved(tmp_path, learned=False)
     assert {"stack", "stack_own"} <= set(art["json_estimators"])
-    assert not art["predictor"]["learned_estimators"]
+    assert not art["learned_estimators"] and art["learned"] == {"file": None, "sha256": None, "fit_learned": False,
+                                                                 "models": []}
+    assert not (tmp_path / "learned_models.npz").exists()
     c = art["clustering"]
     ref = reference(pred, rm, test, 5)
     got = tb.evaluate_json(art, anchor_block(art, rm, test), ["stack", "stack_own"])
@@ -313,7 +350,8 @@ def test_artifact_format_errors(tmp_path):
         tb.load_artifact(bad)
     raw = {k: v for k, v in art.items() if k != "_folder"}
     for fmt, match in (("something/1", "not a tinybench tiny benchmark"), (None, "not a tinybench tiny benchmark"),
-                       ("tinybench.tiny_benchmark/2", "format version 2 is not supported")):
+                       ("tinybench.tiny_benchmark/3", "format version 3 is not supported"),
+                       ("tinybench.tiny_benchmark/1", "version 1 is not supported: .* pickle.* re-export")):
         bad.write_text(json.dumps({**raw, "format": fmt}))
         with pytest.raises(ArtifactError, match=match):
             tb.load_artifact(bad)

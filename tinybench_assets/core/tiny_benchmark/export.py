@@ -1,5 +1,6 @@
 """Export a fitted :class:`~tinybench_assets.core.predictor.AnchorPredictor` as a tiny benchmark: the
-JSON-serializable dict laid out in :mod:`.format` (saved with :func:`.format.save_artifact`)."""
+JSON-serializable dict laid out in :mod:`.format`, plus (key ``_trees``) the learned regressors of its
+(clustering, n) as the numeric arrays of :mod:`.trees` (saved with :func:`.files.save_artifact`)."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -7,7 +8,8 @@ from datetime import datetime, timezone
 import pandas as pd
 
 from ..calibration import ConformalInterval, IsotonicCalibrator
-from .format import FORMAT, JSON_BASE, PICKLE_FILE, ArtifactError, _enc, _enc_list, _enc_matrix
+from .format import FORMAT, JSON_BASE, TREES_FILE, ArtifactError, _enc, _enc_list, _enc_matrix
+from .trees import hgb_arrays, pack
 
 
 def _json_evaluable(name: str, stacks: dict) -> bool:
@@ -15,6 +17,25 @@ def _json_evaluable(name: str, stacks: dict) -> bool:
         return True
     st = stacks.get(name)
     return st is not None and all(m in JSON_BASE for m in st["members"])
+
+
+def _n_features(p, c: str, n: int, s: str, kind: str) -> int:
+    """Width of the learned regressors' features (``BaseEstimatesMixin._features``): anchors + D (sep), every
+    scenario's anchors + D_joint (joint)."""
+    if kind == "sep":
+        return len(p.anchors_[(c, n, s)].items) + int(p.irt_[s].a.shape[1])
+    return sum(len(p.anchors_[(c, n, x)].items) for x in p.scenarios_) + int(p.irt_["joint"].a.shape[1])
+
+
+def learned_models(p, c: str, n: int, models: list[dict]) -> dict:
+    """The tree file's arrays for the regressors ``models`` ([{scenario, kind, target}], in order) of (c, n)."""
+    out = []
+    for m in models:
+        key = (c, n, m["scenario"], m["kind"], m["target"])
+        if key not in p.gbm_:
+            raise ArtifactError(f"the predictor has no learned regressor {key}")
+        out.append(hgb_arrays(p.gbm_[key], _n_features(p, c, n, m["scenario"], m["kind"])))
+    return pack(out)
 
 
 def _interval(ci: ConformalInterval | None) -> dict | None:
@@ -65,7 +86,8 @@ def export_tiny_benchmark(
 
     Returns
     -------
-    dict in the layout of :mod:`.format`'s docstring. ``predictor.sha256`` is filled by :func:`save_artifact`.
+    dict in the layout of :mod:`.format`'s docstring, with the learned regressors' arrays under ``_trees`` (not
+    JSON: :func:`.files.save_artifact` writes them to ``learned_models.npz`` and fills ``learned.sha256``).
     """
     p = predictor
     if not hasattr(p, "anchors_"):
@@ -86,6 +108,7 @@ def export_tiny_benchmark(
     v = p.validation_
     v = v[(v.clustering == c) & (v.n == n)]
     json_names: set[str] = set()
+    learned_names: set[str] = set()
     out_sc = {}
     for s in scenarios:
         cols = p.cols_[s]
@@ -96,8 +119,6 @@ def export_tiny_benchmark(
         ests = {}
         for r in vs.itertuples(index=False):
             e = r.estimator
-            if not _json_evaluable(e, stacks):
-                continue
             key = (c, n, s, e)
             ests[e] = {
                 "val_mae_t1": _enc(r.val_mae_t1), "val_mae_t2": _enc(r.val_mae_t2), "n_val": int(r.n_val),
@@ -105,8 +126,9 @@ def export_tiny_benchmark(
                 "calibration_t2": _calibration(p.t2_cal_.get(key)),
                 "interval_t2": _interval(p.int_t2_.get(key)),
             }
-        json_names |= set(ests)
-        if not ests:
+        json_names |= {e for e in ests if _json_evaluable(e, stacks)}
+        learned_names |= {e for e in ests if not _json_evaluable(e, stacks)}
+        if not any(_json_evaluable(e, stacks) for e in ests):
             raise ArtifactError(f"scenario {s!r}: no JSON-evaluable estimator in the predictor's validation table")
         if c == c_sel:
             sel = p.selection_[(n, s, "tinybench")]
@@ -129,12 +151,13 @@ def export_tiny_benchmark(
                     "joint": {"a": _enc_matrix(pj.a[cols]), "b": _enc_list(pj.b[cols])}},
             "lambdas": lam,
             "stacks": {name: {"members": list(st["members"]), "w_t1": _enc_list(st["w_t1"]), "w_t2": _enc_list(st["w_t2"])}
-                       for name, st in stacks.items() if _json_evaluable(name, stacks)},
+                       for name, st in stacks.items()},
             "estimators": ests,
-            "recommended": _best(vs[vs.estimator.isin(list(ests))]),
+            "recommended": _best(vs[vs.estimator.isin([e for e in ests if _json_evaluable(e, stacks)])]),
             "recommended_learned": learned,
         }
-    learned_names = sorted({e for s in scenarios for e in out_sc[s]["recommended_learned"].values()} - json_names)
+    models = [{"scenario": s, "kind": kind, "target": t, "n_features": _n_features(p, c, n, s, kind)}
+              for s in scenarios for kind in ("sep", "joint") for t in ("t1", "t2") if (c, n, s, kind, t) in p.gbm_]
     return {
         "format": FORMAT,
         "leaderboard": str(leaderboard),
@@ -149,6 +172,9 @@ def export_tiny_benchmark(
         "training": {"fit_models": int(p.n_fit_), "validation_models": int(p.n_val_), "seed": int(p.seed)},
         "binarization": binarization,
         "json_estimators": sorted(json_names),
-        "predictor": {"file": PICKLE_FILE, "sha256": None, "learned_estimators": learned_names},
+        "learned_estimators": sorted(learned_names),
+        "learned": {"file": TREES_FILE if models else None, "sha256": None, "fit_learned": bool(p.learned),
+                    "models": models},
         "scenarios": out_sc,
+        "_trees": learned_models(p, c, n, models),
     }

@@ -40,7 +40,7 @@ def artifact_tables(artifact: dict) -> dict[str, pd.DataFrame]:
                      "lambda_tutorial_joint": _dec(lam["joint"]["tutorial"]),
                      "lambda_validation_joint": _dec(lam["joint"]["validation"]),
                      "format": art["format"], "created": art.get("created"),
-                     "predictor_sha256": (art.get("predictor") or {}).get("sha256")})
+                     "learned_sha256": (art.get("learned") or {}).get("sha256")})
         a = d["anchors"]
         texts = a.get("texts") or [None] * len(a["items"])
         for i, (it, loc, wt) in enumerate(zip(a["items"], a["local"], a["weights"])):

@@ -83,19 +83,20 @@ def backtest_sane(context: dg.AssetCheckExecutionContext, store: StoreResource) 
                   mean_coverage_t1=float(df["coverage_t1"].mean()), splits=int(df["n_splits"].max()))
 
 
-ROUND_TRIP_MODELS = 50  # test models re-estimated from the JSON (sorted by name); the JSON path is vectorized
+ROUND_TRIP_MODELS = 50  # test models re-estimated from the artifact (sorted by name); the artifact path is vectorized
 
 
 @dg.asset_check(asset=dg.AssetKey("tiny_benchmark"), partitions_def=leaderboard_partitions,
                 additional_deps=[dg.AssetKey("model_estimates")],
-                description="The exported tiny_benchmark.json round-trips: re-estimating the held-out test models from the "
-                "JSON alone (their answers to its anchors) reproduces model_estimates' numbers (estimate and interval, T1 "
-                "and T2) for every JSON-evaluable estimator, to 1e-6.")
+                description="The exported tiny benchmark round-trips: re-estimating the held-out test models from the "
+                "artifact alone (tiny_benchmark.json and learned_models.npz, no pickle; their answers to its anchors) "
+                "reproduces model_estimates' numbers (estimate and interval, T1 and T2) for every estimator of its "
+                "clustering, the learned ones included, to 1e-6.")
 def tiny_benchmark_round_trip(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
     from pathlib import Path
 
     from tinybench_assets import paths
-    from tinybench_assets.core.tiny_benchmark import JSON_FILE, ArtifactError, evaluate_json, load_artifact
+    from tinybench_assets.core.tiny_benchmark import JSON_FILE, ArtifactError, evaluate_artifact, load_artifact
 
     board = partition_of(context)
     db = store.get()
@@ -118,7 +119,10 @@ def tiny_benchmark_round_trip(context: dg.AssetCheckExecutionContext, store: Sto
         y = db.binarized(partition_key(board, s))
         wide = y.pivot_table(index="model", columns="item", values="y", aggfunc="last")
         Ya[s] = wide.reindex(index=models, columns=anchors).to_numpy(dtype=float)
-    out = evaluate_json(art, Ya)
+    try:
+        out = evaluate_artifact(art, Ya)
+    except ArtifactError as e:
+        return result(False, ERROR, board, error=str(e), artifact=str(path))
     cols = ["estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2"]
     ref = est.set_index(["model", "scenario", "estimator"])
     compared, worst, n_bad, mismatches = 0, 0.0, 0, []

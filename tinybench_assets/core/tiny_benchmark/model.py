@@ -1,0 +1,260 @@
+"""The artifact as a predictor: :class:`ArtifactModel` holds exactly the fitted state that the predictor's own
+estimation mixins read (anchors, IRT parameters, balance weights, lambdas, stacks, calibrations, intervals and,
+when loaded, the learned regressors as :class:`~.trees.TreeEnsemble`), rebuilt from the JSON with every field
+checked (:mod:`.schema`). Estimates from an artifact therefore run the predictor's code
+(``BaseEstimatesMixin._features``, ``LearnedMixin._raw``, ``LambdaMixin._compose``, ``StackMixin._apply_stacks``,
+``CalibrationMixin._finish``), not a copy of it."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..calibration import ConformalInterval, IsotonicCalibrator
+from ..estimation.anchor_sets import AnchorSet, AnchorSetMixin
+from ..estimation.base_estimates import BaseEstimatesMixin
+from ..estimation.intervals import CalibrationMixin
+from ..estimation.lambdas import LambdaMixin
+from ..estimation.learned import LearnedMixin
+from ..estimation.names import STACKS
+from ..estimation.stacks import StackMixin
+from .format import JSON_BASE, LEARNED_BASE, TREES_FILE
+from .schema import Reader
+
+MAX_ITEMS = 10_000_000
+MAX_DIM = 1_000
+KINDS = {"sep": "gbm", "joint": "gbm_joint"}
+
+
+class _IRT:
+    """Item parameters of one 2PL fit (what ``_features`` reads: ``a`` (I, D), ``b`` (I,))."""
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+class _Calibration:
+    """An isotonic T2 map rebuilt from its stored thresholds (same interpolation as the fitted one)."""
+
+    def __init__(self, x, y, y_min, y_max):
+        self.const = float(y[0]) if len(x) == 1 else None
+        if self.const is None:
+            cal = IsotonicCalibrator(y_min=y_min, y_max=y_max).fit(x, y)
+            iso = cal.iso_
+            if not (np.array_equal(iso.X_thresholds_, x) and np.array_equal(iso.y_thresholds_, y)):
+                # refitting an isotonic sequence may move a plateau by an ulp; pin the stored thresholds exactly
+                iso.X_thresholds_, iso.y_thresholds_ = x, y
+                iso.X_min_, iso.X_max_ = float(x[0]), float(x[-1])
+                iso._build_f(x, y)
+            self.cal = cal
+
+    def transform(self, e):
+        if self.const is not None:  # a constant map
+            return np.where(np.isfinite(np.asarray(e, dtype=float)), self.const, np.nan)
+        return self.cal.transform(e)
+
+
+def _interval(r: Reader, d: dict, path: str) -> ConformalInterval:
+    ci = ConformalInterval(alpha=r.number(d, "alpha", path, finite=True), scale=r.text(d, "scale", path, ("binomial", "none")),
+                           floor=r.number(d, "floor", path, finite=True), lo=r.number(d, "lo", path, finite=True),
+                           hi=r.number(d, "hi", path, finite=True))
+    ci.q_lo_, ci.q_hi_ = r.number(d, "q_lo", path), r.number(d, "q_hi", path)
+    ci.n_ = r.integer(d, "n", path, 0) if "n" in d else 0
+    return ci
+
+
+def _calibration(r: Reader, d: dict, path: str) -> _Calibration:
+    x = r.vector(d, "x", path, finite=True)
+    y = r.vector(d, "y", path, n=len(x), finite=True)
+    if not len(x) or (np.diff(x) <= 0).any():
+        r.fail(f"{path}.x", "expected a non-empty increasing list (the isotonic map's thresholds)")
+    try:
+        return _Calibration(x, y, r.number(d, "y_min", path, finite=True), r.number(d, "y_max", path, finite=True))
+    except ValueError as e:  # an ArtifactError is one too
+        r.fail(path, f"not an isotonic map ({e})")
+
+
+class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, LambdaMixin, StackMixin, CalibrationMixin):
+    """The predictor's state for the artifact's (clustering, n), from the JSON (and the tree file, see
+    :meth:`with_trees`). Items are laid out scenario after scenario in ``scenario_order`` (each scenario's pool
+    in its ``items`` order), so ``cols_``, ``anchors_``, ``w_`` and the joint IRT rows index one matrix."""
+
+    device = "cpu"
+
+    def __init__(self, art: dict, where: str = "artifact"):
+        r = self.r = Reader(where)
+        self.c = r.text(art, "clustering", "$")
+        self.n = r.integer(art, "n", "$", 1)
+        if "alpha" in art and not 0 < r.number(art, "alpha", "$", finite=True) < 1:
+            r.fail("$.alpha", "expected a number in (0, 1)")
+        order = r.strings(art, "scenario_order", "$")
+        if not order or len(set(order)) != len(order) or "joint" in order:
+            r.fail("$.scenario_order", "expected distinct scenario names (\"joint\" names the joint fit)")
+        self.scenarios_ = order
+        dims = r.obj(art, "irt_dims", "$")
+        dj = r.integer(dims, "joint", "$.irt_dims", 1, MAX_DIM)
+        scs = r.obj(art, "scenarios", "$")
+        self.cols_, self.irt_, self.anchors_, self.lambdas_ = {}, {}, {}, {}
+        self.int_t1_, self.int_t2_, self.t2_cal_ = {}, {}, {}
+        self.stacks_all, self.estimators, w, ja, jb, start, seen = {}, {}, [], [], [], 0, set()
+        for s in order:
+            p = f"$.scenarios.{s}"
+            d = r.obj(scs, s, "$.scenarios")
+            N = r.integer(d, "n_items", p, 1, MAX_ITEMS)
+            items = r.strings(d, "items", p, N)
+            self.cols_[s] = np.arange(start, start + N)
+            w.append(r.vector(d, "balance_weights", p, N, finite=True))
+            irt = r.obj(d, "irt", p)
+            sep, joint = r.obj(irt, "sep", f"{p}.irt"), r.obj(irt, "joint", f"{p}.irt")
+            D = r.integer(dims, s, "$.irt_dims", 1, MAX_DIM)
+            self.irt_[s] = _IRT(r.matrix(sep, "a", f"{p}.irt.sep", N, D), r.vector(sep, "b", f"{p}.irt.sep", N, finite=True))
+            ja.append(r.matrix(joint, "a", f"{p}.irt.joint", N, dj))
+            jb.append(r.vector(joint, "b", f"{p}.irt.joint", N, finite=True))
+            a = r.obj(d, "anchors", p)
+            ids = r.strings(a, "items", f"{p}.anchors")
+            if not ids:
+                r.fail(f"{p}.anchors.items", "no anchor")
+            local = r.indices(a, "local", f"{p}.anchors", len(ids), N)
+            if any(items[j] != it for j, it in zip(local, ids)):
+                r.fail(f"{p}.anchors", "items and local (pool indices) disagree")
+            if seen & set(ids):
+                r.fail(f"{p}.anchors.items", "an anchor appears in two scenarios")
+            seen |= set(ids)
+            if "texts" in a and a["texts"] is not None:
+                r.strings(a, "texts", f"{p}.anchors", len(ids), nullable=True)
+            self.anchors_[(self.c, self.n, s)] = AnchorSet(s, self.c, self.n, local, start + local,
+                                                           r.vector(a, "weights", f"{p}.anchors", len(ids), finite=True))
+            lam = r.obj(d, "lambdas", p)
+            for fit in ("sep", "joint"):
+                lf = r.obj(lam, fit, f"{p}.lambdas")
+                self.lambdas_[(self.c, self.n, s, fit)] = {k: r.number(lf, k, f"{p}.lambdas.{fit}")
+                                                           for k in ("tutorial", "validation")}
+            self._read_estimators(d, s, p)
+            start += N
+        self.w_ = np.concatenate(w)
+        self.irt_["joint"] = _IRT(np.vstack(ja), np.concatenate(jb))
+        self._read_learned(art)
+        self.gbm_, self.learned, self.stacks_ = {}, False, self._stacks(learned=False)
+        self.trees = None
+
+    # ------------------------------------------------------------------ reading
+    def _read_estimators(self, d: dict, s: str, p: str) -> None:
+        r, key = self.r, (self.c, self.n, s)
+        self.stacks_all[s] = {}
+        for name, st in r.obj(d, "stacks", p).items():
+            q = f"{p}.stacks.{name}"
+            if name not in STACKS:
+                r.fail(q, "unknown stack")
+            members = r.names(st, "members", q, STACKS[name])
+            if not members:
+                r.fail(f"{q}.members", "empty")
+            self.stacks_all[s][name] = {"members": members, "w_t1": r.vector(st, "w_t1", q, len(members), finite=True),
+                                        "w_t2": r.vector(st, "w_t2", q, len(members), finite=True)}
+        known = {*JSON_BASE, *LEARNED_BASE, *self.stacks_all[s]}
+        self.estimators[s] = []
+        for e, ed in r.obj(d, "estimators", p).items():
+            q = f"{p}.estimators.{e}"
+            if e not in known:
+                r.fail(q, "unknown estimator (not a base estimator, a learned one or a stack of this scenario)")
+            if not isinstance(ed, dict):
+                r.fail(q, "expected an object")
+            self.int_t1_[(*key, e)] = _interval(r, r.obj(ed, "interval_t1", q), f"{q}.interval_t1")
+            cal = r.obj(ed, "calibration_t2", q, nullable=True)
+            if cal is not None:
+                self.t2_cal_[(*key, e)] = _calibration(r, cal, f"{q}.calibration_t2")
+                self.int_t2_[(*key, e)] = _interval(r, r.obj(ed, "interval_t2", q), f"{q}.interval_t2")
+            self.estimators[s].append(e)
+        if not self.estimators[s]:
+            r.fail(f"{p}.estimators", "no estimator")
+        for rec in ("recommended", "recommended_learned"):
+            rd = r.obj(d, rec, p)
+            for t in ("t1", "t2"):
+                r.text(rd, t, f"{p}.{rec}", self.estimators[s] if rec == "recommended_learned" else
+                       [e for e in self.estimators[s] if e in self.json_names(s)])
+
+    def _read_learned(self, art: dict) -> None:
+        r = self.r
+        info = r.obj(art, "learned", "$")
+        self.fit_learned = r.key(info, "fit_learned", "$.learned") is True
+        models = r.key(info, "models", "$.learned")
+        if not isinstance(models, list):
+            r.fail("$.learned.models", "expected a list")
+        n_anchor = sum(len(A.items) for A in self.anchors_.values())
+        self.model_keys, self.n_features = [], []
+        for i, m in enumerate(models):
+            q = f"$.learned.models[{i}]"
+            s = r.text(m, "scenario", q, self.scenarios_)
+            kind = r.text(m, "kind", q, tuple(KINDS))
+            key = (self.c, self.n, s, kind, r.text(m, "target", q, ("t1", "t2")))
+            want = (len(self.anchors_[(self.c, self.n, s)].items) + self.irt_[s].a.shape[1] if kind == "sep"
+                    else n_anchor + self.irt_["joint"].a.shape[1])
+            r.integer(m, "n_features", q, want, want)
+            if key in self.model_keys:
+                r.fail(q, "the same regressor is listed twice")
+            self.model_keys.append(key)
+            self.n_features.append(want)
+        if models:
+            r.text(info, "file", "$.learned", (TREES_FILE,))
+            sha = r.key(info, "sha256", "$.learned")  # null in a fresh export's dict, until it is saved
+            if sha is not None and not (isinstance(sha, str) and len(sha) == 64):
+                r.fail("$.learned.sha256", "expected a hex sha256 or null")
+        for s in self.scenarios_:
+            bad = [e for e in self.estimators[s] if e not in self.learned_names(s) and e not in self.json_names(s)]
+            if bad:
+                r.fail(f"$.scenarios.{s}.estimators", f"{bad} need learned regressors that $.learned.models lacks")
+
+    # ------------------------------------------------------------------ what can be computed
+    def _gbm_available(self, s: str, name: str) -> bool:
+        kind = "sep" if name == "gbm" else "joint"
+        A = self.anchors_[(self.c, self.n, s)]
+        has_t1 = (self.c, self.n, s, kind, "t1") in getattr(self, "model_keys", ())
+        return has_t1 or (self.fit_learned and len(A.local) >= len(self.cols_[s]))
+
+    def json_names(self, s: str) -> set[str]:
+        """Estimators of scenario ``s`` computed from the JSON alone."""
+        return {*JSON_BASE, *(k for k, st in self.stacks_all[s].items() if set(st["members"]) <= set(JSON_BASE))}
+
+    def learned_names(self, s: str) -> set[str]:
+        """Estimators of scenario ``s`` computed with the tree file."""
+        base = {*JSON_BASE, *(g for g in LEARNED_BASE if self._gbm_available(s, g))}
+        return base | {k for k, st in self.stacks_all[s].items() if set(st["members"]) <= base}
+
+    def _stacks(self, learned: bool) -> dict:
+        ok = self.learned_names if learned else self.json_names
+        return {(self.c, self.n, s, k): st for s in self.scenarios_ for k, st in self.stacks_all[s].items()
+                if k in ok(s)}
+
+    def with_trees(self, ensembles: list) -> "ArtifactModel":
+        """Attach the learned regressors (one TreeEnsemble per ``model_keys`` entry, checked by :mod:`.trees`)."""
+        if len(ensembles) != len(self.model_keys):
+            self.r.fail("$.learned.models", f"{len(self.model_keys)} regressors listed, the tree file holds {len(ensembles)}")
+        self.gbm_ = dict(zip(self.model_keys, ensembles))
+        self.learned, self.stacks_, self.trees = self.fit_learned, self._stacks(learned=True), ensembles
+        return self
+
+    # ------------------------------------------------------------------ estimation
+    def evaluate(self, Ya: dict, estimators=None) -> dict:
+        """Estimates vectorized over models, by the predictor's own steps.
+
+        Ya : {scenario: (M, n_s) anchor answers in the artifact's anchor order, NaN = unanswered} for every
+        scenario (an unanswered scenario is all NaN). estimators : names to return (default every one computable:
+        the JSON-evaluable ones, and the learned ones once :meth:`with_trees` attached the regressors).
+
+        Returns {(scenario, estimator): {estimate, lower, upper, estimate_t2, lower_t2, upper_t2: (M,)}}.
+        """
+        c, n = self.c, self.n
+        Ms = {np.shape(Ya[s])[0] for s in self.scenarios_}
+        if len(Ms) != 1 or any(np.shape(Ya[s]) != (next(iter(Ms)), len(self.anchors_[(c, n, s)].items))
+                               for s in self.scenarios_):
+            raise ValueError("Ya must hold an (M, n_anchors) block per scenario, the same M for all")
+        Y = np.full((next(iter(Ms)), len(self.w_)), np.nan)
+        for s in self.scenarios_:
+            Y[:, self.anchors_[(c, n, s)].items] = np.asarray(Ya[s], dtype=float)
+        raw, t2raw = self._raw(Y, c, n)
+        full = self._compose(raw, c, n)
+        self._apply_stacks(full, t2raw, c, n)
+        out = {}
+        for s in self.scenarios_:
+            ok = self.learned_names(s) if self.trees is not None else self.json_names(s)
+            for e in self.estimators[s]:
+                if e in ok and (estimators is None or e in estimators):
+                    out[(s, e)] = self._finish(full[(s, e)], t2raw.get((s, e), full[(s, e)]), c, n, s, e)
+        return out
