@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from .groups import grouped_test_mask
+from .parallel import init_worker
 from .predictor import AnchorPredictor, full_scores_wide, split_models
 from .responses import ResponseMatrix
 
@@ -234,19 +235,6 @@ def _run_split(k, matrix, t2_wide, train, test, params, seed, adaptive_n=(), gro
     }
 
 
-def _init_worker(threads: int) -> None:
-    """A backtest worker process: its own small thread budget for torch, OpenMP (scikit-learn) and BLAS."""
-    import os
-
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ[var] = str(threads)
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    torch.set_num_threads(threads)
-    threadpool_limits(threads)
-
-
 def run_backtest(
     matrix: ResponseMatrix,
     full_scores: pd.DataFrame | None = None,
@@ -328,7 +316,7 @@ def run_backtest(
 
         if say:
             say(f"backtest: {n_splits} splits in {n_jobs} worker processes (one thread each)")
-        with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"), initializer=_init_worker,
+        with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"), initializer=init_worker,
                                  initargs=(1,)) as pool:
             futures = {pool.submit(_run_split, k, matrix, t2_wide, train, test, params, seed, tuple(adaptive_n), groups): k
                        for k, (train, test) in enumerate(splits)}

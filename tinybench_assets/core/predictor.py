@@ -56,11 +56,12 @@ from .estimation.inference import InferenceMixin
 from .estimation.intervals import CalibrationMixin
 from .estimation.irt_fits import IRTFitMixin
 from .estimation.lambdas import LambdaMixin
-from .estimation.learned import LearnedMixin
+from .estimation.learned import LearnedMixin, fit_learned
 from .estimation.names import JOINT, LEARNED, PER_SCENARIO, SELECTED, STACKS
 from .estimation.selection import SelectionMixin
 from .estimation.stacks import StackMixin
 from .estimation.training import MIN_VALIDATION_MODELS, TrainingSplitMixin, full_scores_wide, split_models
+from .parallel import resolve_jobs, run_tasks, worker_pool
 from .responses import ResponseMatrix
 
 __all__ = ["AnchorPredictor", "AnchorSet", "full_scores_wide", "split_models", "MIN_VALIDATION_MODELS",
@@ -94,6 +95,8 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
     seed : seeds every split, fit, KMeans and regressor.
     device : torch device for the IRT engine.
     irt_options : extra ``fit_irt`` options.
+    n_jobs : worker processes (one thread each) for the independent IRT fits and learned regressors; 1 = all in
+        this process (the backtest's split workers), 0 = the CPU cores. Same seeds, same fits either way.
 
     The methods come from the mixins of :mod:`tinybench_assets.core.estimation` (each module's docstring lists the
     fitted attributes it reads and sets); this class holds the parameters and the order of the fit.
@@ -119,6 +122,7 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
         seed: int = 0,
         device: str = "cpu",
         irt_options: dict | None = None,
+        n_jobs: int = 1,
     ):
         self.n_values = tuple(int(n) for n in n_values)
         self.scenario_n = {str(k): (dict(v) if isinstance(v, dict) else list(v)) for k, v in (scenario_n or {}).items()}
@@ -141,6 +145,7 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
         self.seed = int(seed)
         self.device = device
         self.irt_options = dict(irt_options or {})
+        self.n_jobs = int(n_jobs)
 
     # ================================================================== fitting
     def fit(self, matrix: ResponseMatrix, full_scores: pd.DataFrame | None = None, train=None,
@@ -161,39 +166,42 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
         t0 = time.perf_counter()
         self.timings_ = {}
         Yf, Yv, T1v, T2f, T2v = self._split_training(matrix, full_scores, train, groups)
+        n_jobs = resolve_jobs(self.n_jobs, len(self.scenarios_) + 1)
+        with worker_pool(n_jobs) as pool:
+            # ---- IRT: per scenario and joint, D chosen on fit models
+            self._fit_irt_models(Yf, pool)
+            self.timings_["irt"] = time.perf_counter() - t0
 
-        # ---- IRT: per scenario and joint, D chosen on fit models
-        self._fit_irt_models(Yf)
-        self.timings_["irt"] = time.perf_counter() - t0
+            # ---- the tutorial's b (IRT validation bias) and v (item variance) per scenario and fit
+            self._fit_bias_variance(Yf, Yv)
 
-        # ---- the tutorial's b (IRT validation bias) and v (item variance) per scenario and fit
-        self._fit_bias_variance(Yf, Yv)
-
-        # ---- anchors, learned regressors, validation outputs, calibration per (clustering, n)
-        self.anchors_, self.gbm_, self.lambdas_, self.stacks_ = {}, {}, {}, {}
-        self.t2_cal_, self.int_t1_, self.int_t2_ = {}, {}, {}
-        val_rows = []
-        t_anchor = t_gbm = 0.0
-        for c in self.clusterings:
-            for n in self.n_values:
-                ta = time.perf_counter()
+            # ---- anchors and learned regressors per (clustering, n): the regressors are independent tasks
+            self.anchors_, self.gbm_, self.lambdas_, self.stacks_ = {}, {}, {}, {}
+            self.t2_cal_, self.int_t1_, self.int_t2_ = {}, {}, {}
+            cn = [(c, n) for c in self.clusterings for n in self.n_values]
+            ta = time.perf_counter()
+            for c, n in cn:
                 for s in self.scenarios_:
                     self.anchors_[(c, n, s)] = self._select(Yf, c, n, s)
-                tb = time.perf_counter()
-                t_anchor += tb - ta
-                if self.learned:
-                    self._fit_gbm(Yf, T2f, c, n)
-                t_gbm += time.perf_counter() - tb
-                raw, t2raw = self._raw(Yv, c, n)
-                self._fit_lambdas(raw, T1v, c, n)
-                full = self._compose(raw, c, n)
-                self._fit_stacks(full, t2raw, T1v, T2v, c, n)  # adds out-of-fold stack outputs
-                val_rows += self._calibrate(full, t2raw, T1v, T2v, c, n)
+            tb = time.perf_counter()
+            if self.learned:
+                for fitted in run_tasks(fit_learned, [(self, Yf, T2f, c, n) for c, n in cn], pool):
+                    self.gbm_.update(fitted)
+            self.timings_.update(anchors=tb - ta, gbm=time.perf_counter() - tb)
+        self.n_jobs_ = n_jobs
+
+        # ---- validation outputs, lambdas, stacks and calibration per (clustering, n)
+        val_rows = []
+        for c, n in cn:
+            raw, t2raw = self._raw(Yv, c, n)
+            self._fit_lambdas(raw, T1v, c, n)
+            full = self._compose(raw, c, n)
+            self._fit_stacks(full, t2raw, T1v, T2v, c, n)  # adds out-of-fold stack outputs
+            val_rows += self._calibrate(full, t2raw, T1v, T2v, c, n)
         # random baseline, calibrated the same way
         for n in self.n_values:
             full = {(s, "random"): self._random(Yv, s, n, self.seed + 7919 * n) for s in self.scenarios_}
             val_rows += self._calibrate(full, {}, T1v, T2v, "random", n)
-        self.timings_.update(anchors=t_anchor, gbm=t_gbm)
         self.validation_ = pd.DataFrame(val_rows)
         self._select_estimators()
         self.timings_["total"] = time.perf_counter() - t0

@@ -33,3 +33,30 @@ def test_batch_and_single_estimates_agree():
     assert len(both) == len(batch) and {"gbm", "gbm_joint"} <= set(both.estimator)
     for col in ("estimate", "lower", "upper", "estimate_t2"):
         assert np.allclose(both[f"{col}_b"], both[f"{col}_s"], atol=1e-9, equal_nan=True), col
+
+
+def test_worker_processes_give_the_same_fit():
+    """n_jobs=2 runs the IRT fits and the learned regressors in one-thread worker processes (issue 12): the
+    fitted predictor is the same as in one process (torch is on one thread here too)."""
+    _need_shared()
+    mats, fulls = [], []
+    for sc in ("arc", "gsm8k"):
+        resp = pd.read_parquet(SHARED / "openllm" / f"{sc}.responses.parquet")
+        keep = sorted(resp["model"].unique())[:400]
+        mats.append(ResponseMatrix.from_long(resp[resp["model"].isin(keep)]))
+        fulls.append(pd.read_parquet(SHARED / "openllm" / f"{sc}.full_scores.parquet"))
+    rm, full = concat_scenarios(mats), pd.concat(fulls)
+    test = np.arange(0, len(rm.models), 10)
+    train = np.setdiff1d(np.arange(len(rm.models)), test)
+    params = dict(n_values=(10,), **{**FAST, "learned": True})
+    one = AnchorPredictor(**params, n_jobs=1).fit(rm, full, train)
+    two = AnchorPredictor(**params, n_jobs=2).fit(rm, full, train)
+    assert one.n_jobs_ == 1 and two.n_jobs_ == 2
+    assert one.gbm_.keys() == two.gbm_.keys() and len(one.gbm_) > 0
+    for k in one.irt_:
+        assert one.dim_selection_[k].best_dim == two.dim_selection_[k].best_dim
+        np.testing.assert_array_equal(one.irt_[k].a, two.irt_[k].a)
+        np.testing.assert_array_equal(one.irt_[k].b, two.irt_[k].b)
+    pd.testing.assert_frame_equal(one.validation_, two.validation_, check_exact=True)
+    Y, names = rm.scores[test], np.asarray(rm.models, dtype=object)[test]
+    pd.testing.assert_frame_equal(one.estimate(Y, names), two.estimate(Y, names), check_exact=True)

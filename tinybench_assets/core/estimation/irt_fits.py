@@ -12,25 +12,38 @@ import numpy as np
 
 from .. import estimators as est
 from ..irt import estimate_ability, fit_irt, item_curve, select_dimension
+from ..parallel import run_tasks
+
+
+def select_and_fit(Y, candidates, seed, device, irt_options):
+    """D chosen by :func:`select_dimension` on Y (M, I), then a 2PL at that D on all of Y: (selection, params)."""
+    sel = select_dimension(Y, candidates=candidates, seed=seed, device=device, **irt_options)
+    return sel, fit_irt(Y, dim=sel.best_dim, seed=seed, device=device, **irt_options)
 
 
 class IRTFitMixin:
     """Per-scenario and joint IRT fits, D selection, and the tutorial's b and v."""
 
-    def _fit_irt_models(self, Yf) -> None:
-        """Per scenario and jointly over all scenarios, choose D and fit a 2PL on the fit models Yf (F, I_all)."""
-        self.dim_selection_, self.irt_ = {}, {}
+    def _fit_irt_models(self, Yf, pool=None) -> None:
+        """Per scenario and jointly over all scenarios, choose D and fit a 2PL on the fit models Yf (F, I_all).
+
+        The fits are independent tasks: with a ``pool`` (:func:`~tinybench_assets.core.parallel.worker_pool`)
+        they run in its worker processes, the joint fit and the largest scenarios first; the same seeds give
+        the same fits either way."""
+        tasks, keys = [], []
         for s in self.scenarios_:
             Ys = Yf[:, self.cols_[s]]
-            Ys = Ys[~np.isnan(Ys).all(1)]
-            sel = select_dimension(Ys, candidates=self.dim_candidates, seed=self.seed, device=self.device, **self.irt_options)
-            self.dim_selection_[s] = sel
-            self.irt_[s] = fit_irt(Ys, dim=sel.best_dim, seed=self.seed, device=self.device, **self.irt_options)
+            tasks.append((Ys[~np.isnan(Ys).all(1)], self.dim_candidates, self.seed, self.device, self.irt_options))
+            keys.append(s)
         if len(self.scenarios_) > 1:
-            sel = select_dimension(Yf, candidates=self.joint_dim_candidates, seed=self.seed, device=self.device, **self.irt_options)
-            self.dim_selection_["joint"] = sel
-            self.irt_["joint"] = fit_irt(Yf, dim=sel.best_dim, seed=self.seed, device=self.device, **self.irt_options)
-        else:  # one scenario: the joint fit is the per-scenario fit
+            tasks.append((Yf, self.joint_dim_candidates, self.seed, self.device, self.irt_options))
+            keys.append("joint")
+        order = sorted(range(len(tasks)), key=lambda k: (keys[k] != "joint", -tasks[k][0].size))
+        done = run_tasks(select_and_fit, [tasks[k] for k in order], pool)
+        self.dim_selection_, self.irt_ = {}, {}
+        for k in range(len(tasks)):  # scenarios in order, then joint, as before
+            self.dim_selection_[keys[k]], self.irt_[keys[k]] = done[order.index(k)]
+        if len(self.scenarios_) == 1:  # one scenario: the joint fit is the per-scenario fit
             self.dim_selection_["joint"] = self.dim_selection_[self.scenarios_[0]]
             self.irt_["joint"] = self.irt_[self.scenarios_[0]]
 

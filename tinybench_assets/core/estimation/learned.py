@@ -10,6 +10,13 @@ import numpy as np
 from sklearn.ensemble import HistGradientBoostingRegressor
 
 
+def fit_learned(predictor, Yf, T2f, c, n) -> dict:
+    """The learned regressors of (clustering c, budget n) fitted on ``predictor`` (anchors and IRT fitted):
+    {(c, n, scenario, kind, target): regressor}. A module-level task, so a worker process can run it."""
+    predictor._fit_gbm(Yf, T2f, c, n)
+    return {k: m for k, m in predictor.gbm_.items() if k[:2] == (c, n)}
+
+
 class LearnedMixin:
     """Gradient-boosted estimators and the raw (uncalibrated) outputs of every base and learned estimator."""
 
