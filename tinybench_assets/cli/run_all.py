@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
+import inspect
 import os
 import sys
 import time
@@ -85,11 +86,16 @@ def run_all(args: argparse.Namespace) -> int:
 def _run_all(args: argparse.Namespace) -> int:
     from tinybench_assets.definitions import build_defs
     from tinybench_assets.defs.partitions import register_partitions
+    from tinybench_assets.defs.sensors import mark_orphaned_runs, run_owner_tags
     from tinybench_assets.io.drops import split_partition_key
     from tinybench_assets.io.landing import pending_drops, seed_default_data
     from tinybench_assets.io.store import Store
 
     instance = _instance()
+    # a run-all killed (SIGKILL, out of memory) left its run STARTED for ever, the UI showing it running: mark such
+    # orphans FAILED first (we hold the project's run lock, so none of them is a live run-all of this project)
+    for run_id, why in mark_orphaned_runs(instance, who=f"tinybench run-all (pid {os.getpid()})"):
+        print(f"marked orphaned run {run_id} FAILED: {why}", flush=True)
     defs = build_defs()  # resources on the paths of this environment
     t0 = time.time()
     if not args.no_seed:
@@ -99,7 +105,14 @@ def _run_all(args: argparse.Namespace) -> int:
             print(f"landing folder {paths.incoming_dir()}: {len(copied)} file(s) copied from {src}")
         else:
             print(f"default data {src} not found; using what is already in {paths.incoming_dir()}")
-    from tinybench_assets.refresh import refresh
+    from tinybench_assets.refresh import refresh as _refresh
+
+    # this process's pid, host and start time on every run it executes: a later start tells an orphan by them (refresh
+    # passes tags on where it takes them; otherwise the pid comes from each run's first engine event)
+    owner = {"tags": run_owner_tags()} if "tags" in inspect.signature(_refresh).parameters else {}
+
+    def refresh(*a, **kw):
+        return _refresh(*a, **kw, **owner)
 
     # the console shows warnings and errors only; every event still goes to the instance (the UI's run pages)
     quiet = {"loggers": {"console": {"config": {"log_level": args.log_level}}}}

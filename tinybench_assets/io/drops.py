@@ -1,20 +1,17 @@
 """Leaderboard drop readers and validation.
 
 A *drop* is one file in the landing folder, ``<incoming>/<leaderboard>/<file>`` (a file directly in
-``<incoming>`` belongs to the leaderboard ``default``). Three formats are detected automatically:
+``<incoming>`` belongs to the leaderboard ``default``). Formats are detected automatically:
 
-- **long table** (``.csv``, ``.parquet``): one row per (model, item) with ``model, scenario,
-  subscenario, item, score``; ``subscenario`` is optional (defaults to the scenario). Two companion
-  kinds of long table are recognised by their columns: an **items table** (``item, scenario`` and a
-  text column ``prompt``/``text``/``question``, no ``model``) and a **full-score table**
-  (``model, scenario, full_benchmark_score``).
+- **long table** (``.csv``, ``.parquet``): one row per (model, item) with ``model, scenario, subscenario, item,
+  score`` (``subscenario`` optional). Companions with the same loader: an **items table** (``item, scenario`` and
+  ``prompt``/``text``/``question``, no ``model``) and a **full-score table** (``model, scenario, full_benchmark_score``).
+  CSV: UTF-8 (a byte-order mark is fine), ``,`` or ``;`` (or tab) separated, as the header line shows.
 - **RouterDC JSON** (``.json``): a list of ``{"question": str, "scores": {model: score}}``; the
   scenario and the train/test split come from the file name (``mmlu_train.json``, ``gsm8k-test.json``).
-- **tinyBenchmarks pickle** (``.pkl``, ``.pickle``): ``{"models": [...], "data": {subscenario:
-  {"correctness": items x models}}}`` (reader: :mod:`tinybench_assets.io.pickle_drops`).
-- **wide table** and **plain 0/1 matrix** (``.csv``, ``.parquet``): routing data, one row per question
-  with one score column per model (and optional ``<model>|total_cost`` costs), or a bare correctness
-  matrix with an optional ``<file>.meta.json`` sidecar; read by :mod:`tinybench_assets.io.wide_drops`
+- **tinyBenchmarks pickle** (``.pkl``, ``.pickle``): read by :mod:`tinybench_assets.io.pickle_drops`, and only
+  when the operator trusts pickle drops (``TINYBENCH_TRUST_PICKLE_DROPS``; off by default: unpickling runs code).
+- **wide table** and **plain 0/1 matrix** (``.csv``, ``.parquet``): read by :mod:`tinybench_assets.io.wide_drops`
   and :mod:`tinybench_assets.io.matrix_drops`; ``wide_drops.table_layout`` decides which reader a table goes to.
 
 Every reader returns a :class:`Drop` or raises :class:`DropError`, whose message names the file,
@@ -22,6 +19,7 @@ the row or column, and the problem. Nothing here touches the store.
 """
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import re
@@ -113,8 +111,13 @@ def split_partition_key(key: str) -> tuple[str, str]:
 
 
 def leaderboard_of(path: Path, incoming: Path) -> str:
-    rel = Path(path).resolve().relative_to(Path(incoming).resolve())
-    return clean_name(rel.parts[0]) if len(rel.parts) > 1 else "default"
+    """The leaderboard of a landing file: its folder's clean name (``default`` directly in the landing folder). The
+    path is taken as listed under ``incoming`` (not resolved: a link cannot lead the name elsewhere)."""
+    rel = Path(path).relative_to(Path(incoming))
+    try:
+        return clean_name(rel.parts[0]) if len(rel.parts) > 1 else "default"
+    except ValueError:
+        raise DropError(path, f"folder name {rel.parts[0]!r} gives no leaderboard name (use letters a-z, digits, _ or -)") from None
 
 
 #: files in the landing folder that are never drops: partial uploads still being written, notes
@@ -124,17 +127,12 @@ SIDECAR_SUFFIX = ".meta.json"
 
 
 def is_drop_candidate(path: Path) -> bool:
-    """Whether a file in the landing folder is a drop to read (and quarantine when it is bad).
-
-    Every file counts, whatever its suffix, so an unknown format is quarantined with a report instead
-    of lying there unnoticed; except hidden files, partial uploads (``.tmp``, ``.part``, ...),
-    ``README*`` notes and matrix sidecars (``*.meta.json``, read with their matrix).
-    """
+    """Whether a file in the landing folder is a drop to read (and quarantine when it is bad): every file, whatever its
+    suffix (an unknown format is quarantined with a report, not left unnoticed), except hidden files, partial uploads
+    (``.tmp``, ``.part``, ...), ``README*`` notes and matrix sidecars (``*.meta.json``, read with their matrix)."""
     name = path.name
-    return not (
-        name.startswith(".") or path.suffix.lower() in PARTIAL_SUFFIXES or name.upper().startswith("README")
-        or name.lower().endswith(SIDECAR_SUFFIX)
-    )
+    return not (name.startswith(".") or path.suffix.lower() in PARTIAL_SUFFIXES or name.upper().startswith("README")
+                or name.lower().endswith(SIDECAR_SUFFIX))
 
 
 def sidecar_path(path: Path) -> Path | None:
@@ -142,20 +140,14 @@ def sidecar_path(path: Path) -> Path | None:
     path = Path(path)
     if path.suffix.lower() not in (".csv", ".parquet"):
         return None
-    for cand in (path.with_name(path.name + SIDECAR_SUFFIX), path.with_name(path.stem + SIDECAR_SUFFIX)):
-        if cand.is_file():
-            return cand
-    return None
+    return next((c for c in (path.with_name(path.name + SIDECAR_SUFFIX), path.with_name(path.stem + SIDECAR_SUFFIX))
+                 if c.is_file()), None)
 
 
 def drop_sha256(path: Path | str) -> str:
     """A drop's id: the sha256 of its bytes, or, for a file with a sidecar, of both (a changed sidecar is a new version)."""
-    path = Path(path)
-    sha = file_sha256(path)
-    side = sidecar_path(path)
-    if side is None:
-        return sha
-    return hashlib.sha256(sha.encode() + b"\0sidecar\0" + side.read_bytes()).hexdigest()
+    sha, side = file_sha256(path), sidecar_path(Path(path))
+    return sha if side is None else hashlib.sha256(sha.encode() + b"\0sidecar\0" + side.read_bytes()).hexdigest()
 
 
 def landing_files(incoming: Path) -> list[Path]:
@@ -168,38 +160,72 @@ def landing_files(incoming: Path) -> list[Path]:
 
 
 # ---------------------------------------------------------------------- entry point
-def read_drop(path: Path | str, leaderboard: str) -> Drop:
-    """Read and validate one drop file; raises DropError."""
+def read_drop(path: Path | str, leaderboard: str, *, trust_pickles: bool | str | None = None,
+              sample_rows: int | None = None) -> Drop:
+    """Read and validate one drop file; raises DropError (also for a name or value a reader cannot use).
+
+    ``trust_pickles``: whether a pickle may be unpickled (None: ``TINYBENCH_TRUST_PICKLE_DROPS``, default off).
+    ``sample_rows``: read only the first rows of a table (a sample, for a quick look; not for ingesting)."""
     path = Path(path)
     if not path.exists():
         raise DropError(path, "file does not exist")
     if path.stat().st_size == 0:
         raise DropError(path, "empty file (0 bytes)")
-    suffix = path.suffix.lower()
-    sha = drop_sha256(path)
-    if suffix in (".csv", ".parquet"):
-        drop = _read_table(path, leaderboard, sha)
-    elif suffix == ".json":
-        drop = _read_routerdc(path, leaderboard, sha)
-    elif suffix in (".pkl", ".pickle"):
-        from .pickle_drops import read_tinybenchmarks
+    suffix, sha = path.suffix.lower(), drop_sha256(path)
+    try:
+        if suffix in (".csv", ".parquet"):
+            drop = _read_table(path, leaderboard, sha, sample_rows)
+        elif suffix == ".json":
+            drop = _read_routerdc(path, leaderboard, sha)
+        elif suffix in (".pkl", ".pickle"):
+            from .pickle_drops import read_tinybenchmarks  # checks the trust setting before it opens the file
 
-        drop = read_tinybenchmarks(path, leaderboard, sha)
-    else:
-        raise DropError(path, f"unknown format: suffix {suffix!r} is none of {sorted(SUFFIXES)}")
+            drop = read_tinybenchmarks(path, leaderboard, sha, trusted=trust_pickles)
+        else:
+            raise DropError(path, f"unknown format: suffix {suffix!r} is none of {sorted(SUFFIXES)}")
+    except DropError:
+        raise
+    except ValueError as exc:  # a name that cleans to nothing, a value pandas cannot convert: the file's problem
+        raise DropError(path, f"cannot read the file ({type(exc).__name__}: {str(exc)[:300]})") from exc
     if drop.n_rows == 0:
         raise DropError(path, "empty file: no data rows")
     return drop
 
 
 # ---------------------------------------------------------------------- long tables
-def _load_table(path: Path) -> pd.DataFrame:
+def _csv_header(path: Path) -> tuple[str, list[str]]:
+    """(separator, header names) from a CSV's first line: ``,`` unless the line has none and has ``;`` or tabs."""
+    with open(path, "rb") as fh:
+        line = fh.readline(1 << 20)
     try:
-        if path.suffix.lower() == ".csv":
-            return pd.read_csv(path)
-        return pd.read_parquet(path)
+        line = line.decode("utf-8-sig").rstrip("\r\n")
+    except UnicodeDecodeError as exc:
+        raise DropError(path, f"not UTF-8 text (byte {line[exc.start]:#04x} in the header line); save it as UTF-8") from exc
+    sep = "," if "," in line or not (";" in line or "\t" in line) else (";" if line.count(";") >= line.count("\t") else "\t")
+    return sep, next(csv.reader([line], delimiter=sep), [])
+
+
+def _load_table(path: Path, nrows: int | None = None) -> pd.DataFrame:
+    """A .csv (UTF-8 with or without BOM; separator from the header line) or .parquet table; ``nrows``: the first rows only."""
+    try:
+        if path.suffix.lower() != ".csv":
+            if nrows is None:
+                return pd.read_parquet(path)
+            import pyarrow.parquet as pq
+
+            pf = pq.ParquetFile(path)
+            first = next(pf.iter_batches(batch_size=nrows), None)
+            return first.to_pandas() if first is not None else pf.schema_arrow.empty_table().to_pandas()
+        sep, header = _csv_header(path)
+        if dup := next((h for i, h in enumerate(header) if h.strip() and h in header[:i]), None):
+            raise DropError(path, "column listed twice in the header", column=dup)
+        return pd.read_csv(path, sep=sep, encoding="utf-8-sig", nrows=nrows)
+    except DropError:
+        raise
     except pd.errors.EmptyDataError as exc:
         raise DropError(path, "empty file: no header or rows") from exc
+    except UnicodeDecodeError as exc:
+        raise DropError(path, f"not UTF-8 text (byte {exc.object[exc.start]:#04x}); save it as UTF-8") from exc
     except Exception as exc:  # noqa: BLE001 - any parser failure is an unreadable file
         raise DropError(path, f"unreadable file ({type(exc).__name__}: {str(exc)[:200]})") from exc
 
@@ -233,19 +259,20 @@ def _scores(df: pd.DataFrame, path: Path, column: str) -> np.ndarray:
     return vals
 
 
-def _read_table(path: Path, leaderboard: str, sha: str) -> Drop:
+def _read_table(path: Path, leaderboard: str, sha: str, nrows: int | None = None) -> Drop:
     """A .csv/.parquet drop: long table, wide table or 0/1 matrix, as ``wide_drops.table_layout`` decides."""
     from . import matrix_drops, wide_drops  # they import this module
 
-    df = _load_table(path)
+    df = _load_table(path, nrows)
     if len(df) == 0:
         raise DropError(path, "empty file: header but no data rows")
-    layout = wide_drops.table_layout(path, df)
-    if layout == "wide":
-        return wide_drops.read_wide(path, leaderboard, sha, df)
-    if layout == "matrix":
-        return matrix_drops.read_matrix(path, leaderboard, sha, df)
-    return _read_long(path, leaderboard, sha, df)
+    reader = {"wide": wide_drops.read_wide, "matrix": matrix_drops.read_matrix}.get(wide_drops.table_layout(path, df), _read_long)
+    return reader(path, leaderboard, sha, df)
+
+
+def _clean_names(col: pd.Series) -> np.ndarray:
+    """clean_name of every value, computed once per distinct value (a million-row table has a few scenarios)."""
+    return col.map({v: clean_name(v) for v in col.unique()}).to_numpy()
 
 
 def _read_long(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
@@ -258,13 +285,8 @@ def _read_long(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop
         score = _scores(df, path, "full_benchmark_score")
         split = df["metabench_split"] if "metabench_split" in cols else df.get("split", pd.Series([None] * len(df)))
         drop.full_scores = pd.DataFrame(
-            {
-                "leaderboard": leaderboard,
-                "scenario": [clean_name(s) for s in df["scenario"]],
-                "model": df["model"].astype(str).to_numpy(),
-                "full_score": score,
-                "split": split.to_numpy(),
-            }
+            {"leaderboard": leaderboard, "scenario": _clean_names(df["scenario"]), "model": df["model"].astype(str).to_numpy(),
+             "full_score": score, "split": split.to_numpy()}
         ).drop_duplicates(["scenario", "model"], keep="last")
         return drop
     if "model" not in cols and "item" in cols and cols & set(TEXT_COLUMNS):
@@ -274,22 +296,18 @@ def _read_long(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop
         dup = df["item"].duplicated(keep=False).to_numpy()
         if dup.any():
             raise DropError(path, f"item {df['item'].iloc[int(np.argmax(dup))]!r} listed twice", row=int(np.argmax(dup)) + 1, column="item")
-        scen = [clean_name(s) for s in df["scenario"]]
+        scen = _clean_names(df["scenario"])
         drop.items = pd.DataFrame(
-            {
-                "leaderboard": leaderboard,
-                "scenario": scen,
-                "subscenario": df["subscenario"].astype(str).to_numpy() if "subscenario" in cols else scen,
-                "item": df["item"].astype(str).to_numpy(),
-                "text": df[text_col].astype(str).to_numpy(),
-                "split": df["split"].to_numpy() if "split" in cols else None,
-            }
+            {"leaderboard": leaderboard, "scenario": scen,
+             "subscenario": df["subscenario"].astype(str).to_numpy() if "subscenario" in cols else scen,
+             "item": df["item"].astype(str).to_numpy(), "text": df[text_col].astype(str).to_numpy(),
+             "split": df["split"].to_numpy() if "split" in cols else None}
         )
         return drop
     _require(df, path, ["model", "scenario", "item", "score"], "long response table")
     _no_nan(df, path, ["model", "scenario", "item"] + (["subscenario"] if "subscenario" in cols else []))
     score = _scores(df, path, "score")
-    scen = [clean_name(s) for s in df["scenario"]]
+    scen = _clean_names(df["scenario"])
     resp = pd.DataFrame(
         {
             "leaderboard": leaderboard,
@@ -322,24 +340,22 @@ def _dedupe(resp: pd.DataFrame, path: Path) -> pd.DataFrame:
     if dup.any():
         clash = resp[dup].groupby(key)["score"].nunique()
         if (clash > 1).any():
-            model_item = clash[clash > 1].index[0]
-            rows = np.flatnonzero(
-                (resp["scenario"] == model_item[0]).to_numpy()
-                & (resp["model"] == model_item[1]).to_numpy()
-                & (resp["item"] == model_item[2]).to_numpy()
-            )
+            sc, model, item = clash[clash > 1].index[0]
+            rows = np.flatnonzero(((resp["scenario"] == sc) & (resp["model"] == model) & (resp["item"] == item)).to_numpy())
             scores = resp["score"].iloc[rows].tolist()
-            raise DropError(
-                path,
-                f"conflicting duplicate rows for model {model_item[1]!r}, item {model_item[2]!r} "
-                f"(rows {', '.join(str(r + 1) for r in rows[:5])}; scores {scores[:5]})",
-                row=int(rows[1]) + 1,
-            )
+            raise DropError(path, f"conflicting duplicate rows for model {model!r}, item {item!r} "
+                            f"(rows {', '.join(str(r + 1) for r in rows[:5])}; scores {scores[:5]})", row=int(rows[1]) + 1)
         resp = resp.drop_duplicates(key)
     return resp.reset_index(drop=True)
 
 
 # ---------------------------------------------------------------------- RouterDC JSON
+def routerdc_scenario(path: Path) -> tuple[str, str | None]:
+    """(scenario, split) of a RouterDC JSON drop from its file name (``mmlu_train.json`` -> mmlu, train)."""
+    m = ROUTERDC_NAME_RE.match(Path(path).stem)
+    return (clean_name(m["scenario"]), m["split"].lower()) if m else (clean_name(Path(path).stem), None)
+
+
 def _read_routerdc(path: Path, leaderboard: str, sha: str) -> Drop:
     try:
         records = json.loads(path.read_text(encoding="utf-8"))
@@ -349,8 +365,7 @@ def _read_routerdc(path: Path, leaderboard: str, sha: str) -> Drop:
         raise DropError(path, f"unknown format: expected a JSON list of {{question, scores}} records, got {type(records).__name__}")
     if not records:
         raise DropError(path, "empty file: the JSON list has no records")
-    m = ROUTERDC_NAME_RE.match(path.stem)
-    scenario, split = (clean_name(m["scenario"]), m["split"].lower()) if m else (clean_name(path.stem), None)
+    scenario, split = routerdc_scenario(path)
     models, items, texts, rows = [], [], [], []
     for i, rec in enumerate(records):
         if not isinstance(rec, dict) or "question" not in rec or "scores" not in rec:
@@ -368,16 +383,8 @@ def _read_routerdc(path: Path, leaderboard: str, sha: str) -> Drop:
             models.append(model)
             rows.append((item, float(s)))
     drop = Drop(path=path, leaderboard=leaderboard, format="routerdc_json", sha256=sha)
-    drop.responses = pd.DataFrame(
-        {
-            "leaderboard": leaderboard,
-            "scenario": scenario,
-            "subscenario": scenario,
-            "item": [r[0] for r in rows],
-            "model": models,
-            "score": [r[1] for r in rows],
-        }
-    )
+    drop.responses = pd.DataFrame({"leaderboard": leaderboard, "scenario": scenario, "subscenario": scenario,
+                                   "item": [r[0] for r in rows], "model": models, "score": [r[1] for r in rows]})
     drop.items = pd.DataFrame(
         {"leaderboard": leaderboard, "scenario": scenario, "subscenario": scenario, "item": items, "text": texts, "split": split}
     )

@@ -4,9 +4,20 @@
 Read into :class:`~tinybench_assets.io.drops.Drop`; errors are :class:`~tinybench_assets.io.drops.DropError`
 naming the file, the subscenario and the row. ``read_drop`` in :mod:`tinybench_assets.io.drops` sends
 pickles here.
+
+**Trust.** Unpickling a file can run any code the file holds, so pickle drops are *not* read by default: a pickle in
+the landing folder is quarantined with a message saying how to opt in. The operator opts in with the environment
+variable ``TINYBENCH_TRUST_PICKLE_DROPS`` (seen by ``tinybench run-all``, the Dagster daemon and the UI's runs):
+``1`` (or ``true``/``yes``/``on``/``all``) trusts pickles in every leaderboard folder, a comma-separated list of
+leaderboard folder names (``openllm,tiny``) trusts those folders only. Even then the file is read with
+:class:`DropUnpickler`, which builds plain containers and numpy arrays only and refuses any other class or function
+(the layout needs nothing else), so a trusted folder that receives a hostile file still runs none of its code.
 """
 from __future__ import annotations
 
+import _compat_pickle
+import io
+import os
 import pickle
 import re
 from pathlib import Path
@@ -31,14 +42,75 @@ def tinybenchmarks_scenario(subscenario: str) -> str:
     return clean_name(s)
 
 
-def read_tinybenchmarks(path: Path, leaderboard: str, sha: str) -> Drop:
+TRUST_ENV = "TINYBENCH_TRUST_PICKLE_DROPS"
+_YES = {"1", "true", "yes", "on", "all", "*"}
+_NO = {"", "0", "false", "no", "off", "none"}
+
+
+def pickles_trusted(leaderboard: str, setting: bool | str | None = None) -> bool:
+    """Whether pickle drops of ``leaderboard`` may be unpickled: ``setting`` (True/False, or the text form of
+    ``TINYBENCH_TRUST_PICKLE_DROPS``), else the environment variable; off when unset."""
+    if isinstance(setting, bool):
+        return setting
+    value = (os.environ.get(TRUST_ENV, "") if setting is None else setting).strip().lower()
+    if value in _NO:
+        return False
+    if value in _YES:
+        return True
+    return leaderboard in {v.strip() for v in value.split(",")}
+
+
+def untrusted_message(leaderboard: str) -> str:
+    return (f"tinyBenchmarks pickle not read: unpickling a file can run code it contains, so pickle drops are off by "
+            f"default. If this file comes from a source you trust, set {TRUST_ENV}=1 (every leaderboard folder) or "
+            f"{TRUST_ENV}={leaderboard} (this folder only) where the ingest runs (tinybench run-all, the Dagster "
+            f"daemon/UI) and drop the file into the landing folder again; or convert it to a long table "
+            f"(.parquet/.csv with model, scenario, subscenario, item, score)")
+
+
+class DropUnpickler(pickle.Unpickler):
+    """Unpickles plain containers, numbers, strings and numpy arrays/scalars/dtypes; any other global is refused
+    (a pickle's ``__reduce__`` can name any callable; here only these array constructors resolve)."""
+
+    ALLOWED = {
+        ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode"), ("codecs", "encode"),
+        ("collections", "OrderedDict"), ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "bytearray"),
+        ("builtins", "complex"), ("builtins", "slice"), ("builtins", "range"),
+    } | {(f"numpy.{core}.{mod}", name) for core in ("core", "_core")
+         for mod, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"), ("numeric", "_frombuffer"))}
+
+    def find_class(self, module: str, name: str):
+        if module in _compat_pickle.IMPORT_MAPPING:  # Python 2 era names (__builtin__.set), as pickle maps them
+            module, name = _compat_pickle.NAME_MAPPING.get((module, name), (_compat_pickle.IMPORT_MAPPING.get(module, module), name))
+        if (module, name) in self.ALLOWED or (module == "numpy.dtypes" and name.endswith("DType")):
+            return super().find_class(module, name)
+        raise pickle.UnpicklingError(f"refers to {module}.{name}, which a tinyBenchmarks drop does not need; "
+                                     "not loaded (the file may be hostile; convert it to a long table)")
+
+
+def load_drop_pickle(data: bytes):
+    """The object in a pickle's bytes, through :class:`DropUnpickler`."""
+    return DropUnpickler(io.BytesIO(data)).load()
+
+
+def read_tinybenchmarks(path: Path, leaderboard: str, sha: str, trusted: bool | str | None = None) -> Drop:
+    """Read a tinyBenchmarks pickle when pickles of ``leaderboard`` are trusted (:func:`pickles_trusted`); otherwise
+    raise DropError without opening the file."""
+    if not pickles_trusted(leaderboard, trusted):
+        raise DropError(path, untrusted_message(leaderboard))
     try:
-        with open(path, "rb") as fh:
-            obj = pickle.load(fh)  # noqa: S301 - landing files are the operator's own drops
-    except Exception as exc:  # noqa: BLE001
-        raise DropError(path, f"unreadable pickle ({type(exc).__name__}: {str(exc)[:200]})") from exc
+        obj = load_drop_pickle(Path(path).read_bytes())
+    except Exception as exc:  # noqa: BLE001 - any unpickling failure is an unreadable file
+        raise DropError(path, f"unreadable pickle ({type(exc).__name__}: {str(exc)[:300]})") from exc
     if not isinstance(obj, dict) or "models" not in obj or "data" not in obj:
         raise DropError(path, "unknown format: expected a dict with 'models' and 'data' (tinyBenchmarks layout)")
+    try:
+        return _from_layout(obj, path, leaderboard, sha)
+    except (TypeError, AttributeError, KeyError) as exc:  # a 'models' that is no list, a 'data' that is no dict, ...
+        raise DropError(path, f"not the tinyBenchmarks layout ({type(exc).__name__}: {str(exc)[:200]})") from exc
+
+
+def _from_layout(obj: dict, path: Path, leaderboard: str, sha: str) -> Drop:
     models = [str(m) for m in obj["models"]]
     mapping = {}
     for scen, subs in (obj.get("scenarios") or {}).items():
