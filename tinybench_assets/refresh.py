@@ -69,7 +69,8 @@ def plan(asset_graph, statuses: dict) -> set:
 
 
 def refresh(defs: dg.Definitions, instance: dg.DagsterInstance, job_name: str, partition: str | None = None, *,
-            force: bool = False, run_config: dict | None = None, max_runs: int = 4, log=None) -> RefreshResult:
+            force: bool = False, run_config: dict | None = None, max_runs: int = 4, log=None,
+            tags: dict[str, str] | None = None) -> RefreshResult:
     """Run ``job_name`` for ``partition`` on its stale or missing assets only (all of them with ``force``)."""
     t0 = time.perf_counter()
     asset_graph = defs.resolve_asset_graph()
@@ -83,7 +84,7 @@ def refresh(defs: dg.Definitions, instance: dg.DagsterInstance, job_name: str, p
         if log:
             log(f"{job_name} {partition or ''}: {len(todo)} stale or missing: {', '.join(sorted(k.to_user_string() for k in todo))}")
         res = job.execute_in_process(instance=instance, partition_key=partition, asset_selection=sorted(todo),
-                                     run_config=run_config or {}, raise_on_error=False)
+                                     run_config=run_config or {}, raise_on_error=False, tags=tags or {})
         out.runs += 1
         out.materialized += [e.asset_key.to_user_string() for e in res.get_asset_materialization_events()]
         if not res.success:

@@ -48,7 +48,8 @@ def test_routerdc_json(landing, routerdc_records):
     assert gsm.binarize_rules == {"gsm8k": "auto"}  # fractions of sampled answers
 
 
-def test_tinybenchmarks_pickle(tmp_path, openllm_slice):
+def test_tinybenchmarks_pickle(tmp_path, openllm_slice, monkeypatch):
+    monkeypatch.setenv("TINYBENCH_TRUST_PICKLE_DROPS", "1")  # pickle drops are read only when trusted (issue 14)
     path = tmp_path / "lb.pickle"
     src = openllm_slice["mmlu.responses"]
     write_tinybenchmarks_pickle(path, src)
@@ -114,7 +115,8 @@ def test_exact_duplicates_are_merged(tmp_path):
          "row 2, column 'harness_gsm8k_5': subscenario 'harness_gsm8k_5': score 3.0 for model 'b' outside [0, 1]"),
     ],
 )
-def test_bad_files(tmp_path, name, content, expected):
+def test_bad_files(tmp_path, name, content, expected, monkeypatch):
+    monkeypatch.setenv("TINYBENCH_TRUST_PICKLE_DROPS", "1")  # the pickle cases test the reader's checks
     path = tmp_path / name
     path.write_bytes(content)
     with pytest.raises(DropError) as err:

@@ -122,7 +122,8 @@ BAD_DROPS = [
 
 
 @pytest.mark.parametrize("name, content, expected", BAD_DROPS, ids=[b[0] for b in BAD_DROPS])
-def test_every_bad_input_is_quarantined_and_store_unchanged(landing, name, content, expected):
+def test_every_bad_input_is_quarantined_and_store_unchanged(landing, name, content, expected, monkeypatch):
+    monkeypatch.setenv("TINYBENCH_TRUST_PICKLE_DROPS", "1")  # the pickle case tests the reader's checks
     store = Store(landing["db"])
     ingest_landing(store, landing["incoming"], landing["quarantine"])
     tables = ("drops", "landed_responses", "items", "full_scores")

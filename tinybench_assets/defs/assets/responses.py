@@ -20,7 +20,8 @@ CODE_VERSION = code_version("ingest")
 
 
 def _ingest(context, store, landing, leaderboard=None):
-    report = ingest_landing(store, landing.incoming_path, landing.quarantine_path, leaderboard=leaderboard)
+    report = ingest_landing(store, landing.incoming_path, landing.quarantine_path, leaderboard=leaderboard,
+                            trust_pickles=landing.trust_pickle_drops)
     register_partitions(context.instance, store.partition_keys())
     for rel, err in report.quarantined.items():
         context.log.warning(f"quarantined {rel}: {err}")
