@@ -12,17 +12,23 @@ from tinybench_assets_tests.test_core.test_backtest import FAST
 torch.set_num_threads(1)
 
 
-def test_batch_and_single_estimates_agree():
+def openllm_slice(scenarios, n_models):
+    """(matrix, full scores, train rows, test rows): the first ``n_models`` models (by name) of real openllm
+    scenarios, every 10th model a test model."""
     _need_shared()
     mats, fulls = [], []
-    for sc in ("arc", "truthfulqa"):
+    for sc in scenarios:
         resp = pd.read_parquet(SHARED / "openllm" / f"{sc}.responses.parquet")
-        keep = sorted(resp["model"].unique())[:700]
+        keep = sorted(resp["model"].unique())[:n_models]
         mats.append(ResponseMatrix.from_long(resp[resp["model"].isin(keep)]))
         fulls.append(pd.read_parquet(SHARED / "openllm" / f"{sc}.full_scores.parquet"))
     rm, full = concat_scenarios(mats), pd.concat(fulls)
     test = np.arange(0, len(rm.models), 10)
-    train = np.setdiff1d(np.arange(len(rm.models)), test)
+    return rm, full, np.setdiff1d(np.arange(len(rm.models)), test), test
+
+
+def test_batch_and_single_estimates_agree():
+    rm, full, train, test = openllm_slice(("arc", "truthfulqa"), 700)
     # few bins: thresholds fall on observed ability values, where float noise would flip a split
     pred = AnchorPredictor(n_values=(10,), **{**FAST, "learned": True, "gbm_params": {"max_bins": 16}}).fit(rm, full, train)
     Y, names = rm.scores[test], np.asarray(rm.models, dtype=object)[test]
@@ -38,16 +44,7 @@ def test_batch_and_single_estimates_agree():
 def test_worker_processes_give_the_same_fit():
     """n_jobs=2 runs the IRT fits and the learned regressors in one-thread worker processes (issue 12): the
     fitted predictor is the same as in one process (torch is on one thread here too)."""
-    _need_shared()
-    mats, fulls = [], []
-    for sc in ("arc", "gsm8k"):
-        resp = pd.read_parquet(SHARED / "openllm" / f"{sc}.responses.parquet")
-        keep = sorted(resp["model"].unique())[:400]
-        mats.append(ResponseMatrix.from_long(resp[resp["model"].isin(keep)]))
-        fulls.append(pd.read_parquet(SHARED / "openllm" / f"{sc}.full_scores.parquet"))
-    rm, full = concat_scenarios(mats), pd.concat(fulls)
-    test = np.arange(0, len(rm.models), 10)
-    train = np.setdiff1d(np.arange(len(rm.models)), test)
+    rm, full, train, test = openllm_slice(("arc", "gsm8k"), 400)
     params = dict(n_values=(10,), **{**FAST, "learned": True})
     one = AnchorPredictor(**params, n_jobs=1).fit(rm, full, train)
     two = AnchorPredictor(**params, n_jobs=2).fit(rm, full, train)
