@@ -23,9 +23,7 @@ MAX_CLASS_LINES = 200
 # module -> line count it had when listed (issue 13 is splitting these; lower or remove an entry as they shrink)
 KNOWN_LONG = {}
 # "module.Class" -> line count it had when listed
-KNOWN_LONG_CLASSES = {
-    "tinybench_assets.io.store.Store": 219,
-}
+KNOWN_LONG_CLASSES = {}
 
 
 # circles allowed only among these modules: io.drops dispatches to its format readers with lazy imports and
