@@ -37,37 +37,18 @@ class StoreWrites(DuckDBFile):
                 [drop.sha256, seq, relpath, drop.leaderboard, drop.format, drop.kind, drop.n_rows, ",".join(drop.partition_keys()),
                  "\n".join(drop.notes) or None],
             )
-            if len(drop.responses):
-                resp = drop.responses.assign(drop_id=drop.sha256)
-                con.register("resp_df", resp)
-                con.execute(
-                    "INSERT INTO landed_responses SELECT drop_id, leaderboard, scenario, subscenario, item, model, score FROM resp_df"
-                )
-                con.unregister("resp_df")
-            if len(drop.costs):
-                costs = drop.costs.assign(drop_id=drop.sha256)
-                con.register("costs_df", costs)
-                con.execute(
-                    "INSERT INTO landed_costs SELECT drop_id, leaderboard, scenario, item, model, CAST(cost AS DOUBLE) FROM costs_df"
-                )
-                con.unregister("costs_df")
-            if len(drop.items):
-                items = drop.items.assign(drop_id=drop.sha256)
-                con.register("items_df", items)
-                # a drop without text or split for an item (a 0/1 matrix) keeps the text/split stored before
-                con.execute(
-                    "INSERT INTO items SELECT leaderboard, scenario, item, subscenario, CAST(text AS VARCHAR), CAST(split AS VARCHAR), "
-                    "drop_id FROM items_df ON CONFLICT (leaderboard, scenario, item) DO UPDATE SET subscenario = excluded.subscenario, "
-                    "text = coalesce(excluded.text, items.text), split = coalesce(excluded.split, items.split), drop_id = excluded.drop_id"
-                )
-                con.unregister("items_df")
-            if len(drop.full_scores):
-                fs = drop.full_scores.assign(drop_id=drop.sha256)
-                con.register("fs_df", fs)
-                con.execute(
-                    "INSERT OR REPLACE INTO full_scores SELECT leaderboard, scenario, model, full_score, CAST(split AS VARCHAR), drop_id FROM fs_df"
-                )
-                con.unregister("fs_df")
+            _insert_frame(con, "resp_df", drop.responses, drop.sha256,
+                          "INSERT INTO landed_responses SELECT drop_id, leaderboard, scenario, subscenario, item, model, score FROM resp_df")
+            _insert_frame(con, "costs_df", drop.costs, drop.sha256,
+                          "INSERT INTO landed_costs SELECT drop_id, leaderboard, scenario, item, model, CAST(cost AS DOUBLE) FROM costs_df")
+            # a drop without text or split for an item (a 0/1 matrix) keeps the text/split stored before
+            _insert_frame(con, "items_df", drop.items, drop.sha256,
+                          "INSERT INTO items SELECT leaderboard, scenario, item, subscenario, CAST(text AS VARCHAR), CAST(split AS VARCHAR), "
+                          "drop_id FROM items_df ON CONFLICT (leaderboard, scenario, item) DO UPDATE SET subscenario = excluded.subscenario, "
+                          "text = coalesce(excluded.text, items.text), split = coalesce(excluded.split, items.split), drop_id = excluded.drop_id")
+            _insert_frame(con, "fs_df", drop.full_scores, drop.sha256,
+                          "INSERT OR REPLACE INTO full_scores SELECT leaderboard, scenario, model, full_score, CAST(split AS VARCHAR), drop_id "
+                          "FROM fs_df")
             for scenario, rule in drop.binarize_rules.items():
                 key = partition_key(drop.leaderboard, scenario)
                 con.execute(
@@ -124,3 +105,11 @@ class StoreWrites(DuckDBFile):
                     cols = ", ".join(f'"{c}"' for c in df.columns)
                     con.execute(f'INSERT INTO "{table}" ({column}, {cols}) SELECT ?, {cols} FROM part_df', [key])
                     con.unregister("part_df")
+
+
+def _insert_frame(con, name: str, df: pd.DataFrame, drop_id: str, sql: str) -> None:
+    """Run ``sql`` (an INSERT reading the view ``name``) on a drop's frame with its ``drop_id`` column; nothing when empty."""
+    if len(df):
+        con.register(name, df.assign(drop_id=drop_id))
+        con.execute(sql)
+        con.unregister(name)
