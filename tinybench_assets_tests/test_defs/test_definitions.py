@@ -4,7 +4,7 @@ import numpy as np
 
 from tinybench_assets.definitions import defs
 from tinybench_assets.defs.assets import responses as resp_assets
-from tinybench_assets.defs.resources import LandingResource, StoreResource, TorchDevice
+from tinybench_assets.defs.resources import LandingResource, ModelStore, StoreResource, TorchDevice
 from tinybench_assets.io.store import Store
 
 
@@ -28,6 +28,7 @@ def resources_for(landing):
         "store": StoreResource(database=str(landing["db"])),
         "landing": LandingResource(incoming=str(landing["incoming"]), quarantine=str(landing["quarantine"])),
         "torch_device": TorchDevice(device="cpu", num_threads=1),
+        "model_store": ModelStore(),  # root "": TINYBENCH_ARTIFACTS when a model is saved or loaded
     }
 
 

@@ -1,7 +1,6 @@
 """Estimation assets per leaderboard: anchors + lambdas (one fitted AnchorPredictor), held-out estimates,
 a multi-split backtest, and the exported tiny benchmark."""
 import os
-import pickle
 import time
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from tinybench_assets.defs.assets.irt import irt_joint, training_matrix
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.versions import code_version
 from tinybench_assets.defs.partitions import leaderboard_partitions
-from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
+from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
 from tinybench_assets.io import plots
 from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.store import Store
@@ -67,10 +66,6 @@ def board_groups(matrix: ResponseMatrix, board: str, config: EstimationConfig) -
     return model_groups(matrix.models, read_aggregate(paths.aggregate_csv(board, config.aggregate_csv)))
 
 
-def predictor_path(board: str) -> Path:
-    return Path(paths.artifacts_dir()) / board / "predictor.pkl"
-
-
 def leaderboard_matrix(db: Store, board: str) -> tuple[ResponseMatrix, pd.DataFrame]:
     """All scenarios of a leaderboard side by side (0/1, NaN where a model lacks a scenario) and their full scores."""
     keys = db.partition_keys(board)
@@ -111,7 +106,8 @@ def _skip(board: str, n_models: int, config: EstimationConfig) -> dg.Materialize
     pool=DUCKDB_POOL,
     can_subset=False,
 )
-def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource, torch_device: TorchDevice):
+def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource, torch_device: TorchDevice,
+                model_store: ModelStore):
     from tinybench_assets.core.predictor import AnchorPredictor  # torch and scikit-learn load when the asset runs
 
     db = store.get()
@@ -129,12 +125,7 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
     pred = AnchorPredictor(**predictor_params(config, torch_device.resolve()), n_jobs=config.n_jobs).fit(
         matrix, full, np.flatnonzero(train), groups=groups.to_numpy())
     seconds = time.perf_counter() - t0
-    path = predictor_path(board)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as fh:
-        pickle.dump(pred, fh)
-    tmp.replace(path)
+    path = model_store.save_predictor(board, pred)
     anchors = pred.anchor_table()
     lambdas = pred.lambdas
     selection = pred.selection
@@ -167,14 +158,14 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
           **card("Held-out model estimates", "Estimates for every held-out (test) model of the recorded split, from its "
                  "anchor answers only: per scenario x estimator x clustering x n, with 90 % intervals, against the pool "
                  "accuracy (T1) and the real full-benchmark score (T2). Checks: estimates in [0, 1] inside their intervals."))
-def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource) -> dg.MaterializeResult:
+def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource,
+                    model_store: ModelStore) -> dg.MaterializeResult:
     db = store.get()
     board = context.partition_key
     matrix, full = leaderboard_matrix(db, board)
     if len(matrix.models) < config.min_models:
         return _skip(board, len(matrix.models), config)
-    with open(predictor_path(board), "rb") as fh:
-        pred = pickle.load(fh)
+    pred = model_store.load_predictor(board)
     split = db.model_split(board)
     test = np.flatnonzero([split.get(m) == "test" for m in matrix.models])
     models = np.asarray(matrix.models, dtype=object)[test]
@@ -290,7 +281,8 @@ class ExportConfig(EstimationConfig):
                  "estimators' trees as plain arrays; nothing is pickled), "
                  "plus the tiny_benchmark* tables. `tinybench estimate --leaderboard <name> --answers answers.csv` scores "
                  "a new model from it. Check: the JSON round-trips to the asset's own estimates.", kinds=("python", "json")))
-def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, store: StoreResource) -> dg.MaterializeResult:
+def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, store: StoreResource,
+                   model_store: ModelStore) -> dg.MaterializeResult:
     db = store.get()
     board = context.partition_key
     n_models = db.n_models(board)
@@ -298,8 +290,7 @@ def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, stor
         return _skip(board, n_models, config)
     from tinybench_assets.core.tiny_benchmark import artifact_tables, export_tiny_benchmark, save_artifact
 
-    with open(predictor_path(board), "rb") as fh:
-        pred = pickle.load(fh)
+    pred = model_store.load_predictor(board)
     texts = db.item_texts(board).dropna(subset=["text"])
     binar = db.board_binarization(board)
     artifact = export_tiny_benchmark(
@@ -307,7 +298,7 @@ def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, stor
         binarization={split_partition_key(k)[1]: {"rule": r, "threshold": None if pd.isna(t) else float(t)}
                       for k, r, t in binar.itertuples(index=False)},
     )
-    path = save_artifact(artifact, pred, predictor_path(board).parent)
+    path = save_artifact(artifact, pred, model_store.folder(board))
     trees = path.parent / "learned_models.npz"
     tables = {name: df.drop(columns=["leaderboard"]) for name, df in artifact_tables(artifact).items()}
     db.replace_partition(tables, board, column="leaderboard")
