@@ -18,6 +18,20 @@ def test_definitions_load():
     assert dg.Definitions.validate_loadable(defs) is None
 
 
+def test_lineage_says_what_flows():
+    """The estimation assets hang off model_split (the split irt_joint records), not off the joint fit they never read."""
+    graph = defs.resolve_asset_graph()
+    parents = lambda name: {k.to_user_string() for k in graph.get(dg.AssetKey(name)).parent_keys}  # noqa: E731
+    assert parents("model_split") == parents("irt_joint") == {"binarized_responses"}
+    assert parents("anchor_sets") == {"model_split", "binarized_responses"}
+    assert parents("model_estimates") == {"gpirt_lambdas", "model_split", "binarized_responses"}
+    assert parents("tiny_benchmark") == {"gpirt_lambdas", "model_split", "binarized_responses"}
+    assert parents("estimation_backtest") == {"binarized_responses"}  # its own seeded splits
+    assert not any("irt_joint" in parents(a) for a in ("anchor_sets", "gpirt_lambdas", "model_estimates", "tiny_benchmark"))
+    irt_joint_op = defs.get_assets_def(dg.AssetKey("irt_joint"))
+    assert irt_joint_op.keys == {dg.AssetKey("irt_joint"), dg.AssetKey("model_split")} and not irt_joint_op.can_subset
+
+
 def test_torch_device_resource():
     assert TorchDevice(device="cpu").resolve() == "cpu"
     assert TorchDevice(device="auto").resolve() in ("cpu", "cuda")

@@ -11,7 +11,7 @@ import dagster as dg
 
 from tinybench_assets import paths
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
-from tinybench_assets.defs.assets.irt import irt_joint, training_matrix
+from tinybench_assets.defs.assets.irt import ALL_SCENARIOS, training_matrix
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.versions import code_version
 from tinybench_assets.defs.partitions import leaderboard_partitions
@@ -25,7 +25,7 @@ CODE_VERSION = code_version("estimation")
 
 
 class EstimationConfig(dg.Config):
-    """Anchor budgets, clusterings and estimator options. Fitted on the training models recorded by irt_joint."""
+    """Anchor budgets, clusterings and estimator options. Fitted on the training models of model_split."""
 
     n_values: list[int] = [10, 20, 30, 50]  # anchor budgets (the anchor count of every scenario, unless below)
     scenario_n: dict[str, list[int]] = {}  # per-scenario anchor counts, one per budget, e.g. {"mmlu": [30, 60, 100, 150]}
@@ -94,10 +94,14 @@ def _skip(board: str, n_models: int, config: EstimationConfig) -> dg.Materialize
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec("anchor_sets", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions, deps=[irt_joint],
+        dg.AssetSpec("anchor_sets", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions,
+                     deps=["model_split", ALL_SCENARIOS],
                      **card("Anchor items", "Anchor items per scenario x clustering (correctness / IRT) x n, with "
                             "weights = the clusters' balance-weight mass (sum 1 per scenario; checked). Chosen on training "
-                            "models only.", kinds=("python", "torch", "scikit-learn", "duckdb"))),
+                            "models only: one AnchorPredictor (saved by the model_store resource as predictor.pkl) fitted "
+                            "on the binarized responses of model_split's training models; it fits its own per-scenario "
+                            "and joint IRT models (its own dims), so irt_joint's fit is not an input.",
+                            kinds=("python", "torch", "scikit-learn", "duckdb"))),
         dg.AssetSpec("gpirt_lambdas", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions, deps=["anchor_sets"],
                      **card("gp-IRT lambdas and estimator choice", "gp-IRT lambdas per scenario x clustering x n: the "
                             "tutorial's b^2/(v/(4n)+b^2) and the lambda chosen on validation models; plus the estimator "
@@ -154,10 +158,12 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
     })
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
-          **card("Held-out model estimates", "Estimates for every held-out (test) model of the recorded split, from its "
-                 "anchor answers only: per scenario x estimator x clustering x n, with 90 % intervals, against the pool "
-                 "accuracy (T1) and the real full-benchmark score (T2). Checks: estimates in [0, 1] inside their intervals."))
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
+          deps=["gpirt_lambdas", "model_split", ALL_SCENARIOS],
+          **card("Held-out model estimates", "Estimates for every held-out (test) model of model_split, from its "
+                 "anchor answers only (the predictor anchor_sets saved): per scenario x estimator x clustering x n, with "
+                 "90 % intervals, against the pool accuracy (T1) and the real full-benchmark score (T2). Checks: "
+                 "estimates in [0, 1] inside their intervals."))
 def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource,
                     model_store: ModelStore) -> dg.MaterializeResult:
     db = store.get()
@@ -192,9 +198,11 @@ def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig,
     })
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
-          **card("Estimation backtest", "Honest backtest over several seeded model splits: for each split a fresh "
-                 "predictor is fitted on the training models only and scored on the test models. MAE and SD of the error "
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
+          deps=[ALL_SCENARIOS],
+          **card("Estimation backtest", "Honest backtest over several seeded model splits of its own (grouped by family "
+                 "and random; not model_split): for each split a fresh predictor is fitted on the binarized responses of "
+                 "the training models only and scored on the test models. MAE and SD of the error "
                  "(accuracy points) per scenario x estimator x n against T1 (pool accuracy) and T2 (real full score). "
                  "Plots: error vs n per scenario beside the random-items baseline; interval coverage vs n.",
                  kinds=("python", "torch", "scikit-learn", "duckdb")))
@@ -275,8 +283,10 @@ class ExportConfig(EstimationConfig):
     export_n: int = 30  # anchors per scenario in the exported tiny benchmark
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
-          **card("Tiny benchmark export", "The portable tiny benchmark: data/artifacts/<leaderboard>/tiny_benchmark.json "
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
+          deps=["gpirt_lambdas", "model_split", ALL_SCENARIOS],
+          **card("Tiny benchmark export", "The portable tiny benchmark of the predictor anchor_sets saved (with the item "
+                 "texts and the scenarios' binarization): data/artifacts/<leaderboard>/tiny_benchmark.json "
                  "(anchor ids and texts, weights, IRT parameters, lambdas, calibration, intervals) and learned_models.npz (the learned "
                  "estimators' trees as plain arrays; nothing is pickled), "
                  "plus the tiny_benchmark* tables. `tinybench estimate --leaderboard <name> --answers answers.csv` scores "
