@@ -92,6 +92,15 @@ def _skip(board: str, n_models: int, config: EstimationConfig) -> dg.Materialize
         "models": n_models})
 
 
+def board_inputs(context, store: StoreResource, config: EstimationConfig):
+    """``(db, board, matrix, full, skip)`` of the partition's leaderboard: the store, the leaderboard, its matrix and
+    full scores (``leaderboard_matrix``), and the skip result when it has fewer than ``min_models`` models (else None)."""
+    db, board = store.get(), context.partition_key
+    matrix, full = leaderboard_matrix(db, board)
+    skip = _skip(board, len(matrix.models), config) if len(matrix.models) < config.min_models else None
+    return db, board, matrix, full, skip
+
+
 @dg.multi_asset(
     specs=[
         dg.AssetSpec("anchor_sets", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions,
@@ -114,11 +123,8 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
                 model_store: ModelStore):
     from tinybench_assets.core.predictor import AnchorPredictor  # torch and scikit-learn load when the asset runs
 
-    db = store.get()
-    board = context.partition_key
-    matrix, full = leaderboard_matrix(db, board)
-    if len(matrix.models) < config.min_models:
-        skip = _skip(board, len(matrix.models), config)
+    db, board, matrix, full, skip = board_inputs(context, store, config)
+    if skip is not None:
         yield dg.MaterializeResult(asset_key="anchor_sets", metadata=skip.metadata)
         yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata=skip.metadata)
         return
@@ -166,11 +172,9 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
                  "estimates in [0, 1] inside their intervals."))
 def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource,
                     model_store: ModelStore) -> dg.MaterializeResult:
-    db = store.get()
-    board = context.partition_key
-    matrix, full = leaderboard_matrix(db, board)
-    if len(matrix.models) < config.min_models:
-        return _skip(board, len(matrix.models), config)
+    db, board, matrix, full, skip = board_inputs(context, store, config)
+    if skip is not None:
+        return skip
     pred = model_store.load_predictor(board)
     split = db.model_split(board)
     test = np.flatnonzero([split.get(m) == "test" for m in matrix.models])
@@ -211,11 +215,9 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     from tinybench_assets.core.backtest import reference_n, run_backtest, split_plan, summarize_by_kind
     from tinybench_assets.core.groups import group_summary
 
-    db = store.get()
-    board = context.partition_key
-    matrix, full = leaderboard_matrix(db, board)
-    if len(matrix.models) < config.min_models:
-        return _skip(board, len(matrix.models), config)
+    db, board, matrix, full, skip = board_inputs(context, store, config)
+    if skip is not None:
+        return skip
     t0 = time.perf_counter()
     groups = board_groups(matrix, board, config)
     context.log.info(f"model families for grouped splits: {group_summary(groups)}")
