@@ -46,7 +46,7 @@ def main(argv=None) -> int:
     from tinybench_assets.core.routing import evaluate_routing, route
     from tinybench_assets.core.routing.routers import load_router, model_accuracy
     from tinybench_assets.defs.assets import irt, responses, router_eval, routing
-    from tinybench_assets.defs.resources import EncoderResource, LandingResource, StoreResource, TorchDevice
+    from tinybench_assets.defs.resources import EncoderResource, LandingResource, ModelStore, StoreResource, TorchDevice
     from tinybench_assets.io.store import Store
 
     src = Path(args.data or Path(paths.default_data_dir()) / "routerdc")
@@ -58,7 +58,7 @@ def main(argv=None) -> int:
     res = {"store": StoreResource(database=str(root / "tb.duckdb")),
            "landing": LandingResource(incoming=str(root / "incoming"), quarantine=str(root / "quarantine")),
            "torch_device": TorchDevice(device=args.device, num_threads=args.threads),
-           "encoder": EncoderResource(device=args.device, num_threads=args.threads)}
+           "encoder": EncoderResource(device=args.device, num_threads=args.threads), "model_store": ModelStore()}
     instance = dg.DagsterInstance.ephemeral()
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     t0 = time.perf_counter()
@@ -137,8 +137,7 @@ def main(argv=None) -> int:
         parts = []
         for fam, spec in out[name]["routers"].items():
             cfg = {k: v for k, v in spec["config"].items() if k not in ("margin", "members")}
-            router = (load_router(Path(os.environ["TINYBENCH_ARTIFACTS"]) / "routerdc" / f"router_{key.split('.', 1)[1]}.npz")[0]
-                      if fam == out[name]["served_router"] else None)
+            router = load_router(ModelStore().router_path(key))[0] if fam == out[name]["served_router"] else None
             if router is None:
                 if fam == "ensemble":
                     continue

@@ -217,7 +217,7 @@ def ingest_in_child(db: Path, incoming: Path, quarantine: Path, env: dict | None
 #: runs, "WRITTEN resp_df" after it (the transaction still open), then waits there a while so it can be killed
 KILL_CHILD = r"""
 import sys, time, duckdb
-from tinybench_assets.io import store as store_mod
+from tinybench_assets.io import connection as connection_mod, store as store_mod
 from tinybench_assets.io.landing import ingest_landing
 
 class Announcing:
@@ -232,8 +232,8 @@ class Announcing:
         return self._con.unregister(name)
 
 real_connect = duckdb.connect
-store_mod.duckdb = type("duckdb_shim", (), {"connect": staticmethod(lambda *a, **k: Announcing(real_connect(*a, **k))),
-                                            "IOException": duckdb.IOException})
+connection_mod.duckdb = type("duckdb_shim", (), {"connect": staticmethod(lambda *a, **k: Announcing(real_connect(*a, **k))),
+                                                 "IOException": duckdb.IOException})
 r = ingest_landing(store_mod.Store(sys.argv[1]), sys.argv[2], sys.argv[3])
 print("DONE", r.ingested, flush=True)
 """

@@ -29,9 +29,14 @@ JSON_TEXT_CHARS = 200
 
 
 def default_router_path(board: str, scenario: str) -> Path:
-    """Where ``router_accuracy`` saves the partition's router (the same rule as
-    ``tinybench_assets.defs.assets.routing.router_path``, without importing Dagster)."""
-    return Path(paths.artifacts_dir()) / board / f"router_{scenario}.npz"
+    """Where ``router_accuracy`` saves the partition's router: the rule of ``io.model_files`` that the ``ModelStore``
+    resource uses, without importing Dagster. A name with ``/``, ``..`` or a NUL byte is a UsageError."""
+    from tinybench_assets.io.model_files import UnsafeNameError, model_path, router_file
+
+    try:
+        return model_path(paths.artifacts_dir(), board, router_file(scenario))
+    except UnsafeNameError as e:
+        raise UsageError(str(e)) from None
 
 
 # --------------------------------------------------------------------------------------------- questions

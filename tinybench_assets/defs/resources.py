@@ -1,12 +1,16 @@
-"""Resources: the DuckDB store, the landing folder, and the torch device."""
+"""Resources: the DuckDB store, the saved models, the landing folder, the torch device and the sentence encoder."""
 
 import os
+import pickle
 from pathlib import Path
 
 import dagster as dg
 from pydantic import Field
 
 from tinybench_assets import paths
+from tinybench_assets.io import model_files
+from tinybench_assets.io.drop_types import split_partition_key
+from tinybench_assets.io.model_files import MissingModelError, UnsafeNameError  # noqa: F401 - raised by ModelStore
 from tinybench_assets.io.store import Store
 
 # Every asset that writes to DuckDB runs in this pool; dagster.yaml limits it to one at a time,
@@ -22,6 +26,72 @@ class StoreResource(dg.ConfigurableResource):
 
     def get(self) -> Store:
         return Store(self.database, lock_timeout=self.lock_timeout_s)
+
+
+class ModelStore(dg.ConfigurableResource):
+    """The pipeline's saved models: ``<root>/<leaderboard>/<file>`` (``io.model_files``), such as ``predictor.pkl``
+    (``anchor_sets``) and ``router_<scenario>.npz`` (``router_accuracy``); the tiny benchmark is exported beside them.
+
+    ``root``: the folder; "" (the default) = ``TINYBENCH_ARTIFACTS`` (default data/artifacts) read when a model is
+    saved or loaded, as the console script reads it. A leaderboard, scenario or file name with ``/``, ``..`` or a NUL
+    byte (a partition key typed by hand in the UI) raises ``UnsafeNameError``. Every save is atomic: a temporary file
+    beside the model replaces it in one step.
+    """
+
+    root: str = ""
+
+    @property
+    def root_path(self) -> Path:
+        return Path(self.root or paths.artifacts_dir())
+
+    def folder(self, board: str) -> Path:
+        """The leaderboard's folder (where the tiny benchmark is exported too)."""
+        return model_files.model_folder(self.root_path, board)
+
+    def path(self, board: str, name: str) -> Path:
+        return model_files.model_path(self.root_path, board, name)
+
+    def router_path(self, key: str) -> Path:
+        """The served router of a scenario partition ``leaderboard.scenario``."""
+        board, scenario = split_partition_key(key)
+        return self.path(board, model_files.router_file(scenario))
+
+    def save_file(self, board: str, name: str, write) -> Path:
+        """Save a model through ``write(path)``, atomically; returns the model's path."""
+        return model_files.atomic_write(self.path(board, name), write)
+
+    def save_pickle(self, board: str, name: str, obj) -> Path:
+        """Pickle one of the pipeline's own models (atomically); returns its path."""
+        def write(tmp: Path) -> None:
+            with open(tmp, "wb") as fh:
+                pickle.dump(obj, fh)
+
+        return self.save_file(board, name, write)
+
+    def load_pickle(self, board: str, name: str, made_by: str = "the asset that writes it"):
+        """Unpickle a model this pipeline saved (trusted: unpickling runs code, so never point ``root`` at files from
+        elsewhere; shareable results go through the pickle-free tiny benchmark). MissingModelError, naming the file and
+        ``made_by`` (the asset to materialize first), when it is not there."""
+        path = self.path(board, name)
+        if not path.is_file():
+            raise MissingModelError(f"no saved model {path} for leaderboard {board!r}: materialize {made_by} first")
+        with open(path, "rb") as fh:
+            return pickle.load(fh)
+
+    def save_router(self, key: str, router, meta: dict) -> Path:
+        """Save a scenario partition's served router (``core.routing.routers.save_router``: arrays and JSON in one .npz,
+        no pickle) atomically; returns its path."""
+        from tinybench_assets.core.routing.routers import save_router
+
+        board, scenario = split_partition_key(key)
+        return self.save_file(board, model_files.router_file(scenario), lambda tmp: save_router(router, tmp, meta))
+
+    def save_predictor(self, board: str, predictor) -> Path:
+        return self.save_pickle(board, model_files.PREDICTOR_FILE, predictor)
+
+    def load_predictor(self, board: str):
+        """The leaderboard's fitted AnchorPredictor (``predictor.pkl``, saved by ``anchor_sets``)."""
+        return self.load_pickle(board, model_files.PREDICTOR_FILE, made_by="anchor_sets")
 
 
 class LandingResource(dg.ConfigurableResource):
@@ -82,4 +152,5 @@ class EncoderResource(dg.ConfigurableResource):
 
 
 def default_resources() -> dict:
-    return {"store": StoreResource(), "landing": LandingResource(), "torch_device": TorchDevice(), "encoder": EncoderResource()}
+    return {"store": StoreResource(), "model_store": ModelStore(), "landing": LandingResource(), "torch_device": TorchDevice(),
+            "encoder": EncoderResource()}

@@ -18,8 +18,8 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent
 
 SOURCES = {
-    "ingest": ("defs/assets/responses.py", "io/drops.py", "io/*_drops.py", "io/landing.py", "io/store.py", "io/queries.py",
-               "core/responses.py"),
+    "ingest": ("defs/assets/responses.py", "io/drops.py", "io/drop_types.py", "io/*_drops.py", "io/landing.py",
+               "io/connection.py", "io/store*.py", "io/queries.py", "core/responses.py"),
     "irt": ("defs/assets/irt.py", "core/irt/*.py", "core/splits.py",
             "core/responses.py"),
     "estimation": ("defs/assets/estimation.py", "core/predictor.py", "core/estimation/*.py", "core/anchors.py",

@@ -15,15 +15,14 @@ A *drop* is one file in the landing folder, ``<incoming>/<leaderboard>/<file>`` 
   and :mod:`tinybench_assets.io.matrix_drops`; ``wide_drops.table_layout`` decides which reader a table goes to.
 
 Every reader returns a :class:`Drop` or raises :class:`DropError`, whose message names the file,
-the row or column, and the problem. Nothing here touches the store.
+the row or column, and the problem; both live in :mod:`tinybench_assets.io.drop_types` with the other names every
+reader shares, re-exported here. Nothing here touches the store.
 """
 from __future__ import annotations
 
 import csv
 import hashlib
 import json
-import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -31,85 +30,36 @@ import pandas as pd
 
 from tinybench_assets.hashing import file_sha256
 
-RESPONSE_COLUMNS = ["leaderboard", "scenario", "subscenario", "item", "model", "score"]
-ITEM_COLUMNS = ["leaderboard", "scenario", "subscenario", "item", "text", "split"]
-FULL_SCORE_COLUMNS = ["leaderboard", "scenario", "model", "full_score", "split"]
-COST_COLUMNS = ["leaderboard", "scenario", "item", "model", "cost"]
-TEXT_COLUMNS = ("prompt", "text", "question")
+from . import matrix_drops, wide_drops
+from .drop_types import (  # re-exported: importers write ``from tinybench_assets.io.drops import Drop, DropError``
+    COST_COLUMNS,
+    FULL_SCORE_COLUMNS,
+    ITEM_COLUMNS,
+    NAME_RE,
+    RESPONSE_COLUMNS,
+    ROUTERDC_NAME_RE,
+    SIDECAR_SUFFIX,
+    TEXT_COLUMNS,
+    Drop,
+    DropError,
+    clean_name,
+    dedupe_responses,
+    partition_key,
+    sidecar_path,
+    split_partition_key,
+)
+
+__all__ = [
+    "COST_COLUMNS", "FULL_SCORE_COLUMNS", "ITEM_COLUMNS", "NAME_RE", "PARTIAL_SUFFIXES", "RESPONSE_COLUMNS",
+    "ROUTERDC_NAME_RE", "SIDECAR_SUFFIX", "SUFFIXES", "TEXT_COLUMNS", "Drop", "DropError", "clean_name",
+    "dedupe_responses", "drop_sha256", "file_sha256", "is_drop_candidate", "landing_files", "leaderboard_of",
+    "partition_key", "read_drop", "routerdc_scenario", "sidecar_path", "split_partition_key",
+]
+
 SUFFIXES = {".csv", ".parquet", ".json", ".pkl", ".pickle"}
-NAME_RE = re.compile(r"[^a-z0-9_\-]+")
-ROUTERDC_NAME_RE = re.compile(r"^(?P<scenario>.+?)[-_](?P<split>train|test)$", re.IGNORECASE)
 
 
-class DropError(ValueError):
-    """A drop that cannot be ingested. ``str(err)`` names the file, the row/column and the problem."""
-
-    def __init__(self, path: Path | str, problem: str, *, row: int | None = None, column: str | None = None):
-        self.path, self.problem, self.row, self.column = str(path), problem, row, column
-        where = [f"file {self.path}"]
-        if row is not None:
-            where.append(f"row {row}")
-        if column is not None:
-            where.append(f"column {column!r}")
-        super().__init__(", ".join(where) + f": {problem}")
-
-
-@dataclass
-class Drop:
-    """One validated drop: what a file adds to the store."""
-
-    path: Path
-    leaderboard: str
-    format: str
-    sha256: str
-    responses: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=RESPONSE_COLUMNS))
-    items: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=ITEM_COLUMNS))
-    full_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FULL_SCORE_COLUMNS))
-    # per-(model, item) cost of answering (wide tables' <model>|total_cost): finite, >= 0
-    costs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COST_COLUMNS))
-    # scenario -> binarization rule ("auto" = tutorial threshold unless already 0/1, "positive" = score > 0)
-    binarize_rules: dict[str, str] = field(default_factory=dict)
-    # what the reader decided on its own (detected matrix orientation, ignored columns); logged by the ingest
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def kind(self) -> str:
-        return "responses" if len(self.responses) else "items" if len(self.items) else "full_scores"
-
-    @property
-    def n_rows(self) -> int:
-        return len(self.responses) + len(self.items) + len(self.full_scores)
-
-    def partition_keys(self) -> list[str]:
-        """Scenario partition keys (``leaderboard.scenario``) this drop touches."""
-        frames = [f for f in (self.responses, self.items, self.full_scores, self.costs) if len(f)]
-        scen = sorted(set().union(*[set(f["scenario"].unique()) for f in frames])) if frames else []
-        return [partition_key(self.leaderboard, s) for s in scen]
-
-
-# ---------------------------------------------------------------------- names
-def clean_name(name: str) -> str:
-    """Lower-case, [a-z0-9_-] only: leaderboard and scenario names used in partition keys."""
-    out = NAME_RE.sub("_", str(name).strip().lower()).strip("_")
-    if not out:
-        raise ValueError(f"empty name from {name!r}")
-    return out
-
-
-def partition_key(leaderboard: str, scenario: str) -> str:
-    """The scenario partition key, e.g. ``openllm.mmlu``."""
-    return f"{leaderboard}.{scenario}"
-
-
-def split_partition_key(key: str) -> tuple[str, str]:
-    """``(leaderboard, scenario)`` of a scenario partition key (``openllm.mmlu`` -> ``("openllm", "mmlu")``); the one
-    place a key is parsed. The scenario is everything after the first dot; a key without one raises ValueError."""
-    leaderboard, _, scenario = key.partition(".")
-    if not scenario:
-        raise ValueError(f"partition key {key!r} is not of the form leaderboard.scenario")
-    return leaderboard, scenario
-
-
+# ---------------------------------------------------------------------- landing files
 def leaderboard_of(path: Path, incoming: Path) -> str:
     """The leaderboard of a landing file: its folder's clean name (``default`` directly in the landing folder). The
     path is taken as listed under ``incoming`` (not resolved: a link cannot lead the name elsewhere)."""
@@ -122,8 +72,6 @@ def leaderboard_of(path: Path, incoming: Path) -> str:
 
 #: files in the landing folder that are never drops: partial uploads still being written, notes
 PARTIAL_SUFFIXES = {".tmp", ".part", ".partial", ".crdownload", ".swp"}
-#: a matrix's sidecar, ``<file>.meta.json`` or ``<stem>.meta.json``: read with its matrix, never a drop itself
-SIDECAR_SUFFIX = ".meta.json"
 
 
 def is_drop_candidate(path: Path) -> bool:
@@ -133,15 +81,6 @@ def is_drop_candidate(path: Path) -> bool:
     name = path.name
     return not (name.startswith(".") or path.suffix.lower() in PARTIAL_SUFFIXES or name.upper().startswith("README")
                 or name.lower().endswith(SIDECAR_SUFFIX))
-
-
-def sidecar_path(path: Path) -> Path | None:
-    """The sidecar of a ``.csv``/``.parquet`` drop, if there is one."""
-    path = Path(path)
-    if path.suffix.lower() not in (".csv", ".parquet"):
-        return None
-    return next((c for c in (path.with_name(path.name + SIDECAR_SUFFIX), path.with_name(path.stem + SIDECAR_SUFFIX))
-                 if c.is_file()), None)
 
 
 def drop_sha256(path: Path | str) -> str:
@@ -261,8 +200,6 @@ def _scores(df: pd.DataFrame, path: Path, column: str) -> np.ndarray:
 
 def _read_table(path: Path, leaderboard: str, sha: str, nrows: int | None = None) -> Drop:
     """A .csv/.parquet drop: long table, wide table or 0/1 matrix, as ``wide_drops.table_layout`` decides."""
-    from . import matrix_drops, wide_drops  # they import this module
-
     df = _load_table(path, nrows)
     if len(df) == 0:
         raise DropError(path, "empty file: header but no data rows")
@@ -318,7 +255,7 @@ def _read_long(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop
             "score": score,
         }
     )
-    drop.responses = _dedupe(resp, path)
+    drop.responses = dedupe_responses(resp, path)
     # an item belongs to one subscenario
     n_sub = drop.responses.groupby(["scenario", "item"])["subscenario"].nunique()
     if (n_sub > 1).any():
@@ -331,22 +268,6 @@ def _read_long(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop
         )
     drop.binarize_rules = {s: "auto" for s in sorted(set(scen))}
     return drop
-
-
-def _dedupe(resp: pd.DataFrame, path: Path) -> pd.DataFrame:
-    """Drop exact duplicate (model, item) rows; raise on conflicting ones."""
-    key = ["scenario", "model", "item"]
-    dup = resp.duplicated(key, keep=False)
-    if dup.any():
-        clash = resp[dup].groupby(key)["score"].nunique()
-        if (clash > 1).any():
-            sc, model, item = clash[clash > 1].index[0]
-            rows = np.flatnonzero(((resp["scenario"] == sc) & (resp["model"] == model) & (resp["item"] == item)).to_numpy())
-            scores = resp["score"].iloc[rows].tolist()
-            raise DropError(path, f"conflicting duplicate rows for model {model!r}, item {item!r} "
-                            f"(rows {', '.join(str(r + 1) for r in rows[:5])}; scores {scores[:5]})", row=int(rows[1]) + 1)
-        resp = resp.drop_duplicates(key)
-    return resp.reset_index(drop=True)
 
 
 # ---------------------------------------------------------------------- RouterDC JSON

@@ -1,7 +1,7 @@
 """Plain 0/1-matrix drops (``.csv`` / ``.parquet``): rows = models or items, header = the other ids.
 
-Read into the same :class:`~tinybench_assets.io.drops.Drop` and rejected with the same
-:class:`~tinybench_assets.io.drops.DropError` (file, row, column, problem) as every other format;
+Read into the same :class:`~tinybench_assets.io.drop_types.Drop` and rejected with the same
+:class:`~tinybench_assets.io.drop_types.DropError` (file, row, column, problem) as every other format;
 :func:`tinybench_assets.io.wide_drops.table_layout` decides when a table is a matrix. Rows are numbered
 from 1 = the first data row.
 
@@ -38,7 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .drops import ITEM_COLUMNS, RESPONSE_COLUMNS, Drop, DropError, clean_name, sidecar_path
+from .drop_types import ITEM_COLUMNS, RESPONSE_COLUMNS, Drop, DropError, clean_name, sidecar_path
 from .wide_drops import _ids, _name_rule, _numeric, _raw_header_duplicates, frame_with_index
 
 MODEL_ROW_HEADERS = frozenset({"model", "models", "model_id", "model_name"})

@@ -1,7 +1,7 @@
 """tinyBenchmarks pickle drops (``.pkl``, ``.pickle``): ``{"models": [...], "data": {subscenario:
 {"correctness": items x models}}}``, optional ``"scenarios": {scenario: [subscenarios]}``.
 
-Read into :class:`~tinybench_assets.io.drops.Drop`; errors are :class:`~tinybench_assets.io.drops.DropError`
+Read into :class:`~tinybench_assets.io.drop_types.Drop`; errors are :class:`~tinybench_assets.io.drop_types.DropError`
 naming the file, the subscenario and the row. ``read_drop`` in :mod:`tinybench_assets.io.drops` sends
 pickles here.
 
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .drops import Drop, DropError, clean_name, _dedupe
+from .drop_types import Drop, DropError, clean_name, dedupe_responses
 
 
 def tinybenchmarks_scenario(subscenario: str) -> str:
@@ -148,5 +148,5 @@ def _from_layout(obj: dict, path: Path, leaderboard: str, sha: str) -> Drop:
         rules[scen] = "auto"
     drop = Drop(path=path, leaderboard=leaderboard, format="tinybenchmarks_pickle", sha256=sha, binarize_rules=rules)
     if frames:
-        drop.responses = _dedupe(pd.concat(frames, ignore_index=True), path)
+        drop.responses = dedupe_responses(pd.concat(frames, ignore_index=True), path)
     return drop

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import pandas as pd
 
+from .connection import DuckDBFile
 from .drops import split_partition_key
 
 
-class StoreQueries:
-    """Named reads on the tinybench tables (mixed into ``Store``, which provides ``query``)."""
-
-    def query(self, sql: str, params: list | None = None) -> pd.DataFrame:  # pragma: no cover - provided by Store
-        raise NotImplementedError
+class StoreQueries(DuckDBFile):
+    """Named reads on the tinybench tables (mixed into ``Store``; ``query`` and ``tables`` come from ``DuckDBFile``)."""
 
     def result_rows(self, table: str, where: str, params: list, columns: str = "*") -> pd.DataFrame:
         """Rows of a result table (one that assets create on first write, such as ``estimates``) matching ``where``
@@ -26,10 +24,12 @@ class StoreQueries:
             return pd.DataFrame()
         return self.query(f'SELECT {columns} FROM "{table}" WHERE {where}', params)
 
-    def tables(self) -> list[str]:  # pragma: no cover - provided by Store
-        raise NotImplementedError
-
     # ------------------------------------------------------------------ drops and landing
+    def drop_status(self, sha256: str) -> str | None:
+        """``active`` / ``superseded`` for a drop stored before (by the sha256 of its bytes), None for a new one."""
+        df = self.query("SELECT status FROM drops WHERE drop_id = ?", [sha256])
+        return None if df.empty else str(df["status"].iloc[0])
+
     def active_drops(self) -> pd.DataFrame:
         """The active drops in landing order: columns ``drop_id, seq, partitions`` (comma-separated scenario keys)."""
         return self.query("SELECT drop_id, seq, partitions FROM drops WHERE status = 'active' ORDER BY seq")
@@ -41,6 +41,13 @@ class StoreQueries:
             "SELECT s.partition_key, epoch(max(d.ingested_at)) AS landed FROM scenarios s JOIN drops d "
             "ON list_contains(string_split(d.partitions, ','), s.partition_key) AND d.status = 'active' GROUP BY 1"
         ).set_index("partition_key")["landed"]
+
+    def partition_keys(self, leaderboard: str | None = None) -> list[str]:
+        """Scenario partitions that have responses landed."""
+        sql = "SELECT partition_key FROM scenarios"
+        if leaderboard:
+            return self.query(sql + " WHERE leaderboard = ? ORDER BY 1", [leaderboard])["partition_key"].tolist()
+        return self.query(sql + " ORDER BY 1")["partition_key"].tolist()
 
     def n_quarantined(self) -> int:
         """How many files were quarantined so far."""
@@ -71,6 +78,37 @@ class StoreQueries:
                           [board, scenario]).set_index("item")["split"]
 
     # ------------------------------------------------------------------ responses
+    def costs(self, key: str) -> pd.DataFrame:
+        """Per-(model, item) costs of one scenario partition (``leaderboard.scenario``): columns ``model, item, cost``.
+
+        From the active drops; where several drops give a cell, the latest drop wins (as in ``responses``).
+        Empty (same columns) when no drop of the partition carried costs.
+        """
+        leaderboard, scenario = split_partition_key(key)
+        return self.query(
+            """
+            SELECT l.model, l.item, l.cost
+            FROM landed_costs l JOIN drops d USING (drop_id)
+            WHERE l.leaderboard = ? AND l.scenario = ? AND d.status = 'active'
+            QUALIFY row_number() OVER (PARTITION BY l.model, l.item ORDER BY d.seq DESC) = 1
+            ORDER BY l.model, l.item
+            """,
+            [leaderboard, scenario],
+        )
+
+    def responses(self, key: str) -> pd.DataFrame:
+        return self.query(
+            "SELECT model, scenario, subscenario, item, score FROM responses WHERE partition_key = ?", [key]
+        )
+
+    def binarized_long(self, key: str) -> pd.DataFrame:
+        return self.query(
+            """SELECT b.model, r.scenario, r.subscenario, b.item, CAST(b.y AS DOUBLE) AS score
+               FROM binarized b JOIN (SELECT DISTINCT item, scenario, subscenario FROM responses WHERE partition_key = ?) r
+               USING (item) WHERE b.partition_key = ?""",
+            [key, key],
+        )
+
     def response_stats(self, key: str) -> pd.Series:
         """Figures of a scenario partition's ``responses``: ``n_rows, models, items, subscenarios, mean_score, drops,
         out_of_range`` (scores NULL, non-finite or outside [0, 1]), ``min_score, max_score`` (NaN when no rows)."""

@@ -61,7 +61,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .drops import (
+from .drop_types import (
     COST_COLUMNS,
     ITEM_COLUMNS,
     RESPONSE_COLUMNS,

@@ -4,7 +4,7 @@ import numpy as np
 
 from tinybench_assets.definitions import defs
 from tinybench_assets.defs.assets import responses as resp_assets
-from tinybench_assets.defs.resources import LandingResource, StoreResource, TorchDevice
+from tinybench_assets.defs.resources import LandingResource, ModelStore, StoreResource, TorchDevice
 from tinybench_assets.io.store import Store
 
 
@@ -18,6 +18,20 @@ def test_definitions_load():
     assert dg.Definitions.validate_loadable(defs) is None
 
 
+def test_lineage_says_what_flows():
+    """The estimation assets hang off model_split (the split irt_joint records), not off the joint fit they never read."""
+    graph = defs.resolve_asset_graph()
+    parents = lambda name: {k.to_user_string() for k in graph.get(dg.AssetKey(name)).parent_keys}  # noqa: E731
+    assert parents("model_split") == parents("irt_joint") == {"binarized_responses"}
+    assert parents("anchor_sets") == {"model_split", "binarized_responses"}
+    assert parents("model_estimates") == {"gpirt_lambdas", "model_split", "binarized_responses"}
+    assert parents("tiny_benchmark") == {"gpirt_lambdas", "model_split", "binarized_responses"}
+    assert parents("estimation_backtest") == {"binarized_responses"}  # its own seeded splits
+    assert not any("irt_joint" in parents(a) for a in ("anchor_sets", "gpirt_lambdas", "model_estimates", "tiny_benchmark"))
+    irt_joint_op = defs.get_assets_def(dg.AssetKey("irt_joint"))
+    assert irt_joint_op.keys == {dg.AssetKey("irt_joint"), dg.AssetKey("model_split")} and not irt_joint_op.can_subset
+
+
 def test_torch_device_resource():
     assert TorchDevice(device="cpu").resolve() == "cpu"
     assert TorchDevice(device="auto").resolve() in ("cpu", "cuda")
@@ -28,6 +42,7 @@ def resources_for(landing):
         "store": StoreResource(database=str(landing["db"])),
         "landing": LandingResource(incoming=str(landing["incoming"]), quarantine=str(landing["quarantine"])),
         "torch_device": TorchDevice(device="cpu", num_threads=1),
+        "model_store": ModelStore(),  # root "": TINYBENCH_ARTIFACTS when a model is saved or loaded
     }
 
 

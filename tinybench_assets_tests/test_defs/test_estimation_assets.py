@@ -101,3 +101,16 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
                   & (est.clustering == art["clustering"])]
         assert len(ref) == 1, (scenario, row["estimator"], art["clustering"])
         assert abs(ref["estimate"].iloc[0] - row["estimate"]) < 1e-6
+
+
+def test_leaderboards_with_too_few_models_are_skipped(landing):
+    """RouterDC's 7 models are too few to hold any out: the estimation assets materialize with a 'skipped' note."""
+    from tinybench_assets_tests.test_defs.test_definitions import materialize_foundation
+
+    instance = dg.DagsterInstance.ephemeral()
+    materialize_foundation(landing, instance)
+    assets = [estimation.anchor_sets, estimation.model_estimates, estimation.estimation_backtest, estimation.tiny_benchmark]
+    assert dg.materialize(assets, partition_key="routerdc", instance=instance, resources=resources_for(landing)).success
+    for name in ("anchor_sets", "gpirt_lambdas", "model_estimates", "estimation_backtest", "tiny_benchmark"):
+        md = instance.get_latest_materialization_event(dg.AssetKey(name)).asset_materialization.metadata
+        assert "fewer than min_models=50" in md["skipped"].value, name

@@ -36,6 +36,10 @@ def test_irt_assets_on_slice(landing):
     assert a.shape == (100, fits.loc["openllm.arc", "dim"]) and np.isfinite(items["b"]).all()
     dims = store.query("SELECT dim, chosen FROM irt_dims WHERE partition_key = 'openllm.arc' ORDER BY dim")
     assert dims["dim"].tolist() == [1, 2] and dims["chosen"].sum() == 1
+    split_md = instance.get_latest_materialization_event(dg.AssetKey("model_split")).asset_materialization.metadata
+    board = splits[splits.partition_key == "openllm"]
+    assert split_md["models"].value == len(board) and split_md["test_models"].value == (board["split"] == "test").sum() > 0
+    assert split_md["train_models"].value + split_md["test_models"].value == len(board)
     ev = instance.get_latest_materialization_event(dg.AssetKey("irt_model"))
     md = ev.asset_materialization.metadata
     assert {"dim", "validation_error_by_dim", "heldout_logloss", "fit_seconds", "device", "difficulty_vs_discrimination"} <= set(md)

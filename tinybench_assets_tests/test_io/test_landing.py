@@ -52,19 +52,19 @@ def test_failed_transaction_leaves_store_untouched(landing, monkeypatch):
     before = _counts(store)
     extra = landing["incoming"] / "openllm" / "extra.responses.csv"
     pd.DataFrame({"model": ["x"], "scenario": "arc", "subscenario": "arc", "item": ["arc.660"], "score": [1]}).to_csv(extra, index=False)
-    from tinybench_assets.io import store as store_mod
+    from tinybench_assets.io.drops import Drop
 
-    original = store_mod.Drop.partition_keys
+    original = Drop.partition_keys
 
     def boom(self):  # fails mid-transaction, after the drops row was inserted
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(store_mod.Drop, "partition_keys", boom)
+    monkeypatch.setattr(Drop, "partition_keys", boom)
     try:
         ingest_landing(store, landing["incoming"], landing["quarantine"])
     except RuntimeError:
         pass
-    monkeypatch.setattr(store_mod.Drop, "partition_keys", original)
+    monkeypatch.setattr(Drop, "partition_keys", original)
     assert _counts(store) == before and extra.exists()  # nothing half-written, file left for a retry
 
 

@@ -1,7 +1,6 @@
 """Estimation assets per leaderboard: anchors + lambdas (one fitted AnchorPredictor), held-out estimates,
 a multi-split backtest, and the exported tiny benchmark."""
 import os
-import pickle
 import time
 from pathlib import Path
 
@@ -12,11 +11,11 @@ import dagster as dg
 
 from tinybench_assets import paths
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
-from tinybench_assets.defs.assets.irt import irt_joint, training_matrix
+from tinybench_assets.defs.assets.irt import ALL_SCENARIOS, training_matrix
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.versions import code_version
 from tinybench_assets.defs.partitions import leaderboard_partitions
-from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
+from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
 from tinybench_assets.io import plots
 from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.store import Store
@@ -26,7 +25,7 @@ CODE_VERSION = code_version("estimation")
 
 
 class EstimationConfig(dg.Config):
-    """Anchor budgets, clusterings and estimator options. Fitted on the training models recorded by irt_joint."""
+    """Anchor budgets, clusterings and estimator options. Fitted on the training models of model_split."""
 
     n_values: list[int] = [10, 20, 30, 50]  # anchor budgets (the anchor count of every scenario, unless below)
     scenario_n: dict[str, list[int]] = {}  # per-scenario anchor counts, one per budget, e.g. {"mmlu": [30, 60, 100, 150]}
@@ -67,10 +66,6 @@ def board_groups(matrix: ResponseMatrix, board: str, config: EstimationConfig) -
     return model_groups(matrix.models, read_aggregate(paths.aggregate_csv(board, config.aggregate_csv)))
 
 
-def predictor_path(board: str) -> Path:
-    return Path(paths.artifacts_dir()) / board / "predictor.pkl"
-
-
 def leaderboard_matrix(db: Store, board: str) -> tuple[ResponseMatrix, pd.DataFrame]:
     """All scenarios of a leaderboard side by side (0/1, NaN where a model lacks a scenario) and their full scores."""
     keys = db.partition_keys(board)
@@ -97,12 +92,25 @@ def _skip(board: str, n_models: int, config: EstimationConfig) -> dg.Materialize
         "models": n_models})
 
 
+def board_inputs(context, store: StoreResource, config: EstimationConfig):
+    """``(db, board, matrix, full, skip)`` of the partition's leaderboard: the store, the leaderboard, its matrix and
+    full scores (``leaderboard_matrix``), and the skip result when it has fewer than ``min_models`` models (else None)."""
+    db, board = store.get(), context.partition_key
+    matrix, full = leaderboard_matrix(db, board)
+    skip = _skip(board, len(matrix.models), config) if len(matrix.models) < config.min_models else None
+    return db, board, matrix, full, skip
+
+
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec("anchor_sets", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions, deps=[irt_joint],
+        dg.AssetSpec("anchor_sets", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions,
+                     deps=["model_split", ALL_SCENARIOS],
                      **card("Anchor items", "Anchor items per scenario x clustering (correctness / IRT) x n, with "
                             "weights = the clusters' balance-weight mass (sum 1 per scenario; checked). Chosen on training "
-                            "models only.", kinds=("python", "torch", "scikit-learn", "duckdb"))),
+                            "models only: one AnchorPredictor (saved by the model_store resource as predictor.pkl) fitted "
+                            "on the binarized responses of model_split's training models; it fits its own per-scenario "
+                            "and joint IRT models (its own dims), so irt_joint's fit is not an input.",
+                            kinds=("python", "torch", "scikit-learn", "duckdb"))),
         dg.AssetSpec("gpirt_lambdas", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions, deps=["anchor_sets"],
                      **card("gp-IRT lambdas and estimator choice", "gp-IRT lambdas per scenario x clustering x n: the "
                             "tutorial's b^2/(v/(4n)+b^2) and the lambda chosen on validation models; plus the estimator "
@@ -111,14 +119,12 @@ def _skip(board: str, n_models: int, config: EstimationConfig) -> dg.Materialize
     pool=DUCKDB_POOL,
     can_subset=False,
 )
-def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource, torch_device: TorchDevice):
+def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource, torch_device: TorchDevice,
+                model_store: ModelStore):
     from tinybench_assets.core.predictor import AnchorPredictor  # torch and scikit-learn load when the asset runs
 
-    db = store.get()
-    board = context.partition_key
-    matrix, full = leaderboard_matrix(db, board)
-    if len(matrix.models) < config.min_models:
-        skip = _skip(board, len(matrix.models), config)
+    db, board, matrix, full, skip = board_inputs(context, store, config)
+    if skip is not None:
         yield dg.MaterializeResult(asset_key="anchor_sets", metadata=skip.metadata)
         yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata=skip.metadata)
         return
@@ -129,12 +135,7 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
     pred = AnchorPredictor(**predictor_params(config, torch_device.resolve()), n_jobs=config.n_jobs).fit(
         matrix, full, np.flatnonzero(train), groups=groups.to_numpy())
     seconds = time.perf_counter() - t0
-    path = predictor_path(board)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as fh:
-        pickle.dump(pred, fh)
-    tmp.replace(path)
+    path = model_store.save_predictor(board, pred)
     anchors = pred.anchor_table()
     lambdas = pred.lambdas
     selection = pred.selection
@@ -163,18 +164,18 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
     })
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
-          **card("Held-out model estimates", "Estimates for every held-out (test) model of the recorded split, from its "
-                 "anchor answers only: per scenario x estimator x clustering x n, with 90 % intervals, against the pool "
-                 "accuracy (T1) and the real full-benchmark score (T2). Checks: estimates in [0, 1] inside their intervals."))
-def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource) -> dg.MaterializeResult:
-    db = store.get()
-    board = context.partition_key
-    matrix, full = leaderboard_matrix(db, board)
-    if len(matrix.models) < config.min_models:
-        return _skip(board, len(matrix.models), config)
-    with open(predictor_path(board), "rb") as fh:
-        pred = pickle.load(fh)
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
+          deps=["gpirt_lambdas", "model_split", ALL_SCENARIOS],
+          **card("Held-out model estimates", "Estimates for every held-out (test) model of model_split, from its "
+                 "anchor answers only (the predictor anchor_sets saved): per scenario x estimator x clustering x n, with "
+                 "90 % intervals, against the pool accuracy (T1) and the real full-benchmark score (T2). Checks: "
+                 "estimates in [0, 1] inside their intervals."))
+def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource,
+                    model_store: ModelStore) -> dg.MaterializeResult:
+    db, board, matrix, full, skip = board_inputs(context, store, config)
+    if skip is not None:
+        return skip
+    pred = model_store.load_predictor(board)
     split = db.model_split(board)
     test = np.flatnonzero([split.get(m) == "test" for m in matrix.models])
     models = np.asarray(matrix.models, dtype=object)[test]
@@ -201,9 +202,11 @@ def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig,
     })
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
-          **card("Estimation backtest", "Honest backtest over several seeded model splits: for each split a fresh "
-                 "predictor is fitted on the training models only and scored on the test models. MAE and SD of the error "
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
+          deps=[ALL_SCENARIOS],
+          **card("Estimation backtest", "Honest backtest over several seeded model splits of its own (grouped by family "
+                 "and random; not model_split): for each split a fresh predictor is fitted on the binarized responses of "
+                 "the training models only and scored on the test models. MAE and SD of the error "
                  "(accuracy points) per scenario x estimator x n against T1 (pool accuracy) and T2 (real full score). "
                  "Plots: error vs n per scenario beside the random-items baseline; interval coverage vs n.",
                  kinds=("python", "torch", "scikit-learn", "duckdb")))
@@ -212,11 +215,9 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     from tinybench_assets.core.backtest import reference_n, run_backtest, split_plan, summarize_by_kind
     from tinybench_assets.core.groups import group_summary
 
-    db = store.get()
-    board = context.partition_key
-    matrix, full = leaderboard_matrix(db, board)
-    if len(matrix.models) < config.min_models:
-        return _skip(board, len(matrix.models), config)
+    db, board, matrix, full, skip = board_inputs(context, store, config)
+    if skip is not None:
+        return skip
     t0 = time.perf_counter()
     groups = board_groups(matrix, board, config)
     context.log.info(f"model families for grouped splits: {group_summary(groups)}")
@@ -284,13 +285,16 @@ class ExportConfig(EstimationConfig):
     export_n: int = 30  # anchors per scenario in the exported tiny benchmark
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions, deps=["gpirt_lambdas"],
-          **card("Tiny benchmark export", "The portable tiny benchmark: data/artifacts/<leaderboard>/tiny_benchmark.json "
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
+          deps=["gpirt_lambdas", "model_split", ALL_SCENARIOS],
+          **card("Tiny benchmark export", "The portable tiny benchmark of the predictor anchor_sets saved (with the item "
+                 "texts and the scenarios' binarization): data/artifacts/<leaderboard>/tiny_benchmark.json "
                  "(anchor ids and texts, weights, IRT parameters, lambdas, calibration, intervals) and learned_models.npz (the learned "
                  "estimators' trees as plain arrays; nothing is pickled), "
                  "plus the tiny_benchmark* tables. `tinybench estimate --leaderboard <name> --answers answers.csv` scores "
                  "a new model from it. Check: the JSON round-trips to the asset's own estimates.", kinds=("python", "json")))
-def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, store: StoreResource) -> dg.MaterializeResult:
+def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, store: StoreResource,
+                   model_store: ModelStore) -> dg.MaterializeResult:
     db = store.get()
     board = context.partition_key
     n_models = db.n_models(board)
@@ -298,8 +302,7 @@ def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, stor
         return _skip(board, n_models, config)
     from tinybench_assets.core.tiny_benchmark import artifact_tables, export_tiny_benchmark, save_artifact
 
-    with open(predictor_path(board), "rb") as fh:
-        pred = pickle.load(fh)
+    pred = model_store.load_predictor(board)
     texts = db.item_texts(board).dropna(subset=["text"])
     binar = db.board_binarization(board)
     artifact = export_tiny_benchmark(
@@ -307,7 +310,7 @@ def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, stor
         binarization={split_partition_key(k)[1]: {"rule": r, "threshold": None if pd.isna(t) else float(t)}
                       for k, r, t in binar.itertuples(index=False)},
     )
-    path = save_artifact(artifact, pred, predictor_path(board).parent)
+    path = save_artifact(artifact, pred, model_store.folder(board))
     trees = path.parent / "learned_models.npz"
     tables = {name: df.drop(columns=["leaderboard"]) for name, df in artifact_tables(artifact).items()}
     db.replace_partition(tables, board, column="leaderboard")

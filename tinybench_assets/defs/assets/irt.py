@@ -109,20 +109,44 @@ def irt_model(context: dg.AssetExecutionContext, config: IRTConfig, store: Store
     return fit_and_store(context, db, training_matrix(db, key), key, "scenario", config, torch_device.resolve())
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
-          deps=[dg.AssetDep(binarized_responses, partition_mapping=dg.AllPartitionMapping())],
-          **card("IRT model (joint, per leaderboard)", "One joint 2PL across every scenario of a leaderboard "
-                 "(tinyBenchmarks' 'lb' model): abilities shared across scenarios, so a model's anchors in one scenario "
-                 "inform the others. Plots: difficulty vs discrimination by scenario, validation error vs D.",
-                 kinds=("python", "torch", "duckdb")))
-def irt_joint(context: dg.AssetExecutionContext, config: IRTConfig, store: StoreResource, torch_device: TorchDevice) -> dg.MaterializeResult:
+ALL_SCENARIOS = dg.AssetDep(binarized_responses, partition_mapping=dg.AllPartitionMapping())
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec("irt_joint", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions,
+                     deps=[ALL_SCENARIOS],
+                     **card("IRT model (joint, per leaderboard)", "One joint 2PL across every scenario of a leaderboard "
+                            "(tinyBenchmarks' 'lb' model), fitted on the training models of model_split: abilities "
+                            "shared across scenarios, so a model's anchors in one scenario inform the others. Plots: "
+                            "difficulty vs discrimination by scenario, validation error vs D. The estimation assets do "
+                            "not read this fit (the predictor fits its own IRT models with its own dims); they read "
+                            "model_split.", kinds=("python", "torch", "duckdb"))),
+        dg.AssetSpec("model_split", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions,
+                     deps=[ALL_SCENARIOS],
+                     **card("Model split (per leaderboard)", "The leaderboard's seeded train/test split of models "
+                            "(model_splits, partition key = the leaderboard; a model's side depends only on seed and "
+                            "name), recorded with the joint IRT fit that trains on it. anchor_sets fits the predictor "
+                            "on its training models; model_estimates scores its test models; tiny_benchmark counts "
+                            "them.")),
+    ],
+    pool=DUCKDB_POOL,
+    can_subset=False,
+)
+def irt_joint(context: dg.AssetExecutionContext, config: IRTConfig, store: StoreResource, torch_device: TorchDevice):
     db = store.get()
     board = context.partition_key
     keys = db.partition_keys(board)
     if not keys:
         raise dg.Failure(f"leaderboard {board}: no scenario partitions stored")
     matrix = concat_scenarios([training_matrix(db, k) for k in keys])
-    return fit_and_store(context, db, matrix, board, "joint", config, torch_device.resolve())
+    fit = fit_and_store(context, db, matrix, board, "joint", config, torch_device.resolve())
+    yield dg.MaterializeResult(asset_key="irt_joint", metadata=fit.metadata)
+    split = db.model_split(board)
+    yield dg.MaterializeResult(asset_key="model_split", metadata={
+        "models": len(split), "train_models": int((split == "train").sum()), "test_models": int((split == "test").sum()),
+        "seed": config.seed, "test_fraction": config.test_fraction, "min_models_for_split": config.min_models_for_split,
+    })
 
 
 scenario_assets = [irt_model]

@@ -10,12 +10,12 @@ import dagster as dg
 
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.assets.routing import (
-    GROUP, RouterConfig, load_embeddings, partition_rows, pirt_predictions, question_embeddings, router_path,
+    GROUP, RouterConfig, load_embeddings, partition_rows, pirt_predictions, question_embeddings,
 )
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.versions import code_version
 from tinybench_assets.defs.partitions import scenario_partitions
-from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
+from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
 from tinybench_assets.io import plots, router_plots
 from tinybench_assets.io.store import Store, load_matrix
 
@@ -65,9 +65,9 @@ def cost_matrix(db: Store, key: str, items, models) -> np.ndarray | None:
                  "the served router matches the best single model on training CV.",
                  kinds=("python", "scikit-learn", "duckdb")))
 def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, store: StoreResource,
-                    torch_device: TorchDevice) -> dg.MaterializeResult:
+                    torch_device: TorchDevice, model_store: ModelStore) -> dg.MaterializeResult:
     from tinybench_assets.core.routing import accuracy_cost_curve, evaluate_routing, route, select_router
-    from tinybench_assets.core.routing.routers import model_accuracy, save_router
+    from tinybench_assets.core.routing.routers import model_accuracy
 
     key, db, t0 = context.partition_key, store.get(), time.perf_counter()
     if partition_rows(db, "question_embeddings", key, "item").empty:
@@ -121,9 +121,7 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
         meta["cost_curve"] = dg.MetadataValue.md(plots.markdown_image(
             router_plots.cost_curve(f"{key}: accuracy vs cost", cc["curve"], cc["models"]), "accuracy vs cost"))
     db.replace_partition(tables, key)
-    path = router_path(key)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_router(served_router, path, {
+    path = model_store.save_router(key, served_router, {
         "partition": key, "models": models, "prior": [float(x) for x in prior], "margin": sel.margin,
         "served": sel.served, "config": sel.best[sel.served][0], "encoder": str(emb["encoder"].iloc[0]),
         "cv_acc": sel.best[sel.served][1], "created": pd.Timestamp.now().isoformat()})

@@ -7,14 +7,12 @@ or without a test split are materialized with a ``skipped`` note.
 """
 import json
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 import dagster as dg
 
-from tinybench_assets import paths
 from tinybench_assets.defs.assets.irt import irt_model
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
@@ -22,7 +20,6 @@ from tinybench_assets.defs.versions import code_version
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, EncoderResource, StoreResource, TorchDevice
 from tinybench_assets.io import plots, router_plots
-from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.embeddings import embed_cached, load_cached, text_key
 from tinybench_assets.io.store import Store, load_matrix
 
@@ -47,11 +44,6 @@ class RouterConfig(dg.Config):
     gate_level: float = 0.95  # serve a router only if its CV gain's one-sided lower bound is > 0; 0 = plain CV winner
     n_boot: int = 2000
     evaluate_all: bool = True  # also fit every family's CV-best router on all training questions and report its test figures
-
-
-def router_path(key: str) -> Path:
-    board, scenario = split_partition_key(key)
-    return Path(paths.artifacts_dir()) / board / f"router_{scenario}.npz"
 
 
 def partition_questions(db: Store, key: str) -> pd.DataFrame:

@@ -7,7 +7,7 @@ import dagster as dg
 
 from tinybench_assets.defs.checks._common import ERROR, nothing_stored, partition_of, result, rows
 from tinybench_assets.defs.partitions import leaderboard_partitions
-from tinybench_assets.defs.resources import StoreResource
+from tinybench_assets.defs.resources import ModelStore, StoreResource
 from tinybench_assets.io.drops import partition_key, split_partition_key
 
 TOL = 1e-6
@@ -92,15 +92,13 @@ ROUND_TRIP_MODELS = 50  # test models re-estimated from the artifact (sorted by 
                 "artifact alone (tiny_benchmark.json and learned_models.npz, no pickle; their answers to its anchors) "
                 "reproduces model_estimates' numbers (estimate and interval, T1 and T2) for every estimator of its "
                 "clustering, the learned ones included, to 1e-6.")
-def tiny_benchmark_round_trip(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
-    from pathlib import Path
-
-    from tinybench_assets import paths
+def tiny_benchmark_round_trip(context: dg.AssetCheckExecutionContext, store: StoreResource,
+                              model_store: ModelStore) -> dg.AssetCheckResult:
     from tinybench_assets.core.tiny_benchmark import JSON_FILE, ArtifactError, evaluate_artifact, load_artifact
 
     board = partition_of(context)
     db = store.get()
-    path = Path(paths.artifacts_dir()) / board / JSON_FILE
+    path = model_store.path(board, JSON_FILE)
     if not path.exists():
         return nothing_stored(context, "tiny_benchmark", board, ERROR, f"{path} does not exist")
     try:

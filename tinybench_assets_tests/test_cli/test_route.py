@@ -15,7 +15,7 @@ from tinybench_assets.cli import main
 from tinybench_assets.core.routing.metrics import route
 from tinybench_assets.core.routing.routers import load_router
 from tinybench_assets.defs.assets import irt, responses, router_eval, routing
-from tinybench_assets.defs.resources import EncoderResource
+from tinybench_assets.defs.resources import EncoderResource, ModelStore
 from tinybench_assets.io.embeddings import Encoder
 from tinybench_assets.io.store import Store
 from tinybench_assets.cli.route import default_router_path, read_questions
@@ -52,7 +52,7 @@ def routed(tmp_path_factory):
     assert dg.materialize(assets, partition_key=KEY, instance=instance, resources=res, run_config=cfg).success
     db = Store(landing["db"])
     qs = routing.partition_questions(db, KEY)
-    path = routing.router_path(KEY)
+    path = ModelStore().router_path(KEY)  # the resource's root: TINYBENCH_ARTIFACTS when a model is saved or loaded
     assert path.is_file() and default_router_path("routerdc", "mmlu") == path
     router, meta = load_router(path)
     yield {"root": root, "db": db, "questions": qs, "path": path, "router": router, "meta": meta,
@@ -165,6 +165,7 @@ def test_read_questions_formats(tmp_path):
 
 @pytest.mark.parametrize("case,match", [
     ("norouter", "materialize router_accuracy for partition routerdc.gsm8k"),
+    ("unsafename", "scenario '../../etc/x' contains a path separator"),
     ("badrouter", "cannot read router"),
     ("wrongpartition", "is for partition routerdc.mmlu, not routerdc.gsm8k"),
     ("encoder", "only the packaged sentence-transformers/all-MiniLM-L6-v2"),
@@ -182,6 +183,8 @@ def test_route_errors_exit_2_with_one_line(routed, capsys, tmp_path, case, match
     f = tmp_path / "qs.csv"
     if case == "norouter":
         argv = ["--leaderboard", "routerdc", "--scenario", "gsm8k", QUESTION]
+    elif case == "unsafename":
+        argv = ["--leaderboard", "routerdc", "--scenario", "../../etc/x", QUESTION]
     elif case == "badrouter":
         (tmp_path / "r.npz").write_bytes(b"not a router")
         argv = ["--router", str(tmp_path / "r.npz"), QUESTION]

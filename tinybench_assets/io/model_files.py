@@ -1,0 +1,68 @@
+"""Where the pipeline's saved models live, and how they are written: ``<root>/<leaderboard>/<file>``.
+
+``root`` is the artifacts folder (``TINYBENCH_ARTIFACTS``, default data/artifacts). The files: ``predictor.pkl`` (the
+fitted ``AnchorPredictor``, written by ``anchor_sets``) and ``router_<scenario>.npz`` (the served router of a scenario
+partition, written by ``router_accuracy``); the tiny benchmark (``tiny_benchmark.json`` + ``learned_models.npz``) is
+exported into the same folder. The Dagster resource ``defs.resources.ModelStore`` uses these functions; the console
+script uses them too, so both agree on the paths without the CLI importing Dagster.
+
+Names come from partition keys, and a key can be typed by hand in the UI: a leaderboard, scenario or file name with
+a path separator, ``..``, a NUL byte or nothing in it is refused (``UnsafeNameError``) before any path is built, so a
+model is never read or written outside ``<root>/<leaderboard>/``.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable
+
+PREDICTOR_FILE = "predictor.pkl"
+
+
+class UnsafeNameError(ValueError):
+    """A leaderboard, scenario or file name that cannot be part of a saved model's path."""
+
+
+class MissingModelError(FileNotFoundError):
+    """A saved model that is not there (yet): its message names the file and the asset that writes it."""
+
+
+def safe_name(value: str, what: str = "name") -> str:
+    """``value`` when it can stand as one path component; UnsafeNameError naming ``what`` and the problem otherwise."""
+    if not isinstance(value, str) or not value:
+        raise UnsafeNameError(f"{what} {value!r} is empty or not text: it cannot name a saved model's folder or file")
+    problem = ("a NUL byte" if "\0" in value else "a path separator" if ("/" in value or "\\" in value)
+               else "'..'" if ".." in value else "only dots" if set(value) == {"."} else None)
+    if problem:
+        raise UnsafeNameError(f"{what} {value!r} contains {problem}: a saved model's path takes a plain name "
+                              "(a partition key added by hand must be a plain leaderboard[.scenario] name)")
+    return value
+
+
+def router_file(scenario: str) -> str:
+    """The file name of a scenario's served router: ``router_<scenario>.npz``."""
+    return f"router_{safe_name(scenario, 'scenario')}.npz"
+
+
+def model_folder(root: str | Path, board: str) -> Path:
+    """``<root>/<board>``, the leaderboard's folder of saved models (board checked by ``safe_name``)."""
+    return Path(root) / safe_name(board, "leaderboard")
+
+
+def model_path(root: str | Path, board: str, name: str) -> Path:
+    """``<root>/<board>/<name>`` (both checked by ``safe_name``)."""
+    return model_folder(root, board) / safe_name(name, "file name")
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
+    """Write a file whole or not at all: ``write(tmp)`` fills a temporary file beside ``path``, which then replaces
+    ``path`` in one step (a reader never sees half a model; a failed write leaves the old one). Returns ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
