@@ -15,12 +15,12 @@ from tinybench_assets.cli import main
 from tinybench_assets.core.routing.metrics import route
 from tinybench_assets.core.routing.routers import load_router
 from tinybench_assets.defs.assets import irt, responses, router_eval, routing
-from tinybench_assets.defs.resources import EncoderResource, ModelStore
+from tinybench_assets.defs.resources import ModelStore
 from tinybench_assets.io.embeddings import Encoder
 from tinybench_assets.io.store import Store
 from tinybench_assets.cli.route import default_router_path, read_questions
 from tinybench_assets_tests.conftest import SHARED, _need_shared
-from tinybench_assets_tests.test_defs.test_definitions import resources_for
+from tinybench_assets_tests.test_defs.test_definitions import ingested_for_router
 
 torch.set_num_threads(1)
 KEY = "routerdc.mmlu"
@@ -40,11 +40,7 @@ def routed(tmp_path_factory):
         recs = json.loads((SHARED / "routerdc" / name).read_text())[:n]
         (inc / "routerdc" / name).write_text(json.dumps(recs))
     landing = {"incoming": inc, "quarantine": root / "q", "db": root / "tb.duckdb", "root": root}
-    res = {**resources_for(landing), "encoder": EncoderResource(device="cpu", num_threads=1)}
-    instance = dg.DagsterInstance.ephemeral()
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TINYBENCH_ARTIFACTS", str(root / "artifacts"))
-    assert dg.materialize([responses.landing_ingest], instance=instance, resources=res).success
+    res, instance, mp = ingested_for_router(landing)
     assets = [responses.raw_responses, responses.response_matrix, responses.binarized_responses, irt.irt_model,
               routing.question_embeddings, routing.knn_item_params, routing.pirt_predictions, router_eval.router_accuracy]
     cfg = {"ops": {"irt_model": {"config": {"dims": [1, 2]}},

@@ -9,11 +9,10 @@ import pytest
 
 from tinybench_assets.defs.assets import irt, responses, router_eval, routing
 from tinybench_assets.defs.checks import checks as all_checks
-from tinybench_assets.defs.resources import EncoderResource
 from tinybench_assets.io.store import Store
 from tinybench_assets_tests.conftest import SHARED, _need_shared
 from tinybench_assets_tests.test_defs.test_checks import broken, failed, run_check
-from tinybench_assets_tests.test_defs.test_definitions import resources_for
+from tinybench_assets_tests.test_defs.test_definitions import ingested_for_router
 
 KEY, SKIPPED = "routerdc.mmlu", "routerdc.gsm8k"
 ROUTER_CHECKS = ("knn_params_cover_test_questions", "router_matches_best_single")
@@ -28,11 +27,7 @@ def routed(tmp_path_factory):
     for name, n in (("mmlu_train.json", 80), ("mmlu_test.json", 40), ("gsm8k-train.json", 30)):
         (inc / name).write_text(json.dumps(json.loads((SHARED / "routerdc" / name).read_text())[:n]))
     landing = {"incoming": root / "incoming", "quarantine": root / "q", "db": root / "tb.duckdb", "root": root}
-    res = {**resources_for(landing), "encoder": EncoderResource(device="cpu", num_threads=1)}
-    instance = dg.DagsterInstance.ephemeral()
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TINYBENCH_ARTIFACTS", str(root / "artifacts"))
-    assert dg.materialize([responses.landing_ingest], instance=instance, resources=res).success
+    res, instance, mp = ingested_for_router(landing)
     stage = [responses.raw_responses, responses.response_matrix, responses.binarized_responses, irt.irt_model,
              *routing.scenario_assets, router_eval.router_accuracy]
     cfg = {"ops": {"irt_model": {"config": {"dims": [1]}},

@@ -4,7 +4,7 @@ import numpy as np
 
 from tinybench_assets.definitions import defs
 from tinybench_assets.defs.assets import responses as resp_assets
-from tinybench_assets.defs.resources import LandingResource, ModelStore, StoreResource, TorchDevice
+from tinybench_assets.defs.resources import EncoderResource, LandingResource, ModelStore, StoreResource, TorchDevice
 from tinybench_assets.io.store import Store
 
 
@@ -44,6 +44,19 @@ def resources_for(landing):
         "torch_device": TorchDevice(device="cpu", num_threads=1),
         "model_store": ModelStore(),  # root "": TINYBENCH_ARTIFACTS when a model is saved or loaded
     }
+
+
+def ingested_for_router(landing):
+    """(resources with a one-thread encoder, an ephemeral instance, a MonkeyPatch setting TINYBENCH_ARTIFACTS under
+    landing["root"] that the caller undoes) after ingesting the landing folder: the router tests' common start."""
+    import pytest
+
+    res = {**resources_for(landing), "encoder": EncoderResource(device="cpu", num_threads=1)}
+    instance = dg.DagsterInstance.ephemeral()
+    mp = pytest.MonkeyPatch()
+    mp.setenv("TINYBENCH_ARTIFACTS", str(landing["root"] / "artifacts"))
+    assert dg.materialize([resp_assets.landing_ingest], instance=instance, resources=res).success
+    return res, instance, mp
 
 
 def materialize_foundation(landing, instance):

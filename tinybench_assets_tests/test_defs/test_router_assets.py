@@ -11,7 +11,7 @@ from tinybench_assets.defs.assets import irt, responses, router_eval, routing
 from tinybench_assets.defs.resources import EncoderResource
 from tinybench_assets.io.store import Store
 from tinybench_assets_tests.conftest import SHARED, _need_shared
-from tinybench_assets_tests.test_defs.test_definitions import resources_for
+from tinybench_assets_tests.test_defs.test_definitions import ingested_for_router, resources_for
 
 KEY = "routerdc.mmlu"
 ROUTER_CFG = {"n_folds": 3, "n_boot": 300}
@@ -32,11 +32,7 @@ def router_store(tmp_path_factory):
     arc[arc["model"].isin(sorted(arc["model"].unique())[:25])].to_parquet(inc / "openllm" / "arc.responses.parquet", index=False)
     pd.read_parquet(SHARED / "openllm" / "arc.items.parquet").to_parquet(inc / "openllm" / "arc.items.parquet", index=False)
     landing = {"incoming": inc, "quarantine": root / "q", "db": root / "tb.duckdb", "root": root}
-    res = {**resources_for(landing), "encoder": EncoderResource(device="cpu", num_threads=1)}
-    instance = dg.DagsterInstance.ephemeral()
-    mp = pytest.MonkeyPatch()
-    mp.setenv("TINYBENCH_ARTIFACTS", str(root / "artifacts"))
-    assert dg.materialize([responses.landing_ingest], instance=instance, resources=res).success
+    res, instance, mp = ingested_for_router(landing)
     up = [responses.raw_responses, responses.response_matrix, responses.binarized_responses, irt.irt_model]
     cfg = {"ops": {"irt_model": {"config": {"dims": [1, 2]}}, "router_accuracy": {"config": ROUTER_CFG}}}
     stage = [*routing.scenario_assets, router_eval.router_accuracy]
