@@ -4,7 +4,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import fcntl
-import inspect
 import os
 import sys
 import time
@@ -105,14 +104,10 @@ def _run_all(args: argparse.Namespace) -> int:
             print(f"landing folder {paths.incoming_dir()}: {len(copied)} file(s) copied from {src}")
         else:
             print(f"default data {src} not found; using what is already in {paths.incoming_dir()}")
-    from tinybench_assets.refresh import refresh as _refresh
+    from tinybench_assets.refresh import refresh
 
-    # this process's pid, host and start time on every run it executes: a later start tells an orphan by them (refresh
-    # passes tags on where it takes them; otherwise the pid comes from each run's first engine event)
-    owner = {"tags": run_owner_tags()} if "tags" in inspect.signature(_refresh).parameters else {}
-
-    def refresh(*a, **kw):
-        return _refresh(*a, **kw, **owner)
+    # this process's pid, host and start time on every run it executes: a later start tells an orphan by them
+    owner = run_owner_tags()
 
     # the console shows warnings and errors only; every event still goes to the instance (the UI's run pages)
     quiet = {"loggers": {"console": {"config": {"log_level": args.log_level}}}}
@@ -120,7 +115,7 @@ def _run_all(args: argparse.Namespace) -> int:
     store = Store(paths.duckdb_path())
     pending = pending_drops(store, paths.incoming_dir())
     if pending or force or not store.partition_keys():
-        res = refresh(defs, instance, "ingest_landing", None, force=True, run_config=quiet)
+        res = refresh(defs, instance, "ingest_landing", None, force=True, run_config=quiet, tags=owner)
         print(f"  ingest   {'ok' if res.success else 'FAILED'} ({len(pending)} new or changed file(s))", flush=True)
         if not res.success:
             return 1
@@ -134,7 +129,7 @@ def _run_all(args: argparse.Namespace) -> int:
 
     def run(job_name: str, key: str, label: str) -> None:
         nonlocal materialized
-        r = refresh(defs, instance, job_name, key, force=force, run_config=quiet)
+        r = refresh(defs, instance, job_name, key, force=force, run_config=quiet, tags=owner)
         materialized += len(r.materialized)
         what = "fresh, nothing to do" if r.fresh else f"{len(r.materialized)} materialized"
         print(f"  {label} {key:<28} {'ok' if r.success else 'FAILED'} in {r.seconds:6.1f} s  ({what})", flush=True)
