@@ -12,9 +12,9 @@ model is never read or written outside ``<root>/<leaderboard>/``.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Callable
+
+from ..atomic import atomic_write  # noqa: F401 - ModelStore saves through it
 
 PREDICTOR_FILE = "predictor.pkl"
 
@@ -52,17 +52,3 @@ def model_folder(root: str | Path, board: str) -> Path:
 def model_path(root: str | Path, board: str, name: str) -> Path:
     """``<root>/<board>/<name>`` (both checked by ``safe_name``)."""
     return model_folder(root, board) / safe_name(name, "file name")
-
-
-def atomic_write(path: str | Path, write: Callable[[Path], None]) -> Path:
-    """Write a file whole or not at all: ``write(tmp)`` fills a temporary file beside ``path``, which then replaces
-    ``path`` in one step (a reader never sees half a model; a failed write leaves the old one). Returns ``path``."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ...atomic import atomic_write
 from ...hashing import file_sha256
 from .format import JSON_FILE, TREES_FILE, ArtifactError, check_format
 from .model import ArtifactModel
@@ -50,11 +51,8 @@ def save_artifact(artifact: dict, predictor=None, folder=None) -> Path:
         stale.unlink(missing_ok=True)  # an earlier export's trees: not this artifact's
         info.update(file=None, sha256=None)
     art["learned"] = info
-    path = folder / JSON_FILE
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(art, allow_nan=False, ensure_ascii=False, indent=1))
-    tmp.replace(path)
-    return path
+    text = json.dumps(art, allow_nan=False, ensure_ascii=False, indent=1)
+    return atomic_write(folder / JSON_FILE, lambda tmp: tmp.write_text(text))
 
 
 def _strict(const):

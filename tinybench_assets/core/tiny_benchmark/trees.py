@@ -28,6 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...atomic import atomic_write
 from .format import ArtifactError
 
 #: the tree file's arrays: name -> (dtype, length: per "model", "tree" or "node")
@@ -94,11 +95,12 @@ def pack(models: list[dict]) -> dict[str, np.ndarray]:
 
 
 def write_tree_file(arrays: dict[str, np.ndarray], path: Path) -> None:
-    """Write the arrays as a compressed ``.npz`` (to a temporary name, then renamed)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:  # a file object: numpy adds no ".npz" suffix
-        np.savez_compressed(fh, **{k: np.ascontiguousarray(arrays[k], dtype=ARRAYS[k][0]) for k in ARRAYS})
-    tmp.replace(path)
+    """Write the arrays as a compressed ``.npz``, whole or not at all (:func:`~tinybench_assets.atomic.atomic_write`)."""
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as fh:  # a file object: numpy adds no ".npz" suffix
+            np.savez_compressed(fh, **{k: np.ascontiguousarray(arrays[k], dtype=ARRAYS[k][0]) for k in ARRAYS})
+
+    atomic_write(path, write)
 
 
 # ====================================================================== safe reading

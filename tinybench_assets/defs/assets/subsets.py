@@ -15,6 +15,7 @@ import pandas as pd
 import dagster as dg
 
 from tinybench_assets import paths
+from tinybench_assets.atomic import atomic_write
 from tinybench_assets.core.responses import concat_scenarios
 from tinybench_assets.core.subsets import (DEFAULTS, Scalarization, SearchSpace, chance_per_item, parallel_forms,
                                            prepare, read_aggregate, run_magi)
@@ -272,9 +273,8 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
                    "chance": float(setup.chance[j]), "padded": bool(not res.chosen.base[j]),
                    "text": None if pd.isna(texts.get(setup.items[j])) else str(texts.get(setup.items[j]))} for j in sel],
     }
-    path = Path(paths.artifacts_dir()) / board / "magi_subset.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(artifact, indent=1, default=float))
+    text = json.dumps(artifact, indent=1, default=float)
+    path = atomic_write(Path(paths.artifacts_dir()) / board / "magi_subset.json", lambda tmp: tmp.write_text(text))
     spread = summary_df.set_index("method")[["eval_size", "eval_top10_std", "eval_top10_std_voters", "eval_mean_voter_penalty",
                                              "eval_guesser_advantage", "eval_kendall_tau_nonvoters"]]
     spread["top10_std_ratio"] = spread["eval_top10_std"] / spread.loc["full", "eval_top10_std"]
