@@ -85,7 +85,7 @@ def run_all(args: argparse.Namespace) -> int:
 def _run_all(args: argparse.Namespace) -> int:
     from tinybench_assets.definitions import build_defs
     from tinybench_assets.defs.partitions import register_partitions
-    from tinybench_assets.defs.sensors import mark_orphaned_runs, run_owner_tags
+    from tinybench_assets.defs.orphans import mark_orphaned_runs, run_owner_tags
     from tinybench_assets.io.drops import split_partition_key
     from tinybench_assets.io.landing import pending_drops, seed_default_data
     from tinybench_assets.io.store import Store

@@ -13,6 +13,7 @@ import pytest
 from dagster._core.test_utils import create_run_for_test
 
 from tinybench_assets import cli
+from tinybench_assets.defs import orphans as o
 from tinybench_assets.defs import sensors as s
 from tinybench_assets_tests import reliability_data as rd
 
@@ -29,12 +30,12 @@ def _run(instance, status=dg.DagsterRunStatus.STARTED, **tags):
 
 def test_orphans_are_marked_failed_and_live_or_foreign_runs_are_not(tmp_path):
     instance = dg.DagsterInstance.local_temp(str(tmp_path))  # SQLite, as a project's .dagster_home
-    me, host = s.run_owner_tags(), socket.gethostname()
+    me, host = o.run_owner_tags(), socket.gethostname()
     dead = _dead_pid()
     orphan = _run(instance, tinybench_pid=str(dead), tinybench_host=host, tinybench_process_start="1000.0")
     not_started = _run(instance, status=dg.DagsterRunStatus.NOT_STARTED, tinybench_pid=str(dead), tinybench_host=host)
-    reused = _run(instance, tinybench_pid=me[s.PID_TAG], tinybench_host=host,  # our pid, but a process started earlier
-                  tinybench_process_start=str(float(me[s.PROCESS_START_TAG]) - 3600))
+    reused = _run(instance, tinybench_pid=me[o.PID_TAG], tinybench_host=host,  # our pid, but a process started earlier
+                  tinybench_process_start=str(float(me[o.PROCESS_START_TAG]) - 3600))
     live = _run(instance, **{k.replace("/", "_"): v for k, v in me.items()})
     foreign = _run(instance, tinybench_pid=str(dead), tinybench_host=host + "-elsewhere")
     untagged = _run(instance)  # no pid anywhere (no engine event): nothing to judge by
@@ -45,7 +46,7 @@ def test_orphans_are_marked_failed_and_live_or_foreign_runs_are_not(tmp_path):
     for run in (orphan, live, finished):  # the killed run still holds its "duckdb" pool slot
         assert slots.claim_concurrency_slot("duckdb", run.run_id, "raw_responses").is_claimed
 
-    marked = dict(s.mark_orphaned_runs(instance, who="the test"))
+    marked = dict(o.mark_orphaned_runs(instance, who="the test"))
     assert slots.get_concurrency_run_ids() == {live.run_id}  # given back: the orphan's, and the long-finished run's
     assert set(marked) == {orphan.run_id, not_started.run_id, reused.run_id}
     assert f"pid {dead} on {host}" in marked[orphan.run_id] and "is gone" in marked[orphan.run_id]
@@ -66,8 +67,8 @@ def test_orphans_are_marked_failed_and_live_or_foreign_runs_are_not(tmp_path):
 
 
 def test_process_start_time():
-    assert s.process_start_time(_dead_pid()) is None
-    assert abs(s.process_start_time(os.getpid()) - float(s.run_owner_tags()[s.PROCESS_START_TAG])) < 0.05
+    assert o.process_start_time(_dead_pid()) is None
+    assert abs(o.process_start_time(os.getpid()) - float(o.run_owner_tags()[o.PROCESS_START_TAG])) < 0.05
 
 
 @pytest.mark.timeout(300)
