@@ -156,7 +156,7 @@ def kill_recovery(root: Path) -> dict:
     run_id, _ = rd.kill_run_all_mid_run(env)
     instance = rd.instance_for(env)
     stuck = instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.STARTED
-    held = run_id in instance.event_log_storage.get_concurrency_run_ids()
+    held = run_id in instance.event_log_storage.get_concurrency_run_ids()  # run-all's runs claim no op slots now
     proc = subprocess.run(rd.run_all_cmd(), env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
     instance = rd.instance_for(env)
     failed = instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.FAILURE
@@ -165,7 +165,7 @@ def kill_recovery(root: Path) -> dict:
                            "orphan_marked_failed": failed, "pool_slot_freed": freed,
                            "message_printed": f"marked orphaned run {run_id} FAILED" in proc.stdout,
                            "seconds": round(time.perf_counter() - t0, 1)}
-    orphan_ok = stuck and failed and freed and proc.returncode == 0 and out["run_all_kill"]["message_printed"]
+    orphan_ok = stuck and failed and freed and not held and proc.returncode == 0 and out["run_all_kill"]["message_printed"]
     out["kill_recovery_ok"] = bool(ingest_ok and orphan_ok)
     return out
 

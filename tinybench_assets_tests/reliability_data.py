@@ -301,7 +301,7 @@ def instance_for(env: dict):
 
 def kill_run_all_mid_run(env: dict, job: str = "refresh_scenario", timeout: float = 180.0) -> tuple[str, str]:
     """Start `tinybench run-all` in a subprocess, SIGKILL it as soon as the instance shows a STARTED run of ``job``
-    with a step holding a "duckdb" pool slot; returns (that run's id, what run-all printed)."""
+    whose first step has started; returns (that run's id, what run-all printed)."""
     import dagster as dg
 
     proc = subprocess.Popen(run_all_cmd(), env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -310,8 +310,9 @@ def kill_run_all_mid_run(env: dict, job: str = "refresh_scenario", timeout: floa
     try:
         while run_id is None and time.monotonic() < deadline and proc.poll() is None:
             runs = instance.get_runs(dg.RunsFilter(job_name=job, statuses=[dg.DagsterRunStatus.STARTED]), limit=1)
-            holders = instance.event_log_storage.get_concurrency_run_ids() if runs else set()
-            run_id = runs[0].run_id if runs and runs[0].run_id in holders else None
+            started = runs and instance.get_records_for_run(runs[0].run_id, of_type=dg.DagsterEventType.STEP_START,
+                                                            limit=1).records
+            run_id = runs[0].run_id if started else None
             time.sleep(0.05)
         alive = proc.poll() is None
         proc.send_signal(signal.SIGKILL)

@@ -27,6 +27,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="re-materialize every asset, stale or not (after a config change; default: stale or missing only)")
     p.add_argument("--no-wait", action="store_true",
                    help="if another run-all is running on this project, exit at once (code 3) instead of waiting for it")
+    p.add_argument("--jobs", type=int, default=0,
+                   help="leaderboards refreshed at once, each in its own process (default 0: one per CPU core, at "
+                        "most one per leaderboard; 1: one after another in this process)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="torch CPU threads in each leaderboard's process when several run at once (default 0: the "
+                        "resources' own setting)")
     p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                    help="Dagster console log level (default WARNING; every event is recorded in the instance anyway)")
     p.set_defaults(func=run_all)

@@ -14,7 +14,17 @@ from tinybench_assets.cli.summary import summary
 
 
 def _instance():
+    """The project's Dagster instance ($DAGSTER_HOME, else .dagster_home/ from dagster.yaml.template), with its
+    pools enforced per run rather than per op for run-all's own runs.
+
+    run-all's runs execute in-process; with op-level pools Dagster's in-process executor polls a busy pool slot
+    without sleeping, and two leaderboard chains of one run-all would take turns asset by asset. One run-all per
+    project at a time is already guaranteed by its run lock, and the store's connections wait for the DuckDB
+    file's lock, so run-all's runs claim no op slots; runs launched from the UI keep the instance's op-level pool.
+    """
     import dagster as dg
+    import yaml
+    from dagster._core.instance.ref import InstanceRef
 
     if not os.environ.get("DAGSTER_HOME"):
         home = paths.PROJECT_ROOT / ".dagster_home"
@@ -22,7 +32,11 @@ def _instance():
         if not (home / "dagster.yaml").exists():
             (home / "dagster.yaml").write_text((paths.PROJECT_ROOT / "dagster.yaml.template").read_text())
         os.environ["DAGSTER_HOME"] = str(home)
-    return dg.DagsterInstance.get()
+    home = Path(os.environ["DAGSTER_HOME"])
+    cfg = yaml.safe_load((home / "dagster.yaml").read_text()) if (home / "dagster.yaml").exists() else None
+    concurrency = dict((cfg or {}).get("concurrency") or {})
+    concurrency["pools"] = {**(concurrency.get("pools") or {}), "granularity": "run"}
+    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides={"concurrency": concurrency}))
 
 
 class RunAllBusy(RuntimeError):
@@ -83,6 +97,7 @@ def run_all(args: argparse.Namespace) -> int:
 
 
 def _run_all(args: argparse.Namespace) -> int:
+    from tinybench_assets.core.parallel import resolve_jobs
     from tinybench_assets.definitions import build_defs
     from tinybench_assets.defs.partitions import register_partitions
     from tinybench_assets.defs.orphans import mark_orphaned_runs, run_owner_tags
@@ -125,26 +140,118 @@ def _run_all(args: argparse.Namespace) -> int:
     if args.only:
         keys = [k for k in keys if any(k == o or k.startswith(o + ".") for o in args.only)]
     register_partitions(instance, keys)
-    failed, materialized = [], 0
-
-    def run(job_name: str, key: str, label: str) -> None:
-        nonlocal materialized
-        r = refresh(defs, instance, job_name, key, force=force, run_config=quiet, tags=owner)
-        materialized += len(r.materialized)
-        what = "fresh, nothing to do" if r.fresh else f"{len(r.materialized)} materialized"
-        print(f"  {label} {key:<28} {'ok' if r.success else 'FAILED'} in {r.seconds:6.1f} s  ({what})", flush=True)
-        if not r.success:
-            failed.append(key)
-
+    chains: dict[str, list[str]] = {}
     for key in keys:
-        run("refresh_scenario", key, "scenario")
-    boards = sorted({split_partition_key(k)[0] for k in keys})
-    for board in boards:
-        run("refresh_leaderboard", board, "leaderboard")
-    print(f"{len(keys)} scenario partition(s) and {len(boards)} leaderboard(s) up to date in {time.time() - t0:.0f} s; "
+        chains.setdefault(split_partition_key(key)[0], []).append(key)
+    jobs = resolve_jobs(getattr(args, "jobs", 0), len(chains))
+    if jobs > 1:
+        print(f"  {len(chains)} leaderboards in {jobs} processes at once: {', '.join(chains)}", flush=True)
+    materialized, failed = run_chains(chains, jobs, threads=getattr(args, "threads", 0), force=force,
+                                      log_level=args.log_level)
+    print(f"{len(keys)} scenario partition(s) and {len(chains)} leaderboard(s) up to date in {time.time() - t0:.0f} s; "
           f"{materialized} asset materialization(s){' (--force)' if force else ''}")
     summary(argparse.Namespace())
     if failed:
         print(f"FAILED: {failed}", file=sys.stderr)
         return 1
     return 0
+
+
+def run_chain(board: str, keys: list[str], force: bool = False, log_level: str = "WARNING",
+              say=None) -> tuple[int, list[str]]:
+    """One leaderboard's chain: its scenario partitions in turn, then the leaderboard partition, each through
+    :func:`~tinybench_assets.refresh.refresh` (stale or missing only, unless ``force``). Says a line per
+    partition; returns (materializations, failed partition keys)."""
+    from tinybench_assets.definitions import build_defs
+    from tinybench_assets.defs.orphans import run_owner_tags
+    from tinybench_assets.refresh import refresh
+
+    say = say or (lambda line: print(line, flush=True))
+    defs, instance, owner = build_defs(), _instance(), run_owner_tags()
+    quiet = {"loggers": {"console": {"config": {"log_level": log_level}}}}
+    failed, materialized = [], 0
+    for job_name, key, label in [("refresh_scenario", k, "scenario") for k in keys] + [
+            ("refresh_leaderboard", board, "leaderboard")]:
+        r = refresh(defs, instance, job_name, key, force=force, run_config=quiet, tags=owner)
+        materialized += len(r.materialized)
+        what = "fresh, nothing to do" if r.fresh else f"{len(r.materialized)} materialized"
+        say(f"  {label} {key:<28} {'ok' if r.success else 'FAILED'} in {r.seconds:6.1f} s  ({what})")
+        if not r.success:
+            failed.append(key)
+    return materialized, failed
+
+
+def _die_with_parent() -> None:
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the chain finishes on its own
+        return
+    if os.getppid() == 1:  # the parent died before the signal was set
+        os._exit(1)
+
+
+def _chain_worker(tasks, results, threads: int, kw: dict) -> None:
+    """A spawned process that runs chains from ``tasks`` until it reads None, sending its lines and results.
+    It dies with its parent (Linux's parent-death signal): a SIGKILLed run-all leaves no chain writing on."""
+    _die_with_parent()
+    if threads > 0:  # before the definitions are built, so the torch and encoder resources take it
+        os.environ["TINYBENCH_TORCH_THREADS"] = str(threads)
+    while (task := tasks.get()) is not None:
+        board, keys = task
+        try:
+            m, f = run_chain(board, keys, say=lambda line: results.put(("line", line)), **kw)
+        except BaseException as exc:  # noqa: BLE001 - reported by the parent, which fails the run-all
+            results.put(("line", f"  leaderboard {board:<28} FAILED: {type(exc).__name__}: {exc}"))
+            m, f = 0, [board]
+        results.put(("done", board, m, f))
+
+
+def run_chains(chains: dict[str, list[str]], jobs: int, threads: int = 0, **kw) -> tuple[int, list[str]]:
+    """Every leaderboard's chain (:func:`run_chain`): in this process one after another (``jobs`` 1), or in
+    ``jobs`` spawned processes at once, the chains with the most scenario partitions first, their lines printed
+    here as they come. ``threads`` > 0 caps torch's CPU threads in each such process.
+
+    Leaderboards share no assets, so their chains are independent; the store's connections wait for each other
+    on the DuckDB file. Measured (issue 12): one leaderboard's fits leave a core idle much of the time, which
+    another leaderboard's chain then uses."""
+    if jobs <= 1 or len(chains) <= 1:
+        done = [run_chain(b, k, **kw) for b, k in chains.items()]
+        return sum(m for m, _ in done), [k for _, f in done for k in f]
+    import multiprocessing as mp
+    import queue as queue_mod
+
+    ctx = mp.get_context("spawn")
+    tasks, results = ctx.Queue(), ctx.Queue()
+    for board in sorted(chains, key=lambda b: -len(chains[b])):
+        tasks.put((board, chains[board]))
+    workers = [ctx.Process(target=_chain_worker, args=(tasks, results, threads, kw), daemon=True) for _ in range(jobs)]
+    for w in workers:
+        tasks.put(None)
+        w.start()
+    materialized, failed, pending = 0, [], set(chains)
+    try:
+        while pending:
+            try:
+                msg = results.get(timeout=1.0)
+            except queue_mod.Empty:
+                if not any(w.is_alive() for w in workers):  # a worker died (killed, out of memory) mid-chain
+                    print(f"  leaderboard process(es) died; not finished: {sorted(pending)}", flush=True)
+                    failed += sorted(pending)
+                    break
+                continue
+            if msg[0] == "line":
+                print(msg[1], flush=True)
+            else:
+                _, board, m, f = msg
+                pending.discard(board)
+                materialized += m
+                failed += f
+    finally:
+        for w in workers:
+            w.join(timeout=5)
+            if w.is_alive():
+                w.terminate()
+    return materialized, failed
