@@ -4,6 +4,7 @@ the PostgreSQL store's partition replace is one transaction and lets writers of 
 import threading
 import time
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -107,3 +108,49 @@ def test_unreachable_server_names_the_url_without_password():
         store.tables()
     msg = str(err.value)
     assert "postgresql://alice:***@127.0.0.1:1/results" in msg and "s3cret-pw" not in msg
+
+
+class _FakeEncoder:
+    """Deterministic float32 vectors from the text's bytes (no model to load)."""
+
+    encoder_id = "test/fake-encoder"
+
+    def encode(self, texts, log=None):
+        return np.stack([np.frombuffer(t.encode().ljust(16, b".")[:16], dtype=np.uint8).astype(np.float32) / 7
+                         for t in texts])
+
+
+def test_embedding_cache_on_postgres(pg_store, tmp_path):
+    """The router's embedding cache (io/embeddings.py) goes through the same store: float32 vectors come back bit for
+    bit, as on DuckDB, and a second call embeds nothing."""
+    from tinybench_assets.io.embeddings import embed_cached, load_cached, text_key
+
+    texts = ["What is 2+2?", "Name a prime.", "What is 2+2?"]
+    E, stats = embed_cached(pg_store, _FakeEncoder(), texts)
+    assert stats["embedded"] == 2 and E.dtype == np.float32
+    again, stats = embed_cached(pg_store, _FakeEncoder(), texts)
+    assert stats["embedded"] == 0 and np.array_equal(again, E)
+    keys = [text_key(_FakeEncoder.encoder_id, t) for t in texts]
+    duck, _ = embed_cached(Store(tmp_path / "e.duckdb"), _FakeEncoder(), texts)
+    assert np.array_equal(load_cached(pg_store, _FakeEncoder.encoder_id, keys), duck)
+
+
+def test_missing_postgres_binaries_fail_with_the_remedy(monkeypatch):
+    """No initdb anywhere: the fixture fails (never skips) naming scripts/env.sh."""
+    from tinybench_assets_tests import pg_server
+
+    monkeypatch.setenv("TINYBENCH_PG_BIN", "")
+    monkeypatch.setattr(pg_server.shutil, "which", lambda name: None)
+    monkeypatch.setattr(pg_server.glob, "glob", lambda pattern: [])
+    with pytest.raises(pg_server.PostgresMissing, match="scripts/env.sh"):
+        pg_server.pg_bin_dir()
+
+
+def test_comparison_sees_a_changed_row():
+    from tinybench_assets_tests.test_deploy.parity import compare
+
+    a = {"irt_items": pd.DataFrame({"item": ["i1"], "a": [(0.5, 1.0)]}, dtype=object)}
+    b = {"irt_items": pd.DataFrame({"item": ["i1"], "a": [(0.5, 1.0 + 1e-9)]}, dtype=object)}
+    assert compare(a, a) == ({}, 0.0)
+    problems, worst = compare(a, b)
+    assert "irt_items" in problems and worst == pytest.approx(1e-9)
