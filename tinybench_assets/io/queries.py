@@ -4,7 +4,8 @@
 short-lived read-only connection), so the SQL lives here and callers name what they want. It is standard SQL that
 DuckDB and PostgreSQL both run (no QUALIFY, ``any_value``, ``starts_with``, list functions or ``round(double, n)``;
 ``?`` placeholders, which the PostgreSQL engine translates). Keys: a scenario partition key is
-``leaderboard.scenario`` (``openllm.mmlu``); a leaderboard partition key is the leaderboard. Every method answers an empty result (same columns) when nothing is stored, never an error.
+``leaderboard.scenario`` (``openllm.mmlu``); a leaderboard partition key is the leaderboard. Every method answers an
+empty result (same columns) when nothing is stored, never an error.
 """
 from __future__ import annotations
 
