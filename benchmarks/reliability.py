@@ -21,7 +21,13 @@ instances; never the project's data/), removed at the end (--keep leaves it):
 * **concurrency**: two `tinybench run-all` started at the same moment on one new project, and `tinybench summary`
   beside them: both run-alls succeed (the second waits for the first, saying so), summary answers, and the store
   holds no duplicated response.
-* ``postgres_matches_duckdb`` is null: the PostgreSQL profile of issue 14 is not part of this benchmark yet.
+* **PostgreSQL profile** (``postgres_matches_duckdb``): a throwaway PostgreSQL server (tinybench_assets_tests/pg_server.py:
+  initdb + pg_ctl in a temporary folder, no system service) holds the Dagster instance (deploy/dagster.yaml) and the
+  results store; ingest and scenario partition openllm.arc's assets (raw responses, matrix, binarized, IRT model) run
+  on it and on DuckDB, on the test suite's openllm slice (40 models of arc and mmlu), and every ingest table and every
+  row of the partition are compared (tinybench_assets_tests/test_deploy/parity.py, as test_deploy/test_postgres.py):
+  true when they are identical (floats to 1e-12; the largest difference is printed). False, with the reason, when no
+  PostgreSQL binaries are installed (scripts/env.sh installs Debian's postgresql package).
 """
 from __future__ import annotations
 
@@ -194,6 +200,22 @@ def concurrency(root: Path) -> dict:
     return res
 
 
+def postgres_parity(root: Path) -> dict:
+    from tinybench_assets_tests.pg_server import PostgresMissing, PostgresServer
+    from tinybench_assets_tests.test_deploy import parity
+
+    incoming = parity.write_openllm_slice(root / "incoming")
+    try:
+        server = PostgresServer()
+    except PostgresMissing as exc:
+        return {"match": False, "problems": {"server": str(exc)}}
+    try:
+        server.start()
+        return parity.postgres_matches_duckdb(incoming, root, server)
+    finally:
+        server.stop()
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="write the figures here")
@@ -215,6 +237,8 @@ def main(argv: list[str] | None = None) -> int:
         kill = kill_recovery(home / "kill")
         print("concurrency ...", flush=True)
         conc = concurrency(home)
+        print("PostgreSQL profile ...", flush=True)
+        pg = postgres_parity(home / "postgres")
     finally:
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
@@ -222,7 +246,7 @@ def main(argv: list[str] | None = None) -> int:
         "files_ingested": drop["files_ingested"], "files_quarantined": drop["files_quarantined"],
         "rows_lost": drop["rows_lost"], "sensor_tick_seconds_max": drop["sensor_tick_seconds_max"],
         "peak_rss_gb": drop["peak_rss_gb"], "kill_recovery_ok": kill["kill_recovery_ok"],
-        "concurrent_ok": conc["concurrent_ok"], "postgres_matches_duckdb": None,
+        "concurrent_ok": conc["concurrent_ok"], "postgres_matches_duckdb": bool(pg["match"]),
         "seconds": round(time.perf_counter() - t0, 1),
     }
     checks = {
@@ -230,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak_rss_gb": figures["peak_rss_gb"] < BARS["peak_rss_gb"],
         "sensor_tick_seconds_max": figures["sensor_tick_seconds_max"] < BARS["sensor_tick_seconds_max"],
         "kill_recovery_ok": figures["kill_recovery_ok"], "concurrent_ok": figures["concurrent_ok"],
+        "postgres_matches_duckdb": figures["postgres_matches_duckdb"],
         "files_quarantined": not drop["problems"] and not drop["pickle_code_ran"],
     }
     print()
@@ -242,7 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         "peak_rss_gb": f"bar {BARS['peak_rss_gb']} GB; ingest of the 50 files in {drop['ingest_seconds']} s",
         "kill_recovery_ok": f"ingest kills {kill['ingest_kills']}; run-all kill {kill['run_all_kill']}",
         "concurrent_ok": f"{conc}",
-        "postgres_matches_duckdb": "null: not measured (the PostgreSQL profile of issue 14 is not part of this benchmark)",
+        "postgres_matches_duckdb": (f"{pg.get('tables')} tables, {pg.get('rows')} rows of ingest + openllm.arc compared; largest "
+                                    f"float difference {pg.get('max_abs_float_diff')}; PostgreSQL instance {pg.get('pg_instance')}; "
+                                    f"seconds {pg.get('seconds')}" + (f"; PROBLEMS {pg['problems']}" if pg["problems"] else "")),
         "seconds": "the whole benchmark",
     }
     for k, v in figures.items():
@@ -251,7 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({**figures, "details": {"fifty_file_drop": drop, "kill_recovery": kill,
-                                                                      "concurrency": conc}}, indent=2, default=str) + "\n")
+                                                                      "concurrency": conc, "postgres": pg}},
+                                              indent=2, default=str) + "\n")
     return 0 if all(checks.values()) else 1
 
 

@@ -48,3 +48,37 @@ if [ ! -x /usr/bin/chromium ] && [ "${TINYBENCH_SKIP_CHROMIUM:-0}" != 1 ]; then
   fi
   rm -f "$_log"
 fi
+
+# PostgreSQL server binaries for the scale-out profile's tests (tinybench_assets_tests/test_deploy: a throwaway server,
+# initdb + pg_ctl on a temporary folder, no system service): Debian's postgresql package, whose binaries live in
+# /usr/lib/postgresql/<version>/bin, off PATH. TINYBENCH_SKIP_POSTGRES=1 skips this step; those tests then fail with the
+# reason.
+_have_initdb() {
+  command -v initdb >/dev/null 2>&1 && return 0
+  compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null
+}
+if ! _have_initdb && [ "${TINYBENCH_SKIP_POSTGRES:-0}" != 1 ]; then
+  _apt=()
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then _apt=(sudo -n); else
+      echo "ERROR: scripts/env.sh: PostgreSQL's initdb is missing and cannot be installed: not root and no password-less sudo" >&2
+      echo "       (as root: apt-get install postgresql; or set TINYBENCH_SKIP_POSTGRES=1 to go on without the PostgreSQL tests)" >&2
+      exit 1
+    fi
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "ERROR: scripts/env.sh: PostgreSQL's initdb is missing and there is no apt-get to install Debian's postgresql package" >&2
+    exit 1
+  fi
+  _log="$(mktemp)"
+  echo "installing Debian's postgresql package (apt-get) for the PostgreSQL tests ..." >&2
+  if ! { "${_apt[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq \
+         && "${_apt[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+              -o Dpkg::Use-Pty=0 postgresql; } >"$_log" 2>&1 || ! _have_initdb; then
+    echo "ERROR: scripts/env.sh: apt-get could not install postgresql (no initdb on PATH or in /usr/lib/postgresql/*/bin); its last output:" >&2
+    tail -n 20 "$_log" >&2
+    rm -f "$_log"
+    exit 1
+  fi
+  rm -f "$_log"
+fi

@@ -17,6 +17,14 @@ def duckdb_path() -> str:
     return _env_path("TINYBENCH_DUCKDB", PROJECT_ROOT / "data" / "tinybench.duckdb")
 
 
+def store_target() -> str:
+    """The results store: TINYBENCH_STORE (a ``postgresql://`` URL, or a DuckDB file path), else ``duckdb_path()``."""
+    value = os.environ.get("TINYBENCH_STORE", "").strip()
+    if not value:
+        return duckdb_path()
+    return value if value.lower().startswith(("postgresql://", "postgres://")) else str(Path(value).expanduser())
+
+
 def incoming_dir() -> str:
     """TINYBENCH_INCOMING, default data/incoming (the landing folder)."""
     return _env_path("TINYBENCH_INCOMING", PROJECT_ROOT / "data" / "incoming")

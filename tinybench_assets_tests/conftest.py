@@ -41,6 +41,7 @@ def _isolated_project_data(tmp_path_factory, monkeypatch):
     for var, name in (("TINYBENCH_DUCKDB", "tinybench.duckdb"), ("TINYBENCH_INCOMING", "incoming"),
                       ("TINYBENCH_QUARANTINE", "quarantine"), ("TINYBENCH_ARTIFACTS", "artifacts")):
         monkeypatch.setenv(var, str(root / name))
+    monkeypatch.delenv("TINYBENCH_STORE", raising=False)  # the results store is the DuckDB file above unless a test says
 
 
 def _need_shared() -> None:

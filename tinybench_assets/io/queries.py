@@ -1,20 +1,32 @@
-"""The store's named reads: the domain queries the assets, checks, schedules and CLI ask of the DuckDB store.
+"""The store's named reads: the domain queries the assets, checks, schedules and CLI ask of the results store.
 
 ``StoreQueries`` is a mixin that ``io.store.Store`` inherits; every method reads through ``self.query`` (a
-short-lived read-only connection), so the SQL lives here and callers name what they want. Keys: a scenario
-partition key is ``leaderboard.scenario`` (``openllm.mmlu``); a leaderboard partition key is the leaderboard.
-Every method answers an empty result (same columns) when nothing is stored, never an error.
+short-lived read-only connection), so the SQL lives here and callers name what they want. It is standard SQL that
+DuckDB and PostgreSQL both run (no QUALIFY, ``any_value``, ``starts_with``, list functions or ``round(double, n)``;
+``?`` placeholders, which the PostgreSQL engine translates). Keys: a scenario partition key is
+``leaderboard.scenario`` (``openllm.mmlu``); a leaderboard partition key is the leaderboard. Every method answers an
+empty result (same columns) when nothing is stored, never an error.
 """
 from __future__ import annotations
 
 import pandas as pd
 
-from .connection import DuckDBFile
+from .backend import StoreBackend
 from .drops import split_partition_key
 
+# a partition's landed costs, the latest active drop winning per (model, item); params: leaderboard, scenario
+LATEST_COSTS = """
+    SELECT model, item, cost FROM (
+        SELECT l.model, l.item, l.cost, row_number() OVER (PARTITION BY l.model, l.item ORDER BY d.seq DESC) AS latest
+        FROM landed_costs l JOIN drops d USING (drop_id)
+        WHERE l.leaderboard = ? AND l.scenario = ? AND d.status = 'active') AS landed
+    WHERE latest = 1
+    ORDER BY model, item
+"""
 
-class StoreQueries(DuckDBFile):
-    """Named reads on the tinybench tables (mixed into ``Store``; ``query`` and ``tables`` come from ``DuckDBFile``)."""
+
+class StoreQueries(StoreBackend):
+    """Named reads on the tinybench tables (mixed into ``Store``; ``query`` and ``tables`` come from its engine)."""
 
     def result_rows(self, table: str, where: str, params: list, columns: str = "*") -> pd.DataFrame:
         """Rows of a result table (one that assets create on first write, such as ``estimates``) matching ``where``
@@ -38,8 +50,9 @@ class StoreQueries(DuckDBFile):
         """Scenario partition key -> epoch seconds of the latest active drop that touches it (partitions without an
         active drop are absent)."""
         return self.query(
-            "SELECT s.partition_key, epoch(max(d.ingested_at)) AS landed FROM scenarios s JOIN drops d "
-            "ON list_contains(string_split(d.partitions, ','), s.partition_key) AND d.status = 'active' GROUP BY 1"
+            "SELECT s.partition_key, CAST(extract(epoch FROM max(d.ingested_at)) AS DOUBLE PRECISION) AS landed "
+            "FROM scenarios s JOIN drops d ON position(',' || s.partition_key || ',' IN ',' || d.partitions || ',') > 0 "
+            "AND d.status = 'active' GROUP BY 1"
         ).set_index("partition_key")["landed"]
 
     def partition_keys(self, leaderboard: str | None = None) -> list[str]:
@@ -84,17 +97,7 @@ class StoreQueries(DuckDBFile):
         From the active drops; where several drops give a cell, the latest drop wins (as in ``responses``).
         Empty (same columns) when no drop of the partition carried costs.
         """
-        leaderboard, scenario = split_partition_key(key)
-        return self.query(
-            """
-            SELECT l.model, l.item, l.cost
-            FROM landed_costs l JOIN drops d USING (drop_id)
-            WHERE l.leaderboard = ? AND l.scenario = ? AND d.status = 'active'
-            QUALIFY row_number() OVER (PARTITION BY l.model, l.item ORDER BY d.seq DESC) = 1
-            ORDER BY l.model, l.item
-            """,
-            [leaderboard, scenario],
-        )
+        return self.query(LATEST_COSTS, list(split_partition_key(key)))
 
     def responses(self, key: str) -> pd.DataFrame:
         return self.query(
@@ -103,7 +106,7 @@ class StoreQueries(DuckDBFile):
 
     def binarized_long(self, key: str) -> pd.DataFrame:
         return self.query(
-            """SELECT b.model, r.scenario, r.subscenario, b.item, CAST(b.y AS DOUBLE) AS score
+            """SELECT b.model, r.scenario, r.subscenario, b.item, CAST(b.y AS DOUBLE PRECISION) AS score
                FROM binarized b JOIN (SELECT DISTINCT item, scenario, subscenario FROM responses WHERE partition_key = ?) r
                USING (item) WHERE b.partition_key = ?""",
             [key, key],
@@ -115,7 +118,7 @@ class StoreQueries(DuckDBFile):
         return self.query(
             """SELECT count(*) AS n_rows, count(DISTINCT model) AS models, count(DISTINCT item) AS items,
                       count(DISTINCT subscenario) AS subscenarios, avg(score) AS mean_score, count(DISTINCT drop_id) AS drops,
-                      count(*) FILTER (WHERE score IS NULL OR NOT isfinite(score) OR score < 0 OR score > 1) AS out_of_range,
+                      count(*) FILTER (WHERE score IS NULL OR score < 0 OR score > 1) AS out_of_range,
                       min(score) AS min_score, max(score) AS max_score
                FROM responses WHERE partition_key = ?""", [key]).iloc[0]
 
@@ -127,15 +130,16 @@ class StoreQueries(DuckDBFile):
                GROUP BY model, item HAVING count(*) > 1 ORDER BY copies DESC, model, item""", [key])
 
     def responses_out_of_range(self, key: str, limit: int = 10) -> pd.DataFrame:
-        """Up to ``limit`` responses whose score is NULL, non-finite or outside [0, 1]: columns ``model, item, score``."""
+        """Up to ``limit`` responses whose score is NULL, non-finite or outside [0, 1]: columns ``model, item, score``
+        (both engines order NaN above every number, so ``score > 1`` holds for NaN and +inf, ``score < 0`` for -inf)."""
         return self.query(
             """SELECT model, item, score FROM responses WHERE partition_key = ?
-               AND (score IS NULL OR NOT isfinite(score) OR score < 0 OR score > 1) ORDER BY model, item LIMIT ?""",
+               AND (score IS NULL OR score < 0 OR score > 1) ORDER BY model, item LIMIT ?""",
             [key, int(limit)])
 
     def binarized(self, key: str) -> pd.DataFrame:
         """A scenario partition's 0/1 responses: columns ``model, item, y`` (y as DOUBLE)."""
-        return self.query("SELECT model, item, CAST(y AS DOUBLE) AS y FROM binarized WHERE partition_key = ?", [key])
+        return self.query("SELECT model, item, CAST(y AS DOUBLE PRECISION) AS y FROM binarized WHERE partition_key = ?", [key])
 
     def binarization(self, key: str) -> pd.DataFrame:
         """A scenario partition's binarization row (0 or 1 rows): columns ``partition_key, rule, threshold, mean_raw,
@@ -144,7 +148,8 @@ class StoreQueries(DuckDBFile):
 
     def board_binarization(self, board: str) -> pd.DataFrame:
         """The binarization of every scenario of a leaderboard: columns ``partition_key, rule, threshold``."""
-        return self.query("SELECT partition_key, rule, threshold FROM binarization WHERE starts_with(partition_key, ? || '.')",
+        return self.query("SELECT partition_key, rule, threshold FROM binarization "
+                          "WHERE position(CAST(? AS VARCHAR) || '.' IN partition_key) = 1",
                           [board])
 
     # ------------------------------------------------------------------ response matrix
@@ -173,13 +178,14 @@ class StoreQueries(DuckDBFile):
     def scenario_summary(self) -> pd.DataFrame:
         """One row per scenario partition with a response matrix: ``partition_key, models, items, mean_acc_pct``
         (mean model accuracy, %), ``binarization, threshold`` (NULL before binarization)."""
-        return self.query(
-            """SELECT m.partition_key, count(*) AS models, any_value(i.items) AS items, round(100 * avg(m.accuracy), 2) AS mean_acc_pct,
-                      any_value(b.rule) AS binarization, round(any_value(b.threshold), 3) AS threshold
+        df = self.query(
+            """SELECT m.partition_key, count(*) AS models, max(i.items) AS items, 100 * avg(m.accuracy) AS mean_acc_pct,
+                      max(b.rule) AS binarization, max(b.threshold) AS threshold
                FROM matrix_models m
                JOIN (SELECT partition_key, count(*) AS items FROM matrix_items GROUP BY 1) i USING (partition_key)
                LEFT JOIN binarization b USING (partition_key)
                GROUP BY 1 ORDER BY 1""")
+        return df.round({"mean_acc_pct": 2, "threshold": 3})
 
     # ------------------------------------------------------------------ model splits and IRT fits
     def model_split(self, key: str) -> pd.Series:
@@ -211,5 +217,6 @@ class StoreQueries(DuckDBFile):
 
     def irt_scenario_keys(self, board: str) -> list[str]:
         """The leaderboard's scenario partition keys that have a fitted IRT model, sorted (the joint fit excluded)."""
-        return self.query("SELECT DISTINCT partition_key FROM irt_items WHERE starts_with(partition_key, ? || '.') ORDER BY 1",
+        return self.query("SELECT DISTINCT partition_key FROM irt_items "
+                          "WHERE position(CAST(? AS VARCHAR) || '.' IN partition_key) = 1 ORDER BY 1",
                           [board])["partition_key"].tolist()

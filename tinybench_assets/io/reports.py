@@ -1,25 +1,34 @@
-"""Plain-text renderings of result tables for the console summary."""
+"""Plain-text renderings of result tables for the console summary (DuckDB or PostgreSQL store: the SQL selects, pandas
+rounds and formats, since PostgreSQL has no ``round(double, n)`` and its ``format`` is not DuckDB's)."""
 from __future__ import annotations
+
+import math
+
+import pandas as pd
 
 from ..core.backtest import reference_n
 from .store import Store
 
 QUERIES = {
-    "irt_fits": "SELECT partition_key, scope, dim, n_models, n_items, round(heldout_logloss, 4) AS heldout_logloss, round(seconds, 1) AS seconds, device "
+    "irt_fits": "SELECT partition_key, scope, dim, n_models, n_items, heldout_logloss, seconds, device "
                 "FROM irt_fits ORDER BY partition_key",
     # at the budget the backtest asset quotes (core.backtest.reference_n: 30, else the largest run)
     "backtest_summary": "SELECT leaderboard, coalesce(split_kind, 'random') AS split, scenario, estimator, n, "
-                        "round(mae_t1, 2) AS mae_t1_pts, "
-                        "format('[{:.2f}, {:.2f}]', mae_t1_lo, mae_t1_hi) AS ci95_t1, round(mae_t2, 2) AS mae_t2_pts, "
-                        "round(coverage_t1, 3) AS coverage90_t1, round(coverage_t2, 3) AS coverage90_t2 "
+                        "mae_t1 AS mae_t1_pts, mae_t1_lo, mae_t1_hi, mae_t2 AS mae_t2_pts, "
+                        "coverage_t1 AS coverage90_t1, coverage_t2 AS coverage90_t2 "
                         "FROM backtest_summary WHERE n = ? "
                         "AND clustering IN ('correctness', 'random', 'selected', 'adaptive') "
                         "AND estimator IN ('random', 'anchor', 'gpirt', 'gpirt_val_joint', 'tinybench_own', 'tinybench', 'adaptive') "
                         "ORDER BY leaderboard, split_kind, scenario, mae_t1",
-    "router_metrics": "SELECT partition_key, served_router, round(100 * router_acc, 2) AS router_pct, best_single_model, "
-                      "round(100 * best_single_acc, 2) AS best_single_pct, round(100 * oracle_acc, 2) AS oracle_pct, "
-                      "round(100 * random_acc, 2) AS random_pct, round(100 * tutorial_knn_irt_acc, 2) AS tutorial_pct, "
+    "router_metrics": "SELECT partition_key, served_router, 100 * router_acc AS router_pct, best_single_model, "
+                      "100 * best_single_acc AS best_single_pct, 100 * oracle_acc AS oracle_pct, "
+                      "100 * random_acc AS random_pct, 100 * tutorial_knn_irt_acc AS tutorial_pct, "
                       "n_test FROM router_metrics ORDER BY partition_key",
+}
+ROUND = {
+    "irt_fits": {"heldout_logloss": 4, "seconds": 1},
+    "backtest_summary": {"mae_t1_pts": 2, "mae_t2_pts": 2, "coverage90_t1": 3, "coverage90_t2": 3},
+    "router_metrics": {"router_pct": 2, "best_single_pct": 2, "oracle_pct": 2, "random_pct": 2, "tutorial_pct": 2},
 }
 EMPTY = {
     "router_metrics": "(no router: no scenario has question text and a train/test split of questions)",
@@ -27,6 +36,11 @@ EMPTY = {
     "backtest_summary": "(no backtest: leaderboards with fewer than min_models models (default 50) have too few models "
                         "to hold any out, and are skipped)",
 }
+
+
+def _interval(lo, hi) -> str | None:
+    ok = all(v is not None and not (isinstance(v, float) and math.isnan(v)) for v in (lo, hi))
+    return f"[{lo:.2f}, {hi:.2f}]" if ok else None
 
 
 def render(store: Store, table: str) -> str:
@@ -37,4 +51,10 @@ def render(store: Store, table: str) -> str:
             return EMPTY[table]
         params = [reference_n(ns)]
     df = store.query(QUERIES[table], params)
-    return EMPTY[table] if df.empty else df.to_string(index=False)
+    if df.empty:
+        return EMPTY[table]
+    df = df.round(ROUND[table])
+    if table == "backtest_summary":
+        ci = pd.Series([_interval(lo, hi) for lo, hi in zip(df.pop("mae_t1_lo"), df.pop("mae_t1_hi"))], index=df.index)
+        df.insert(df.columns.get_loc("mae_t1_pts") + 1, "ci95_t1", ci)
+    return df.to_string(index=False)

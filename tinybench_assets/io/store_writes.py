@@ -1,17 +1,19 @@
 """The store's writes: drops landing, quarantine records, consolidated responses and partition replacements.
 
-``StoreWrites`` is a mixin that ``io.store.Store`` inherits; every write is one transaction of ``DuckDBFile``, so a
-failure leaves what was stored before untouched.
+``StoreWrites`` is a mixin that ``io.store.Store`` inherits; every write is one transaction of the store's engine
+(``io.backend.StoreBackend``: a DuckDB file or PostgreSQL), so a failure leaves what was stored before untouched. The
+SQL is written once for both engines; a DataFrame reaches it through ``self.frame`` (a view on DuckDB, a temporary
+table on PostgreSQL), and writers that may run at once on PostgreSQL take ``self.lock`` (a no-op on DuckDB).
 """
 from __future__ import annotations
 
 import pandas as pd
 
-from .connection import DuckDBFile
+from .backend import StoreBackend
 from .drops import Drop, partition_key, split_partition_key
 
 
-class StoreWrites(DuckDBFile):
+class StoreWrites(StoreBackend):
     """Transactional writes on the tinybench tables (mixed into ``Store``)."""
 
     def ingest_drop(self, drop: Drop, relpath: str) -> bool:
@@ -21,6 +23,7 @@ class StoreWrites(DuckDBFile):
         in the same transaction, so the store never holds half of either.
         """
         with self.transaction() as con:
+            self.lock(con, "tinybench:ingest")  # drops land one at a time (their seq and supersession)
             if con.execute("SELECT 1 FROM drops WHERE drop_id = ?", [drop.sha256]).fetchone():
                 return False
             old = [r[0] for r in con.execute(
@@ -37,18 +40,21 @@ class StoreWrites(DuckDBFile):
                 [drop.sha256, seq, relpath, drop.leaderboard, drop.format, drop.kind, drop.n_rows, ",".join(drop.partition_keys()),
                  "\n".join(drop.notes) or None],
             )
-            _insert_frame(con, "resp_df", drop.responses, drop.sha256,
-                          "INSERT INTO landed_responses SELECT drop_id, leaderboard, scenario, subscenario, item, model, score FROM resp_df")
-            _insert_frame(con, "costs_df", drop.costs, drop.sha256,
-                          "INSERT INTO landed_costs SELECT drop_id, leaderboard, scenario, item, model, CAST(cost AS DOUBLE) FROM costs_df")
+            self._insert_frame(con, "resp_df", drop.responses, drop.sha256,
+                               "INSERT INTO landed_responses SELECT drop_id, leaderboard, scenario, subscenario, item, model, score "
+                               "FROM resp_df")
+            self._insert_frame(con, "costs_df", drop.costs, drop.sha256,
+                               "INSERT INTO landed_costs SELECT drop_id, leaderboard, scenario, item, model, "
+                               "CAST(cost AS DOUBLE PRECISION) FROM costs_df")
             # a drop without text or split for an item (a 0/1 matrix) keeps the text/split stored before
-            _insert_frame(con, "items_df", drop.items, drop.sha256,
+            self._insert_frame(con, "items_df", drop.items, drop.sha256,
                           "INSERT INTO items SELECT leaderboard, scenario, item, subscenario, CAST(text AS VARCHAR), CAST(split AS VARCHAR), "
                           "drop_id FROM items_df ON CONFLICT (leaderboard, scenario, item) DO UPDATE SET subscenario = excluded.subscenario, "
                           "text = coalesce(excluded.text, items.text), split = coalesce(excluded.split, items.split), drop_id = excluded.drop_id")
-            _insert_frame(con, "fs_df", drop.full_scores, drop.sha256,
-                          "INSERT OR REPLACE INTO full_scores SELECT leaderboard, scenario, model, full_score, CAST(split AS VARCHAR), drop_id "
-                          "FROM fs_df")
+            self._insert_frame(con, "fs_df", drop.full_scores, drop.sha256,
+                               "INSERT INTO full_scores SELECT leaderboard, scenario, model, full_score, CAST(split AS VARCHAR), drop_id "
+                               "FROM fs_df ON CONFLICT (leaderboard, scenario, model) DO UPDATE SET full_score = excluded.full_score, "
+                               "split = excluded.split, drop_id = excluded.drop_id")
             for scenario, rule in drop.binarize_rules.items():
                 key = partition_key(drop.leaderboard, scenario)
                 con.execute(
@@ -65,14 +71,16 @@ class StoreWrites(DuckDBFile):
         """Rebuild ``responses`` for one partition from the active drops; the latest drop wins per cell."""
         leaderboard, scenario = split_partition_key(key)
         with self.transaction() as con:
+            self.lock(con, f"responses:{key}")
             con.execute("DELETE FROM responses WHERE partition_key = ?", [key])
             con.execute(
                 """
                 INSERT INTO responses
-                SELECT ?, l.leaderboard, l.scenario, l.subscenario, l.item, l.model, l.score, l.drop_id
-                FROM landed_responses l JOIN drops d USING (drop_id)
-                WHERE l.leaderboard = ? AND l.scenario = ? AND d.status = 'active'
-                QUALIFY row_number() OVER (PARTITION BY l.model, l.item ORDER BY d.seq DESC) = 1
+                SELECT CAST(? AS VARCHAR), leaderboard, scenario, subscenario, item, model, score, drop_id FROM (
+                    SELECT l.*, row_number() OVER (PARTITION BY l.model, l.item ORDER BY d.seq DESC) AS latest
+                    FROM landed_responses l JOIN drops d USING (drop_id)
+                    WHERE l.leaderboard = ? AND l.scenario = ? AND d.status = 'active') AS landed
+                WHERE latest = 1
                 """,
                 [key, leaderboard, scenario],
             )
@@ -87,29 +95,41 @@ class StoreWrites(DuckDBFile):
         """
         with self.transaction() as con:
             for table, df in tables.items():
-                if not con.execute("SELECT 1 FROM information_schema.tables WHERE table_name = ?", [table]).fetchone():
-                    con.register("part_df", df)  # a result table without declared DDL takes the frame's columns
-                    con.execute(f'CREATE TABLE "{table}" AS SELECT CAST(NULL AS VARCHAR) AS {column}, * FROM part_df LIMIT 0')
-                    con.unregister("part_df")
-                have = {r[0] for r in con.execute(
-                    "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]).fetchall()}
-                if missing := [c for c in df.columns if c not in have]:
-                    con.register("part_df", df)
-                    types = {r[0]: r[1] for r in con.execute("DESCRIBE SELECT * FROM part_df").fetchall()}
-                    con.unregister("part_df")
-                    for c in missing:
-                        con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{c}" {types[c]}')
+                self.lock(con, f"{table}:{key}")  # writers of one partition take turns; other partitions run at once
+                if not self._has_table(con, table) or self._missing_columns(con, table, df):
+                    self.lock(con, "tinybench:ddl")  # one writer at a time creates a table or adds a column
+                    self._create_or_widen(con, table, df, column)
                 con.execute(f'DELETE FROM "{table}" WHERE {column} = ?', [key])
                 if len(df):
-                    con.register("part_df", df)
                     cols = ", ".join(f'"{c}"' for c in df.columns)
-                    con.execute(f'INSERT INTO "{table}" ({column}, {cols}) SELECT ?, {cols} FROM part_df', [key])
-                    con.unregister("part_df")
+                    with self.frame(con, "part_df", df, like=table):
+                        con.execute(f'INSERT INTO "{table}" ({column}, {cols}) SELECT CAST(? AS VARCHAR), {cols} FROM part_df', [key])
 
+    @staticmethod
+    def _has_table(con, table: str) -> bool:
+        return con.execute("SELECT 1 FROM information_schema.tables WHERE table_name = ? AND table_schema = current_schema()",
+                           [table]).fetchone() is not None
 
-def _insert_frame(con, name: str, df: pd.DataFrame, drop_id: str, sql: str) -> None:
-    """Run ``sql`` (an INSERT reading the view ``name``) on a drop's frame with its ``drop_id`` column; nothing when empty."""
-    if len(df):
-        con.register(name, df.assign(drop_id=drop_id))
-        con.execute(sql)
-        con.unregister(name)
+    @staticmethod
+    def _missing_columns(con, table: str, df: pd.DataFrame) -> list[str]:
+        have = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? "
+                                          "AND table_schema = current_schema()", [table]).fetchall()}
+        return [c for c in df.columns if c not in have]
+
+    def _create_or_widen(self, con, table: str, df: pd.DataFrame, column: str) -> None:
+        """Create a result table without declared DDL from the frame's columns, or add the columns it lacks."""
+        if not self._has_table(con, table):
+            types = self.frame_types(con, df)
+            cols = ", ".join([f"{column} VARCHAR"] + [f'"{c}" {types[c]}' for c in df.columns])
+            con.execute(f'CREATE TABLE "{table}" ({cols})')
+        if missing := self._missing_columns(con, table, df):
+            types = self.frame_types(con, df[missing])
+            for c in missing:
+                con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{c}" {types[c]}')
+
+    def _insert_frame(self, con, name: str, df: pd.DataFrame, drop_id: str, sql: str) -> None:
+        """Run ``sql`` (an INSERT reading the table ``name``) on a drop's frame with its ``drop_id`` column; nothing when
+        empty."""
+        if len(df):
+            with self.frame(con, name, df.assign(drop_id=drop_id)):
+                con.execute(sql)
