@@ -127,7 +127,7 @@ def _run_all(args: argparse.Namespace) -> int:
     # the console shows warnings and errors only; every event still goes to the instance (the UI's run pages)
     quiet = {"loggers": {"console": {"config": {"log_level": args.log_level}}}}
     force = bool(getattr(args, "force", False))
-    store = Store(paths.duckdb_path())
+    store = Store(paths.store_target())
     pending = pending_drops(store, paths.incoming_dir())
     if pending or force or not store.partition_keys():
         res = refresh(defs, instance, "ingest_landing", None, force=True, run_config=quiet, tags=owner)
