@@ -28,11 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-wait", action="store_true",
                    help="if another run-all is running on this project, exit at once (code 3) instead of waiting for it")
     p.add_argument("--jobs", type=int, default=0,
-                   help="leaderboards refreshed at once, each in its own process (default 0: one per CPU core, at "
-                        "most one per leaderboard; 1: one after another in this process)")
+                   help="leaderboards refreshed at once, each in its own process (default 0: one per 4 CPU cores, at "
+                        "most one per leaderboard, so one after another on small machines; 1: in this process)")
     p.add_argument("--threads", type=int, default=0,
-                   help="torch CPU threads in each leaderboard's process when several run at once (default 0: the "
-                        "resources' own setting)")
+                   help="torch/BLAS CPU threads of each leaderboard's chain (default 0: cores / --jobs when several run "
+                        "at once, else the resources' own setting). Fits are reproducible for a given thread count")
     p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                    help="Dagster console log level (default WARNING; every event is recorded in the instance anyway)")
     p.set_defaults(func=run_all)

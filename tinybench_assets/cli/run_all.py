@@ -39,6 +39,10 @@ def _instance():
     return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides={"concurrency": concurrency}))
 
 
+#: cores per leaderboard chain when run-all picks how many leaderboards to refresh at once (``--jobs 0``)
+CORES_PER_CHAIN = 4
+
+
 class RunAllBusy(RuntimeError):
     """Another ``tinybench run-all`` holds the project's run lock."""
 
@@ -143,11 +147,18 @@ def _run_all(args: argparse.Namespace) -> int:
     chains: dict[str, list[str]] = {}
     for key in keys:
         chains.setdefault(split_partition_key(key)[0], []).append(key)
-    jobs = resolve_jobs(getattr(args, "jobs", 0), len(chains))
+    # leaderboards at once (--jobs 0: one per CORES_PER_CHAIN cores). Measured on 2 cores (issue 12): two chains with
+    # one thread each took 720 s cold against 558-616 s one after another (the machine is CPU-bound throughout: both
+    # cores ~1.9 busy either way, and the routerdc embeddings took 391 s on one thread beside openllm's fits instead
+    # of ~130 s on two); two 2-thread chains oversubscribed the cores (openllm's scenario steps 4-6x slower).
+    jobs = getattr(args, "jobs", 0) or max(1, resolve_jobs(0) // CORES_PER_CHAIN)
+    jobs = resolve_jobs(jobs, len(chains))
+    # several chains at once: each its share of the cores
+    threads = getattr(args, "threads", 0) or (max(1, resolve_jobs(0) // jobs) if jobs > 1 else 0)
     if jobs > 1:
-        print(f"  {len(chains)} leaderboards in {jobs} processes at once: {', '.join(chains)}", flush=True)
-    materialized, failed = run_chains(chains, jobs, threads=getattr(args, "threads", 0), force=force,
-                                      log_level=args.log_level)
+        print(f"  {len(chains)} leaderboards in {jobs} processes at once ({threads} thread(s) each): "
+              f"{', '.join(chains)}", flush=True)
+    materialized, failed = run_chains(chains, jobs, threads=threads, force=force, log_level=args.log_level)
     print(f"{len(keys)} scenario partition(s) and {len(chains)} leaderboard(s) up to date in {time.time() - t0:.0f} s; "
           f"{materialized} asset materialization(s){' (--force)' if force else ''}")
     summary(argparse.Namespace())
@@ -181,6 +192,15 @@ def run_chain(board: str, keys: list[str], force: bool = False, log_level: str =
     return materialized, failed
 
 
+def _thread_budget(threads: int) -> None:
+    """This process's torch / OpenMP / BLAS threads; set before the definitions are built, so the torch and encoder
+    resources take it too ($TINYBENCH_TORCH_THREADS)."""
+    from tinybench_assets.core.parallel import init_worker
+
+    os.environ["TINYBENCH_TORCH_THREADS"] = str(threads)
+    init_worker(threads)
+
+
 def _die_with_parent() -> None:
     import ctypes
     import signal
@@ -197,8 +217,8 @@ def _chain_worker(tasks, results, threads: int, kw: dict) -> None:
     """A spawned process that runs chains from ``tasks`` until it reads None, sending its lines and results.
     It dies with its parent (Linux's parent-death signal): a SIGKILLed run-all leaves no chain writing on."""
     _die_with_parent()
-    if threads > 0:  # before the definitions are built, so the torch and encoder resources take it
-        os.environ["TINYBENCH_TORCH_THREADS"] = str(threads)
+    if threads > 0:
+        _thread_budget(threads)
     while (task := tasks.get()) is not None:
         board, keys = task
         try:
@@ -212,12 +232,14 @@ def _chain_worker(tasks, results, threads: int, kw: dict) -> None:
 def run_chains(chains: dict[str, list[str]], jobs: int, threads: int = 0, **kw) -> tuple[int, list[str]]:
     """Every leaderboard's chain (:func:`run_chain`): in this process one after another (``jobs`` 1), or in
     ``jobs`` spawned processes at once, the chains with the most scenario partitions first, their lines printed
-    here as they come. ``threads`` > 0 caps torch's CPU threads in each such process.
+    here as they come. ``threads`` > 0 caps torch's and BLAS's CPU threads in each chain's process.
 
     Leaderboards share no assets, so their chains are independent; the store's connections wait for each other
     on the DuckDB file. Measured (issue 12): one leaderboard's fits leave a core idle much of the time, which
     another leaderboard's chain then uses."""
     if jobs <= 1 or len(chains) <= 1:
+        if threads > 0:
+            _thread_budget(threads)
         done = [run_chain(b, k, **kw) for b, k in chains.items()]
         return sum(m for m, _ in done), [k for _, f in done for k in f]
     import multiprocessing as mp
@@ -227,7 +249,7 @@ def run_chains(chains: dict[str, list[str]], jobs: int, threads: int = 0, **kw) 
     tasks, results = ctx.Queue(), ctx.Queue()
     for board in sorted(chains, key=lambda b: -len(chains[b])):
         tasks.put((board, chains[board]))
-    workers = [ctx.Process(target=_chain_worker, args=(tasks, results, threads, kw), daemon=True) for _ in range(jobs)]
+    workers = [ctx.Process(target=_chain_worker, args=(tasks, results, threads, kw)) for _ in range(jobs)]
     for w in workers:
         tasks.put(None)
         w.start()
@@ -249,9 +271,13 @@ def run_chains(chains: dict[str, list[str]], jobs: int, threads: int = 0, **kw) 
                 pending.discard(board)
                 materialized += m
                 failed += f
-    finally:
+    finally:  # never leave a chain running: SIGTERM (Dagster stops its run), then SIGKILL if it does not end
         for w in workers:
             w.join(timeout=5)
-            if w.is_alive():
-                w.terminate()
+        for stop in ("terminate", "kill"):
+            for w in workers:
+                if w.is_alive():
+                    getattr(w, stop)()
+            for w in workers:
+                w.join(timeout=15)
     return materialized, failed

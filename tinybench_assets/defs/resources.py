@@ -114,7 +114,7 @@ class LandingResource(dg.ConfigurableResource):
         return Path(self.quarantine)
 
 
-def _env_threads(default: int) -> int:
+def env_torch_threads(default: int) -> int:
     """torch CPU threads for the resources' defaults: $TINYBENCH_TORCH_THREADS when set (run-all sets it in a
     leaderboard's process when several run at once), else ``default``."""
     value = os.environ.get("TINYBENCH_TORCH_THREADS", "").strip()
@@ -133,7 +133,7 @@ class TorchDevice(dg.ConfigurableResource):
     """
 
     device: str = "auto"
-    num_threads: int = Field(default_factory=lambda: _env_threads(0))
+    num_threads: int = Field(default_factory=lambda: env_torch_threads(0))
 
     def resolve(self) -> str:
         import torch
@@ -157,7 +157,7 @@ class EncoderResource(dg.ConfigurableResource):
     model_name: str = "all-MiniLM-L6-v2"
     device: str = "auto"
     batch_size: int = 64
-    num_threads: int = Field(default_factory=lambda: _env_threads(min(2, os.cpu_count() or 1)))
+    num_threads: int = Field(default_factory=lambda: env_torch_threads(min(2, os.cpu_count() or 1)))
 
     def get(self):
         from tinybench_assets.io.embeddings import Encoder

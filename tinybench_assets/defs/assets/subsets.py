@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 import dagster as dg
+from pydantic import Field
 
 from tinybench_assets import paths
 from tinybench_assets.atomic import atomic_write
@@ -23,7 +24,7 @@ from tinybench_assets.core.subsets.penalty import penalty_vs_n_voters, score_tre
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions
-from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource
+from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, env_torch_threads
 from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.defs.versions import code_version
 from tinybench_assets.io import plots
@@ -53,7 +54,7 @@ class MagiConfig(dg.Config):
     n_trials: int = 60
     seed: int = 0
     irt_dim: int = 1
-    torch_threads: int = 2
+    torch_threads: int = Field(default_factory=lambda: env_torch_threads(2))  # $TINYBENCH_TORCH_THREADS when set
     # construct validity; defaults = core DEFAULTS, chosen by the variant rule on tune models (docs/magi.md)
     stratify: bool = DEFAULTS["stratify"]  # every scenario the guard keeps holds its share of the pool
     balanced: bool = DEFAULTS["balanced"]  # subset score = mean over scenarios of the accuracy on their kept items
@@ -311,7 +312,7 @@ def parallel_forms_asset(context: dg.AssetExecutionContext, config: FormsConfig,
 
         from tinybench_assets.core.irt import fit_irt
 
-        torch.set_num_threads(2)
+        torch.set_num_threads(max(1, env_torch_threads(2)))
         difficulty = fit_irt(matrix.scores, dim=1, seed=config.seed).b
     elif config.difficulty == "accuracy":
         difficulty = 1 - np.nanmean(matrix.scores, axis=0)
