@@ -11,9 +11,13 @@ import pandas as pd
 PARTITION_COLUMNS = ("partition_key", "leaderboard")
 
 
+def is_run_time(name: str) -> bool:
+    """A column or field that records when or how long (updated_at, created, seconds, fit_time, ...)."""
+    return name.endswith("_at") or name == "created" or "seconds" in name or "time" in name
+
+
 def _timeless(df: pd.DataFrame) -> pd.DataFrame:
-    keep = [c for c in df.columns if not (c.endswith("_at") or "seconds" in c or "time" in c
-                                          or pd.api.types.is_datetime64_any_dtype(df[c]))]
+    keep = [c for c in df.columns if not is_run_time(c) and not pd.api.types.is_datetime64_any_dtype(df[c])]
     df = df[keep]
     sortable = [c for c in df.columns if df[c].map(lambda v: isinstance(v, (str, int, float, bool)) or v is None).all()]
     return df.sort_values(sortable).reset_index(drop=True) if sortable and len(df) else df.reset_index(drop=True)
