@@ -65,8 +65,14 @@ def test_k8s_profile_loads_with_the_k8s_executor_gpu_tags_and_cuda(monkeypatch):
     # the device resources point at the GPU
     assert defs.resources["torch_device"].device == "cuda" and defs.resources["encoder"].device == "cuda"
 
-    # the tag as the executor reads it, and the Kubernetes Job it would submit for an IRT step (built offline)
-    user = get_user_defined_k8s_config(nodes["irt_model"][0].tags)
+    # the steps of a run carry the tag (the k8s step handler reads it from the step's tags), and the Kubernetes Job it
+    # would submit for an IRT step, built offline with dagster-k8s' own functions
+    from dagster._core.execution.api import create_execution_plan
+
+    steps = {s.key: s.tags for name in ("refresh_scenario", "refresh_leaderboard")
+             for s in create_execution_plan(defs.resolve_job_def(name)).steps}
+    assert {k for k, tags in steps.items() if dp.K8S_CONFIG_TAG in tags} == GPU_OPS
+    user = get_user_defined_k8s_config(steps["irt_model"])
     assert user.container_config["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert user.pod_spec_config["node_selector"] == dp.DEFAULT_GPU_NODE_SELECTOR
     k8s_job = construct_dagster_k8s_job(DagsterK8sJobConfig(job_image="registry/tinybench:test",
