@@ -29,7 +29,7 @@ CONFIG = {"ops": {
     "irt_joint": {"config": {"dims": [1, 2]}},
     "anchor_sets": {"config": EST},
     "model_estimates": {"config": EST},
-    "estimation_backtest": {"config": {**EST, "n_splits": 1, "adaptive_n": [5, 10]}},
+    "estimation_backtest": {"config": {**EST, "learned": False, "n_splits": 1, "adaptive_n": [5]}},
     "tiny_benchmark": {"config": {**EST, "export_n": 10}},
     "magi_subset_assets": {"config": {"n_trials": 6, "n_voters": 12, "keep_fraction_min": 0.15, "keep_fraction_max": 0.3,
                                       "max_fraction": 0.35}},
