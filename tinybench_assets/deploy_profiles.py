@@ -91,11 +91,12 @@ def multiprocess_defs() -> dg.Definitions:
 
 def k8s_executor_config(namespace: str | None = None, max_concurrent: int = 4) -> dict:
     """The k8s_job_executor's config: step Jobs in ``namespace`` (default: the run's), ``max_concurrent`` step pods
-    per run, modest CPU requests for every step (GPU ops add theirs through their tag); the image, environment,
+    per run, modest CPU requests for every step (GPU ops add theirs through their tag), two OpenMP / MKL threads
+    (oversubscribed threads slow the fits many-fold on small nodes); the image, environment,
     secrets and volumes come from the Helm chart's user deployment (``includeConfigInLaunchedRuns``)."""
     config = {"max_concurrent": max_concurrent, "image_pull_policy": "IfNotPresent",
               "step_k8s_config": {"container_config": {"resources": {"requests": {"cpu": "1", "memory": "4Gi"}}}},
-              "env_vars": ["TINYBENCH_PROFILE=k8s", "OMP_NUM_THREADS=2", "MKL_NUM_THREADS=2"]}
+              "env_vars": ["OMP_NUM_THREADS=2", "MKL_NUM_THREADS=2"]}  # threads = the GPU pods' CPU request
     if namespace:
         config["job_namespace"] = namespace
     return config
