@@ -105,3 +105,16 @@ def synthetic_2pl(n_models: int, n_items: int, dim: int = 1, seed: int = 0):
     b = rng.normal(size=n_items)
     p = 1 / (1 + np.exp(-(theta @ a.T - b)))
     return (rng.random(p.shape) < p).astype(float), theta, a, b
+
+
+@pytest.fixture(autouse=True)
+def _no_leaked_dagster_state_storage():
+    """Dagster's schedule and sensor contexts built without ``with`` (``dg.build_sensor_context(instance=...)``) enter
+    their instance and leave its state storage as the current one after the test; once that instance is gone, every
+    later ``dg.materialize`` in the session fails with "Attempted to resolve undefined DagsterInstance weakref" (seen
+    when the deploy tests ran after test_schedule.py). Reset it after each test."""
+    yield
+    from dagster._core.storage.defs_state.base import _current_storage
+
+    if _current_storage.get() is not None:
+        _current_storage.set(None)

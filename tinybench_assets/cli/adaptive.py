@@ -32,10 +32,11 @@ def load_scenario(leaderboard: str, scenario: str | None):
     from tinybench_assets.io.drops import partition_key, split_partition_key
     from tinybench_assets.io.store import Store
 
-    db_path = Path(paths.duckdb_path())
-    if not db_path.exists():
-        raise UsageError(f"no DuckDB store at {db_path}: run `tinybench run-all` first")
-    store = Store(db_path)
+    target = paths.store_target()  # TINYBENCH_STORE (PostgreSQL or a DuckDB path), else the project's DuckDB file
+    if not target.startswith(("postgresql://", "postgres://")) and not Path(target).exists():
+        raise UsageError(f"no DuckDB store at {target}: run `tinybench run-all` first")
+    store = Store(target)
+    db_path = store.location
     if "irt_items" not in store.tables():
         raise UsageError(f"{db_path}: no IRT fits stored yet (materialize irt_model)")
     keys = store.irt_scenario_keys(leaderboard)

@@ -7,8 +7,9 @@ from tinybench_assets_tests.test_defs.test_definitions import materialize_founda
 
 
 def _requests(instance, landing):
-    ctx = dg.build_schedule_context(instance=instance, resources={"store": StoreResource(database=str(landing["db"]))})
-    out = stale_refresh_schedule(ctx)
+    # as a context manager: a schedule context built without one leaves the instance's state storage set for later tests
+    with dg.build_schedule_context(instance=instance, resources={"store": StoreResource(database=str(landing["db"]))}) as ctx:
+        out = stale_refresh_schedule(ctx)
     return {} if isinstance(out, dg.SkipReason) else {r.partition_key: r.tags["tinybench/stale"] for r in out}
 
 
