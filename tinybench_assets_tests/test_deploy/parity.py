@@ -26,24 +26,9 @@ KEY = "openllm.arc"
 ASSETS = [resp_assets.raw_responses, resp_assets.response_matrix, resp_assets.binarized_responses, irt.irt_model]
 RUN_CONFIG = {"ops": {"irt_model": {"config": {"dims": [1, 2]}}}}
 INGEST_TABLES = ("drops", "landed_responses", "landed_costs", "items", "full_scores", "scenarios", "quarantine")
+from tinybench_assets_tests.openllm_slice import write_openllm_slice  # noqa: E402,F401 - re-exported
+
 PG_ENV = ("DAGSTER_PG_HOST", "DAGSTER_PG_PORT", "DAGSTER_PG_USER", "DAGSTER_PG_PASSWORD", "DAGSTER_PG_DB")
-
-
-def write_openllm_slice(incoming: Path, n_models: int = 40) -> Path:
-    """The test suite's openllm slice (tinybench_assets_tests/conftest.py ``openllm_slice``) as a landing folder: the first
-    ``n_models`` models (alphabetical) of arc and mmlu with their items and full scores, from the real data."""
-    from tinybench_assets import paths
-
-    shared = Path(paths.default_data_dir()) / "openllm"
-    (incoming / "openllm").mkdir(parents=True, exist_ok=True)
-    for sc in ("arc", "mmlu"):
-        resp = pd.read_parquet(shared / f"{sc}.responses.parquet")
-        models = sorted(resp["model"].unique())[:n_models]
-        resp[resp["model"].isin(models)].to_parquet(incoming / "openllm" / f"{sc}.responses.parquet", index=False)
-        pd.read_parquet(shared / f"{sc}.items.parquet").to_parquet(incoming / "openllm" / f"{sc}.items.parquet", index=False)
-        fs = pd.read_parquet(shared / f"{sc}.full_scores.parquet")
-        fs[fs["model"].isin(models)].to_parquet(incoming / "openllm" / f"{sc}.full_scores.parquet", index=False)
-    return incoming
 
 
 def deploy_instance(server, home: Path, db: str = "dagster") -> dg.DagsterInstance:

@@ -13,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-import pandas as pd
 
 from tinybench_assets import paths
 
@@ -28,17 +27,9 @@ RUN_CONFIG = {
 
 
 def write_landing(incoming: Path) -> None:
-    shared = Path(paths.default_data_dir()) / "openllm"
-    if not shared.is_dir():
-        raise SystemExit(f"real data not found at {shared.parent} (set TINYBENCH_DEFAULT_DATA)")
-    (incoming / "openllm").mkdir(parents=True, exist_ok=True)
-    for sc in SCENARIOS:
-        resp = pd.read_parquet(shared / f"{sc}.responses.parquet")
-        models = sorted(resp["model"].unique())[:MODELS]
-        resp[resp["model"].isin(models)].to_parquet(incoming / "openllm" / f"{sc}.responses.parquet", index=False)
-        pd.read_parquet(shared / f"{sc}.items.parquet").to_parquet(incoming / "openllm" / f"{sc}.items.parquet", index=False)
-        fs = pd.read_parquet(shared / f"{sc}.full_scores.parquet")
-        fs[fs["model"].isin(models)].to_parquet(incoming / "openllm" / f"{sc}.full_scores.parquet", index=False)
+    from tinybench_assets_tests.openllm_slice import write_openllm_slice
+
+    write_openllm_slice(incoming, n_models=MODELS, scenarios=SCENARIOS)
 
 
 def main() -> int:

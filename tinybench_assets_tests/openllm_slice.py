@@ -1,0 +1,26 @@
+"""The openllm slice as a landing folder, from the real data: what the browser test's populate script and the PostgreSQL
+parity check (test_deploy/parity.py, benchmarks/reliability.py) ingest."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+
+def write_openllm_slice(incoming: Path, n_models: int = 40, scenarios=("arc", "mmlu")) -> Path:
+    """The first ``n_models`` models (alphabetical) of each scenario with their items and full scores, copied from the
+    real data (``paths.default_data_dir()``) into ``incoming/openllm``; a clear error when the data is missing."""
+    from tinybench_assets import paths
+
+    shared = Path(paths.default_data_dir()) / "openllm"
+    if not shared.is_dir():
+        raise SystemExit(f"real data not found at {shared.parent} (set TINYBENCH_DEFAULT_DATA)")
+    (incoming / "openllm").mkdir(parents=True, exist_ok=True)
+    for sc in scenarios:
+        resp = pd.read_parquet(shared / f"{sc}.responses.parquet")
+        models = sorted(resp["model"].unique())[:n_models]
+        resp[resp["model"].isin(models)].to_parquet(incoming / "openllm" / f"{sc}.responses.parquet", index=False)
+        pd.read_parquet(shared / f"{sc}.items.parquet").to_parquet(incoming / "openllm" / f"{sc}.items.parquet", index=False)
+        fs = pd.read_parquet(shared / f"{sc}.full_scores.parquet")
+        fs[fs["model"].isin(models)].to_parquet(incoming / "openllm" / f"{sc}.full_scores.parquet", index=False)
+    return incoming
