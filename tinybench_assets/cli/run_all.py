@@ -39,7 +39,9 @@ def _instance():
     return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides={"concurrency": concurrency}))
 
 
-#: cores per leaderboard chain when run-all picks how many leaderboards to refresh at once (``--jobs 0``)
+#: cores per leaderboard chain when run-all picks how many leaderboards to refresh at once (``--jobs 0``). Measured on
+#: 2 cores (issue 12): two one-thread chains took 720 s cold against 640 s one after another (CPU-bound throughout: both
+#: cores ~1.9 busy either way); two two-thread chains oversubscribed the cores (openllm's scenario steps 4-6x slower).
 CORES_PER_CHAIN = 4
 
 
@@ -147,10 +149,7 @@ def _run_all(args: argparse.Namespace) -> int:
     chains: dict[str, list[str]] = {}
     for key in keys:
         chains.setdefault(split_partition_key(key)[0], []).append(key)
-    # leaderboards at once (--jobs 0: one per CORES_PER_CHAIN cores). Measured on 2 cores (issue 12): two chains with
-    # one thread each took 720 s cold against 558-616 s one after another (the machine is CPU-bound throughout: both
-    # cores ~1.9 busy either way, and the routerdc embeddings took 391 s on one thread beside openllm's fits instead
-    # of ~130 s on two); two 2-thread chains oversubscribed the cores (openllm's scenario steps 4-6x slower).
+    # leaderboards at once (--jobs 0: one per CORES_PER_CHAIN cores, so one after another on 2 cores)
     jobs = getattr(args, "jobs", 0) or max(1, resolve_jobs(0) // CORES_PER_CHAIN)
     jobs = resolve_jobs(jobs, len(chains))
     # several chains at once: each its share of the cores
@@ -158,7 +157,8 @@ def _run_all(args: argparse.Namespace) -> int:
     if jobs > 1:
         print(f"  {len(chains)} leaderboards in {jobs} processes at once ({threads} thread(s) each): "
               f"{', '.join(chains)}", flush=True)
-    materialized, failed = run_chains(chains, jobs, threads=threads, force=force, log_level=args.log_level)
+    materialized, failed = run_chains(chains, jobs, threads=threads, setup=(defs, instance, owner), force=force,
+                                      log_level=args.log_level)
     print(f"{len(keys)} scenario partition(s) and {len(chains)} leaderboard(s) up to date in {time.time() - t0:.0f} s; "
           f"{materialized} asset materialization(s){' (--force)' if force else ''}")
     summary(argparse.Namespace())
@@ -169,16 +169,20 @@ def _run_all(args: argparse.Namespace) -> int:
 
 
 def run_chain(board: str, keys: list[str], force: bool = False, log_level: str = "WARNING",
-              say=None) -> tuple[int, list[str]]:
+              say=None, setup: tuple | None = None) -> tuple[int, list[str]]:
     """One leaderboard's chain: its scenario partitions in turn, then the leaderboard partition, each through
     :func:`~tinybench_assets.refresh.refresh` (stale or missing only, unless ``force``). Says a line per
-    partition; returns (materializations, failed partition keys)."""
-    from tinybench_assets.definitions import build_defs
-    from tinybench_assets.defs.orphans import run_owner_tags
+    partition; returns (materializations, failed partition keys). ``setup``: the caller's (definitions, instance,
+    owner tags) to reuse; built here when None (in a chain's own process)."""
     from tinybench_assets.refresh import refresh
 
     say = say or (lambda line: print(line, flush=True))
-    defs, instance, owner = build_defs(), _instance(), run_owner_tags()
+    if setup is None:
+        from tinybench_assets.definitions import build_defs
+        from tinybench_assets.defs.orphans import run_owner_tags
+
+        setup = build_defs(), _instance(), run_owner_tags()
+    defs, instance, owner = setup
     quiet = {"loggers": {"console": {"config": {"log_level": log_level}}}}
     failed, materialized = [], 0
     for job_name, key, label in [("refresh_scenario", k, "scenario") for k in keys] + [
@@ -202,6 +206,7 @@ def _thread_budget(threads: int) -> None:
 
 
 def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this process when its parent (run-all) dies."""
     import ctypes
     import signal
 
@@ -229,18 +234,20 @@ def _chain_worker(tasks, results, threads: int, kw: dict) -> None:
         results.put(("done", board, m, f))
 
 
-def run_chains(chains: dict[str, list[str]], jobs: int, threads: int = 0, **kw) -> tuple[int, list[str]]:
-    """Every leaderboard's chain (:func:`run_chain`): in this process one after another (``jobs`` 1), or in
-    ``jobs`` spawned processes at once, the chains with the most scenario partitions first, their lines printed
+def run_chains(chains: dict[str, list[str]], jobs: int, threads: int = 0, setup: tuple | None = None,
+               **kw) -> tuple[int, list[str]]:
+    """Every leaderboard's chain (:func:`run_chain`): in this process one after another (``jobs`` 1, reusing the
+    caller's ``setup`` unless ``threads`` asks for a new thread budget, which the resources must be built under), or
+    in ``jobs`` spawned processes at once, the chains with the most scenario partitions first, their lines printed
     here as they come. ``threads`` > 0 caps torch's and BLAS's CPU threads in each chain's process.
 
-    Leaderboards share no assets, so their chains are independent; the store's connections wait for each other
-    on the DuckDB file. Measured (issue 12): one leaderboard's fits leave a core idle much of the time, which
-    another leaderboard's chain then uses."""
+    Leaderboards share no assets, so their chains are independent; the store's connections wait for each other on
+    the DuckDB file. Whether that pays depends on idle cores: on 2 cores it did not (see :data:`CORES_PER_CHAIN`)."""
     if jobs <= 1 or len(chains) <= 1:
         if threads > 0:
             _thread_budget(threads)
-        done = [run_chain(b, k, **kw) for b, k in chains.items()]
+            setup = None
+        done = [run_chain(b, k, setup=setup, **kw) for b, k in chains.items()]
         return sum(m for m, _ in done), [k for _, f in done for k in f]
     import multiprocessing as mp
     import queue as queue_mod

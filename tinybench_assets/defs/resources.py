@@ -115,8 +115,8 @@ class LandingResource(dg.ConfigurableResource):
 
 
 def env_torch_threads(default: int) -> int:
-    """torch CPU threads for the resources' defaults: $TINYBENCH_TORCH_THREADS when set (run-all sets it in a
-    leaderboard's process when several run at once), else ``default``."""
+    """torch CPU threads for the resources' defaults: $TINYBENCH_TORCH_THREADS when set (run-all sets it for
+    a leaderboard chain's thread budget: --threads, or cores / --jobs when several run at once), else ``default``."""
     value = os.environ.get("TINYBENCH_TORCH_THREADS", "").strip()
     if not value:
         return default
