@@ -30,10 +30,10 @@ from tinybench_assets.cli.errors import UsageError
 def load_scenario(leaderboard: str, scenario: str | None):
     """(partition key, item ids, a (I, D), b (I,), balance weights (I,), texts {item: text}) from the store."""
     from tinybench_assets.io.drops import partition_key, split_partition_key
-    from tinybench_assets.io.store import Store
+    from tinybench_assets.io.store import Store, is_postgres_url
 
     target = paths.store_target()  # TINYBENCH_STORE (PostgreSQL or a DuckDB path), else the project's DuckDB file
-    if not target.startswith(("postgresql://", "postgres://")) and not Path(target).exists():
+    if not is_postgres_url(target) and not Path(target).exists():
         raise UsageError(f"no DuckDB store at {target}: run `tinybench run-all` first")
     store = Store(target)
     db_path = store.location
