@@ -7,6 +7,13 @@ whenever a stale ancestor re-runs, so they go in the same run. The roots report 
 (``landing_ingest``, ``raw_responses``, see ``defs/versions.py``): when a root re-runs to the version it had,
 nothing below it is stale, so a second look after each run decides what else to do. A run with nothing new
 materializes nothing.
+
+One correction to Dagster's answer: a leaderboard partition (``openllm``) reads the scenario partitions through an
+``AllPartitionMapping`` (Dagster has no built-in mapping from dynamic ``openllm.arc`` keys to ``openllm``), so Dagster
+calls every leaderboard stale when any leaderboard's scenario changes. :func:`stale_statuses` keeps a STALE verdict
+only when one of its root causes lies in the partition's own leaderboard (or in an unpartitioned asset, or is a code
+change): a new openllm drop refreshes openllm's scenario and leaderboard, never routerdc's. The UI's badge still
+shows the broad verdict, with the root cause naming the other leaderboard's partition.
 """
 from __future__ import annotations
 
@@ -32,16 +39,45 @@ class RefreshResult:
         return self.success and not self.materialized
 
 
+def leaderboard_of_key(partition: str | None) -> str | None:
+    """The leaderboard a scenario (``openllm.arc``) or leaderboard (``openllm``) partition key belongs to."""
+    if partition is None:
+        return None
+    return partition.partition(".")[0]
+
+
+def own_cause(cause, partition: str | None) -> bool:
+    """Whether a stale root cause can concern ``partition``: a code change, a cause in an unpartitioned asset, or one
+    in a partition of the same leaderboard."""
+    from dagster._core.definitions.data_version import StaleCauseCategory
+
+    if cause.category == StaleCauseCategory.CODE or partition is None:
+        return True
+    places = [cause.key.partition_key] + ([cause.dependency.partition_key] if cause.dependency is not None else [])
+    return all(p is None or leaderboard_of_key(p) == leaderboard_of_key(partition) for p in places)
+
+
 def stale_statuses(instance: dg.DagsterInstance, asset_graph, keys, partition: str | None) -> dict:
-    """{asset key: StaleStatus} for the given keys at one partition (None for unpartitioned assets)."""
+    """{asset key: StaleStatus} for the given keys at one partition (None for unpartitioned assets): Dagster's
+    verdict, except that STALE becomes FRESH when none of its root causes concerns the partition's own
+    leaderboard (see the module's docstring)."""
     from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
-    from dagster._core.definitions.data_version import CachingStaleStatusResolver
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
     from dagster._time import get_current_datetime
 
     view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
                           instance=instance, asset_graph=asset_graph)
     resolver = CachingStaleStatusResolver(instance=instance, asset_graph=asset_graph, loading_context=view)
-    return {k: resolver.get_status(k, partition if asset_graph.get(k).is_partitioned else None) for k in keys}
+    out = {}
+    for k in keys:
+        part = partition if asset_graph.get(k).is_partitioned else None
+        status = resolver.get_status(k, part)
+        if status == StaleStatus.STALE and part is not None:
+            causes = resolver.get_stale_root_causes(k, part)
+            if causes and not any(own_cause(c, part) for c in causes):
+                status = StaleStatus.FRESH
+        out[k] = status
+    return out
 
 
 def _descendants(asset_graph, roots: set, within: set) -> set:

@@ -27,6 +27,11 @@ def _materialized(out: str) -> dict[str, int]:
 @pytest.fixture()
 def project(landing, tmp_path, monkeypatch):
     shutil.rmtree(landing["incoming"] / "openllm")  # RouterDC only: small, and two scenarios to tell apart
+    # and a second leaderboard (RouterDC's MMLU under another name): a drop in one leaderboard must leave the other alone
+    # (50 of its 60 questions: an exact copy of a landed file would be skipped as a duplicate)
+    (landing["incoming"] / "twin").mkdir()
+    recs = json.loads((landing["incoming"] / "routerdc" / "mmlu_train.json").read_text())
+    (landing["incoming"] / "twin" / "mmlu_train.json").write_text(json.dumps(recs[:50]))
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text((paths.PROJECT_ROOT / "dagster.yaml.template").read_text())
@@ -41,13 +46,13 @@ def test_warm_run_materializes_nothing_and_a_changed_drop_refreshes_only_its_par
     rc, cold = _run_all(capsys)
     assert rc == 0, cold
     first = _materialized(cold)
-    assert set(first) == {"routerdc.gsm8k", "routerdc.mmlu", "routerdc"}, cold
+    assert set(first) == {"routerdc.gsm8k", "routerdc.mmlu", "routerdc", "twin.mmlu", "twin"}, cold
     assert all(n > 0 for n in first.values()), cold
 
     rc, warm = _run_all(capsys)
     assert rc == 0, warm
     assert "nothing new" in warm
-    assert _materialized(warm) == {"routerdc.gsm8k": 0, "routerdc.mmlu": 0, "routerdc": 0}, warm
+    assert _materialized(warm) == {"routerdc.gsm8k": 0, "routerdc.mmlu": 0, "routerdc": 0, "twin.mmlu": 0, "twin": 0}, warm
     assert re.search(r"\b0 asset materialization", warm), warm
 
     # a new version of one drop: its scenario and its leaderboard refresh; the other scenario re-reads its own
@@ -61,6 +66,9 @@ def test_warm_run_materializes_nothing_and_a_changed_drop_refreshes_only_its_par
     assert after["routerdc.gsm8k"] >= first["routerdc.gsm8k"], one
     assert after["routerdc"] > 0, one
     assert after["routerdc.mmlu"] <= 1, one  # raw_responses at most (same content -> same data version)
+    # the other leaderboard: its scenario re-reads its drops at most, its leaderboard assets stay as they are (Dagster
+    # alone calls them stale: they read every scenario partition through an AllPartitionMapping; refresh.py corrects it)
+    assert after["twin.mmlu"] <= 1 and after["twin"] == 0, one
 
     rc, forced = _run_all(capsys, "--force")
     assert rc == 0, forced
