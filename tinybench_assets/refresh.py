@@ -104,6 +104,13 @@ def plan(asset_graph, statuses: dict) -> set:
     return todo
 
 
+def pending(defs: dg.Definitions, instance: dg.DagsterInstance, job_name: str, partition: str | None = None) -> set:
+    """The keys :func:`refresh` would run first for ``partition`` (empty when everything is fresh)."""
+    asset_graph = defs.resolve_asset_graph()
+    keys = set(defs.resolve_job_def(job_name).asset_layer.selected_asset_keys)
+    return plan(asset_graph, stale_statuses(instance, asset_graph, keys, partition))
+
+
 def refresh(defs: dg.Definitions, instance: dg.DagsterInstance, job_name: str, partition: str | None = None, *,
             force: bool = False, run_config: dict | None = None, max_runs: int = 4, log=None,
             tags: dict[str, str] | None = None) -> RefreshResult:

@@ -13,6 +13,9 @@ import pytest
 from tinybench_assets import paths
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# run-all's scenario partitions one after another in its own process: the suite already runs in two xdist workers on
+# two cores; the scenario phase (one-thread worker per core) has its own test (test_cli/test_run_all_parallel.py)
+os.environ.setdefault("TINYBENCH_SCENARIO_JOBS", "1")
 SHARED = Path(paths.default_data_dir())
 
 

@@ -39,12 +39,6 @@ def _instance():
     return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides={"concurrency": concurrency}))
 
 
-#: cores per leaderboard chain when run-all picks how many leaderboards to refresh at once (``--jobs 0``). Measured on
-#: 2 cores (issue 12): two one-thread chains took 720 s cold against 640 s one after another (CPU-bound throughout: both
-#: cores ~1.9 busy either way); two two-thread chains oversubscribed the cores (openllm's scenario steps 4-6x slower).
-CORES_PER_CHAIN = 4
-
-
 class RunAllBusy(RuntimeError):
     """Another ``tinybench run-all`` holds the project's run lock."""
 
@@ -103,6 +97,7 @@ def run_all(args: argparse.Namespace) -> int:
 
 
 def _run_all(args: argparse.Namespace) -> int:
+    from tinybench_assets.cli.chains import CORES_PER_CHAIN, run_chains, run_scenario_phase
     from tinybench_assets.core.parallel import resolve_jobs
     from tinybench_assets.definitions import build_defs
     from tinybench_assets.defs.partitions import register_partitions
@@ -125,7 +120,7 @@ def _run_all(args: argparse.Namespace) -> int:
             print(f"landing folder {paths.incoming_dir()}: {len(copied)} file(s) copied from {src}")
         else:
             print(f"default data {src} not found; using what is already in {paths.incoming_dir()}")
-    from tinybench_assets.refresh import refresh
+    from tinybench_assets.refresh import pending as stale_work, refresh
 
     # this process's pid, host and start time on every run it executes: a later start tells an orphan by them
     owner = run_owner_tags()
@@ -154,11 +149,25 @@ def _run_all(args: argparse.Namespace) -> int:
     jobs = resolve_jobs(jobs, len(chains))
     # several chains at once: each its share of the cores
     threads = getattr(args, "threads", 0) or (max(1, resolve_jobs(0) // jobs) if jobs > 1 else 0)
+    kw = {"force": force, "log_level": args.log_level}
+    setup = (defs, instance, owner)
+    # scenario partitions with anything to do, spread over one-thread workers (--scenario-jobs 0: one per core)
+    sjobs = getattr(args, "scenario_jobs", 0)
+    busy = [k for k in keys if force or stale_work(defs, instance, "refresh_scenario", k)] if jobs == 1 and sjobs != 1 else []
+    sjobs = resolve_jobs(sjobs, len(busy)) if busy else 1
     if jobs > 1:
         print(f"  {len(chains)} leaderboards in {jobs} processes at once ({threads} thread(s) each): "
               f"{', '.join(chains)}", flush=True)
-    materialized, failed = run_chains(chains, jobs, threads=threads, setup=(defs, instance, owner), force=force,
-                                      log_level=args.log_level)
+        materialized, failed = run_chains(chains, jobs, threads=threads, setup=setup, **kw)
+    elif sjobs > 1 and not getattr(args, "threads", 0):
+        print(f"  {len(busy)} scenario partition(s) to refresh in {sjobs} processes at once (1 thread each), "
+              f"then the leaderboards", flush=True)
+        for k in keys:
+            if k not in busy:
+                print(f"  scenario {k:<28} ok in {0:6.1f} s  (fresh, nothing to do)", flush=True)
+        materialized, failed = run_scenario_phase(busy, list(chains), sjobs, store, setup=setup, **kw)
+    else:
+        materialized, failed = run_chains(chains, 1, threads=threads, setup=setup, **kw)
     print(f"{len(keys)} scenario partition(s) and {len(chains)} leaderboard(s) up to date in {time.time() - t0:.0f} s; "
           f"{materialized} asset materialization(s){' (--force)' if force else ''}")
     summary(argparse.Namespace())
@@ -166,125 +175,3 @@ def _run_all(args: argparse.Namespace) -> int:
         print(f"FAILED: {failed}", file=sys.stderr)
         return 1
     return 0
-
-
-def run_chain(board: str, keys: list[str], force: bool = False, log_level: str = "WARNING",
-              say=None, setup: tuple | None = None) -> tuple[int, list[str]]:
-    """One leaderboard's chain: its scenario partitions in turn, then the leaderboard partition, each through
-    :func:`~tinybench_assets.refresh.refresh` (stale or missing only, unless ``force``). Says a line per
-    partition; returns (materializations, failed partition keys). ``setup``: the caller's (definitions, instance,
-    owner tags) to reuse; built here when None (in a chain's own process)."""
-    from tinybench_assets.refresh import refresh
-
-    say = say or (lambda line: print(line, flush=True))
-    if setup is None:
-        from tinybench_assets.definitions import build_defs
-        from tinybench_assets.defs.orphans import run_owner_tags
-
-        setup = build_defs(), _instance(), run_owner_tags()
-    defs, instance, owner = setup
-    quiet = {"loggers": {"console": {"config": {"log_level": log_level}}}}
-    failed, materialized = [], 0
-    for job_name, key, label in [("refresh_scenario", k, "scenario") for k in keys] + [
-            ("refresh_leaderboard", board, "leaderboard")]:
-        r = refresh(defs, instance, job_name, key, force=force, run_config=quiet, tags=owner)
-        materialized += len(r.materialized)
-        what = "fresh, nothing to do" if r.fresh else f"{len(r.materialized)} materialized"
-        say(f"  {label} {key:<28} {'ok' if r.success else 'FAILED'} in {r.seconds:6.1f} s  ({what})")
-        if not r.success:
-            failed.append(key)
-    return materialized, failed
-
-
-def _thread_budget(threads: int) -> None:
-    """This process's torch / OpenMP / BLAS threads; set before the definitions are built, so the torch and encoder
-    resources take it too ($TINYBENCH_TORCH_THREADS)."""
-    from tinybench_assets.core.parallel import init_worker
-
-    os.environ["TINYBENCH_TORCH_THREADS"] = str(threads)
-    init_worker(threads)
-
-
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this process when its parent (run-all) dies."""
-    import ctypes
-    import signal
-
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):  # not Linux: the chain finishes on its own
-        return
-    if os.getppid() == 1:  # the parent died before the signal was set
-        os._exit(1)
-
-
-def _chain_worker(tasks, results, threads: int, kw: dict) -> None:
-    """A spawned process that runs chains from ``tasks`` until it reads None, sending its lines and results.
-    It dies with its parent (Linux's parent-death signal): a SIGKILLed run-all leaves no chain writing on."""
-    _die_with_parent()
-    if threads > 0:
-        _thread_budget(threads)
-    while (task := tasks.get()) is not None:
-        board, keys = task
-        try:
-            m, f = run_chain(board, keys, say=lambda line: results.put(("line", line)), **kw)
-        except BaseException as exc:  # noqa: BLE001 - reported by the parent, which fails the run-all
-            results.put(("line", f"  leaderboard {board:<28} FAILED: {type(exc).__name__}: {exc}"))
-            m, f = 0, [board]
-        results.put(("done", board, m, f))
-
-
-def run_chains(chains: dict[str, list[str]], jobs: int, threads: int = 0, setup: tuple | None = None,
-               **kw) -> tuple[int, list[str]]:
-    """Every leaderboard's chain (:func:`run_chain`): in this process one after another (``jobs`` 1, reusing the
-    caller's ``setup`` unless ``threads`` asks for a new thread budget, which the resources must be built under), or
-    in ``jobs`` spawned processes at once, the chains with the most scenario partitions first, their lines printed
-    here as they come. ``threads`` > 0 caps torch's and BLAS's CPU threads in each chain's process.
-
-    Leaderboards share no assets, so their chains are independent; the store's connections wait for each other on
-    the DuckDB file. Whether that pays depends on idle cores: on 2 cores it did not (see :data:`CORES_PER_CHAIN`)."""
-    if jobs <= 1 or len(chains) <= 1:
-        if threads > 0:
-            _thread_budget(threads)
-            setup = None
-        done = [run_chain(b, k, setup=setup, **kw) for b, k in chains.items()]
-        return sum(m for m, _ in done), [k for _, f in done for k in f]
-    import multiprocessing as mp
-    import queue as queue_mod
-
-    ctx = mp.get_context("spawn")
-    tasks, results = ctx.Queue(), ctx.Queue()
-    for board in sorted(chains, key=lambda b: -len(chains[b])):
-        tasks.put((board, chains[board]))
-    workers = [ctx.Process(target=_chain_worker, args=(tasks, results, threads, kw)) for _ in range(jobs)]
-    for w in workers:
-        tasks.put(None)
-        w.start()
-    materialized, failed, pending = 0, [], set(chains)
-    try:
-        while pending:
-            try:
-                msg = results.get(timeout=1.0)
-            except queue_mod.Empty:
-                if not any(w.is_alive() for w in workers):  # a worker died (killed, out of memory) mid-chain
-                    print(f"  leaderboard process(es) died; not finished: {sorted(pending)}", flush=True)
-                    failed += sorted(pending)
-                    break
-                continue
-            if msg[0] == "line":
-                print(msg[1], flush=True)
-            else:
-                _, board, m, f = msg
-                pending.discard(board)
-                materialized += m
-                failed += f
-    finally:  # never leave a chain running: SIGTERM (Dagster stops its run), then SIGKILL if it does not end
-        for w in workers:
-            w.join(timeout=5)
-        for stop in ("terminate", "kill"):
-            for w in workers:
-                if w.is_alive():
-                    getattr(w, stop)()
-            for w in workers:
-                w.join(timeout=15)
-    return materialized, failed

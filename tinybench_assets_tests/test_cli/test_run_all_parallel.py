@@ -1,4 +1,5 @@
-"""run-all refreshes leaderboards in parallel processes (issue 12, `--jobs`): each leaderboard's chain (its scenario
+"""run-all refreshes scenario partitions in one-thread worker processes before the leaderboards (the default on 2
+cores or more, `--scenario-jobs`), and leaderboards in parallel processes (issue 12, `--jobs`): each leaderboard's chain (its scenario
 partitions, then the leaderboard) runs in its own spawned process, its lines printed by run-all as they come; the runs
 claim no op-level pool slot; a SIGKILLed run-all takes its chain processes with it, the next run-all marks their runs
 FAILED and finishes the work, and the results equal those of the parallel run. (SIGTERM: run-all stops its chains,
@@ -96,3 +97,46 @@ def test_leaderboards_in_parallel_processes_and_a_killed_run_all(tmp_path):
             assert rows == _rows(env1["TINYBENCH_DUCKDB"], table, key), (table, key)
             n += len(rows)
         assert n > 0, table
+
+
+def test_scenario_partitions_in_worker_processes_then_the_leaderboards(tmp_path):
+    env = _two_boards(tmp_path / "phase")
+    out = _run_all(env, "--scenario-jobs", "2")
+    assert "2 scenario partition(s) to refresh in 2 processes at once (1 thread each)" in out, out
+    lines = re.findall(r"^\s+(scenario|leaderboard) (\S+)\s+ok in", out, re.M)
+    assert sorted(lines[:2]) == [("scenario", "tiny.quiz"), ("scenario", "tinyb.quiz")], out  # the scenarios first
+    assert sorted(lines[2:]) == [("leaderboard", "tiny"), ("leaderboard", "tinyb")], out
+    runs = [r for r in rd.instance_for(env).get_runs() if r.job_name in ("refresh_scenario", "refresh_leaderboard")]
+    assert runs and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
+    pid = {r.job_name: set() for r in runs}
+    for r in runs:
+        pid[r.job_name].add(r.tags[PID_TAG])
+    assert len(pid["refresh_scenario"]) == 2  # one worker process per scenario partition here
+    assert len(pid["refresh_leaderboard"]) == 1 and not pid["refresh_leaderboard"] & pid["refresh_scenario"]
+
+    # the scenario results equal those of a run-all in one process at the workers' thread count (one)
+    env1 = _two_boards(tmp_path / "serial")
+    out1 = _run_all(env1, "--scenario-jobs", "1", "--threads", "1")
+    assert "processes at once" not in out1
+    for table in TABLES:
+        for key in ("tiny.quiz", "tinyb.quiz"):
+            rows = _rows(env["TINYBENCH_DUCKDB"], table, key)
+            assert rows and rows == _rows(env1["TINYBENCH_DUCKDB"], table, key), (table, key)
+
+    # nothing new: no worker is started, nothing is materialized
+    warm = _run_all(env, "--scenario-jobs", "2")
+    assert "processes at once" not in warm and re.search(r"\b0 asset materialization", warm), warm
+
+
+def test_largest_partitions_start_first():
+    import pandas as pd
+
+    from tinybench_assets.cli.chains import largest_first
+
+    class _Store:
+        def query(self, sql, params=None):
+            return pd.DataFrame({"k": ["a.small", "a.texts", "b.big", "b.texts_few"], "items": [10, 50, 900, 400],
+                                 "texts": [0, 50, 0, 20]})
+
+    assert largest_first(_Store(), ["a.small", "b.big", "a.texts", "b.texts_few", "c.unknown"]) == [
+        "a.texts", "b.texts_few", "b.big", "a.small", "c.unknown"]
