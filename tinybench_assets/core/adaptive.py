@@ -48,21 +48,22 @@ def map_abilities(A, B, Y, theta0=None, prior_sd: float = 1.0, max_iter: int = 3
     y = np.where(used, Y, 0.0)
     theta = np.zeros((M, D)) if theta0 is None else np.array(theta0, dtype=float)
     prec = np.eye(D) / prior_sd**2
+    At = A.transpose(0, 2, 1)  # (M, D, k): batched matmuls below, several times faster than the einsums they replace
     for _ in range(max_iter):
-        p = _sigmoid(np.einsum("mkd,md->mk", A, theta) - B)
+        p = _sigmoid(np.matmul(A, theta[:, :, None])[..., 0] - B)
         r = np.where(used, y - p, 0.0)
-        grad = np.einsum("mk,mkd->md", r, A) - theta / prior_sd**2
+        grad = np.matmul(At, r[:, :, None])[..., 0] - theta / prior_sd**2
         wgt = np.where(used, p * (1 - p), 0.0)
-        H = np.einsum("mk,mkd,mke->mde", wgt, A, A) + prec
+        H = np.matmul(At * wgt[:, None, :], A) + prec
         step = np.linalg.solve(H, grad[..., None])[..., 0]
         norm = np.linalg.norm(step, axis=1, keepdims=True)
         step = np.where(norm > 2.0, step * (2.0 / np.maximum(norm, 1e-12)), step)  # damped: log-concave, bounded steps
         theta = theta + step
         if np.max(np.abs(step)) < tol:
             break
-    p = _sigmoid(np.einsum("mkd,md->mk", A, theta) - B)
+    p = _sigmoid(np.matmul(A, theta[:, :, None])[..., 0] - B)
     wgt = np.where(used, p * (1 - p), 0.0)
-    return theta, np.einsum("mk,mkd,mke->mde", wgt, A, A) + prec
+    return theta, np.matmul(At * wgt[:, None, :], A) + prec
 
 
 def item_gain(theta, H, a, b, chunk: int = 64, rule: str = "accuracy", w=None) -> np.ndarray:

@@ -12,6 +12,7 @@ Pure numpy / pandas; the Dagster asset only calls :func:`run_backtest`.
 """
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 
@@ -38,13 +39,20 @@ class BacktestResult:
     """
 
     estimates: pd.DataFrame
-    summary: pd.DataFrame
-    per_split: pd.DataFrame
     lambdas: pd.DataFrame
     selection: pd.DataFrame
     validation: pd.DataFrame
     dims: pd.DataFrame
     timings: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    # computed when first read (each is a bootstrap over ~10^5-10^6 rows: ~6 s on openllm's two cold-run splits)
+    @functools.cached_property
+    def summary(self) -> pd.DataFrame:
+        return summarize(self.estimates)
+
+    @functools.cached_property
+    def per_split(self) -> pd.DataFrame:
+        return summarize(self.estimates, by=("split", "scenario", "clustering", "estimator", "n"))
 
 
 def reference_n(n_values) -> int:
@@ -329,8 +337,6 @@ def run_backtest(
     estimates = pd.concat([o["estimates"] for o in outs], ignore_index=True)
     return BacktestResult(
         estimates=estimates,
-        summary=summarize(estimates),
-        per_split=summarize(estimates, by=("split", "scenario", "clustering", "estimator", "n")),
         lambdas=pd.concat([o["lambdas"] for o in outs], ignore_index=True),
         selection=pd.concat([o["selection"] for o in outs], ignore_index=True),
         validation=pd.concat([o["validation"] for o in outs], ignore_index=True),
