@@ -94,8 +94,8 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-def _worker(tasks, results, threads: int, kw: dict) -> None:
-    """A spawned process that runs tasks (name, units) from ``tasks`` until it reads None, sending its lines and
+def _worker(wid: int, tasks, results, threads: int, kw: dict) -> None:
+    """A spawned process that runs the tasks (name, units) it is sent until it reads None, sending its lines and
     results. It dies with its parent: a SIGKILLed run-all leaves no worker writing on."""
     _die_with_parent()
     if threads > 0:
@@ -107,42 +107,65 @@ def _worker(tasks, results, threads: int, kw: dict) -> None:
         except BaseException as exc:  # noqa: BLE001 - reported by the parent, which fails the run-all
             results.put(("line", f"  {units[-1][2]} {name:<28} FAILED: {type(exc).__name__}: {exc}"))
             m, f = 0, [name]
-        results.put(("done", name, m, f))
+        results.put(("done", wid, name, m, f))
 
 
-def run_parallel(tasks: dict[str, list[Unit]], jobs: int, threads: int = 0, **kw) -> tuple[int, list[str]]:
-    """Run ``tasks`` ({name: units}, in the order given) in ``jobs`` spawned worker processes, their lines printed
-    here as they come; ``threads`` > 0 caps torch's and BLAS's CPU threads in each worker."""
+def run_parallel(tasks: dict[str, list[Unit]], jobs: int, threads: int = 0, after: dict[str, set] | None = None,
+                 **kw) -> tuple[int, list[str]]:
+    """Run ``tasks`` ({name: units}) in ``jobs`` spawned worker processes, their lines printed here as they come;
+    ``threads`` > 0 caps torch's and BLAS's CPU threads in each worker. A free worker gets the first task, in the
+    order given, whose tasks in ``after`` ({name: names it waits for}) have all finished (failed or not)."""
     import multiprocessing as mp
     import queue as queue_mod
 
+    after = {k: set(v) & set(tasks) for k, v in (after or {}).items()}
     ctx = mp.get_context("spawn")
-    todo, results = ctx.Queue(), ctx.Queue()
-    for name, units in tasks.items():
-        todo.put((name, units))
-    workers = [ctx.Process(target=_worker, args=(todo, results, threads, kw)) for _ in range(jobs)]
+    inbox, results = [ctx.Queue() for _ in range(jobs)], ctx.Queue()
+    workers = [ctx.Process(target=_worker, args=(w, inbox[w], results, threads, kw)) for w in range(jobs)]
     for w in workers:
-        todo.put(None)
         w.start()
-    materialized, failed, pending = 0, [], set(tasks)
+    todo, finished, running = list(tasks), set(), {}
+
+    def dispatch(w: int) -> None:
+        ready = next((t for t in todo if after.get(t, set()) <= finished), None)
+        if ready is not None:
+            todo.remove(ready)
+            running[w] = ready
+            inbox[w].put((ready, tasks[ready]))
+        elif not todo:
+            running.pop(w, None)
+            inbox[w].put(None)
+        else:  # waits for a running task
+            running.pop(w, None)
+
+    for w in range(jobs):
+        dispatch(w)
+    materialized, failed = 0, []
     try:
-        while pending:
+        while len(finished) < len(tasks):
             try:
                 msg = results.get(timeout=1.0)
             except queue_mod.Empty:
-                if not any(w.is_alive() for w in workers):  # a worker died (killed, out of memory) mid-task
-                    print(f"  worker process(es) died; not finished: {sorted(pending)}", flush=True)
-                    failed += sorted(pending)
+                if not any(w.is_alive() for w in workers):  # every worker died (killed, out of memory) mid-task
+                    lost = sorted(set(tasks) - finished)
+                    print(f"  worker process(es) died; not finished: {lost}", flush=True)
+                    failed += lost
                     break
                 continue
             if msg[0] == "line":
                 print(msg[1], flush=True)
-            else:
-                _, name, m, f = msg
-                pending.discard(name)
-                materialized += m
-                failed += f
-    finally:  # never leave a worker running: SIGTERM (Dagster stops its run), then SIGKILL if it does not end
+                continue
+            _, wid, name, m, f = msg
+            finished.add(name)
+            materialized += m
+            failed += f
+            dispatch(wid)
+            for w in range(jobs):  # idle workers: a task they waited for may be ready now
+                if w not in running and workers[w].is_alive():
+                    dispatch(w)
+    finally:  # never leave a worker running: None to the idle, then SIGTERM (Dagster stops its run), then SIGKILL
+        for q in inbox:
+            q.put(None)
         for w in workers:
             w.join(timeout=5)
         for stop in ("terminate", "kill"):
@@ -173,20 +196,35 @@ def run_chains(chains: dict[str, list[str]], jobs: int, threads: int = 0, setup:
                         jobs, threads, **kw)
 
 
-def largest_first(store, keys: list[str]) -> list[str]:
-    """Scenario partitions ordered by their expected work, largest first: the most question texts (the router stage
-    embeds them), then the most landed items (IRT fits, matrices); ties by key. Keeps the longest task from
-    starting last when the partitions are spread over workers."""
-    sizes = store.query("SELECT leaderboard || '.' || scenario AS k, count(*) AS items, count(text) AS texts "
-                        "FROM items GROUP BY 1")
-    size = {r.k: (int(r.texts), int(r.items)) for r in sizes.itertuples()}
-    return sorted(keys, key=lambda k: (-size.get(k, (0, 0))[0], -size.get(k, (0, 0))[1], k))
+def partition_sizes(store) -> dict[str, tuple[int, int]]:
+    """{scenario partition: (question texts, landed responses)}: the router stage embeds the texts, the IRT fits and
+    matrices grow with the responses."""
+    texts = store.query("SELECT leaderboard || '.' || scenario AS k, count(text) AS n FROM items GROUP BY 1")
+    rows = store.query("SELECT partition_key AS k, count(*) AS n FROM responses GROUP BY 1")
+    t = {r.k: int(r.n) for r in texts.itertuples()}
+    return {r.k: (t.get(r.k, 0), int(r.n)) for r in rows.itertuples()} | {k: (n, 0) for k, n in t.items() if k not in set(rows.k)}
 
 
-def run_scenario_phase(keys: list[str], boards: list[str], jobs: int, store, setup: tuple | None = None,
-                       **kw) -> tuple[int, list[str]]:
-    """The scenario partitions ``keys`` in ``jobs`` one-thread worker processes (largest first), then every leaderboard
-    of ``boards`` in this process (reusing ``setup``) with its own thread budget."""
-    m1, f1 = run_parallel({k: [scenario_unit(k)] for k in largest_first(store, keys)}, jobs, threads=1, **kw)
-    m2, f2 = run_units([leaderboard_unit(b) for b in boards], setup=setup, **kw)
-    return m1 + m2, f1 + f2
+def scenario_phase_plan(sizes: dict, keys: list[str], boards: list[str]) -> tuple[dict, dict]:
+    """The tasks of the scenario phase in dispatch order, and what each leaderboard waits for: leaderboards by
+    their landed responses (largest first: its leaderboard-level fits are the longest task, so its scenarios go
+    first and it starts early), each one's scenario partitions (most texts, then most responses, first), then the
+    leaderboard itself, which waits for those of its scenario partitions that run here."""
+    size = lambda k: sizes.get(k, (0, 0))  # noqa: E731
+    mine = {b: [k for k in keys if k.partition(".")[0] == b] for b in boards}
+    weight = {b: sum(size(k)[1] for k in mine[b]) for b in boards}
+    tasks, after = {}, {}
+    for b in sorted(boards, key=lambda b: (-weight[b], b)):
+        for k in sorted(mine[b], key=lambda k: (-size(k)[0], -size(k)[1], k)):
+            tasks[k] = [scenario_unit(k)]
+        tasks[b] = [leaderboard_unit(b)]
+        after[b] = set(mine[b])
+    return tasks, after
+
+
+def run_scenario_phase(keys: list[str], boards: list[str], jobs: int, store, **kw) -> tuple[int, list[str]]:
+    """The scenario partitions ``keys`` and the leaderboards ``boards`` in ``jobs`` one-thread worker processes: a
+    leaderboard starts as soon as its scenario partitions are done (see :func:`scenario_phase_plan`), beside the
+    other leaderboards' scenario partitions, its own fits spread over the cores by their worker pools."""
+    tasks, after = scenario_phase_plan(partition_sizes(store), keys, boards)
+    return run_parallel(tasks, jobs, threads=1, after=after, **kw)

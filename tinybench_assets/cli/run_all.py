@@ -160,12 +160,12 @@ def _run_all(args: argparse.Namespace) -> int:
               f"{', '.join(chains)}", flush=True)
         materialized, failed = run_chains(chains, jobs, threads=threads, setup=setup, **kw)
     elif sjobs > 1 and not getattr(args, "threads", 0):
-        print(f"  {len(busy)} scenario partition(s) to refresh in {sjobs} processes at once (1 thread each), "
-              f"then the leaderboards", flush=True)
+        print(f"  {len(busy)} scenario partition(s) to refresh in {sjobs} processes at once (1 thread each), each "
+              f"leaderboard as soon as its scenarios are done", flush=True)
         for k in keys:
             if k not in busy:
                 print(f"  scenario {k:<28} ok in {0:6.1f} s  (fresh, nothing to do)", flush=True)
-        materialized, failed = run_scenario_phase(busy, list(chains), sjobs, store, setup=setup, **kw)
+        materialized, failed = run_scenario_phase(busy, list(chains), sjobs, store, **kw)
     else:
         materialized, failed = run_chains(chains, 1, threads=threads, setup=setup, **kw)
     print(f"{len(keys)} scenario partition(s) and {len(chains)} leaderboard(s) up to date in {time.time() - t0:.0f} s; "

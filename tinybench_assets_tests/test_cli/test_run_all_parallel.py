@@ -99,44 +99,85 @@ def test_leaderboards_in_parallel_processes_and_a_killed_run_all(tmp_path):
         assert n > 0, table
 
 
-def test_scenario_partitions_in_worker_processes_then_the_leaderboards(tmp_path):
+def test_scenario_partitions_and_leaderboards_in_worker_processes(tmp_path):
     env = _two_boards(tmp_path / "phase")
     out = _run_all(env, "--scenario-jobs", "2")
     assert "2 scenario partition(s) to refresh in 2 processes at once (1 thread each)" in out, out
-    lines = re.findall(r"^\s+(scenario|leaderboard) (\S+)\s+ok in", out, re.M)
-    assert sorted(lines[:2]) == [("scenario", "tiny.quiz"), ("scenario", "tinyb.quiz")], out  # the scenarios first
-    assert sorted(lines[2:]) == [("leaderboard", "tiny"), ("leaderboard", "tinyb")], out
-    runs = [r for r in rd.instance_for(env).get_runs() if r.job_name in ("refresh_scenario", "refresh_leaderboard")]
+    lines = [k for _, k in re.findall(r"^\s+(scenario|leaderboard) (\S+)\s+ok in", out, re.M)]
+    assert sorted(lines) == ["tiny", "tiny.quiz", "tinyb", "tinyb.quiz"], out
+    assert lines.index("tiny") > lines.index("tiny.quiz") and lines.index("tinyb") > lines.index("tinyb.quiz"), out
+    recs = [r for r in rd.instance_for(env).get_run_records()
+            if r.dagster_run.job_name in ("refresh_scenario", "refresh_leaderboard")]
+    runs = [r.dagster_run for r in recs]
     assert runs and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
-    pid = {r.job_name: set() for r in runs}
-    for r in runs:
-        pid[r.job_name].add(r.tags[PID_TAG])
-    assert len(pid["refresh_scenario"]) == 2  # one worker process per scenario partition here
-    assert len(pid["refresh_leaderboard"]) == 1 and not pid["refresh_leaderboard"] & pid["refresh_scenario"]
+    by_part = {r.dagster_run.tags["dagster/partition"]: r for r in recs}
+    for board in ("tiny", "tinyb"):  # a leaderboard starts after its own scenario partition has finished
+        assert by_part[board].start_time >= by_part[f"{board}.quiz"].end_time
+    assert len({r.tags[PID_TAG] for r in runs}) == 2  # the two worker processes did all of it, run-all itself none
 
-    # the scenario results equal those of a run-all in one process at the workers' thread count (one)
+    # every result equals that of a run-all in one process at the workers' thread count (one)
     env1 = _two_boards(tmp_path / "serial")
     out1 = _run_all(env1, "--scenario-jobs", "1", "--threads", "1")
     assert "processes at once" not in out1
     for table in TABLES:
-        for key in ("tiny.quiz", "tinyb.quiz"):
+        n = 0
+        for key in ("tiny.quiz", "tinyb.quiz", "tiny", "tinyb"):
             rows = _rows(env["TINYBENCH_DUCKDB"], table, key)
-            assert rows and rows == _rows(env1["TINYBENCH_DUCKDB"], table, key), (table, key)
+            assert rows == _rows(env1["TINYBENCH_DUCKDB"], table, key), (table, key)
+            n += len(rows)
+        assert n > 0, table
 
     # nothing new: no worker is started, nothing is materialized
     warm = _run_all(env, "--scenario-jobs", "2")
     assert "processes at once" not in warm and re.search(r"\b0 asset materialization", warm), warm
 
 
-def test_largest_partitions_start_first():
-    import pandas as pd
+def test_the_largest_leaderboard_and_its_scenarios_go_first():
+    from tinybench_assets.cli.chains import scenario_phase_plan
 
-    from tinybench_assets.cli.chains import largest_first
+    sizes = {"big.a": (0, 900), "big.b": (0, 1000), "small.texts": (50, 20), "small.c": (0, 30)}
+    tasks, after = scenario_phase_plan(sizes, ["small.c", "big.a", "small.texts", "big.b"], ["small", "big"])
+    assert list(tasks) == ["big.b", "big.a", "big", "small.texts", "small.c", "small"]
+    assert tasks["big"] == [("refresh_leaderboard", "big", "leaderboard")]
+    assert tasks["big.a"] == [("refresh_scenario", "big.a", "scenario")]
+    assert after == {"big": {"big.a", "big.b"}, "small": {"small.texts", "small.c"}}
+    # a leaderboard with no scenario partition to refresh waits for nothing
+    tasks, after = scenario_phase_plan(sizes, ["big.a"], ["small", "big"])
+    assert list(tasks) == ["big.a", "big", "small"] and after["small"] == set()
 
-    class _Store:
-        def query(self, sql, params=None):
-            return pd.DataFrame({"k": ["a.small", "a.texts", "b.big", "b.texts_few"], "items": [10, 50, 900, 400],
-                                 "texts": [0, 50, 0, 20]})
 
-    assert largest_first(_Store(), ["a.small", "b.big", "a.texts", "b.texts_few", "c.unknown"]) == [
-        "a.texts", "b.texts_few", "b.big", "a.small", "c.unknown"]
+def test_a_waiting_task_starts_when_what_it_waits_for_is_done(monkeypatch, capsys):
+    """run_parallel's dispatch: a task never starts before those it waits for, and a free worker takes the first ready
+    task (here: with one worker, the order is exactly the waiting order)."""
+    from tinybench_assets.cli import chains
+
+    order = []
+    monkeypatch.setattr(chains, "run_units", lambda units, say=None, **kw: (order.append(units[0][1]), (1, []))[1])
+    import multiprocessing as mp
+
+    class _Inline:  # the worker loop in this process, so the monkeypatched run_units is the one it calls
+        def __init__(self, target, args):
+            self.target, self.args = target, args
+
+        def start(self):
+            import threading
+
+            self.t = threading.Thread(target=self.target, args=self.args, daemon=True)
+            self.t.start()
+
+        def is_alive(self):
+            return self.t.is_alive()
+
+        def join(self, timeout=None):
+            self.t.join(timeout)
+
+    class _Ctx:
+        Queue = staticmethod(lambda: __import__("queue").Queue())
+        Process = _Inline
+
+    monkeypatch.setattr(mp, "get_context", lambda kind: _Ctx)
+    monkeypatch.setattr(chains, "_die_with_parent", lambda: None)
+    tasks = {"lb": [("refresh_leaderboard", "lb", "leaderboard")], "lb.a": [("refresh_scenario", "lb.a", "scenario")],
+             "lb.b": [("refresh_scenario", "lb.b", "scenario")]}
+    m, failed = chains.run_parallel(tasks, 1, threads=0, after={"lb": {"lb.a", "lb.b"}})
+    assert order == ["lb.a", "lb.b", "lb"] and m == 3 and failed == []
