@@ -18,6 +18,9 @@ lines to run-all's console through a queue, and are stopped (SIGTERM, then SIGKI
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
+from tinybench_assets import paths
 
 #: cores per leaderboard chain when run-all picks how many leaderboards to refresh at once (``--jobs 0``). Measured on
 #: 2 cores (issue 12): two one-thread chains took 720 s cold against 640 s one after another (CPU-bound throughout: both
@@ -35,10 +38,30 @@ def leaderboard_unit(board: str) -> Unit:
     return ("refresh_leaderboard", board, "leaderboard")
 
 
-def _instance():
-    from tinybench_assets.cli.run_all import _instance as instance
+def project_instance():
+    """The project's Dagster instance ($DAGSTER_HOME, else .dagster_home/ from dagster.yaml.template), with its
+    pools enforced per run rather than per op for run-all's own runs.
 
-    return instance()
+    run-all's runs execute in-process; with op-level pools Dagster's in-process executor polls a busy pool slot
+    without sleeping, and two leaderboard chains of one run-all would take turns asset by asset. One run-all per
+    project at a time is already guaranteed by its run lock, and the store's connections wait for the DuckDB
+    file's lock, so run-all's runs claim no op slots; runs launched from the UI keep the instance's op-level pool.
+    """
+    import dagster as dg
+    import yaml
+    from dagster._core.instance.ref import InstanceRef
+
+    if not os.environ.get("DAGSTER_HOME"):
+        home = paths.PROJECT_ROOT / ".dagster_home"
+        home.mkdir(exist_ok=True)
+        if not (home / "dagster.yaml").exists():
+            (home / "dagster.yaml").write_text((paths.PROJECT_ROOT / "dagster.yaml.template").read_text())
+        os.environ["DAGSTER_HOME"] = str(home)
+    home = Path(os.environ["DAGSTER_HOME"])
+    cfg = yaml.safe_load((home / "dagster.yaml").read_text()) if (home / "dagster.yaml").exists() else None
+    concurrency = dict((cfg or {}).get("concurrency") or {})
+    concurrency["pools"] = {**(concurrency.get("pools") or {}), "granularity": "run"}
+    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides={"concurrency": concurrency}))
 
 
 def run_units(units: list[Unit], force: bool = False, log_level: str = "WARNING", say=None,
@@ -53,7 +76,7 @@ def run_units(units: list[Unit], force: bool = False, log_level: str = "WARNING"
         from tinybench_assets.definitions import build_defs
         from tinybench_assets.defs.orphans import run_owner_tags
 
-        setup = build_defs(), _instance(), run_owner_tags()
+        setup = build_defs(), project_instance(), run_owner_tags()
     defs, instance, owner = setup
     quiet = {"loggers": {"console": {"config": {"log_level": log_level}}}}
     failed, materialized = [], 0

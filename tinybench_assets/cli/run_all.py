@@ -13,32 +13,6 @@ from tinybench_assets import paths
 from tinybench_assets.cli.summary import summary
 
 
-def _instance():
-    """The project's Dagster instance ($DAGSTER_HOME, else .dagster_home/ from dagster.yaml.template), with its
-    pools enforced per run rather than per op for run-all's own runs.
-
-    run-all's runs execute in-process; with op-level pools Dagster's in-process executor polls a busy pool slot
-    without sleeping, and two leaderboard chains of one run-all would take turns asset by asset. One run-all per
-    project at a time is already guaranteed by its run lock, and the store's connections wait for the DuckDB
-    file's lock, so run-all's runs claim no op slots; runs launched from the UI keep the instance's op-level pool.
-    """
-    import dagster as dg
-    import yaml
-    from dagster._core.instance.ref import InstanceRef
-
-    if not os.environ.get("DAGSTER_HOME"):
-        home = paths.PROJECT_ROOT / ".dagster_home"
-        home.mkdir(exist_ok=True)
-        if not (home / "dagster.yaml").exists():
-            (home / "dagster.yaml").write_text((paths.PROJECT_ROOT / "dagster.yaml.template").read_text())
-        os.environ["DAGSTER_HOME"] = str(home)
-    home = Path(os.environ["DAGSTER_HOME"])
-    cfg = yaml.safe_load((home / "dagster.yaml").read_text()) if (home / "dagster.yaml").exists() else None
-    concurrency = dict((cfg or {}).get("concurrency") or {})
-    concurrency["pools"] = {**(concurrency.get("pools") or {}), "granularity": "run"}
-    return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides={"concurrency": concurrency}))
-
-
 class RunAllBusy(RuntimeError):
     """Another ``tinybench run-all`` holds the project's run lock."""
 
@@ -97,7 +71,7 @@ def run_all(args: argparse.Namespace) -> int:
 
 
 def _run_all(args: argparse.Namespace) -> int:
-    from tinybench_assets.cli.chains import CORES_PER_CHAIN, run_chains, run_scenario_phase
+    from tinybench_assets.cli.chains import CORES_PER_CHAIN, project_instance, run_chains, run_scenario_phase
     from tinybench_assets.core.parallel import resolve_jobs
     from tinybench_assets.definitions import build_defs
     from tinybench_assets.defs.partitions import register_partitions
@@ -106,7 +80,7 @@ def _run_all(args: argparse.Namespace) -> int:
     from tinybench_assets.io.landing import pending_drops, seed_default_data
     from tinybench_assets.io.store import Store
 
-    instance = _instance()
+    instance = project_instance()
     # a run-all killed (SIGKILL, out of memory) left its run STARTED for ever, the UI showing it running: mark such
     # orphans FAILED first (we hold the project's run lock, so none of them is a live run-all of this project)
     for run_id, why in mark_orphaned_runs(instance, who=f"tinybench run-all (pid {os.getpid()})"):

@@ -27,7 +27,7 @@ OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_P
 
 
 def dagster_home() -> Path:
-    """$DAGSTER_HOME, else the project's .dagster_home (the same rule as run-all's ``_instance()``)."""
+    """$DAGSTER_HOME, else the project's .dagster_home (the same rule as run-all's ``project_instance()``)."""
     home = os.environ.get("DAGSTER_HOME")
     return Path(home).expanduser() if home else paths.PROJECT_ROOT / ".dagster_home"
 
