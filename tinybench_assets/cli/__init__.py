@@ -32,9 +32,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="leaderboards refreshed at once, each in its own process (default 0: one per 4 CPU cores, at "
                         "most one per leaderboard, so one after another on small machines; 1: in this process)")
     p.add_argument("--scenario-jobs", type=int, default=int(os.environ.get("TINYBENCH_SCENARIO_JOBS") or 0),
-                   help="scenario partitions refreshed at once, each in its own one-thread process, before the "
-                        "leaderboards (default $TINYBENCH_SCENARIO_JOBS or 0: one per CPU core; 1: one after another "
-                        "in this process). Applies when leaderboards run one at a time and --threads is not given")
+                   help="worker processes (one thread each) for the scenario partitions with work to do and the "
+                        "leaderboards, each leaderboard as soon as its scenarios are done (default "
+                        "$TINYBENCH_SCENARIO_JOBS or 0: one per CPU core; 1: everything one after another in this "
+                        "process). Applies when --jobs is 1 and --threads is not given")
     p.add_argument("--threads", type=int, default=0,
                    help="torch/BLAS CPU threads of each leaderboard's chain (default 0: cores / --jobs when several run "
                         "at once, else the resources' own setting). Fits are reproducible for a given thread count")

@@ -3,14 +3,16 @@
 
 Two ways to spread them over the cores:
 
-- **scenario phase** (the default when there are at least 2 cores and 2 scenario partitions): every scenario
-  partition of every leaderboard is its own task, run in one worker process per core with one thread each, the
-  largest first (most question texts to embed, then most items); then the leaderboards, in run-all's own process
-  with all its threads (their fits spread over the cores themselves). Scenario steps scale poorly on threads
-  (an IRT fit on 2 threads is 1.12x its 1-thread speed), one-thread processes side by side nearly 2x.
+- **scenario phase** (the default when there are at least 2 cores and 2 scenario partitions to refresh): every scenario
+  partition with work to do and every leaderboard is its own task, run in one worker process per core with one thread
+  each; a leaderboard starts as soon as its own scenario partitions are done, and the leaderboard with the most landed
+  responses goes first with its scenarios (:func:`scenario_phase_plan`), so its long fits (spread over the cores by
+  their own worker pools) run beside the other leaderboards' scenarios. Scenario steps scale poorly on threads (an IRT
+  fit on 2 threads is 1.12x its 1-thread speed), one-thread processes side by side nearly 2x. Measured on 2 cores
+  (issue 12): cold run-all 437 s, against 483 s with the leaderboards after all scenarios and 640 s all in one process.
 - **leaderboard chains** (``--jobs N``): a leaderboard's scenarios, then the leaderboard, per task, N tasks at once.
-  Measured on 2 cores (issue 12): two one-thread chains took 720 s cold against 640 s one after another, so the
-  default is one chain per :data:`CORES_PER_CHAIN` cores.
+  Measured on 2 cores: two one-thread chains took 720 s cold against 640 s one after another, so the default is one
+  chain per :data:`CORES_PER_CHAIN` cores.
 
 Workers are spawned (no forked Dagster or torch state), die with run-all (Linux's parent-death signal), send their
 lines to run-all's console through a queue, and are stopped (SIGTERM, then SIGKILL) when run-all stops.
