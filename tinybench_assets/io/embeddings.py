@@ -163,7 +163,7 @@ def embed_cached(store, encoder: Encoder, texts: list[str], log=None) -> tuple[n
     with store.transaction() as con:
         store.lock(con, "tinybench:ddl")  # PostgreSQL: one writer at a time runs DDL (a no-op on DuckDB)
         con.execute(CACHE_DDL)
-    eid = encoder.cache_id
+    eid = getattr(encoder, "cache_id", None) or encoder.encoder_id  # any object with encoder_id and encode() will do
     keys = [text_key(eid, t) for t in texts]
     uniq = list(dict.fromkeys(keys))
     key_df = pd.DataFrame({"key": uniq})
