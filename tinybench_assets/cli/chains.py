@@ -171,9 +171,19 @@ def run_parallel(tasks: dict[str, list[Unit]], jobs: int, threads: int = 0, afte
             try:
                 msg = results.get(timeout=1.0)
             except queue_mod.Empty:
-                if not any(w.is_alive() for w in workers):  # every worker died (killed, out of memory) mid-task
+                for w, name in list(running.items()):  # a worker died (killed, out of memory) mid-task
+                    if not workers[w].is_alive():
+                        print(f"  worker process {w} died while refreshing {name}", flush=True)
+                        running.pop(w)
+                        finished.add(name)
+                        failed.append(name)
+                for w in range(jobs):  # what waited for it may start now (it counts as finished, failed)
+                    if w not in running and workers[w].is_alive():
+                        dispatch(w)
+                if not any(w.is_alive() for w in workers):  # nobody left to do the rest
                     lost = sorted(set(tasks) - finished)
-                    print(f"  worker process(es) died; not finished: {lost}", flush=True)
+                    if lost:
+                        print(f"  worker process(es) died; not finished: {lost}", flush=True)
                     failed += lost
                     break
                 continue

@@ -146,23 +146,19 @@ def test_the_largest_leaderboard_and_its_scenarios_go_first():
     assert list(tasks) == ["big.a", "big", "small"] and after["small"] == set()
 
 
-def test_a_waiting_task_starts_when_what_it_waits_for_is_done(monkeypatch, capsys):
-    """run_parallel's dispatch: a task never starts before those it waits for, and a free worker takes the first ready
-    task (here: with one worker, the order is exactly the waiting order)."""
+def _inline_workers(monkeypatch):
+    """run_parallel's workers as threads of this process (so monkeypatched functions are the ones they call)."""
+    import multiprocessing as mp
+    import queue
+    import threading
+
     from tinybench_assets.cli import chains
 
-    order = []
-    monkeypatch.setattr(chains, "run_units", lambda units, say=None, **kw: (order.append(units[0][1]), (1, []))[1])
-    import multiprocessing as mp
-
-    class _Inline:  # the worker loop in this process, so the monkeypatched run_units is the one it calls
+    class _Inline:
         def __init__(self, target, args):
-            self.target, self.args = target, args
+            self.t = threading.Thread(target=target, args=args, daemon=True)
 
         def start(self):
-            import threading
-
-            self.t = threading.Thread(target=self.target, args=self.args, daemon=True)
             self.t.start()
 
         def is_alive(self):
@@ -171,13 +167,46 @@ def test_a_waiting_task_starts_when_what_it_waits_for_is_done(monkeypatch, capsy
         def join(self, timeout=None):
             self.t.join(timeout)
 
+        terminate = kill = lambda self: None
+
     class _Ctx:
-        Queue = staticmethod(lambda: __import__("queue").Queue())
+        Queue = staticmethod(queue.Queue)
         Process = _Inline
 
     monkeypatch.setattr(mp, "get_context", lambda kind: _Ctx)
     monkeypatch.setattr(chains, "_die_with_parent", lambda: None)
-    tasks = {"lb": [("refresh_leaderboard", "lb", "leaderboard")], "lb.a": [("refresh_scenario", "lb.a", "scenario")],
-             "lb.b": [("refresh_scenario", "lb.b", "scenario")]}
-    m, failed = chains.run_parallel(tasks, 1, threads=0, after={"lb": {"lb.a", "lb.b"}})
+    return chains
+
+
+TASKS = {"lb": [("refresh_leaderboard", "lb", "leaderboard")], "lb.a": [("refresh_scenario", "lb.a", "scenario")],
+         "lb.b": [("refresh_scenario", "lb.b", "scenario")]}
+
+
+def test_a_waiting_task_starts_when_what_it_waits_for_is_done(monkeypatch):
+    """run_parallel's dispatch: a task never starts before those it waits for, and a free worker takes the first ready
+    task (here: with one worker, the order is exactly the waiting order)."""
+    chains = _inline_workers(monkeypatch)
+    order = []
+    monkeypatch.setattr(chains, "run_units", lambda units, say=None, **kw: (order.append(units[0][1]), (1, []))[1])
+    m, failed = chains.run_parallel(TASKS, 1, threads=0, after={"lb": {"lb.a", "lb.b"}})
     assert order == ["lb.a", "lb.b", "lb"] and m == 3 and failed == []
+
+
+def test_a_worker_dying_mid_task_fails_that_task_and_the_rest_still_runs(monkeypatch, capsys):
+    """A worker killed mid-task (here: its loop ends without reporting) fails that task; what waited for it still runs
+    on the other worker, and run-all does not wait for ever."""
+    chains = _inline_workers(monkeypatch)
+    order = []
+    worker = chains._worker
+
+    def dying_worker(wid, tasks, results, threads, kw):
+        if wid == 0:
+            tasks.get()  # takes lb.a and dies with it
+            return
+        worker(wid, tasks, results, threads, kw)
+
+    monkeypatch.setattr(chains, "_worker", dying_worker)
+    monkeypatch.setattr(chains, "run_units", lambda units, say=None, **kw: (order.append(units[0][1]), (1, []))[1])
+    m, failed = chains.run_parallel(TASKS, 2, threads=0, after={"lb": {"lb.a", "lb.b"}})
+    assert failed == ["lb.a"] and order == ["lb.b", "lb"] and m == 2
+    assert "worker process 0 died while refreshing lb.a" in capsys.readouterr().out
