@@ -27,11 +27,10 @@ def _materialized(out: str) -> dict[str, int]:
 @pytest.fixture()
 def project(landing, tmp_path, monkeypatch):
     shutil.rmtree(landing["incoming"] / "openllm")  # RouterDC only: small, and two scenarios to tell apart
-    # and a second leaderboard (RouterDC's MMLU under another name): a drop in one leaderboard must leave the other alone
-    # (50 of its 60 questions: an exact copy of a landed file would be skipped as a duplicate)
-    (landing["incoming"] / "twin").mkdir()
-    recs = json.loads((landing["incoming"] / "routerdc" / "mmlu_train.json").read_text())
-    (landing["incoming"] / "twin" / "mmlu_train.json").write_text(json.dumps(recs[:50]))
+    # and a second leaderboard (a small synthetic one, no question text): a drop in one leaderboard must leave the other
+    from tinybench_assets_tests import reliability_data as rd
+
+    rd.write_table(rd.long_table(20, 30, scenario="mmlu", seed=4), landing["incoming"] / "twin" / "mmlu.parquet")
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text((paths.PROJECT_ROOT / "dagster.yaml.template").read_text())
