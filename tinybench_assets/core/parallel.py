@@ -49,10 +49,14 @@ def worker_pool(n_jobs: int, threads: int = 1) -> Iterator[object | None]:
         yield pool
 
 
-def run_tasks(fn: Callable, tasks: Sequence[tuple], pool=None) -> list:
-    """``[fn(*t) for t in tasks]``, in ``pool`` when one is given (tasks are submitted in the given order,
-    so put the longest first); results in task order."""
+def run_tasks(fn: Callable, tasks: Sequence[tuple], pool=None, first=None) -> list:
+    """``[fn(*t) for t in tasks]``, in ``pool`` when one is given; results in task order. Tasks start in the
+    given order, or sorted by ``first(i)`` (the sort key of task ``i``; put the longest first, so no worker is left
+    with a long task at the end)."""
+    order = sorted(range(len(tasks)), key=first) if first is not None else range(len(tasks))
     if pool is None:
-        return [fn(*t) for t in tasks]
-    futures = [pool.submit(fn, *t) for t in tasks]
-    return [f.result() for f in futures]
+        done = {i: fn(*tasks[i]) for i in order}
+    else:
+        futures = {i: pool.submit(fn, *tasks[i]) for i in order}
+        done = {i: f.result() for i, f in futures.items()}
+    return [done[i] for i in range(len(tasks))]

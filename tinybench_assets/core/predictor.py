@@ -185,12 +185,10 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
                     self.anchors_[(c, n, s)] = self._select(Yf, c, n, s)
             tb = time.perf_counter()
             if self.learned:
-                # the largest budgets (most features) first, so no worker is left with a long task at the end; the
-                # regressors are then stored in (clustering, n) order as before
-                order = sorted(range(len(cn)), key=lambda i: -cn[i][1])
-                done = run_tasks(fit_learned, [(self, Yf, T2f, *cn[i]) for i in order], pool)
-                for i in range(len(cn)):
-                    self.gbm_.update(done[order.index(i)])
+                # the largest budgets (most features) first; stored in (clustering, n) order as before
+                for fitted in run_tasks(fit_learned, [(self, Yf, T2f, c, n) for c, n in cn], pool,
+                                        first=lambda i: -cn[i][1]):
+                    self.gbm_.update(fitted)
             self.timings_.update(anchors=tb - ta, gbm=time.perf_counter() - tb)
         self.n_jobs_ = n_jobs
 

@@ -38,11 +38,10 @@ class IRTFitMixin:
         if len(self.scenarios_) > 1:
             tasks.append((Yf, self.joint_dim_candidates, self.seed, self.device, self.irt_options))
             keys.append("joint")
-        order = sorted(range(len(tasks)), key=lambda k: (keys[k] != "joint", -tasks[k][0].size))
-        done = run_tasks(select_and_fit, [tasks[k] for k in order], pool)
+        done = run_tasks(select_and_fit, tasks, pool, first=lambda k: (keys[k] != "joint", -tasks[k][0].size))
         self.dim_selection_, self.irt_ = {}, {}
         for k in range(len(tasks)):  # scenarios in order, then joint, as before
-            self.dim_selection_[keys[k]], self.irt_[keys[k]] = done[order.index(k)]
+            self.dim_selection_[keys[k]], self.irt_[keys[k]] = done[k]
         if len(self.scenarios_) == 1:  # one scenario: the joint fit is the per-scenario fit
             self.dim_selection_["joint"] = self.dim_selection_[self.scenarios_[0]]
             self.irt_["joint"] = self.irt_[self.scenarios_[0]]
