@@ -41,9 +41,11 @@ class RefreshResult:
 
 def leaderboard_of_key(partition: str | None) -> str | None:
     """The leaderboard a scenario (``openllm.arc``) or leaderboard (``openllm``) partition key belongs to."""
-    if partition is None:
-        return None
-    return partition.partition(".")[0]
+    from tinybench_assets.io.drop_types import split_partition_key
+
+    if partition is None or "." not in partition:  # unpartitioned, or a leaderboard key
+        return partition
+    return split_partition_key(partition)[0]
 
 
 def own_cause(cause, partition: str | None) -> bool:
@@ -116,12 +118,11 @@ def refresh(defs: dg.Definitions, instance: dg.DagsterInstance, job_name: str, p
             tags: dict[str, str] | None = None) -> RefreshResult:
     """Run ``job_name`` for ``partition`` on its stale or missing assets only (all of them with ``force``)."""
     t0 = time.perf_counter()
-    asset_graph = defs.resolve_asset_graph()
     job = defs.resolve_job_def(job_name)
     keys = set(job.asset_layer.selected_asset_keys)
     out = RefreshResult(partition)
     for _ in range(max_runs):
-        todo = keys if force and out.runs == 0 else plan(asset_graph, stale_statuses(instance, asset_graph, keys, partition))
+        todo = keys if force and out.runs == 0 else pending(defs, instance, job_name, partition)
         if not todo or (force and out.runs > 0):
             break
         if log:

@@ -149,22 +149,23 @@ def run_parallel(tasks: dict[str, list[Unit]], jobs: int, threads: int = 0, afte
     workers = [ctx.Process(target=_worker, args=(w, inbox[w], results, threads, kw)) for w in range(jobs)]
     for w in workers:
         w.start()
-    todo, finished, running = list(tasks), set(), {}
+    todo, finished, running, closed = list(tasks), set(), {}, set()
 
-    def dispatch(w: int) -> None:
-        ready = next((t for t in todo if after.get(t, set()) <= finished), None)
-        if ready is not None:
-            todo.remove(ready)
-            running[w] = ready
-            inbox[w].put((ready, tasks[ready]))
-        elif not todo:
-            running.pop(w, None)
-            inbox[w].put(None)
-        else:  # waits for a running task
-            running.pop(w, None)
+    def dispatch_idle() -> None:
+        """Each live worker without a task gets the first ready one, None when nothing is left, or waits."""
+        for w in range(jobs):
+            if w in running or w in closed or not workers[w].is_alive():
+                continue
+            ready = next((t for t in todo if after.get(t, set()) <= finished), None)
+            if ready is not None:
+                todo.remove(ready)
+                running[w] = ready
+                inbox[w].put((ready, tasks[ready]))
+            elif not todo:
+                closed.add(w)
+                inbox[w].put(None)
 
-    for w in range(jobs):
-        dispatch(w)
+    dispatch_idle()
     materialized, failed = 0, []
     try:
         while len(finished) < len(tasks):
@@ -177,9 +178,7 @@ def run_parallel(tasks: dict[str, list[Unit]], jobs: int, threads: int = 0, afte
                         running.pop(w)
                         finished.add(name)
                         failed.append(name)
-                for w in range(jobs):  # what waited for it may start now (it counts as finished, failed)
-                    if w not in running and workers[w].is_alive():
-                        dispatch(w)
+                dispatch_idle()  # what waited for it may start now (it counts as finished, failed)
                 if not any(w.is_alive() for w in workers):  # nobody left to do the rest
                     lost = sorted(set(tasks) - finished)
                     if lost:
@@ -191,13 +190,11 @@ def run_parallel(tasks: dict[str, list[Unit]], jobs: int, threads: int = 0, afte
                 print(msg[1], flush=True)
                 continue
             _, wid, name, m, f = msg
+            running.pop(wid, None)
             finished.add(name)
             materialized += m
             failed += f
-            dispatch(wid)
-            for w in range(jobs):  # idle workers: a task they waited for may be ready now
-                if w not in running and workers[w].is_alive():
-                    dispatch(w)
+            dispatch_idle()  # this worker, and those waiting for what it just finished
     finally:  # never leave a worker running: None to the idle, then SIGTERM (Dagster stops its run), then SIGKILL
         for q in inbox:
             q.put(None)
@@ -236,30 +233,31 @@ def partition_sizes(store) -> dict[str, tuple[int, int]]:
     matrices grow with the responses."""
     texts = store.query("SELECT leaderboard || '.' || scenario AS k, count(text) AS n FROM items GROUP BY 1")
     rows = store.query("SELECT partition_key AS k, count(*) AS n FROM responses GROUP BY 1")
-    t = {r.k: int(r.n) for r in texts.itertuples()}
-    return {r.k: (t.get(r.k, 0), int(r.n)) for r in rows.itertuples()} | {k: (n, 0) for k, n in t.items() if k not in set(rows.k)}
+    t, r = dict(zip(texts.k, texts.n)), dict(zip(rows.k, rows.n))
+    return {k: (int(t.get(k, 0)), int(r.get(k, 0))) for k in t.keys() | r.keys()}
 
 
-def scenario_phase_plan(sizes: dict, keys: list[str], boards: list[str]) -> tuple[dict, dict]:
-    """The tasks of the scenario phase in dispatch order, and what each leaderboard waits for: leaderboards by
-    their landed responses (largest first: its leaderboard-level fits are the longest task, so its scenarios go
-    first and it starts early), each one's scenario partitions (most texts, then most responses, first), then the
-    leaderboard itself, which waits for those of its scenario partitions that run here."""
+def scenario_phase_plan(sizes: dict, chains: dict[str, list[str]]) -> tuple[dict, dict]:
+    """The tasks of the scenario phase in dispatch order, and what each leaderboard waits for. ``chains``:
+    {leaderboard: its scenario partitions to refresh here (possibly none)}. Leaderboards by their landed responses
+    (largest first: its leaderboard-level fits are the longest task, so its scenarios go first and it starts early),
+    each one's scenario partitions (most texts, then most responses, first), then the leaderboard itself, which
+    waits for them."""
     size = lambda k: sizes.get(k, (0, 0))  # noqa: E731
-    mine = {b: [k for k in keys if k.partition(".")[0] == b] for b in boards}
-    weight = {b: sum(size(k)[1] for k in mine[b]) for b in boards}
+    weight = {b: sum(size(k)[1] for k in keys) for b, keys in chains.items()}
     tasks, after = {}, {}
-    for b in sorted(boards, key=lambda b: (-weight[b], b)):
-        for k in sorted(mine[b], key=lambda k: (-size(k)[0], -size(k)[1], k)):
+    for b in sorted(chains, key=lambda b: (-weight[b], b)):
+        for k in sorted(chains[b], key=lambda k: (-size(k)[0], -size(k)[1], k)):
             tasks[k] = [scenario_unit(k)]
         tasks[b] = [leaderboard_unit(b)]
-        after[b] = set(mine[b])
+        after[b] = set(chains[b])
     return tasks, after
 
 
-def run_scenario_phase(keys: list[str], boards: list[str], jobs: int, store, **kw) -> tuple[int, list[str]]:
-    """The scenario partitions ``keys`` and the leaderboards ``boards`` in ``jobs`` one-thread worker processes: a
-    leaderboard starts as soon as its scenario partitions are done (see :func:`scenario_phase_plan`), beside the
-    other leaderboards' scenario partitions, its own fits spread over the cores by their worker pools."""
-    tasks, after = scenario_phase_plan(partition_sizes(store), keys, boards)
+def run_scenario_phase(chains: dict[str, list[str]], jobs: int, store, **kw) -> tuple[int, list[str]]:
+    """The scenario partitions and leaderboards of ``chains`` ({leaderboard: its scenario partitions to refresh}) in
+    ``jobs`` one-thread worker processes: a leaderboard starts as soon as its scenario partitions are done (see
+    :func:`scenario_phase_plan`), beside the other leaderboards' scenario partitions, its own fits spread over the
+    cores by their worker pools."""
+    tasks, after = scenario_phase_plan(partition_sizes(store), chains)
     return run_parallel(tasks, jobs, threads=1, after=after, **kw)

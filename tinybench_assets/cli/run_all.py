@@ -139,7 +139,8 @@ def _run_all(args: argparse.Namespace) -> int:
         for k in keys:
             if k not in busy:
                 print(f"  scenario {k:<28} ok in {0:6.1f} s  (fresh, nothing to do)", flush=True)
-        materialized, failed = run_scenario_phase(busy, list(chains), sjobs, store, **kw)
+        materialized, failed = run_scenario_phase({b: [k for k in ks if k in busy] for b, ks in chains.items()},
+                                                  sjobs, store, **kw)
     else:
         materialized, failed = run_chains(chains, 1, threads=threads, setup=setup, **kw)
     print(f"{len(keys)} scenario partition(s) and {len(chains)} leaderboard(s) up to date in {time.time() - t0:.0f} s; "

@@ -123,13 +123,13 @@ def test_the_largest_leaderboard_and_its_scenarios_go_first():
     from tinybench_assets.cli.chains import scenario_phase_plan
 
     sizes = {"big.a": (0, 900), "big.b": (0, 1000), "small.texts": (50, 20), "small.c": (0, 30)}
-    tasks, after = scenario_phase_plan(sizes, ["small.c", "big.a", "small.texts", "big.b"], ["small", "big"])
+    tasks, after = scenario_phase_plan(sizes, {"small": ["small.c", "small.texts"], "big": ["big.a", "big.b"]})
     assert list(tasks) == ["big.b", "big.a", "big", "small.texts", "small.c", "small"]
     assert tasks["big"] == [("refresh_leaderboard", "big", "leaderboard")]
     assert tasks["big.a"] == [("refresh_scenario", "big.a", "scenario")]
     assert after == {"big": {"big.a", "big.b"}, "small": {"small.texts", "small.c"}}
     # a leaderboard with no scenario partition to refresh waits for nothing
-    tasks, after = scenario_phase_plan(sizes, ["big.a"], ["small", "big"])
+    tasks, after = scenario_phase_plan(sizes, {"small": [], "big": ["big.a"]})
     assert list(tasks) == ["big.a", "big", "small"] and after["small"] == set()
 
 
