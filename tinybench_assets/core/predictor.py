@@ -105,7 +105,7 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
     def __init__(
         self,
         n_values=(10, 20, 30, 50),
-        clusterings=("correctness", "irt"),
+        clusterings=("correctness", "irt", "forward"),
         scenario_n: dict | None = None,
         large_pool_items: int = 1000,
         large_pool_scale: float = 100 / 30,

@@ -1,11 +1,11 @@
-"""Anchor selection: weights, balance weights, uniqueness, n >= N."""
+"""Anchor selection: weights, balance weights, uniqueness, n >= N; forward selection."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from tinybench_assets.core.anchors import AnchorSelector, item_features, select_anchors
+from tinybench_assets.core.anchors import AnchorSelector, forward_select, item_features, select_anchors
 from tinybench_assets.core.estimators import anchor_estimate
 from tinybench_assets.core.responses import ResponseMatrix
 from tinybench_assets_tests.conftest import synthetic_2pl
@@ -22,7 +22,7 @@ def _matrix_with_subscenarios(seed=0):
     return rm, a, b
 
 
-@pytest.mark.parametrize("clustering", ["correctness", "irt"])
+@pytest.mark.parametrize("clustering", ["correctness", "irt", "forward"])
 def test_weights_sum_to_one_and_are_cluster_balance_mass(clustering):
     rm, a, b = _matrix_with_subscenarios()
     w = rm.balance_weights()
@@ -115,3 +115,52 @@ def test_bad_inputs():
         item_features("tfidf", Y=np.zeros((3, 4)))
     with pytest.raises(ValueError):
         AnchorSelector(n_anchors=2).fit(np.zeros((5, 4)), np.ones(3))
+
+
+def test_forward_select_finds_the_columns_a_linear_target_is_made_of():
+    rng = np.random.default_rng(0)
+    Y = (rng.random((400, 60)) < 0.5).astype(float)
+    Y[:, 7] = 1.0                      # constant: nothing to explain with
+    Y[:, 8] = Y[:, 3]                  # a copy of a column that will be picked
+    target = 3.0 * Y[:, 3] + 2.0 * Y[:, 41] + 1.0 * Y[:, 17] + 0.5
+    picked = forward_select(Y, target, 3)
+    assert picked.tolist() == [3, 41, 17]   # largest contribution first
+    more = forward_select(Y, target, 10)
+    assert len(set(more.tolist())) == 10 and 7 not in more[:9]
+    assert not {3, 8} <= set(more.tolist())  # the copy adds nothing once its twin is in
+    noisy = target + rng.normal(0, 0.5, 400)
+    np.testing.assert_array_equal(forward_select(Y, noisy, 6), forward_select(Y.copy(), noisy.copy(), 6))
+
+
+def test_forward_select_matches_brute_force_stepwise_least_squares():
+    rng = np.random.default_rng(1)
+    Y = (rng.random((200, 25)) < rng.random(25)).astype(float)
+    target = Y @ rng.normal(size=25) + rng.normal(0, 0.3, 200)
+    chosen: list[int] = []
+    for _ in range(6):
+        best, best_rss = None, np.inf
+        for j in range(25):
+            if j in chosen:
+                continue
+            X = np.column_stack([np.ones(200), Y[:, chosen + [j]]])
+            rss = np.sum((target - X @ np.linalg.lstsq(X, target, rcond=None)[0]) ** 2)
+            if rss < best_rss - 1e-9:
+                best, best_rss = j, rss
+        chosen.append(best)
+    assert forward_select(Y, target, 6).tolist() == chosen
+
+
+def test_forward_anchors_predict_the_pool_better_than_kmeans_anchors_with_a_linear_fit():
+    """On items that share a strong ability signal plus item-specific noise, forward-selected anchors let a linear
+    fit on training models predict held-out models' pool accuracy better than KMeans (correctness) anchors do."""
+    Y, theta, a, b = synthetic_2pl(1200, 150, dim=3, seed=4)
+    w = np.ones(150)
+    tr, te = np.arange(900), np.arange(900, 1200)
+    acc = Y.mean(1)
+    errs = {}
+    for clustering in ("correctness", "forward"):
+        sel = AnchorSelector(n_anchors=10, clustering=clustering, n_init=3, random_state=0).fit(Y[tr], w)
+        X = np.column_stack([np.ones(1200), Y[:, sel.anchors_]])
+        coef = np.linalg.lstsq(X[tr], acc[tr], rcond=None)[0]
+        errs[clustering] = np.abs(X[te] @ coef - acc[te]).mean()
+    assert errs["forward"] < 0.9 * errs["correctness"], errs
