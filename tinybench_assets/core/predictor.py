@@ -9,8 +9,9 @@ TRAINING models only):
    isotonic full-score calibration, conformal intervals, choice of clustering and estimator);
 2. per scenario and jointly over all scenarios, D is chosen with :func:`irt.select_dimension` and a
    2PL is fitted with :func:`irt.fit_irt`;
-3. for every clustering ("correctness", "irt") and every budget n, KMeans anchors are selected per
-   scenario (``n_for(scenario, n)`` of them: n, an explicit per-scenario count, or more on large pools);
+3. for every clustering ("correctness", "irt": KMeans; "forward": forward stepwise selection of the items
+   that best predict the pool accuracy linearly) and every budget n, anchors are selected per scenario
+   (``n_for(scenario, n)`` of them: n, an explicit per-scenario count, or more on large pools);
 4. validation models are pushed through exactly the path a new model takes (only their anchor
    answers are read), and everything calibrated on validation is fitted on those outputs.
 
@@ -37,7 +38,9 @@ tinybench_own      like tinybench but among estimators that read only the scenar
 
 Every row also carries ``estimate_t2``: the full-benchmark score, an isotonic map fitted on
 validation models from the estimate (for gbm / gbm_joint: from a regressor trained on fit models
-to predict the full score directly) to their real full score; and conformal intervals for both.
+to predict the full score directly) to their real full score; and conformal intervals for both. The
+served estimators' (tinybench, tinybench_own) T1 intervals allow for their selection: their residuals are
+taken out of selection, across folds of the validation models (:mod:`.estimation.served_intervals`).
 
 The parts live in :mod:`tinybench_assets.core.estimation` (one module per job, each a mixin sharing the fitted
 state); this module composes them and stays the public import path (and the pickled class's path).
@@ -59,6 +62,7 @@ from .estimation.lambdas import LambdaMixin
 from .estimation.learned import LearnedMixin, fit_learned
 from .estimation.names import JOINT, LEARNED, PER_SCENARIO, SELECTED, STACKS
 from .estimation.selection import SelectionMixin
+from .estimation.served_intervals import ServedIntervalMixin
 from .estimation.stacks import StackMixin
 from .estimation.training import MIN_VALIDATION_MODELS, TrainingSplitMixin, full_scores_wide, split_models
 from .parallel import resolve_jobs, run_tasks, worker_pool
@@ -69,7 +73,7 @@ __all__ = ["AnchorPredictor", "AnchorSet", "full_scores_wide", "split_models", "
 
 
 class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, LambdaMixin,
-                      StackMixin, CalibrationMixin, SelectionMixin, InferenceMixin):
+                      StackMixin, CalibrationMixin, SelectionMixin, ServedIntervalMixin, InferenceMixin):
     """Anchors + IRT + learned estimators + calibration, fitted on training models.
 
     Parameters
@@ -82,7 +86,7 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
     large_pool_items, large_pool_scale : a scenario without an explicit count whose item pool has at
         least ``large_pool_items`` items (default 1,000) gets ``round(budget * large_pool_scale)``
         anchors (default scale 100/30: budget 30 -> 100 anchors, as tinyBenchmarks uses on large pools).
-    clusterings : anchor clusterings to prepare ("correctness", "irt").
+    clusterings : anchor clusterings to prepare ("correctness", "irt", "forward").
     dim_candidates, joint_dim_candidates : D tried by :func:`select_dimension` per scenario / jointly.
     val_fraction : share of training models held out as validation models.
     n_init : KMeans restarts.
@@ -105,7 +109,7 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
     def __init__(
         self,
         n_values=(10, 20, 30, 50),
-        clusterings=("correctness", "irt", "forward"),
+        clusterings=("correctness", "forward"),
         scenario_n: dict | None = None,
         large_pool_items: int = 1000,
         large_pool_scale: float = 100 / 30,
@@ -193,18 +197,20 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
         self.n_jobs_ = n_jobs
 
         # ---- validation outputs, lambdas, stacks and calibration per (clustering, n)
-        val_rows = []
+        val_rows, val_t1 = [], {}
         for c, n in cn:
             raw, t2raw = self._raw(Yv, c, n)
             self._fit_lambdas(raw, T1v, c, n)
             full = self._compose(raw, c, n)
             self._fit_stacks(full, t2raw, T1v, T2v, c, n)  # adds out-of-fold stack outputs
             val_rows += self._calibrate(full, t2raw, T1v, T2v, c, n)
+            val_t1.update({(c, n, s, e): x for (s, e), x in full.items()})
         # random baseline, calibrated the same way
         for n in self.n_values:
             full = {(s, "random"): self._random(Yv, s, n, self.seed + 7919 * n) for s in self.scenarios_}
             val_rows += self._calibrate(full, {}, T1v, T2v, "random", n)
         self.validation_ = pd.DataFrame(val_rows)
         self._select_estimators()
+        self._fit_served_intervals(val_t1, T1v)  # the served estimators' intervals, allowing for their selection
         self.timings_["total"] = time.perf_counter() - t0
         return self

@@ -93,7 +93,10 @@ def test_export_is_strict_json_and_round_trips(tmp_path):
         assert set(d["stacks"]) == {"stack", "stack_own"}
         assert d["recommended"]["t1"] in d["estimators"] and d["recommended"]["t2"] in d["estimators"]
         sel = pred.selection_[(5, s, "tinybench")]
-        assert d["recommended_learned"] == {"t1": sel["t1"][1], "t2": sel["t2"][1]}
+        rl = d["recommended_learned"]
+        assert {k: rl[k] for k in ("t1", "t2")} == {"t1": sel["t1"][1], "t2": sel["t2"][1]}
+        served = pred.served_int_t1_[(5, s, "tinybench")]  # its selection-aware interval travels with it
+        assert (rl["interval_t1"]["q_lo"], rl["interval_t1"]["q_hi"]) == (served.q_lo_, served.q_hi_)
         lam = pred.lambdas_[(c, 5, s, "joint")]
         assert d["lambdas"]["joint"] == {"tutorial": lam["tutorial"], "validation": lam["validation"]}
     loaded = tb.load_artifact(path)

@@ -63,7 +63,8 @@ class InferenceMixin:
                         continue
                     (c1, e1), (c2, e2) = sel["t1"], sel["t2"]
                     a, b = cache[(c1, s, e1)], cache[(c2, s, e2)]
-                    cols = {"estimate": a["estimate"], "lower": a["lower"], "upper": a["upper"],
+                    lo, up = self.served_interval(n, s, name, a["estimate"], (a["lower"], a["upper"]))
+                    cols = {"estimate": a["estimate"], "lower": lo, "upper": up,
                             "estimate_t2": b["estimate_t2"], "lower_t2": b["lower_t2"], "upper_t2": b["upper_t2"]}
                     frames.append(self._frame(models, s, "selected", name, n, cols, f"{c1}/{e1}|{c2}/{e2}"))
         out = pd.concat(frames, ignore_index=True)

@@ -11,31 +11,43 @@ import pandas as pd
 from .names import PER_SCENARIO
 
 
+def choose(vn: pd.DataFrame, scenarios) -> dict:
+    """The selection rule at one budget: {(scenario, selector): {"t1": (clustering, estimator), "t2": (...)}}.
+
+    vn : one row per (clustering, scenario, estimator) with val_mae_t1 and val_mae_t2 (NaN allowed for T2).
+    tinybench: the clustering with the lowest mean over scenarios of its best T1 MAE, then per scenario its best
+    estimator for T1 (and for T2); tinybench_own: the best estimator reading only the scenario's own anchors.
+    """
+    best_by_c = vn.groupby(["clustering", "scenario"]).val_mae_t1.min().groupby("clustering").mean()
+    c_star = str(best_by_c.idxmin())
+    out = {}
+    for s in scenarios:
+        vs = vn[vn.scenario == s]
+        cands = vs[vs.clustering == c_star]
+        r1 = cands.loc[cands.val_mae_t1.idxmin()]
+        c2 = cands.dropna(subset=["val_mae_t2"])
+        r2 = c2.loc[c2.val_mae_t2.idxmin()] if len(c2) else r1
+        out[(s, "tinybench")] = {"t1": (c_star, r1.estimator), "t2": (c_star, r2.estimator)}
+        own = vs[vs.estimator.isin(PER_SCENARIO)]
+        if len(own):
+            o1 = own.loc[own.val_mae_t1.idxmin()]
+            o2d = own.dropna(subset=["val_mae_t2"])
+            o2 = o2d.loc[o2d.val_mae_t2.idxmin()] if len(o2d) else o1
+            out[(s, "tinybench_own")] = {"t1": (o1.clustering, o1.estimator), "t2": (o2.clustering, o2.estimator)}
+    return out
+
+
 class SelectionMixin:
     """Per-scenario estimator selection."""
 
     def _select_estimators(self):
-        """Per (n, scenario): tinybench (one clustering for all scenarios) and tinybench_own."""
+        """Per (n, scenario): tinybench (one clustering for all scenarios) and tinybench_own (:func:`choose`)."""
         v = self.validation_
         v = v[v.clustering != "random"]
         self.selection_ = {}
         for n in self.n_values:
-            vn = v[v.n == n]
-            # clustering for tinybench: lowest mean over scenarios of the best validation T1 MAE
-            best_by_c = vn.groupby(["clustering", "scenario"]).val_mae_t1.min().groupby("clustering").mean()
-            c_star = str(best_by_c.idxmin())
-            for s in self.scenarios_:
-                vs = vn[vn.scenario == s]
-                cands = vs[vs.clustering == c_star]
-                r1 = cands.loc[cands.val_mae_t1.idxmin()]
-                c2 = cands.dropna(subset=["val_mae_t2"])
-                r2 = c2.loc[c2.val_mae_t2.idxmin()] if len(c2) else r1
-                own = vs[vs.estimator.isin(PER_SCENARIO)]
-                o1 = own.loc[own.val_mae_t1.idxmin()]
-                o2d = own.dropna(subset=["val_mae_t2"])
-                o2 = o2d.loc[o2d.val_mae_t2.idxmin()] if len(o2d) else o1
-                self.selection_[(n, s, "tinybench")] = {"t1": (c_star, r1.estimator), "t2": (c_star, r2.estimator)}
-                self.selection_[(n, s, "tinybench_own")] = {"t1": (o1.clustering, o1.estimator), "t2": (o2.clustering, o2.estimator)}
+            for (s, name), d in choose(v[v.n == n], self.scenarios_).items():
+                self.selection_[(n, s, name)] = d
 
     @property
     def selection(self) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """Training data of the anchor predictor: full scores, the seeded model splits, the fit / validation split, T1 truth.
 
 :class:`TrainingSplitMixin` sets ``items_``, ``scenarios_``, ``item_scenarios_``, ``w_``, ``cols_``,
-``validation_split_``, ``n_fit_``, ``n_val_``, ``val_rows_`` and ``fit_rows_``.
+``validation_split_``, ``n_fit_``, ``n_val_``, ``val_groups_``, ``val_rows_`` and ``fit_rows_``.
 """
 from __future__ import annotations
 
@@ -72,6 +72,8 @@ class TrainingSplitMixin:
         if self.max_fit_models is not None and len(fit_rel) > self.max_fit_models:
             fit_rel = np.sort(np.random.default_rng(self.seed + 1).choice(fit_rel, self.max_fit_models, replace=False))
         self.n_fit_, self.n_val_ = len(fit_rel), len(val_rel)
+        # family of each validation model (None: random validation): the served intervals' folds follow families
+        self.val_groups_ = None if self.validation_split_ != "grouped" else np.asarray(groups, dtype=object)[rows][val_rel]
         self.val_rows_ = rows[val_rel]  # rows of ``matrix`` used as validation models (adaptive calibration reuses them)
         self.fit_rows_ = rows[fit_rel]
         Yf, Yv = Y[fit_rel], Y[val_rel]

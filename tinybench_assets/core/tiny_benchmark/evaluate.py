@@ -115,9 +115,13 @@ def estimate_from_artifact(
         (e1, e2), d = want[s], art["scenarios"][s]
         r1, r2 = res[(s, e1)], res[(s, e2)]
         src = ["json" if e in json_ok[s] else TREES_FILE for e in (e1, e2)]
+        lo, up = r1["lower"], r1["upper"]
+        served = model.served_int_t1_.get(s)
+        if estimator is None and pick == "recommended_learned" and e1 == d[pick]["t1"] and served is not None:
+            lo, up = served.predict(r1["estimate"])  # the served estimator's selection-aware interval
         rows.append({"scenario": s, "estimator": e1, "estimator_t2": e2, "answered": int(np.isfinite(Ya[s]).sum()),
-                     "n_anchors": len(d["anchors"]["items"]),
-                     **{k: float(r1[k][0]) for k in ("estimate", "lower", "upper")},
+                     "n_anchors": len(d["anchors"]["items"]), "estimate": float(r1["estimate"][0]),
+                     "lower": float(lo[0]), "upper": float(up[0]),
                      **{k: float(r2[k][0]) for k in ("estimate_t2", "lower_t2", "upper_t2")},
                      "source": src[0] if src[0] == src[1] else "+".join(src)})
     df = pd.DataFrame(rows, columns=COLUMNS)

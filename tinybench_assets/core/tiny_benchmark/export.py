@@ -133,6 +133,9 @@ def export_tiny_benchmark(
         if c == c_sel:
             sel = p.selection_[(n, s, "tinybench")]
             learned = {"t1": sel["t1"][1], "t2": sel["t2"][1]}
+            served = getattr(p, "served_int_t1_", {}).get((n, s, "tinybench"))
+            if served is not None:  # the T1 interval that allows for the estimator's selection
+                learned["interval_t1"] = _interval(served)
         else:
             learned = _best(vs)
         lam = {fit: {k: _enc(x) for k, x in p.lambdas_[(c, n, s, fit)].items()} for fit in ("sep", "joint")}

@@ -32,8 +32,9 @@ JSON layout (``format = "tinybench.tiny_benchmark/2"``)::
                      q_hi, n}, calibration_t2 {x, y, y_min, y_max} | null, interval_t2 {...} | null}}
                                                       (every estimator of the clustering, learned ones too),
         recommended {t1, t2}                          (best JSON-evaluable on validation models),
-        recommended_learned {t1, t2}                  (best of all estimators: the predictor's tinybench
-                                                       selection when the clustering is the selected one)
+        recommended_learned {t1, t2, interval_t1?}    (best of all estimators: the predictor's tinybench
+                                                       selection when the clustering is the selected one;
+                                                       interval_t1: its selection-aware T1 interval)
     }}
 
 The learned regressors' features are the predictor's (``BaseEstimatesMixin._features``): per scenario ("sep")

@@ -93,7 +93,7 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, LambdaMixi
         dj = r.integer(dims, "joint", "$.irt_dims", 1, MAX_DIM)
         scs = r.obj(art, "scenarios", "$")
         self.cols_, self.irt_, self.anchors_, self.lambdas_ = {}, {}, {}, {}
-        self.int_t1_, self.int_t2_, self.t2_cal_ = {}, {}, {}
+        self.int_t1_, self.int_t2_, self.t2_cal_, self.served_int_t1_ = {}, {}, {}, {}
         self.stacks_all, self.estimators, w, ja, jb, start, seen = {}, {}, [], [], [], 0, set()
         for s in order:
             p = f"$.scenarios.{s}"
@@ -164,6 +164,10 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, LambdaMixi
             self.estimators[s].append(e)
         if not self.estimators[s]:
             r.fail(f"{p}.estimators", "no estimator")
+        rl = r.obj(d, "recommended_learned", p)
+        if rl.get("interval_t1") is not None:  # the served estimator's selection-aware T1 interval
+            q = f"{p}.recommended_learned.interval_t1"
+            self.served_int_t1_[s] = _interval(r, r.obj(rl, "interval_t1", f"{p}.recommended_learned"), q)
         for rec in ("recommended", "recommended_learned"):
             rd = r.obj(d, rec, p)
             for t in ("t1", "t2"):

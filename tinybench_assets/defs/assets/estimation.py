@@ -30,7 +30,9 @@ class EstimationConfig(dg.Config):
     n_values: list[int] = [10, 20, 30, 50]  # anchor budgets (the anchor count of every scenario, unless below)
     scenario_n: dict[str, list[int]] = {}  # per-scenario anchor counts, one per budget, e.g. {"mmlu": [30, 60, 100, 150]}
     large_pool_items: int = 1000  # pools at least this large get round(budget * 100/30) anchors (30 -> 100)
-    clusterings: list[str] = ["correctness", "irt"]
+    # anchor sets: the tutorial's KMeans on correctness, and forward selection (the anchors that best predict the
+    # pool accuracy; the learned estimators' best on openllm). "irt" (KMeans on IRT parameters) is available too
+    clusterings: list[str] = ["correctness", "forward"]
     learned: bool = True
     max_fit_models: int = 0  # 0 = all training models
     min_models: int = 50  # leaderboards with fewer models (RouterDC: 7) have too few models to hold any out
@@ -105,7 +107,7 @@ def board_inputs(context, store: StoreResource, config: EstimationConfig):
     specs=[
         dg.AssetSpec("anchor_sets", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions,
                      deps=["model_split", ALL_SCENARIOS],
-                     **card("Anchor items", "Anchor items per scenario x clustering (correctness / IRT) x n, with "
+                     **card("Anchor items", "Anchor items per scenario x clustering (KMeans on correctness or IRT, forward selection) x n, with "
                             "weights = the clusters' balance-weight mass (sum 1 per scenario; checked). Chosen on training "
                             "models only: one AnchorPredictor (saved by the model_store resource as predictor.pkl) fitted "
                             "on the binarized responses of model_split's training models; it fits its own per-scenario "
