@@ -121,3 +121,17 @@ def _no_leaked_dagster_state_storage():
 
     if _current_storage.get() is not None:
         _current_storage.set(None)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Modules holding long tests (a ``pytest.mark.timeout`` above the default) run first, the longest budget first,
+    every module's tests kept together and in order: the two xdist workers then pick the short tests up at the end
+    instead of one worker finishing a long test alone while the other idles."""
+    def budget(item) -> float:
+        m = item.get_closest_marker("timeout")
+        return float(m.args[0]) if m is not None and m.args else 0.0
+
+    by_module: dict[str, float] = {}
+    for it in items:
+        by_module[it.nodeid.split("::")[0]] = max(by_module.get(it.nodeid.split("::")[0], 0.0), budget(it))
+    items.sort(key=lambda it: -by_module[it.nodeid.split("::")[0]])  # stable: the rest keep their order
