@@ -79,6 +79,8 @@ def _fitted_state(pred: AnchorPredictor, probe: np.ndarray) -> dict:
                              if isinstance(b, (int, float, np.ndarray))} for k, v in pred.int_t1_.items()},
         "intervals_t2": {k: {a: np.round(np.asarray(b, dtype=float), 12).tolist() for a, b in vars(v).items()
                              if isinstance(b, (int, float, np.ndarray))} for k, v in pred.int_t2_.items()},
+        "served_intervals_t1": {k: [round(float(v.q_lo_), 12), round(float(v.q_hi_), 12)]
+                                for k, v in pred.served_int_t1_.items()},
         # learned estimators and calibration maps: their outputs on the same probe answers
         "probe": pred.estimate(probe, [f"p{i}" for i in range(len(probe))])[["estimate", "lower", "upper", "estimate_t2"]]
         .round(12).to_numpy().tolist(),
@@ -89,11 +91,12 @@ def _fitted_state(pred: AnchorPredictor, probe: np.ndarray) -> dict:
 def test_flipping_every_test_answer_leaves_the_fitted_predictor_identical():
     rm, full = _world(n_models=240, seed=3)
     train, test = split_models(rm.shape[0], 0.25, seed=0)
-    params = dict(n_values=(5, 10), **FAST)
+    params = dict(n_values=(5, 10), **{**FAST, "clusterings": ("correctness", "forward")})  # forward reads answers
     probe = rm.scores[test[:15]]
     a = AnchorPredictor(**params).fit(rm, full, train)
     b = AnchorPredictor(**params).fit(_flip_rows(rm, test), full, train)
     sa, sb = _fitted_state(a, probe), _fitted_state(b, probe)
+    assert sa["served_intervals_t1"] and {k[0] for k in a.anchors_} == {"correctness", "forward"}
     for key in sa:
         assert sa[key] == sb[key], f"test answers leaked into the fitted predictor's {key}"
     # the check can fail: flipping TRAINING answers changes the fit
