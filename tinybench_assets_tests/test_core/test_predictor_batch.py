@@ -2,12 +2,13 @@
 answer patterns, so their abilities coincide with tree thresholds)."""
 import numpy as np
 import pandas as pd
+import pytest
 import torch
 
 from tinybench_assets.core.predictor import AnchorPredictor
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
 from tinybench_assets_tests.conftest import SHARED, _need_shared
-from tinybench_assets_tests.test_core.test_backtest import FAST
+from tinybench_assets_tests.test_core.test_backtest import FAST, _world
 
 torch.set_num_threads(1)
 
@@ -62,3 +63,34 @@ def test_worker_processes_give_the_same_fit():
     pd.testing.assert_frame_equal(one.validation_, two.validation_, check_exact=True)
     Y, names = rm.scores[test], np.asarray(rm.models, dtype=object)[test]
     pd.testing.assert_frame_equal(one.estimate(Y, names), two.estimate(Y, names), check_exact=True)
+
+
+def test_anchor_linear_map_is_a_least_squares_fit_and_a_learned_feature():
+    """Each anchor set carries the fit models' ridge map from its answers to the pool accuracy; its score is the
+    last feature of the per-scenario regressors and one column per scenario of the joint ones; an anchor set
+    without a map (an older predictor or artifact) gives the features without it."""
+    from tinybench_assets.core.estimation.anchor_sets import fit_linear, linear_score
+    from tinybench_assets.core.estimation.base_estimates import feature_width
+
+    rng = np.random.default_rng(0)
+    X = (rng.random((600, 6)) < 0.5).astype(float)
+    y = X @ np.array([0.3, -0.2, 0.1, 0.0, 0.25, 0.05]) + 0.1
+    X[5, 2] = np.nan
+    lin = fit_linear(X, y, alpha=1e-9)
+    np.testing.assert_allclose(lin["coef"], [0.3, -0.2, 0.1, 0.0, 0.25, 0.05], atol=2e-3)
+    assert lin["fill"][2] == pytest.approx(np.nanmean(X[:, 2]))
+    rm, full = _world(n_models=200, seed=2)
+    p = AnchorPredictor(n_values=(5,), **FAST).fit(rm, full)
+    A = {s: p.anchors_[("correctness", 5, s)] for s in p.scenarios_}
+    _, feats, _ = p._features(rm.scores[:7], "correctness", 5)
+    for s in p.scenarios_:
+        assert A[s].linear is not None
+        np.testing.assert_array_equal(feats[("sep", s)][:, -1], linear_score(A[s], rm.scores[:7][:, A[s].items]))
+        assert feats[("sep", s)].shape[1] == feature_width(A, p.irt_, s, "sep")
+        assert feats[("joint", s)].shape[1] == feature_width(A, p.irt_, s, "joint")
+    for s in p.scenarios_:
+        A[s].linear = None
+    _, plain, _ = p._features(rm.scores[:7], "correctness", 5)
+    s = p.scenarios_[0]
+    assert plain[("sep", s)].shape[1] == feats[("sep", s)].shape[1] - 1 == feature_width(A, p.irt_, s, "sep")
+    assert plain[("joint", s)].shape[1] == feats[("joint", s)].shape[1] - len(p.scenarios_)

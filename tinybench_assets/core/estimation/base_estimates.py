@@ -10,6 +10,21 @@ import numpy as np
 
 from .. import estimators as est
 from ..irt import estimate_ability, item_curve
+from .anchor_sets import linear_score
+
+
+def feature_width(anchor_sets: dict, irt: dict, s: str, kind: str) -> int:
+    """Width of :meth:`BaseEstimatesMixin._features`' regressor features of scenario ``s``: its anchors + D + its
+    linear score when it has one ("sep"); every scenario's anchors + the joint D + every linear score ("joint").
+    anchor_sets : {scenario: AnchorSet} of one (clustering, n); irt : {scenario | "joint": fit with ``a`` (I, D)}."""
+    def has_linear(A):
+        return getattr(A, "linear", None) is not None
+
+    if kind == "sep":
+        A = anchor_sets[s]
+        return len(A.items) + int(irt[s].a.shape[1]) + int(has_linear(A))
+    return (sum(len(A.items) for A in anchor_sets.values()) + int(irt["joint"].a.shape[1])
+            + sum(has_linear(A) for A in anchor_sets.values()))
 
 
 class BaseEstimatesMixin:
@@ -21,7 +36,7 @@ class BaseEstimatesMixin:
         Returns (base: {(s, estimator): (M,)}, feats: {("sep"|"joint", s): (M, F)}, has: {s: (M,) bool}).
         """
         Y = np.asarray(Y, dtype=float)
-        base, feats, has = {}, {}, {}
+        base, feats, has, lin_all = {}, {}, {}, []
         allc = self._anchor_cols(c, n)
         Yall = Y[:, allc]
         pj = self.irt_["joint"]
@@ -48,8 +63,12 @@ class BaseEstimatesMixin:
                 base[(s, k)] = np.where(h, v, np.nan)
             # Abilities enter the trees rounded: models with the same answers get bit-identical features whatever
             # else is in the batch, so a tree split (often at such a shared value) never flips on float noise.
-            feats[("sep", s)] = np.hstack([Ya, np.round(th, 8)])
-            feats[("joint", s)] = np.hstack([Yall, np.round(thj, 8)])
+            lin = linear_score(A, Ya)
+            feats[("sep", s)] = np.hstack([Ya, np.round(th, 8)] + ([] if lin is None else [lin[:, None]]))
+            if lin is not None:
+                lin_all.append(lin[:, None])
+        for s in self.scenarios_:  # joint: every anchor, the joint abilities, every scenario's linear score
+            feats[("joint", s)] = np.hstack([Yall, np.round(thj, 8)] + lin_all)
         return base, feats, has
 
     def _random(self, Y, s, n, seed):

@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 import pandas as pd
 
 from ..calibration import ConformalInterval, IsotonicCalibrator
+from ..estimation.base_estimates import feature_width
 from .format import FORMAT, JSON_BASE, TREES_FILE, ArtifactError, _enc, _enc_list, _enc_matrix
 from .trees import hgb_arrays, pack
 
@@ -20,11 +21,9 @@ def _json_evaluable(name: str, stacks: dict) -> bool:
 
 
 def _n_features(p, c: str, n: int, s: str, kind: str) -> int:
-    """Width of the learned regressors' features (``BaseEstimatesMixin._features``): anchors + D (sep), every
-    scenario's anchors + D_joint (joint)."""
-    if kind == "sep":
-        return len(p.anchors_[(c, n, s)].items) + int(p.irt_[s].a.shape[1])
-    return sum(len(p.anchors_[(c, n, x)].items) for x in p.scenarios_) + int(p.irt_["joint"].a.shape[1])
+    """Width of the learned regressors' features (``BaseEstimatesMixin._features``): anchors + D + its linear
+    score (sep), every scenario's anchors + D_joint + every scenario's linear score (joint)."""
+    return feature_width({x: p.anchors_[(c, n, x)] for x in p.scenarios_}, p.irt_, s, kind)
 
 
 def learned_models(p, c: str, n: int, models: list[dict]) -> dict:
@@ -149,6 +148,9 @@ def export_tiny_benchmark(
                 "local": [int(i) for i in A.local],
                 "weights": _enc_list(A.weights),
                 "texts": [texts.get(p.items_[j]) for j in A.items],
+                "linear": None if getattr(A, "linear", None) is None else
+                {"fill": _enc_list(A.linear["fill"]), "coef": _enc_list(A.linear["coef"]),
+                 "intercept": _enc(A.linear["intercept"])},
             },
             "irt": {"sep": {"a": _enc_matrix(ps.a), "b": _enc_list(ps.b)},
                     "joint": {"a": _enc_matrix(pj.a[cols]), "b": _enc_list(pj.b[cols])}},

@@ -24,7 +24,9 @@ JSON layout (``format = "tinybench.tiny_benchmark/2"``)::
              models [{scenario, kind ("sep" | "joint"), target ("t1" | "t2"), n_features}]   (the file's order)},
     scenarios {s: {
         n_items, items [pool item ids], balance_weights [per pool item],
-        anchors {items [ids], local [pool index], weights [sum 1], texts [str | null]},
+        anchors {items [ids], local [pool index], weights [sum 1], texts [str | null],
+                 linear {fill, coef, intercept} | null (the fit models' ridge map from the anchor answers to the pool
+                 accuracy; its score is a learned-regressor feature)},
         irt {sep {a [[D]] per pool item, b}, joint {a, b} (the joint fit's rows of this scenario's items)},
         lambdas {sep {tutorial, validation}, joint {...}, b_sep, b_joint, v},
         stacks {name: {members, w_t1, w_t2}},
@@ -38,8 +40,9 @@ JSON layout (``format = "tinybench.tiny_benchmark/2"``)::
     }}
 
 The learned regressors' features are the predictor's (``BaseEstimatesMixin._features``): per scenario ("sep")
-the anchor answers then the rounded per-scenario abilities (anchors + D features), jointly ("joint") every
-scenario's anchor answers in scenario order then the rounded joint abilities (all anchors + D_joint).
+the anchor answers, the rounded per-scenario abilities, then the anchors' rounded linear score when ``linear``
+is given (anchors + D + 1 features), jointly ("joint") every scenario's anchor answers in scenario order, the
+rounded joint abilities, then every scenario's linear score (all anchors + D_joint + scenarios with ``linear``).
 
 Non-finite floats are written as ``null`` (NaN) or the strings ``"inf"`` / ``"-inf"``, so the file is
 strict JSON. Everything is chosen on the predictor's training models (its validation table); test models

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..calibration import ConformalInterval, IsotonicCalibrator
 from ..estimation.anchor_sets import AnchorSet, AnchorSetMixin
-from ..estimation.base_estimates import BaseEstimatesMixin
+from ..estimation.base_estimates import BaseEstimatesMixin, feature_width
 from ..estimation.intervals import CalibrationMixin
 from ..estimation.lambdas import LambdaMixin
 from ..estimation.learned import LearnedMixin
@@ -120,8 +120,15 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, LambdaMixi
             seen |= set(ids)
             if "texts" in a and a["texts"] is not None:
                 r.strings(a, "texts", f"{p}.anchors", len(ids), nullable=True)
+            linear = None
+            if a.get("linear") is not None:  # the anchors' linear map (a regressor feature), absent in older artifacts
+                lin, q = r.obj(a, "linear", f"{p}.anchors"), f"{p}.anchors.linear"
+                linear = {"fill": r.vector(lin, "fill", q, len(ids), finite=True),
+                          "coef": r.vector(lin, "coef", q, len(ids), finite=True),
+                          "intercept": r.number(lin, "intercept", q, finite=True)}
             self.anchors_[(self.c, self.n, s)] = AnchorSet(s, self.c, self.n, local, start + local,
-                                                           r.vector(a, "weights", f"{p}.anchors", len(ids), finite=True))
+                                                           r.vector(a, "weights", f"{p}.anchors", len(ids), finite=True),
+                                                           linear)
             lam = r.obj(d, "lambdas", p)
             for fit in ("sep", "joint"):
                 lf = r.obj(lam, fit, f"{p}.lambdas")
@@ -181,15 +188,14 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, LambdaMixi
         models = r.key(info, "models", "$.learned")
         if not isinstance(models, list):
             r.fail("$.learned.models", "expected a list")
-        n_anchor = sum(len(A.items) for A in self.anchors_.values())
+        sets = {s: self.anchors_[(self.c, self.n, s)] for s in self.scenarios_}
         self.model_keys, self.n_features = [], []
         for i, m in enumerate(models):
             q = f"$.learned.models[{i}]"
             s = r.text(m, "scenario", q, self.scenarios_)
             kind = r.text(m, "kind", q, tuple(KINDS))
             key = (self.c, self.n, s, kind, r.text(m, "target", q, ("t1", "t2")))
-            want = (len(self.anchors_[(self.c, self.n, s)].items) + self.irt_[s].a.shape[1] if kind == "sep"
-                    else n_anchor + self.irt_["joint"].a.shape[1])
+            want = feature_width(sets, self.irt_, s, kind)
             r.integer(m, "n_features", q, want, want)
             if key in self.model_keys:
                 r.fail(q, "the same regressor is listed twice")
