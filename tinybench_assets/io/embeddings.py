@@ -9,9 +9,12 @@ plus the precision when it is not float32 (``...@bf16``). A re-run, or a new dro
 embeds only texts whose key is not stored yet.
 
 Precision: on a CPU with native bfloat16 instructions (avx512_bf16 or amx_bf16) the encoder runs under torch's
-bfloat16 autocast by default (``precision="auto"``): measured on the 2-core machine, 512 RouterDC MMLU questions
-took 20.9 s in float32 and 11.4 s in bfloat16, with a cosine of at least 0.99997 between the two embeddings of
-every question. Elsewhere (no native bfloat16, or CUDA) it runs in float32. Small batches on CPU (16): texts are
+bfloat16 autocast by default (``precision="auto"``) when a sub-second probe (:func:`bf16_autocast_pays`: the
+encoder's feed-forward shapes, timed both ways) finds it at least 1.25x faster than float32: measured on the 2-core
+machine, 512 RouterDC MMLU questions took 20.9 s in float32 and 11.4 s in bfloat16, with a cosine of at least
+0.99997 between the two embeddings of every question. The flag alone is not enough: on a later host that reported
+avx512_bf16, bfloat16 took 23.6 s against float32's 14.0 s (the probe: 190 ms against 101-127 ms), and the cold
+pipeline lost 80 s to it. Elsewhere (no native bfloat16, a slow probe, or CUDA) it runs in float32. Small batches on CPU (16): texts are
 sorted by length within a call, and less padding per batch made float32 1.26x faster than batches of 64.
 """
 from __future__ import annotations
@@ -53,6 +56,46 @@ def cpu_has_native_bf16() -> bool:
     return False
 
 
+_PROBE: dict[int, tuple[float, float]] = {}  # torch threads -> (float32 s, bfloat16 s), once per process
+BF16_MIN_SPEEDUP = 1.25
+
+
+def bf16_autocast_pays(threads: int | None = None) -> bool:
+    """Whether bfloat16 autocast is clearly faster than float32 on this CPU (native bfloat16 instructions AND a
+    probe: the encoder's feed-forward block, batch 16 x 96 tokens, best of 3 runs each way, bfloat16 at least
+    ``BF16_MIN_SPEEDUP`` times faster). Measured once per process and thread count (~0.5 s); the timings are
+    kept in ``_PROBE``."""
+    if not cpu_has_native_bf16():
+        return False
+    import torch
+
+    threads = threads or torch.get_num_threads()
+    if threads not in _PROBE:
+        before = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            g = torch.Generator().manual_seed(0)
+            up, down = torch.nn.Linear(384, 1536), torch.nn.Linear(1536, 384)
+            x = torch.randn(16, 96, 384, generator=g)
+
+            def best(bf: bool) -> float:
+                out = float("inf")
+                with torch.inference_mode():
+                    for _ in range(3):
+                        t0 = time.perf_counter()
+                        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf):
+                            down(torch.nn.functional.gelu(up(x)))
+                        out = min(out, time.perf_counter() - t0)
+                return out
+
+            best(False), best(True)  # warm-up: first calls pay for kernel selection
+            _PROBE[threads] = (best(False), best(True))
+        finally:
+            torch.set_num_threads(before)
+    f32, bf16 = _PROBE[threads]
+    return bf16 * BF16_MIN_SPEEDUP <= f32
+
+
 def text_key(encoder_id: str, text: str) -> str:
     return hashlib.sha256(f"{encoder_id}\0{text}".encode("utf-8")).hexdigest()
 
@@ -90,7 +133,7 @@ class Encoder:
         """``float32`` or ``bfloat16``: what the encoder computes in on this machine."""
         if self.precision != "auto":
             return self.precision
-        return "bfloat16" if self.resolved_device() == "cpu" and cpu_has_native_bf16() else "float32"
+        return "bfloat16" if self.resolved_device() == "cpu" and bf16_autocast_pays(self.num_threads) else "float32"
 
     @property
     def cache_id(self) -> str:

@@ -71,11 +71,24 @@ def test_bfloat16_matches_float32_and_never_shares_its_cache(tmp_path):
     assert st["embedded"] == st16["embedded"] == len(TEXTS)
 
 
-def test_auto_precision_follows_the_cpu(monkeypatch):
+def test_auto_precision_follows_the_cpu_and_the_probe(monkeypatch):
+    # native bfloat16 and a probe that finds it faster -> bfloat16; explicit precision always wins
     monkeypatch.setattr(embeddings, "cpu_has_native_bf16", lambda: True)
-    assert Encoder(device="cpu").resolved_precision() == "bfloat16"
-    assert Encoder(device="cpu", precision="float32").resolved_precision() == "float32"
+    monkeypatch.setattr(embeddings, "_PROBE", {1: (0.2, 0.1)})
+    assert Encoder(device="cpu", num_threads=1).resolved_precision() == "bfloat16"
+    assert Encoder(device="cpu", num_threads=1, precision="float32").resolved_precision() == "float32"
+    # the flag alone is not enough: a host that reports avx512_bf16 but runs bfloat16 slower gets float32
+    # (measured: 190 ms bfloat16 vs 101-127 ms float32 on such a host)
+    monkeypatch.setattr(embeddings, "_PROBE", {1: (0.11, 0.19)})
+    assert Encoder(device="cpu", num_threads=1).resolved_precision() == "float32"
+    monkeypatch.setattr(embeddings, "_PROBE", {1: (0.12, 0.11)})  # a gain under 1.25x is not worth the cache split
+    assert Encoder(device="cpu", num_threads=1).resolved_precision() == "float32"
+    # the real probe runs once per thread count and its decision is the rule applied to what it timed
+    monkeypatch.setattr(embeddings, "_PROBE", {})
+    decided = embeddings.bf16_autocast_pays(1)
+    f32, b16 = embeddings._PROBE[1]
+    assert 0 < f32 < 5 and 0 < b16 < 5 and decided == (b16 * embeddings.BF16_MIN_SPEEDUP <= f32)
     monkeypatch.setattr(embeddings, "cpu_has_native_bf16", lambda: False)
-    assert Encoder(device="cpu").resolved_precision() == "float32"
+    assert Encoder(device="cpu", num_threads=1).resolved_precision() == "float32"
     with pytest.raises(ValueError, match="precision"):
         Encoder(precision="int8")

@@ -92,7 +92,16 @@ def question_embeddings(context: dg.AssetExecutionContext, store: StoreResource,
         "embedded_now": st["embedded"], "from_cache": st["cached"], "encode_seconds": round(st["seconds"], 2),
         "texts_per_s": dg.MetadataValue.float(float(st["texts_per_s"])) if st["embedded"] else dg.MetadataValue.text("n/a (all cached)"),
         "encoder": enc.encoder_id, "precision": enc.resolved_precision(), "dim": int(E.shape[1]), "threads": enc.num_threads,
+        **_probe_metadata(enc),
     })
+
+
+def _probe_metadata(enc) -> dict:
+    """The bfloat16 probe's timings behind ``precision`` auto (empty when it did not run)."""
+    from tinybench_assets.io.embeddings import _PROBE
+
+    t = _PROBE.get(enc.num_threads) if enc.precision == "auto" else None
+    return {} if t is None else {"bf16_probe_ms": f"float32 {t[0] * 1e3:.1f} / bfloat16 {t[1] * 1e3:.1f}"}
 
 
 def load_embeddings(db: Store, key: str) -> tuple[pd.DataFrame, np.ndarray]:
