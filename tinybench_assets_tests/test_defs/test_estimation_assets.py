@@ -45,6 +45,9 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
     result = dg.materialize([irt.irt_joint, *estimation.leaderboard_assets], partition_key="openllm", instance=instance,
                             resources=res, run_config=cfg)
     assert result.success
+    # the backtest (worker processes, one per core) runs last in a leaderboard run: after every one-process step
+    starts = [e.step_key for e in result.all_events if e.event_type_value == "STEP_START"]
+    assert starts[-1] == "estimation_backtest" and len(starts) >= 5, starts
     store = Store(estimation_landing["db"])
     anchors = store.query("SELECT scenario, clustering, n, count(*) AS k, sum(weight) AS w FROM anchors GROUP BY ALL ORDER BY ALL")
     assert len(anchors) == 2 * 2 * 2 and (anchors["k"] == anchors["n"]).all() and np.allclose(anchors["w"], 1.0)

@@ -204,8 +204,14 @@ def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig,
     })
 
 
+# Lowest step priority in a leaderboard run: the backtest fits its splits in worker processes (one per core), so
+# it goes last, after the one-process steps, and keeps both cores busy to the end of the run (run-all's cold
+# pipeline: the product predictor fitted last on one core left the other idle ~65 s).
+BACKTEST_PRIORITY = {"dagster/priority": "-1"}
+
+
 @dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
-          deps=[ALL_SCENARIOS],
+          deps=[ALL_SCENARIOS], op_tags=BACKTEST_PRIORITY,
           **card("Estimation backtest", "Honest backtest over several seeded model splits of its own (grouped by family "
                  "and random; not model_split): for each split a fresh predictor is fitted on the binarized responses of "
                  "the training models only and scored on the test models. MAE and SD of the error "
