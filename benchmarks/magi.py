@@ -1,6 +1,12 @@
 """MAGI subsets on the pooled openllm leaderboard (issue 9): full pool vs each ranking's chosen subset.
 
-    .venv/bin/python benchmarks/magi.py [--json OUT.json] [--trials 60] [--seed 0] [--data ../shared/data] [--variants]
+    .venv/bin/python benchmarks/magi.py [--json OUT.json] [--trials 60] [--seed 0] [--splits 10] [--data ../shared/data]
+                                        [--variants]
+
+The eval top 10 is ten models, so one tune/eval split gives a noisy spread ratio (seeds 0-5 of the first
+multi-split run: irt_information 2.13x to 4.84x). The figures are therefore measured on ``--splits`` seeded
+tune/eval splits (default 10; each seeds its split, IRT fits and search) and the contract keys are their means;
+the JSON also holds each split's value and a 90 % bootstrap interval of the mean (over splits).
 
 The contract keys per method report the PRODUCT DEFAULT (core DEFAULTS: validity guard, per-scenario IRT, ...);
 ``spread_only`` holds the same figures for the unguarded first version (pooled 1-D IRT, no guard, plain mean
@@ -29,7 +35,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from tinybench_assets import paths  # noqa: E402
-from tinybench_assets.core.subsets import (DEFAULTS, chance_per_item, choose_variant, prepare, read_aggregate,  # noqa: E402
+from tinybench_assets.core.subsets import (DEFAULTS, chance_per_item, choose_export, choose_variant, prepare, read_aggregate,  # noqa: E402
                                            run_magi)
 from tinybench_assets.core.subsets.search import NO_REFERENCE_METHODS, VARIANT_RULE, fit_irt_models  # noqa: E402
 
@@ -86,6 +92,13 @@ def bars(out: dict, stage: float) -> dict:
             out[m]["fraction_of_pool"] <= 0.2 and out[m]["top10_std_ratio"] >= 3 and out[m]["mean_abs_voter_penalty"] <= 0.5
             for m in out if m != "full"),
         "irt_information_ge_2.5x": out["irt_information"]["top10_std_ratio"] >= 2.5,
+        # the same with the held-out top 50 ranked like their full scores (tau's 90 % interval above 0)
+        "subset_le_1/5_std_ge_3x_penalty_le_0.5_tau_above_0": any(
+            out[m]["fraction_of_pool"] <= 0.2 and out[m]["top10_std_ratio"] >= 3 and out[m]["mean_abs_voter_penalty"] <= 0.5
+            and out[m].get("kendall_tau_nonvoters_ci90", [out[m]["kendall_tau_nonvoters"]])[0] > 0
+            for m in out if m != "full"),
+        "irt_information_ge_2.5x_tau_above_0": out["irt_information"]["top10_std_ratio"] >= 2.5 and out[
+            "irt_information"].get("kendall_tau_nonvoters_ci90", [out["irt_information"]["kendall_tau_nonvoters"]])[0] > 0,
         "stage_under_180s": stage < 180,
     }
 
@@ -122,46 +135,114 @@ def variants(setup, trials: int, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def aggregate(per_split: list[dict], seed: int) -> dict:
+    """Per method: each contract/extra key averaged over the splits (``size`` rounded to an int), a 90 % bootstrap
+    interval of the mean (over splits, seeded) for the ratio and tau, the per-split values, and in how many splits
+    each bar holds."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for method in per_split[0]:
+        rows = [d[method] for d in per_split]
+        agg = {}
+        for k in CONTRACT + EXTRA:
+            v = np.array([r[k] for r in rows], dtype=float)
+            agg[k] = int(round(float(np.mean(v)))) if k == "size" else float(np.mean(v))
+        for k in ("top10_std_ratio", "kendall_tau_nonvoters", "top10_std_ratio_tune", "kendall_tau_tune"):
+            v = np.array([r[k] for r in rows], dtype=float)
+            boot = v[rng.integers(0, len(v), (2000, len(v)))].mean(axis=1)
+            agg[k + "_ci90"] = [float(np.quantile(boot, 0.05)), float(np.quantile(boot, 0.95))]
+            agg[k + "_per_split"] = [float(x) for x in v]
+            agg[k + "_median"] = float(np.median(v))
+        agg["fraction_of_pool_per_split"] = [float(r["fraction_of_pool"]) for r in rows]
+        if "method" in rows[0]:
+            agg["method_per_split"] = [r["method"] for r in rows]
+        if method != "full":
+            agg["splits_meeting_3x_bar"] = int(sum(r["fraction_of_pool"] <= 0.2 and r["top10_std_ratio"] >= 3
+                                                   and r["mean_abs_voter_penalty"] <= 0.5 for r in rows))
+            agg["splits_tau_positive"] = int(sum(r["kendall_tau_nonvoters"] > 0 for r in rows))
+            agg["params_per_split"] = [r.get("params") for r in rows]
+        out[method] = agg
+    return out
+
+
+def run_split(wide, info, full, aggregate_table, seed: int, trials: int):
+    """One tune/eval split (seed): the product default and the spread-only run, with their figures."""
+    t0 = time.perf_counter()
+    setup = prepare(wide.to_numpy(dtype=float), list(wide.index), list(wide.columns), info["scenario"].to_numpy(),
+                    info["subscenario"].to_numpy(), chance_per_item(info["scenario"].to_numpy()), full.to_numpy(),
+                    aggregate=aggregate_table, seed=seed, balanced=DEFAULTS["balanced"])
+    t_setup = time.perf_counter() - t0
+    result = run_magi(setup, n_trials=trials, seed=seed)  # the product default (core DEFAULTS)
+    stage = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    spread = run_magi(setup, n_trials=trials, seed=seed, **SPREAD_ONLY)
+    spread_stage = time.perf_counter() - t1 + t_setup
+    figs = []
+    for res in (result, spread):
+        fig = figures(res, t_setup)
+        pick = choose_export(res)  # what export_method: auto would export (tune figures only)
+        fig["export_auto"] = {**fig[pick], "method": pick}
+        figs.append(fig)
+    return setup, result, spread, stage, spread_stage, *figs
+
+
 def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path)
     ap.add_argument("--trials", type=int, default=60)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="first split seed (seeds the split, the IRT fits and the search)")
+    ap.add_argument("--splits", type=int, default=10,
+                    help="tune/eval splits (seeds seed .. seed+splits-1); the contract keys are means over them")
     ap.add_argument("--data", type=Path, default=Path(paths.default_data_dir()))
-    ap.add_argument("--variants", action="store_true", help="also run the variants grid and the default-choosing rule")
+    ap.add_argument("--variants", action="store_true",
+                    help="also run the variants grid and the default-choosing rule (first split only)")
     args = ap.parse_args(argv)
     import torch
 
     torch.set_num_threads(2)
     t0 = time.perf_counter()
     wide, info, full = load_openllm(args.data)
-    aggregate = read_aggregate(paths.aggregate_csv("openllm", data_dir=args.data))
-    setup = prepare(wide.to_numpy(dtype=float), list(wide.index), list(wide.columns), info["scenario"].to_numpy(),
-                    info["subscenario"].to_numpy(), chance_per_item(info["scenario"].to_numpy()), full.to_numpy(),
-                    aggregate=aggregate, seed=args.seed, balanced=DEFAULTS["balanced"])
+    aggregate_table = read_aggregate(paths.aggregate_csv("openllm", data_dir=args.data))
     t_load = time.perf_counter() - t0
-    result = run_magi(setup, n_trials=args.trials, seed=args.seed)  # the product default (core DEFAULTS)
-    stage = time.perf_counter() - t0
-    out = figures(result, t_load)
-    t1 = time.perf_counter()
-    spread = run_magi(setup, n_trials=args.trials, seed=args.seed, **SPREAD_ONLY)
-    spread_stage = time.perf_counter() - t1 + t_load
-    out_spread = figures(spread, t_load)
+    splits, stages, spread_stages, firsts = [], [], [], None
+    for seed in range(args.seed, args.seed + args.splits):
+        setup, result, spread, stage, spread_stage, out, out_spread = run_split(wide, info, full, aggregate_table,
+                                                                               seed, args.trials)
+        for fig in (out, out_spread):
+            fig["full"]["seconds"] += t_load
+        splits.append((out, out_spread, setup.models[setup.reference], list(result.demoted)))
+        stages.append(stage + t_load)
+        spread_stages.append(spread_stage + t_load)
+        firsts = firsts or (setup, result, spread)
+        r = out["irt_information"], out["irt"]
+        print(f"split {seed}: reference {setup.models[setup.reference]}; eval ratio / tau: irt_information "
+              f"{r[0]['top10_std_ratio']:.2f} / {r[0]['kendall_tau_nonvoters']:+.2f}, irt {r[1]['top10_std_ratio']:.2f}"
+              f" / {r[1]['kendall_tau_nonvoters']:+.2f}; stage {stage + t_load:.1f} s", flush=True)
+    setup, result, spread = firsts
+    out = aggregate([s[0] for s in splits], args.seed)
+    out_spread = aggregate([s[1] for s in splits], args.seed)
+    stage, spread_stage = max(stages), max(spread_stages)
+    for fig in (out, out_spread):
+        fig["full"]["seconds"] = t_load
     roles = pd.Series(setup.role).value_counts().to_dict()
     meta = {"models": len(setup.models), "items": len(setup.items), "roles": roles, "guessers": int(setup.guesser.sum()),
-            "reference": setup.models[setup.reference], "not_fair_models": int(setup.not_fair.sum()),
-            "trials_per_method": args.trials, "seed": args.seed, "stage_seconds": stage, "irt_seconds": result.irt_seconds,
+            "splits": args.splits, "split_seeds": list(range(args.seed, args.seed + args.splits)),
+            "aggregation": "contract keys are means over the splits (size: rounded mean); *_ci90: 90 % bootstrap "
+                           "interval of the mean over splits; *_per_split: each split's value",
+            "reference_per_split": [s[2] for s in splits], "demoted_per_split": [s[3] for s in splits],
+            "not_fair_models_first_split": int(setup.not_fair.sum()),
+            "trials_per_method": args.trials, "seed": args.seed, "stage_seconds": stage,
+            "stage_seconds_per_split": stages, "irt_seconds_first_split": result.irt_seconds,
             "spread_only_stage_seconds": spread_stage, "torch_threads": torch.get_num_threads(),
             "product_default": result.options, "spread_only_options": spread.options,
-            "scenario_validity_tune_top100": result.validity, "demoted_scenarios": list(result.demoted),
+            "scenario_validity_tune_top100_first_split": result.validity,
             "penalty_sign": "penalty = score without the voter - score with it; positive = penalized"}
     cols = list(CONTRACT) + ["kendall_tau_tune", "top10_std_ratio_tune", "mean_abs_voter_penalty"]
-    print(f"pooled openllm: {meta['models']} models x {meta['items']} items; roles {roles}; guessers {meta['guessers']}; "
-          f"reference {meta['reference']} ({meta['not_fair_models']} models of its family flagged not fair)")
-    print("scenario validity (corr. of scenario score with full score, top-100 tune models):",
-          {str(k): round(v, 3) for k, v in result.validity.items()}, "; deleted first:", [str(g) for g in result.demoted])
-    print("figures on the held-out eval non-voters (top-10 std [0,1] scale; penalties in points, positive = penalized;"
-          " *_tune: the same on the tune models the search saw)")
+    print(f"pooled openllm: {meta['models']} models x {meta['items']} items; roles (first split) {roles}; guessers "
+          f"{meta['guessers']}; {args.splits} tune/eval splits (seeds {args.seed}..{args.seed + args.splits - 1})")
+    print("references per split (their families flagged not fair):", meta["reference_per_split"])
+    print("figures: MEANS OVER THE SPLITS on the held-out eval non-voters (top-10 std [0,1] scale; penalties in points,"
+          " positive = penalized; *_tune: the same on the tune models the search saw)")
     short = {"fraction_of_pool": "frac", "top10_std_ratio": "ratio", "mean_voter_penalty": "pen", "max_voter_penalty":
              "max_pen", "guesser_advantage": "guess_adv", "kendall_tau_nonvoters": "tau", "kendall_tau_tune": "tau_tune",
              "top10_std_ratio_tune": "ratio_tune", "mean_abs_voter_penalty": "abs_pen", "min_score": "min"}
@@ -170,12 +251,26 @@ def main(argv=None) -> dict:
     with pd.option_context("display.width", 250, "display.max_columns", 40):
         for name in both.columns.levels[0]:
             print(name)
-            print(both[name].drop(columns=["seconds", "top10_std"]).to_string(float_format=lambda v: f"{v:.3f}"))
+            print(both[name].drop(columns=["seconds", "top10_std"]).astype(float).to_string(
+                float_format=lambda v: f"{v:.3f}"))
+            key = "default" if name.startswith("PRODUCT") else "spread"
+            fig = out if key == "default" else out_spread
+            for m in ORDER[1:] + ("export_auto",):
+                if m in fig:
+                    f = fig[m]
+                    lo, hi = f["top10_std_ratio_ci90"]
+                    tlo, thi = f["kendall_tau_nonvoters_ci90"]
+                    print(f"  {m:20s} ratio {f['top10_std_ratio']:.2f} [{lo:.2f}, {hi:.2f}] median "
+                          f"{f['top10_std_ratio_median']:.2f}; tau {f['kendall_tau_nonvoters']:+.2f} [{tlo:+.2f}, "
+                          f"{thi:+.2f}]; splits meeting the 3x bar {f['splits_meeting_3x_bar']}/{args.splits}, tau > 0 "
+                          f"{f['splits_tau_positive']}/{args.splits}; per split ratio "
+                          + " ".join(f"{v:.2f}" for v in f["top10_std_ratio_per_split"])
+                          + ("; picks " + " ".join(f.get("method_per_split", [])) if m == "export_auto" else ""))
     b, b_spread = bars(out, stage), bars(out_spread, spread_stage)
     print(f"whole MAGI stage, product default (load, voters, IRT fits, {len(result.methods)} searches x {args.trials}"
-          f" trials): {stage:.1f} s; spread-only: {spread_stage:.1f} s")
-    print("bars, product default:", b)
-    print("bars, spread only:    ", b_spread)
+          f" trials), slowest split: {stage:.1f} s; spread-only: {spread_stage:.1f} s")
+    print("bars on the means over splits, product default:", b)
+    print("bars on the means over splits, spread only:    ", b_spread)
     doc = {**out, "spread_only": out_spread, "_meta": {**meta, "bars": b, "bars_spread_only": b_spread}}
     if args.variants:
         grid = variants(setup, args.trials, args.seed)

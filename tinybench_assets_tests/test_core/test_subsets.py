@@ -309,6 +309,41 @@ def test_variant_rule_uses_tune_figures_only():
     assert choose_variant(rows, min_tau=0.7) is None
 
 
+def test_auto_export_reads_tune_figures_only():
+    """export_method auto: the widest tune spread among subsets that rank the tune top like the full score, fit the
+    size / penalty / guesser bounds and burn no reference; eval figures are never read (absent here)."""
+    from types import SimpleNamespace
+
+    from tinybench_assets.core.subsets import Scalarization, choose_export
+
+    def method(tau, frac, pen, ga, std):
+        metrics = dict(kendall_tau_nonvoters=tau, fraction_of_pool=frac, mean_abs_voter_penalty=pen,
+                       guesser_advantage=ga, top10_std=std)
+        return SimpleNamespace(chosen=SimpleNamespace(metrics=metrics))  # no eval_metrics: reading them would raise
+
+    def result(**methods):
+        return SimpleNamespace(methods=methods, full_metrics={"top10_std": 0.02})
+
+    r = result(ref_vs_voters=method(0.6, 0.15, 0.1, -0.01, 0.20),    # widest, but burns its reference
+               irt_information=method(0.1, 0.10, 0.0, 0.0, 0.15),    # tune tau under the floor
+               mean_score=method(0.5, 0.25, 0.2, -0.01, 0.14),       # too large
+               irt=method(0.45, 0.18, 0.3, -0.02, 0.08),
+               top_discrimination=method(0.6, 0.19, 0.0, -0.01, 0.06))
+    assert choose_export(r) == "irt"
+    assert choose_export(r, min_tau=0.05) == "irt_information"
+    assert choose_export(r, scalar=Scalarization(max_fraction=0.3)) == "mean_score"
+    assert choose_export(r, scalar=Scalarization(max_mean_penalty=0.25)) == "top_discrimination"
+    # nothing reaches the tau floor: the feasible subset with the highest tune tau
+    assert choose_export(r, min_tau=0.9) == "top_discrimination"
+    # nothing feasible at all: the first method run
+    assert choose_export(r, scalar=Scalarization(max_fraction=0.01)) == "ref_vs_voters"
+    # a NaN tune tau (too few tune models) never passes the floor
+    assert choose_export(result(irt=method(float("nan"), 0.1, 0.0, -0.01, 0.2),
+                                mean_score=method(0.4, 0.1, 0.1, -0.01, 0.05))) == "mean_score"
+    with pytest.raises(ValueError, match="no MAGI method"):
+        choose_export(result())
+
+
 def test_top_discrimination_known_answer():
     from tinybench_assets.core.subsets.rankings import rank_top_discrimination
 

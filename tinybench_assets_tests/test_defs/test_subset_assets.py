@@ -43,7 +43,15 @@ def test_magi_assets_on_slice(landing, monkeypatch):
     trends = store.query("SELECT DISTINCT role FROM magi_score_trends")
     assert set(trends["role"]) == {"reference", "voter", "top"}
     export = json.loads((Path(artifacts) / "openllm" / "magi_subset.json").read_text())
-    assert export["method"] == "irt" and export["items"] and "scoring_rule" in export
+    # export_method auto: recompute the rule from the stored tune figures (max_fraction 0.35 in this run's config)
+    summ = store.query("SELECT * FROM magi_summary WHERE leaderboard = 'openllm' AND method <> 'full'")
+    ok = summ[(summ.method != "ref_vs_voters") & (summ.tune_kendall_tau_nonvoters >= 0.3) & (summ.tune_fraction_of_pool
+              <= 0.35 + 1e-12) & (summ.tune_mean_abs_voter_penalty <= 0.5) & (summ.tune_guesser_advantage <= 0)]
+    assert len(ok)  # this slice has qualifying subsets (else the rule's fallback would be under test)
+    assert export["method"] == ok.sort_values("tune_top10_std", ascending=False).iloc[0]["method"]
+    assert export["method"] != "ref_vs_voters" and export["items"] and "scoring_rule" in export
+    marked = store.query("SELECT DISTINCT method FROM magi_subset WHERE exported")
+    assert list(marked["method"]) == [export["method"]]
     assert export["items"][0]["text"]  # item texts from the items table
     forms = store.query("SELECT * FROM parallel_forms WHERE leaderboard = 'openllm'")
     a, b = set(forms[forms.form == "A"]["item"]), set(forms[forms.form == "B"]["item"])
@@ -56,6 +64,9 @@ def test_magi_assets_on_slice(landing, monkeypatch):
     assert stats["l1_subscenario_a_b"].iloc[0] < 0.2 and stats["corr_pearson"].iloc[0] > 0.5
     meta = result.asset_materializations_for_node("magi_subset_assets")
     charts = [m for m in meta if "penalty_chart" in m.metadata]
+    sub_meta = [m for m in meta if "exported_method" in m.metadata][0].metadata
+    assert sub_meta["exported_method"].value == export["method"] and "tune" in sub_meta["export_rule"].value
+    assert sum(sub_meta["exported_scenarios"].value.values()) == len(export["items"])
     assert charts and len(charts[0].metadata["penalty_chart"].value) < 200_000
 
 

@@ -18,8 +18,9 @@ from pydantic import Field
 from tinybench_assets import paths
 from tinybench_assets.atomic import atomic_write
 from tinybench_assets.core.responses import concat_scenarios
-from tinybench_assets.core.subsets import (DEFAULTS, Scalarization, SearchSpace, chance_per_item, parallel_forms,
-                                           prepare, read_aggregate, run_magi)
+from tinybench_assets.core.subsets import (DEFAULTS, Scalarization, SearchSpace, chance_per_item, choose_export,
+                                           parallel_forms, prepare, read_aggregate, run_magi)
+from tinybench_assets.core.subsets.search import EXPORT_RULE
 from tinybench_assets.core.subsets.penalty import penalty_vs_n_voters, score_trends, subset_scores
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
@@ -49,8 +50,10 @@ class MagiConfig(dg.Config):
     reference: str = ""  # "" : the best tune model by full score
     methods: list[str] = ["mean_score", "ref_vs_voters", "irt", "irt_discrimination", "irt_information",
                           "top_discrimination"]
-    export_method: str = "irt"  # exported as magi_subset.json: the variant rule's pick among the methods that burn
-    # no reference model (benchmarks/magi.py --variants; docs/magi.md, "Choosing the default")
+    # exported as magi_subset.json: "auto" = the variant rule applied to this run's subsets on tune models and voters
+    # (core EXPORT_RULE, choose_export; never ref_vs_voters, which burns its reference), or a method name
+    export_method: str = "auto"
+    export_min_tau: float = 0.3  # auto: the tune top-50 Kendall tau a subset needs (ranks the top like the full score)
     n_trials: int = 60
     seed: int = 0
     irt_dim: int = 1
@@ -201,6 +204,13 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
                       irt_dim=config.irt_dim, space=space, scalar=scalar, stratify=config.stratify,
                       balanced=config.balanced, irt_scope=config.irt_scope, validity_top=config.validity_top,
                       min_validity=config.min_validity if config.guard else None, information=config.information)
+    if config.export_method == "auto":
+        export = choose_export(result, min_tau=config.export_min_tau, scalar=scalar)
+    elif config.export_method in result.methods:
+        export = config.export_method
+    else:
+        raise ValueError(f"magi_subset_assets: export_method {config.export_method!r} is neither 'auto' nor one of the "
+                         f"methods run ({', '.join(result.methods)})")
     models = np.asarray(setup.models, dtype=object)
     fam = setup.families.loc[setup.models, "family"].to_numpy()
     role = setup.role.copy()
@@ -223,7 +233,7 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
         for t, n_left in enumerate(sizes):
             trends.append(pd.DataFrame({"method": method, "items_left": int(n_left), "model": models[chosen_rows],
                                         "role": chosen_roles, "not_fair": setup.not_fair[chosen_rows], "score": sc[t]}))
-        if method == config.export_method:
+        if method == export:
             charts["score_trends"] = _md_image(_trend_png(sizes, sc, chosen_roles, f"{board}: {method}, progressive deletion"), "trends")
         penalties.append(pd.DataFrame({
             "method": method, "model": models[setup.voters], "family": fam[setup.voters],
@@ -234,7 +244,7 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
             curves.append(penalty_vs_n_voters(setup.Yv, method, k, y_ref=setup.Y[setup.reference], n_values=n_values,
                                               seed=config.seed).assign(method=method))
         subset_rows.append(items.assign(method=method, keep_score=keep, in_subset=res.chosen.mask,
-                                        padded=res.chosen.mask & ~res.chosen.base, exported=method == config.export_method))
+                                        padded=res.chosen.mask & ~res.chosen.base, exported=method == export))
         search.append(res.trials.assign(method=method))
         summary.append({"method": method, **{f"tune_{k_}": v for k_, v in res.chosen.metrics.items()},
                         **{f"eval_{k_}": v for k_, v in res.eval_metrics.items()},
@@ -256,7 +266,6 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
         "magi_subset": pd.concat(subset_rows, ignore_index=True), "magi_search": search_df,
         "magi_summary": summary_df, "magi_scores": pd.concat(scores, ignore_index=True),
     }, board, column="leaderboard")
-    export = config.export_method if config.export_method in result.methods else next(iter(result.methods))
     res = result.methods[export]
     sel = np.flatnonzero(res.chosen.mask)
     artifact = {
@@ -291,7 +300,11 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
         "mean_penalty": dg.MetadataValue.md(pen_df.groupby("method")[["penalty_before", "penalty_after"]].mean().round(3).to_markdown())})
     yield dg.MaterializeResult(asset_key="magi_subset", metadata={
         **common, "top10_spread_before_after": dg.MetadataValue.md(spread.round(4).to_markdown()),
-        "exported_method": export, "exported_items": len(sel), "artifact": dg.MetadataValue.path(str(path)),
+        "exported_method": export, "exported_items": len(sel),
+        "exported_scenarios": dg.MetadataValue.json(  # a one-scenario subset spreads the top on that scenario only
+            {str(k): int(v) for k, v in pd.Series(setup.scenarios[sel].astype(str)).value_counts().items()}),
+        "export_rule": EXPORT_RULE if config.export_method == "auto" else f"export_method: {config.export_method}",
+        "artifact": dg.MetadataValue.path(str(path)),
         "pareto_points": int(search_df.pareto.sum()), "seconds": round(time.perf_counter() - t0, 1)})
     yield dg.MaterializeResult(asset_key="magi_scores", metadata={
         "rows": int(sum(len(s) for s in scores)),
