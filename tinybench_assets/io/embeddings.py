@@ -96,6 +96,11 @@ def bf16_autocast_pays(threads: int | None = None) -> bool:
     return bf16 * BF16_MIN_SPEEDUP <= f32
 
 
+def bf16_probe_timings(threads: int) -> tuple[float, float] | None:
+    """(float32 s, bfloat16 s) of this process's probe at ``threads``, or None when it has not run."""
+    return _PROBE.get(threads)
+
+
 def text_key(encoder_id: str, text: str) -> str:
     return hashlib.sha256(f"{encoder_id}\0{text}".encode("utf-8")).hexdigest()
 

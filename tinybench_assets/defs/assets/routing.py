@@ -98,9 +98,9 @@ def question_embeddings(context: dg.AssetExecutionContext, store: StoreResource,
 
 def _probe_metadata(enc) -> dict:
     """The bfloat16 probe's timings behind ``precision`` auto (empty when it did not run)."""
-    from tinybench_assets.io.embeddings import _PROBE
+    from tinybench_assets.io.embeddings import bf16_probe_timings
 
-    t = _PROBE.get(enc.num_threads) if enc.precision == "auto" else None
+    t = bf16_probe_timings(enc.num_threads) if enc.precision == "auto" else None
     return {} if t is None else {"bf16_probe_ms": f"float32 {t[0] * 1e3:.1f} / bfloat16 {t[1] * 1e3:.1f}"}
 
 

@@ -20,7 +20,7 @@ from tinybench_assets.atomic import atomic_write
 from tinybench_assets.core.responses import concat_scenarios
 from tinybench_assets.core.subsets import (DEFAULTS, Scalarization, SearchSpace, chance_per_item, choose_export,
                                            parallel_forms, prepare, read_aggregate, run_magi)
-from tinybench_assets.core.subsets.search import EXPORT_RULE
+from tinybench_assets.core.subsets.choice import EXPORT_RULE
 from tinybench_assets.core.subsets.penalty import penalty_vs_n_voters, score_trends, subset_scores
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
