@@ -67,6 +67,17 @@ def test_magi_assets_on_slice(landing, monkeypatch):
     sub_meta = [m for m in meta if "exported_method" in m.metadata][0].metadata
     assert sub_meta["exported_method"].value == export["method"] and "tune" in sub_meta["export_rule"].value
     assert sum(sub_meta["exported_scenarios"].value.values()) == len(export["items"])
+    # a misspelt export_method fails the run with a message naming it, before anything stored is replaced
+    before = store.query("SELECT * FROM magi_subset ORDER BY method, item")
+    artifact_text = (Path(artifacts) / "openllm" / "magi_subset.json").read_text()
+    bad = {"ops": {"magi_subset_assets": {"config": {**cfg["ops"]["magi_subset_assets"]["config"], "export_method": "irt_info"}}}}
+    failed = dg.materialize([subsets.magi_subset_assets], partition_key="openllm", instance=instance, resources=res,
+                            run_config=bad, raise_on_error=False, selection=[subsets.magi_subset_assets])
+    assert not failed.success
+    errors = [e.event_specific_data.error.to_string() for e in failed.all_events if e.is_step_failure]
+    assert errors and "export_method 'irt_info'" in errors[0] and "irt_information" in errors[0]
+    assert store.query("SELECT * FROM magi_subset ORDER BY method, item").equals(before)
+    assert (Path(artifacts) / "openllm" / "magi_subset.json").read_text() == artifact_text
     assert charts and len(charts[0].metadata["penalty_chart"].value) < 200_000
 
 
