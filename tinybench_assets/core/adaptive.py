@@ -189,7 +189,58 @@ class AdaptiveEstimator:
         return out
 
 
-class AdaptiveSession:
+class ItemSession:
+    """What every one-model adaptive session shares: the item ids, the answers so far, skipped items, the stop rule
+    (``max_items`` answers, or an interval at most ``target_width`` wide) and the state round trip. A subclass
+    sets its parameters, calls :meth:`_init_items`, and implements ``next_item``, ``estimate`` (a dict with
+    ``width``) and ``state``; :meth:`_recorded` runs after each answer."""
+
+    def _init_items(self, items, max_items, target_width) -> None:
+        self.items = [str(i) for i in items]
+        self.index = {it: j for j, it in enumerate(self.items)}
+        if len(self.index) != len(self.items):
+            raise ValueError(f"{type(self).__name__}: item ids must be unique")
+        self.max_items, self.target_width = int(max_items), target_width
+        self.asked: list[int] = []
+        self.answers: list[float] = []
+        self.skipped: set[int] = set()  # items the model cannot be asked (no answer available): never chosen
+
+    def _recorded(self) -> None:
+        """Hook after each recorded answer (e.g. re-estimate the ability)."""
+
+    @property
+    def done(self) -> bool:
+        if len(self.asked) >= min(self.max_items, len(self.items) - len(self.skipped)):
+            return True
+        return self.target_width is not None and bool(self.asked) and self.estimate()["width"] <= self.target_width
+
+    def _position(self, item: str) -> int:
+        if str(item) not in self.index:
+            raise KeyError(f"unknown item {item!r}: not in this scenario's pool")
+        return self.index[str(item)]
+
+    def skip(self, item: str) -> None:
+        """Never ask ``item`` (e.g. a batch of answers lacks it); it does not count as answered."""
+        self.skipped.add(self._position(item))
+
+    def record(self, item: str, score: float) -> None:
+        j = self._position(item)
+        if j in self.asked:
+            raise ValueError(f"item {item!r} was already answered")
+        score = float(score)
+        if not 0.0 <= score <= 1.0:
+            raise ValueError(f"score of {item!r} must be in [0, 1], got {score}")
+        self.asked.append(j)
+        self.answers.append(score)
+        self._recorded()
+
+    def restore(self, state: dict):
+        for item, score in zip(state.get("asked", []), state.get("answers", [])):
+            self.record(item, score)
+        return self
+
+
+class AdaptiveSession(ItemSession):
     """One model's adaptive test, item by item.
 
     Parameters
@@ -208,16 +259,12 @@ class AdaptiveSession:
                  prior_sd: float = 1.0, z: float = 1.645, rule: str = "accuracy"):
         self.a = np.asarray(a, dtype=float).reshape(len(b), -1)
         self.b = np.asarray(b, dtype=float)
-        self.items = [str(i) for i in items]
-        self.index = {it: j for j, it in enumerate(self.items)}
-        if len(self.index) != len(self.items):
-            raise ValueError("AdaptiveSession: item ids must be unique")
+        self._init_items(items, max_items, target_width)
         self.w = np.ones(len(self.b)) if w is None else np.asarray(w, dtype=float)
-        self.max_items, self.target_width, self.prior_sd, self.z = int(max_items), target_width, prior_sd, z
-        self.rule = rule
-        self.asked: list[int] = []
-        self.answers: list[float] = []
-        self.skipped: set[int] = set()  # items the model cannot be asked (no answer available): never chosen
+        self.prior_sd, self.z, self.rule = prior_sd, z, rule
+        self._fit()
+
+    def _recorded(self) -> None:
         self._fit()
 
     def _fit(self) -> None:
@@ -229,14 +276,6 @@ class AdaptiveSession:
             self.theta_, H = np.zeros((1, D)), np.eye(D)[None] / self.prior_sd**2
         self.H_ = H
 
-    @property
-    def done(self) -> bool:
-        if len(self.asked) >= min(self.max_items, len(self.items) - len(self.skipped)):
-            return True
-        if self.target_width is not None and self.asked:
-            return self.estimate()["width"] <= self.target_width
-        return False
-
     def next_item(self) -> str | None:
         if self.done:
             return None
@@ -244,25 +283,6 @@ class AdaptiveSession:
         gain[self.asked] = -np.inf
         gain[list(self.skipped)] = -np.inf
         return self.items[int(np.argmax(gain))]
-
-    def skip(self, item: str) -> None:
-        """Never ask ``item`` (e.g. a batch of answers lacks it); it does not count as answered."""
-        if str(item) not in self.index:
-            raise KeyError(f"unknown item {item!r}: not in this scenario's pool")
-        self.skipped.add(self.index[str(item)])
-
-    def record(self, item: str, score: float) -> None:
-        if str(item) not in self.index:
-            raise KeyError(f"unknown item {item!r}: not in this scenario's pool")
-        j = self.index[str(item)]
-        if j in self.asked:
-            raise ValueError(f"item {item!r} was already answered")
-        score = float(score)
-        if not 0.0 <= score <= 1.0:
-            raise ValueError(f"score of {item!r} must be in [0, 1], got {score}")
-        self.asked.append(j)
-        self.answers.append(score)
-        self._fit()
 
     def estimate(self) -> dict:
         idx = np.array([self.asked], dtype=int).reshape(1, -1)
@@ -274,10 +294,5 @@ class AdaptiveSession:
                 "irt": float(r["irt"][0]), "pirt": e, "lower": lo, "upper": hi, "width": hi - lo}
 
     def state(self) -> dict:
-        return {"asked": [self.items[j] for j in self.asked], "answers": list(self.answers),
+        return {"method": "irt", "asked": [self.items[j] for j in self.asked], "answers": list(self.answers),
                 "max_items": self.max_items, "target_width": self.target_width}
-
-    def restore(self, state: dict) -> "AdaptiveSession":
-        for item, score in zip(state.get("asked", []), state.get("answers", [])):
-            self.record(item, score)
-        return self

@@ -161,20 +161,34 @@ def split_plan(n_models: int, kinds=("random",), n_splits: int = 3, test_fractio
 
 
 def adaptive_rows(pred: AnchorPredictor, matrix: ResponseMatrix, test, n_values, extra_dims=(2,),
-                  rule: str = "accuracy") -> pd.DataFrame:
-    """Adaptive tests of the test models (simulated from their real answers) on each scenario's IRT, with the
-    IRT dimension, the end estimator and its interval chosen per n on the predictor's VALIDATION models.
+                  rule: str = "accuracy", bank: bool = True) -> pd.DataFrame:
+    """Adaptive tests of the test models (simulated from their real answers), two methods side by side, each tuned
+    and the served one chosen per n on the predictor's VALIDATION models:
 
-    Candidate IRT models per scenario: the predictor's own fit (its D was chosen for static anchors) and fits at
-    ``extra_dims`` on the same fit models (measured on openllm: D = 2 asks better adaptive questions than D = 10).
-    Rows as :meth:`AnchorPredictor.estimate` returns (clustering "adaptive"; estimators ``adaptive`` (served),
-    ``adaptive_irt``, ``adaptive_pirt``, ``adaptive_gpirt``, plus ``adaptive_dim`` the chosen D); T2 columns are NaN.
+    * IRT-adaptive (core/adaptive.py) on each scenario's IRT: the predictor's own fit (its D was chosen for
+      static anchors) and fits at ``extra_dims`` on the same fit models (D = 2 asks better adaptive questions
+      than D = 10 on openllm); D and the end estimator chosen on validation;
+    * bank-adaptive (core/adaptive_bank.py; ``bank``): the training models' own answers as the prior, tuned on
+      validation models against a bank of the fit models, then run on a bank of all training models.
+
+    Rows as :meth:`AnchorPredictor.estimate` returns (clustering "adaptive"; estimators ``adaptive`` (served: the
+    method with the lower validation MAE at that n), ``adaptive_irt``, ``adaptive_pirt``, ``adaptive_gpirt``,
+    ``adaptive_bank``; ``adaptive_method`` names the method behind each row and ``adaptive_dim`` its IRT D (NaN
+    for the bank)); T2 columns are NaN.
     """
     from .adaptive import AdaptiveEstimator, simulate
+    from .adaptive_bank import BankAdaptive, bank_matrix
     from .irt import fit_irt
 
     models = np.asarray(matrix.models, dtype=object)
     frames = []
+
+    def rows(s, keep, n, name, e, lo, hi, method, dim):
+        frames.append(pd.DataFrame({"model": models[test][keep], "scenario": s, "clustering": "adaptive",
+                                    "estimator": name, "n": n, "estimate": e, "lower": lo, "upper": hi,
+                                    "estimate_t2": np.nan, "lower_t2": np.nan, "upper_t2": np.nan,
+                                    "source": "adaptive", "adaptive_method": method, "adaptive_dim": dim}))
+
     for s in pred.scenarios_:
         cols = pred.cols_[s]
         w = pred.w_[cols]
@@ -190,19 +204,25 @@ def adaptive_rows(pred: AnchorPredictor, matrix: ResponseMatrix, test, n_values,
         for d in extra_dims:
             if d not in fits:
                 fits[d] = fit_irt(Yf, dim=d, seed=pred.seed, device=pred.device, **pred.irt_options)
-        cands = {}
-        for d, p in fits.items():
-            est_d = AdaptiveEstimator(pred.alpha, pred.interval_scale).fit(simulate(Yv[hv], p.a, p.b, w, ns, rule=rule), truth_v)
-            cands[d] = est_d
-        chosen = {n: min(cands, key=lambda k: (cands[k].val_mae_[(n, cands[k].served_[n])], k)) for n in ns}
-        for d in sorted(set(chosen.values())):
-            p, nd = fits[d], tuple(n for n in ns if chosen[n] == d)
+        cands = {d: AdaptiveEstimator(pred.alpha, pred.interval_scale).fit(simulate(Yv[hv], p.a, p.b, w, ns, rule=rule), truth_v)
+                 for d, p in fits.items()}
+        irt_mae = {n: {d: c.val_mae_[(n, c.served_[n])] for d, c in cands.items()} for n in ns}
+        best_d = {n: min(irt_mae[n], key=lambda d: (irt_mae[n][d], d)) for n in ns}
+        served = {n: "irt" for n in ns}
+        if bank:
+            ba = BankAdaptive(pred.alpha, pred.interval_scale).fit(bank_matrix(Yf, seed=pred.seed), Yv[hv], truth_v, w, ns)
+            Bt = bank_matrix(matrix.scores[np.ix_(np.concatenate([pred.fit_rows_, pred.val_rows_]), cols)], seed=pred.seed)
+            for n, (e, lo, hi) in ba.predict(Yt[ht], Bt).items():
+                rows(s, ht, n, "adaptive_bank", e, lo, hi, "bank", np.nan)
+                if ba.val_mae_[n] < irt_mae[n][best_d[n]]:
+                    served[n] = "bank"
+                    rows(s, ht, n, "adaptive", e, lo, hi, "bank", np.nan)
+        for d in sorted(set(best_d.values())):
+            p, nd = fits[d], tuple(n for n in ns if best_d[n] == d)
             for n, res in cands[d].predict(simulate(Yt[ht], p.a, p.b, w, nd, rule=rule)).items():
                 for name, (e, lo, hi) in res.items():
-                    frames.append(pd.DataFrame({"model": models[test][ht], "scenario": s, "clustering": "adaptive",
-                                                "estimator": name, "n": n, "estimate": e, "lower": lo, "upper": hi,
-                                                "estimate_t2": np.nan, "lower_t2": np.nan, "upper_t2": np.nan,
-                                                "source": "adaptive", "adaptive_dim": d}))
+                    if name != "adaptive" or served[n] == "irt":
+                        rows(s, ht, n, name, e, lo, hi, "irt", float(d))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 

@@ -25,7 +25,7 @@ SOURCES = {
     "estimation": ("defs/assets/estimation.py", "core/predictor.py", "core/estimation/*.py", "core/anchors.py",
                    "core/estimators.py", "core/calibration.py", "core/backtest.py", "core/tiny_benchmark/*.py",
                    "core/irt/*.py", "core/splits.py",
-                   "core/groups.py", "core/adaptive.py", "core/subsets/voters.py",
+                   "core/groups.py", "core/adaptive.py", "core/adaptive_bank.py", "core/subsets/voters.py",
                    "core/responses.py"),
     "router": ("defs/assets/routing.py", "defs/assets/router_eval.py", "core/routing/*.py", "io/embeddings.py",
                "core/irt/*.py"),

@@ -114,9 +114,10 @@ def test_backtest_choices_do_not_see_test_answers():
     b = run_backtest(_flip_rows(rm, test), full, **kw)
     for name in ("lambdas", "selection", "validation", "dims"):
         pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), obj=name)
-    # the adaptive test's IRT dimension is chosen on validation models too
-    pick = lambda r: r.estimates[r.estimates.clustering == "adaptive"].groupby(["scenario", "n", "estimator"]).adaptive_dim.first()  # noqa: E731
-    pd.testing.assert_series_equal(pick(a), pick(b))
+    # the adaptive test's method (IRT or answer bank) and IRT dimension are chosen on validation models too
+    for col in ("adaptive_method", "adaptive_dim"):
+        pick = lambda r: r.estimates[r.estimates.clustering == "adaptive"].groupby(["scenario", "n", "estimator"])[col].first()  # noqa: E731
+        pd.testing.assert_series_equal(pick(a), pick(b))
     assert not np.allclose(a.estimates.estimate, b.estimates.estimate)  # the test answers are what is estimated
 
 
@@ -144,7 +145,10 @@ def test_adaptive_column_in_the_backtest_beats_random_items_and_covers():
             assert ad.mae_t1 < s.loc[(sc, "random", "random", n)].mae_t1, (sc, n)
             assert 0.75 <= ad.coverage_t1 <= 1.0
         assert s.loc[(sc, "adaptive", "adaptive", 20)].mae_t1 < s.loc[(sc, "adaptive", "adaptive", 10)].mae_t1
-    assert {"adaptive_irt", "adaptive_pirt", "adaptive_gpirt"} <= set(res.estimates.estimator)
+    assert {"adaptive_irt", "adaptive_pirt", "adaptive_gpirt", "adaptive_bank"} <= set(res.estimates.estimator)
+    # the served method at each n is the one with the lower VALIDATION error: both are reported beside it
+    served = res.estimates[res.estimates.estimator == "adaptive"].groupby(["scenario", "n"]).adaptive_method.nunique()
+    assert (served == 1).all()
     assert res.estimates[res.estimates.clustering == "adaptive"].estimate_t2.isna().all()
 
 
