@@ -10,8 +10,8 @@ against
 * T2: its real full-benchmark score (calibrated estimate),
 
 plus 90%-interval coverage, the own-budget (this scenario's n answers) and joint (all scenarios' anchors)
-estimates side by side, and adaptive tests (n = 10, 15, 20, 30 items chosen by Fisher information) beside the
-static anchors. Test models are never used for fitting, choosing D, lambda, the estimator or the calibration.
+estimates side by side, and adaptive tests (n = 10, 15, 20, 30 items; the answer bank and the IRT model, the
+served one chosen per n on validation models) beside the static anchors. Test models are never used for fitting, choosing D, lambda, the estimator or the calibration.
 
 The LOCKBOX: a fixed grouped share of the models (core/groups.lockbox_mask, ~9 %) is in no development split;
 the last line fits on every other model and tests on it, once. Never tune anything on that line.

@@ -27,6 +27,7 @@ from .calibration import ConformalInterval
 
 EPS_SELECT = (0.1, 0.2)
 EPS_ESTIMATE = (0.05, 0.1, 0.2, 0.3)
+MAX_VAL_MODELS = 500  # validation models that choose eps and the interval (a seeded subsample above this)
 MAX_BANK_MODELS = None  # no cap: on openllm a 1,500-model bank cost 0.2 points at n = 15 against all ~3,300
 
 
@@ -83,16 +84,25 @@ def simulate_bank(Y, B, w=None, n_values=(10, 20, 30), eps_select: float = 0.2, 
     available = ~np.isnan(Y)
     Pb = (eps_select + (1 - 2 * eps_select) * B).astype(dtype)  # (N, I) P(correct | bank model)
     U = np.broadcast_to(B @ W, (M, B.shape[0])).astype(dtype).copy()  # (M, N) bank accuracy on the unasked items
-    logw = {e: np.zeros((M, B.shape[0]), dtype=dtype) for e in {eps_select, *eps_estimate}}
-    # log-likelihood tables per eps, (I, N): log P(y=1 | j) and log P(y=0 | j); a step adds rows of them
-    tables = {e: (np.log(e + (1 - 2 * e) * B).T.copy(), np.log1p(-(e + (1 - 2 * e) * B)).T.copy()) for e in logw}
+    # 0/1 bank and answers: the log-likelihood under any eps is (mismatches) * log(eps / (1 - eps)) + const, so one
+    # count matrix serves every eps; else one log-likelihood matrix per eps, from per-eps tables (I, N)
+    binary = bool(np.isin(B, (0.0, 1.0)).all() and np.isin(Y[available], (0.0, 1.0)).all())
+    if binary:
+        mis = np.zeros((M, B.shape[0]), dtype=dtype)
+    else:
+        logw = {e: np.zeros((M, B.shape[0]), dtype=dtype) for e in {eps_select, *eps_estimate}}
+        tables = {e: (np.log(e + (1 - 2 * e) * B).T.copy(), np.log1p(-(e + (1 - 2 * e) * B)).T.copy()) for e in logw}
+
+    def loglik(e):
+        return mis * dtype(np.log(e / (1 - e))) if binary else logw[e]
+
     asked_mask = np.zeros((M, I), dtype=bool)
     known = np.zeros(M, dtype=float)
     asked, answers = np.full((M, n_max), -1), np.full((M, n_max), np.nan)
     rows = np.arange(M)
     out = {}
     for step in range(1, n_max + 1):
-        pi = _normalise(logw[eps_select])
+        pi = _normalise(loglik(eps_select))
         AP = np.concatenate([pi * U, pi], axis=0) @ Pb  # (2M, I)
         A1, P1 = AP[:M], np.clip(AP[M:], 1e-9, 1 - 1e-9)
         A0 = (pi * U).sum(1, keepdims=True) - A1
@@ -107,14 +117,17 @@ def simulate_bank(Y, B, w=None, n_values=(10, 20, 30), eps_select: float = 0.2, 
         known += np.where(ok, W[nxt] * y, 0.0)
         cols = B[:, nxt].T  # (M, N)
         U -= np.where(ok[:, None], W[nxt][:, None] * cols, 0)
-        yk = np.where(ok, y, 0.0).astype(dtype)[:, None]
-        nk = np.where(ok, 1 - y, 0.0).astype(dtype)[:, None]
-        for e, lw in logw.items():
-            l1, l0 = tables[e]
-            lw += yk * l1[nxt] + nk * l0[nxt]
+        if binary:
+            mis += (cols != y.astype(dtype)[:, None]) & ok[:, None]
+        else:
+            yk = np.where(ok, y, 0.0).astype(dtype)[:, None]
+            nk = np.where(ok, 1 - y, 0.0).astype(dtype)[:, None]
+            for e, lw in logw.items():
+                l1, l0 = tables[e]
+                lw += yk * l1[nxt] + nk * l0[nxt]
         if step in n_values:
             out[step] = {"asked": asked[:, :step].copy(), "answers": answers[:, :step].copy(),
-                         "estimates": {e: _pool_estimate(B, W, asked_mask, known, logw[e]).astype(float)
+                         "estimates": {e: _pool_estimate(B, W, asked_mask, known, loglik(e)).astype(float)
                                        for e in eps_estimate}}
     return out
 
@@ -129,15 +142,20 @@ class BankAdaptive:
     """
 
     def __init__(self, alpha: float = 0.1, interval_scale: str = "binomial", eps_select=EPS_SELECT,
-                 eps_estimate=EPS_ESTIMATE):
+                 eps_estimate=EPS_ESTIMATE, max_val_models: int | None = MAX_VAL_MODELS, seed: int = 0):
         self.alpha, self.interval_scale = alpha, interval_scale
         self.eps_select, self.eps_estimate = tuple(eps_select), tuple(eps_estimate)
+        self.max_val_models, self.seed = max_val_models, seed
 
     def fit(self, B, Y_val, truth_val, w=None, n_values=(10, 20, 30)) -> "BankAdaptive":
         t = np.asarray(truth_val, dtype=float)
         ok = np.isfinite(t)
         if ok.sum() < 2:
             raise ValueError("BankAdaptive.fit needs at least 2 validation models with a known accuracy")
+        if self.max_val_models is not None and ok.sum() > self.max_val_models:  # seeded subsample: cost, not accuracy
+            keep = np.random.default_rng(self.seed).choice(np.flatnonzero(ok), self.max_val_models, replace=False)
+            ok = np.zeros_like(ok)
+            ok[keep] = True
         self.w_ = None if w is None else np.asarray(w, dtype=float)
         best: dict[int, tuple] = {}
         for es in self.eps_select:
@@ -193,7 +211,7 @@ def tune_bank(Y, w=None, n_values=(10, 20, 30), val_fraction: float = 0.25, seed
     Yv = Y[is_val]
     truth = np.nansum(np.nan_to_num(Yv) * Wn, 1) / np.where(np.isnan(Yv), 0, Wn).sum(1)
     ns = tuple(n for n in n_values if n <= Y.shape[1])
-    return BankAdaptive(alpha).fit(bank_matrix(Y[~is_val], max_models, seed), Yv, truth, w, ns).params()
+    return BankAdaptive(alpha, seed=seed).fit(bank_matrix(Y[~is_val], max_models, seed), Yv, truth, w, ns).params()
 
 
 def _nearest(params: dict, n: int) -> dict:

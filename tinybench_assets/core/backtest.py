@@ -210,7 +210,7 @@ def adaptive_rows(pred: AnchorPredictor, matrix: ResponseMatrix, test, n_values,
         best_d = {n: min(irt_mae[n], key=lambda d: (irt_mae[n][d], d)) for n in ns}
         served = {n: "irt" for n in ns}
         if bank:
-            ba = BankAdaptive(pred.alpha, pred.interval_scale).fit(bank_matrix(Yf, seed=pred.seed), Yv[hv], truth_v, w, ns)
+            ba = BankAdaptive(pred.alpha, pred.interval_scale, seed=pred.seed).fit(bank_matrix(Yf, seed=pred.seed), Yv[hv], truth_v, w, ns)
             Bt = bank_matrix(matrix.scores[np.ix_(np.concatenate([pred.fit_rows_, pred.val_rows_]), cols)], seed=pred.seed)
             for n, (e, lo, hi) in ba.predict(Yt[ht], Bt).items():
                 rows(s, ht, n, "adaptive_bank", e, lo, hi, "bank", np.nan)

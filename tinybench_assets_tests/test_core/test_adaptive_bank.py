@@ -48,6 +48,22 @@ def test_estimate_is_exact_once_every_item_is_asked_and_items_are_never_repeated
     assert not (simulate_bank(Yn, B, w, (10,))[10]["asked"] == 3).any()
 
 
+def test_binary_fast_path_equals_the_general_likelihood():
+    """0/1 answers use mismatch counts; a bank with one soft item takes the general path: same items, estimates."""
+    Y, w, _ = _world(n_models=300, I=40, seed=7)
+    B, Yt = Y[:250], Y[250:]
+    soft = np.hstack([B, np.full((250, 1), 0.5)])  # one extra item of negligible weight, never askable
+    Ys = np.hstack([Yt, np.full((50, 1), np.nan)])
+    ws = np.append(w, 1e-9)
+    fast = simulate_bank(Yt, B, w, (5, 12), 0.2, (0.1, 0.3))
+    slow = simulate_bank(Ys, soft, ws, (5, 12), 0.2, (0.1, 0.3))
+    for n in (5, 12):
+        same = (fast[n]["asked"] == slow[n]["asked"]).all(1)
+        assert same.mean() >= 0.9  # float32 near-ties may part a rare model's path, not more
+        for e in (0.1, 0.3):
+            assert np.allclose(fast[n]["estimates"][e][same], slow[n]["estimates"][e][same], atol=1e-5)
+
+
 def test_session_asks_and_estimates_what_the_simulation_does():
     Y, w, _ = _world(n_models=400, I=80, seed=1)
     B, Yt = bank_matrix(Y[:350]), Y[350:353]
