@@ -76,9 +76,13 @@ def _bank(leaderboard: str, key: str, items: list[str]):
     """The scenario's answer bank aligned with ``items`` ((N, I) float, NaN = missing), or None when too few."""
     from tinybench_assets.io.store import Store
 
-    bank = Store(paths.store_target()).answer_bank(key)
-    if bank.empty:
+    store = Store(paths.store_target())
+    if "binarized" not in store.tables():
         return None
+    df = store.query("SELECT model, item, CAST(y AS DOUBLE PRECISION) AS y FROM binarized WHERE partition_key = ?", [key])
+    if df.empty:
+        return None
+    bank = df.pivot_table(index="model", columns="item", values="y", aggfunc="mean")
     bank = bank.reindex(columns=items)
     bank = bank[bank.notna().any(axis=1)]
     return bank if len(bank) >= MIN_BANK_MODELS else None

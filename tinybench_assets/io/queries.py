@@ -112,14 +112,6 @@ class StoreQueries(StoreBackend):
             [key, key],
         )
 
-    def answer_bank(self, key: str) -> pd.DataFrame:
-        """The scenario's binarized answers as a models x items frame (NaN where a model lacks an item; empty when
-        nothing is binarized): the bank of bank-adaptive tests (core/adaptive_bank.py)."""
-        if "binarized" not in self.tables():
-            return pd.DataFrame()
-        df = self.query("SELECT model, item, CAST(y AS DOUBLE PRECISION) AS y FROM binarized WHERE partition_key = ?", [key])
-        return df.pivot_table(index="model", columns="item", values="y", aggfunc="mean") if len(df) else pd.DataFrame()
-
     def response_stats(self, key: str) -> pd.Series:
         """Figures of a scenario partition's ``responses``: ``n_rows, models, items, subscenarios, mean_score, drops,
         out_of_range`` (scores NULL, non-finite or outside [0, 1]), ``min_score, max_score`` (NaN when no rows)."""

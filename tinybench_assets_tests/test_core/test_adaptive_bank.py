@@ -82,6 +82,10 @@ def test_session_asks_and_estimates_what_the_simulation_does():
         assert e["lower"] <= e["estimate"] <= e["upper"] and e["method"] == "bank"
         t = BankSession(B, items, w, params=params, max_items=12).restore(s.state())
         assert t.estimate() == pytest.approx(e) and t.done
+    # shorter than every tuned length (8): the posterior's own range, wide at first, never the n=8 calibration
+    fresh = BankSession(B, items, w, params=params, max_items=12).estimate()
+    assert fresh["n"] == 0 and fresh["lower"] <= fresh["estimate"] <= fresh["upper"]
+    assert fresh["width"] > 2 * e["width"]
 
 
 def test_tuned_on_validation_beats_random_items_improves_with_n_and_covers():
