@@ -72,18 +72,20 @@ MIN_BANK_MODELS = 20
 TUNED_N = (10, 15, 20, 30)
 
 
-def _bank(leaderboard: str, key: str, items: list[str]):
-    """The scenario's answer bank aligned with ``items`` ((N, I) float, NaN = missing), or None when too few."""
-    from tinybench_assets.io.store import Store
+def _bank(key: str, items: list[str]):
+    """The scenario's binarized answers as the bank, models x ``items`` (NaN = missing), or None when too few."""
+    import pandas as pd
+
+    from tinybench_assets.io.store import Store, load_matrix
 
     store = Store(paths.store_target())
     if "binarized" not in store.tables():
         return None
-    df = store.query("SELECT model, item, CAST(y AS DOUBLE PRECISION) AS y FROM binarized WHERE partition_key = ?", [key])
-    if df.empty:
+    try:
+        m = load_matrix(store, key, binarized=True)
+    except LookupError:  # nothing binarized for this scenario
         return None
-    bank = df.pivot_table(index="model", columns="item", values="y", aggfunc="mean")
-    bank = bank.reindex(columns=items)
+    bank = pd.DataFrame(m.scores, index=m.models, columns=m.items).reindex(columns=items)
     bank = bank[bank.notna().any(axis=1)]
     return bank if len(bank) >= MIN_BANK_MODELS else None
 
@@ -100,7 +102,7 @@ def _session(args, key, items, a, b, w, state: dict | None):
     method = method or args.method
     bank = None
     if method in ("auto", "bank"):
-        bank = _bank(args.leaderboard, key, items)
+        bank = _bank(key, items)
         if bank is None and method == "bank":
             raise UsageError(f"{key}: fewer than {MIN_BANK_MODELS} models' binarized answers stored: "
                              "materialize binarized_responses, or use --method irt")

@@ -24,6 +24,7 @@ import numpy as np
 
 from .adaptive import ItemSession
 from .calibration import ConformalInterval
+from .estimators import weighted_accuracy
 
 EPS_SELECT = (0.1, 0.2)
 EPS_ESTIMATE = (0.05, 0.1, 0.2, 0.3)
@@ -34,8 +35,8 @@ MAX_BANK_MODELS = None  # no cap: on openllm a 1,500-model bank cost 0.2 points 
 def bank_matrix(Y, max_models: int | None = MAX_BANK_MODELS, seed: int = 0) -> np.ndarray:
     """The bank from training models' answers Y (N, I), NaN = missing: models without any answer dropped, a missing
     answer replaced by the item's mean over the bank (a soft answer), at most ``max_models`` rows (seeded)."""
-    Y = np.asarray(Y, dtype=float)
-    Y = Y[~np.isnan(Y).all(1)] if Y.ndim == 2 and len(Y) else Y.reshape(0, Y.shape[-1] if Y.ndim == 2 else 0)
+    Y = np.atleast_2d(np.asarray(Y, dtype=float))
+    Y = Y[~np.isnan(Y).all(1)]
     if len(Y) == 0:
         raise ValueError("the answer bank is empty: no training model answered this scenario")
     if max_models is not None and len(Y) > max_models:
@@ -57,6 +58,17 @@ def _loglik_step(B_cols, y, eps):
 def _normalise(logw):
     w = np.exp(logw - logw.max(1, keepdims=True))
     return w / w.sum(1, keepdims=True)
+
+
+def _item_gain(pi, U, Pb):
+    """(M, I) value of asking each item: ``E_y[E[u | y]^2]`` with u the accuracy on the unasked items; the largest
+    minimises the expected posterior variance ``E_y[Var(u | y)]``. pi : (M, N) posterior weights; U : (M, N) each
+    bank model's accuracy on the model's unasked items; Pb : (N, I) P(correct | bank model) under eps_select."""
+    M = pi.shape[0]
+    AP = np.concatenate([pi * U, pi], axis=0) @ Pb  # (2M, I): one matmul for both sums
+    A1, P1 = AP[:M], np.clip(AP[M:], 1e-9, 1 - 1e-9)
+    A0 = (pi * U).sum(1, keepdims=True) - A1
+    return A1 * A1 / P1 + A0 * A0 / (1 - P1)
 
 
 def _pool_estimate(B, W, asked_mask, answers_known, logw):
@@ -102,11 +114,7 @@ def simulate_bank(Y, B, w=None, n_values=(10, 20, 30), eps_select: float = 0.2, 
     rows = np.arange(M)
     out = {}
     for step in range(1, n_max + 1):
-        pi = _normalise(loglik(eps_select))
-        AP = np.concatenate([pi * U, pi], axis=0) @ Pb  # (2M, I)
-        A1, P1 = AP[:M], np.clip(AP[M:], 1e-9, 1 - 1e-9)
-        A0 = (pi * U).sum(1, keepdims=True) - A1
-        gain = A1 * A1 / P1 + A0 * A0 / (1 - P1)  # E_y[E[u | y]^2]: maximising it minimises E_y[Var(u | y)]
+        gain = _item_gain(_normalise(loglik(eps_select)), U, Pb)
         gain[~available] = -np.inf
         nxt = np.argmax(gain, axis=1)
         ok = available[rows, nxt]
@@ -207,9 +215,8 @@ def tune_bank(Y, w=None, n_values=(10, 20, 30), val_fraction: float = 0.25, seed
         is_val = np.random.default_rng(seed).random(len(Y)) < val_fraction
     if is_val.sum() < 10 or (~is_val).sum() < 10:
         is_val = np.random.default_rng(seed).permutation(len(Y)) < max(10, int(val_fraction * len(Y)))
-    Wn = np.ones(Y.shape[1]) if w is None else np.asarray(w, dtype=float)
     Yv = Y[is_val]
-    truth = np.nansum(np.nan_to_num(Yv) * Wn, 1) / np.where(np.isnan(Yv), 0, Wn).sum(1)
+    truth = weighted_accuracy(Yv, np.ones(Y.shape[1]) if w is None else np.asarray(w, dtype=float))
     ns = tuple(n for n in n_values if n <= Y.shape[1])
     return BankAdaptive(alpha, seed=seed).fit(bank_matrix(Y[~is_val], max_models, seed), Yv, truth, w, ns).params()
 
@@ -248,12 +255,11 @@ class BankSession(ItemSession):
     def next_item(self) -> str | None:
         if self.done:
             return None
-        pi = _normalise(self._logw(self.eps_select))
-        U = self.B @ self.W - (self.B[:, self.asked] * self.W[self.asked]).sum(1) if self.asked else self.B @ self.W
+        unasked = np.ones(len(self.items), dtype=bool)
+        unasked[self.asked] = False
+        U = (self.B @ (self.W * unasked))[None]  # (1, N) each bank model's accuracy on the unasked items
         Pb = self.eps_select + (1 - 2 * self.eps_select) * self.B
-        A1, P1 = (pi * U) @ Pb, np.clip(pi @ Pb, 1e-9, 1 - 1e-9)
-        A0 = (pi * U).sum() - A1
-        gain = (A1 * A1 / P1 + A0 * A0 / (1 - P1))[0]
+        gain = _item_gain(_normalise(self._logw(self.eps_select)), U, Pb)[0]
         gain[self.asked] = -np.inf
         gain[list(self.skipped)] = -np.inf
         return self.items[int(np.argmax(gain))]

@@ -119,7 +119,7 @@ def test_choices_see_validation_answers_only():
 
 @pytest.fixture()
 def store_with_bank():
-    """A store with one scenario's item parameters, balance weights and binarized answers of 300 models."""
+    """A store with one scenario's item parameters, balance weights, responses and binarized answers of 299 models."""
     Y, w, _ = _world(n_models=300, I=60, seed=4)
     items = [f"q{j:02d}" for j in range(60)]
     db = Store(paths.duckdb_path())
@@ -137,6 +137,9 @@ def store_with_bank():
                            for m in range(1, 300) for j in range(60)], columns=["partition_key", "model", "item", "y"])
         con.register("bz", bz)
         con.execute("INSERT INTO binarized SELECT * FROM bz")
+        # the responses the binarized cells come from (the bank is read as the pipeline stores it)
+        con.execute("INSERT INTO responses SELECT partition_key, 'board', 'alpha', 'alpha', item, model, "
+                    "CAST(y AS DOUBLE), 'drop-1' FROM bz")
         for name in ("irt", "mi", "bz"):
             con.unregister(name)
     return Y[0], w, items  # model 0 is not in the bank: the model under test
