@@ -28,6 +28,8 @@ gpirt_val / _joint gp-IRT with lambda chosen on a grid by validation MAE
 gbm / gbm_joint    observed anchors + a gradient-boosted regressor (trained on fit models) predicting the
                    balance-weighted accuracy of the unseen items from the anchor answers and theta;
                    ``gbm`` reads the scenario's anchors only, ``gbm_joint`` all scenarios' anchors
+bank_joint         observed anchors + the posterior mean, over the fit models given all scenarios' anchor
+                   answers, of their accuracy on the unseen items (:mod:`.estimation.bank`)
 stack / stack_own  convex combination (weights >= 0, sum 1) of the estimators in ``STACKS`` fitted on
                    validation models (out-of-fold for its own validation error); stack_own combines
                    only estimators that read the scenario's own anchors
@@ -54,6 +56,7 @@ import pandas as pd
 
 from . import estimators as est
 from .estimation.anchor_sets import AnchorSet, AnchorSetMixin
+from .estimation.bank import BankMixin
 from .estimation.base_estimates import BaseEstimatesMixin
 from .estimation.inference import InferenceMixin
 from .estimation.intervals import CalibrationMixin
@@ -72,8 +75,8 @@ __all__ = ["AnchorPredictor", "AnchorSet", "full_scores_wide", "split_models", "
            "PER_SCENARIO", "JOINT", "STACKS", "LEARNED", "SELECTED"]
 
 
-class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, LambdaMixin,
-                      StackMixin, CalibrationMixin, SelectionMixin, ServedIntervalMixin, InferenceMixin):
+class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
+                      LambdaMixin, StackMixin, CalibrationMixin, SelectionMixin, ServedIntervalMixin, InferenceMixin):
     """Anchors + IRT + learned estimators + calibration, fitted on training models.
 
     Parameters
@@ -92,7 +95,7 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
     n_init : KMeans restarts.
     alpha : interval miscoverage (0.1 -> 90% intervals).
     interval_scale : "binomial" or "none" (see :class:`ConformalInterval`).
-    learned : fit the gradient-boosted estimators (gbm, gbm_joint).
+    learned : fit the learned estimators (gbm, gbm_joint: gradient-boosted; bank_joint: the answer bank).
     max_fit_models : subsample the fit models to at most this many (speed); None = all.
     gbm_params : overrides for ``HistGradientBoostingRegressor``.
     lambda_grid : grid for the validation-chosen gp-IRT lambda.
@@ -180,7 +183,7 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
             self._fit_bias_variance(Yf, Yv)
 
             # ---- anchors and learned regressors per (clustering, n): the regressors are independent tasks
-            self.anchors_, self.gbm_, self.lambdas_, self.stacks_ = {}, {}, {}, {}
+            self.anchors_, self.gbm_, self.lambdas_, self.stacks_, self.bank_ = {}, {}, {}, {}, {}
             self.t2_cal_, self.int_t1_, self.int_t2_ = {}, {}, {}
             cn = [(c, n) for c in self.clusterings for n in self.n_values]
             ta = time.perf_counter()
@@ -199,6 +202,7 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
         # ---- validation outputs, lambdas, stacks and calibration per (clustering, n)
         val_rows, val_t1 = [], {}
         for c, n in cn:
+            self._fit_bank(Yf, Yv, T1v, c, n)  # the answer bank's eps, chosen on validation models
             raw, t2raw = self._raw(Yv, c, n)
             self._fit_lambdas(raw, T1v, c, n)
             full = self._compose(raw, c, n)

@@ -20,7 +20,7 @@ from tinybench_assets.cli import main
 from tinybench_assets.core import tiny_benchmark as tb
 from tinybench_assets.core.tiny_benchmark import ArtifactError
 from tinybench_assets.core.tiny_benchmark import files as tb_files
-from tinybench_assets.core.tiny_benchmark.trees import ARRAYS, TreeEnsemble, ensembles, hgb_arrays, pack, write_tree_file
+from tinybench_assets.core.tiny_benchmark.trees import ARRAYS, BANK_ARRAYS, TreeEnsemble, ensembles, hgb_arrays, pack, write_tree_file
 from tinybench_assets_tests.test_core.test_tiny_benchmark import answers_of, fitted, texts
 
 
@@ -189,6 +189,12 @@ def _set(i, v):
     ("two_d", r"right\.npy: shape \(\d+, 1\), expected a 1-d array"),
     ("not_a_zip", r"not a readable tree file"),
     ("truncated", r"not a readable tree file|truncated"),
+    ("bank_out_of_range", r"bank_answers: values outside \[0, 1\]"),
+    ("bank_nan", r"bank_answers: values outside \[0, 1\]"),
+    ("bank_values_inf", r"bank_values: values outside \[0, 1\], or a scenario without any"),
+    ("bank_size", r"bank_answers / bank_values: \d+ / \d+ values, the JSON's bank needs \d+ models"),
+    ("bank_missing", r"bank_answers: missing, but the JSON's learned.bank lists an answer bank"),
+    ("bank_half", r"missing"),
 ])
 def test_malformed_tree_files_are_refused(good, tmp_path, case, match):
     folder = copy_of(good, tmp_path)
@@ -223,6 +229,18 @@ def test_malformed_tree_files_are_refused(good, tmp_path, case, match):
         arrays = _mutated(t, n_trees=_set(0, 2**62))
     elif case == "model_count":
         arrays = _mutated(t, baseline=lambda a: a[:-1], n_trees=lambda a: a[:-1])
+    elif case == "bank_out_of_range":
+        arrays = _mutated(t, bank_answers=_set(0, 2.0))
+    elif case == "bank_nan":
+        arrays = _mutated(t, bank_answers=_set(0, np.nan))
+    elif case == "bank_values_inf":
+        arrays = _mutated(t, bank_values=_set(0, np.inf))
+    elif case == "bank_size":
+        arrays = _mutated(t, bank_values=lambda a: a[:-1])
+    elif case == "bank_missing":  # the JSON lists a bank, the tree file has none
+        arrays = {k: v for k, v in t.items() if k not in BANK_ARRAYS}
+    elif case == "bank_half":  # one of the bank's two members
+        arrays = {k: v for k, v in t.items() if k != "bank_values"}
     if arrays is not None:
         write_tree_file(arrays, path)
     elif case in ("float_feature_nan", "huge_header", "missing_member", "extra_member", "two_d", "huge_member"):

@@ -81,6 +81,7 @@ def _fitted_state(pred: AnchorPredictor, probe: np.ndarray) -> dict:
                              if isinstance(b, (int, float, np.ndarray))} for k, v in pred.int_t2_.items()},
         "served_intervals_t1": {k: [round(float(v.q_lo_), 12), round(float(v.q_hi_), 12)]
                                 for k, v in pred.served_int_t1_.items()},
+        "bank": {k: (v["eps"], v["answers"].tobytes(), np.round(v["values"], 12).tobytes()) for k, v in pred.bank_.items()},
         # learned estimators and calibration maps: their outputs on the same probe answers
         "probe": pred.estimate(probe, [f"p{i}" for i in range(len(probe))])[["estimate", "lower", "upper", "estimate_t2"]]
         .round(12).to_numpy().tolist(),

@@ -79,7 +79,8 @@ def test_export_is_strict_json_and_round_trips(tmp_path):
     # every regressor of the exported (clustering, n) and no other
     keys = {(m["scenario"], m["kind"], m["target"]) for m in raw["learned"]["models"]}
     assert keys == {k[2:] for k in pred.gbm_ if k[:2] == (raw["clustering"], 5)} and len(keys) == 8
-    assert {"gbm", "gbm_joint", "stack"} <= set(raw["learned_estimators"]) and "gbm" not in raw["json_estimators"]
+    assert {"gbm", "gbm_joint", "bank_joint", "stack"} <= set(raw["learned_estimators"]) and "gbm" not in raw["json_estimators"]
+    assert raw["learned"]["bank"]["models"] == pred.n_fit_ and set(raw["learned"]["bank"]["eps"]) == set(pred.scenarios_)
     c = pred.selection_[(5, "a", "tinybench")]["t1"][0]
     assert raw["clustering"] == c and raw["clustering_source"] == "selected"
     assert raw["scenario_order"] == ["a", "b"]
@@ -130,7 +131,7 @@ def test_json_estimators_reproduce_the_predictor(tmp_path, n, clustering):
     assert checked >= 2 * 9 * 25
     # every estimator, the learned ones from the tree file: the same numbers as the predictor, bit for bit
     got = tb.evaluate_artifact(art, anchor_block(art, rm, test))
-    assert {e for (_, e) in got} == set(tb.JSON_BASE) | {"gbm", "gbm_joint", "stack", "stack_own"}
+    assert {e for (_, e) in got} == set(tb.JSON_BASE) | {"gbm", "gbm_joint", "bank_joint", "stack", "stack_own"}
     checked = 0
     for (s, e), cols in got.items():
         for i, m in enumerate(models):
@@ -169,7 +170,7 @@ def test_learned_path_matches_the_predictors_selection(tmp_path):
     # a learned estimator forced
     row = test[0]
     ref = reference(pred, rm, [row], 5)
-    for e in ("gbm", "gbm_joint", "stack"):
+    for e in ("gbm", "gbm_joint", "bank_joint", "stack"):
         df = tb.estimate_from_artifact(art, answers_of(art, rm, row), estimator=e)
         assert (df.source == "learned_models.npz").all()
         for r in df.itertuples(index=False):
@@ -235,7 +236,7 @@ def test_json_stacks_without_learned_estimators(tmp_path):
     art = saved(tmp_path, learned=False)
     assert {"stack", "stack_own"} <= set(art["json_estimators"])
     assert not art["learned_estimators"] and art["learned"] == {"file": None, "sha256": None, "fit_learned": False,
-                                                                 "models": []}
+                                                                 "models": [], "bank": None}
     assert not (tmp_path / "learned_models.npz").exists()
     c = art["clustering"]
     ref = reference(pred, rm, test, 5)

@@ -11,6 +11,7 @@ irt_fits           per-scenario and joint 2PL fits with D chosen on fit models; 
 anchor_sets        ``AnchorSet``, anchor counts per scenario, KMeans anchor selection, anchor tables
 base_estimates     anchor / irt / p-IRT estimates and the learned regressors' features; the random baseline
 learned            the gradient-boosted estimators (gbm, gbm_joint): fit and raw outputs
+bank               the answer-bank estimator (bank_joint): the fit models' answers as a prior, eps on validation
 lambdas            gp-IRT lambdas (tutorial formula and validation grid) and the gp-IRT estimates
 stacks             convex stacks of estimators fitted on validation models
 intervals          isotonic full-score calibration and conformal intervals

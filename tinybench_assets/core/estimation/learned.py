@@ -79,4 +79,7 @@ class LearnedMixin:
                 m2 = self.gbm_.get((c, n, s, kind, "t2"))
                 if m2 is not None:
                     t2raw[(s, name)] = np.where(has[s], m2.predict(feats[(kind, s)]), np.nan)
+        if (c, n) in getattr(self, "bank_", {}):  # the answer bank (BankMixin), when fitted
+            for s, v in self._bank_estimates(Y, c, n).items():
+                base[(s, "bank_joint")] = v
         return base, t2raw

@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 PER_SCENARIO = ("anchor", "irt", "pirt", "gpirt", "gpirt_val", "gbm", "stack_own")
-JOINT = ("irt_joint", "pirt_joint", "gpirt_joint", "gpirt_val_joint", "gbm_joint", "stack")
+JOINT = ("irt_joint", "pirt_joint", "gpirt_joint", "gpirt_val_joint", "gbm_joint", "bank_joint", "stack")
 # members of the convex stacks (fitted on validation models); missing members are skipped
 STACKS = {
-    "stack": ("gbm_joint", "gbm", "pirt_joint", "gpirt_val_joint", "pirt", "anchor"),
+    "stack": ("gbm_joint", "gbm", "bank_joint", "pirt_joint", "gpirt_val_joint", "pirt", "anchor"),
     "stack_own": ("gbm", "pirt", "gpirt_val", "anchor"),
 }
-LEARNED = ("gbm", "gbm_joint")
+LEARNED = ("gbm", "gbm_joint", "bank_joint")
 SELECTED = ("tinybench", "tinybench_own")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
+import numpy as np
 import pandas as pd
 
 from ..calibration import ConformalInterval, IsotonicCalibrator
@@ -27,14 +28,28 @@ def _n_features(p, c: str, n: int, s: str, kind: str) -> int:
 
 
 def learned_models(p, c: str, n: int, models: list[dict]) -> dict:
-    """The tree file's arrays for the regressors ``models`` ([{scenario, kind, target}], in order) of (c, n)."""
+    """The tree file's arrays for the regressors ``models`` ([{scenario, kind, target}], in order) of (c, n), and
+    the answer bank of (c, n) when the predictor has one (:data:`.trees.BANK_ARRAYS`)."""
     out = []
     for m in models:
         key = (c, n, m["scenario"], m["kind"], m["target"])
         if key not in p.gbm_:
             raise ArtifactError(f"the predictor has no learned regressor {key}")
         out.append(hgb_arrays(p.gbm_[key], _n_features(p, c, n, m["scenario"], m["kind"])))
-    return pack(out)
+    arrays = pack(out)
+    bank = getattr(p, "bank_", {}).get((c, n))
+    if bank is not None:
+        arrays["bank_answers"] = np.asarray(bank["answers"], dtype="<f4").ravel()
+        arrays["bank_values"] = np.asarray(bank["values"], dtype="<f8").ravel()
+    return arrays
+
+
+def bank_info(p, c: str, n: int) -> dict | None:
+    """The JSON's ``learned.bank`` of (c, n): {models: F, eps: {scenario: eps}}, or None without an answer bank."""
+    bank = getattr(p, "bank_", {}).get((c, n))
+    if bank is None:
+        return None
+    return {"models": int(len(bank["answers"])), "eps": {s: float(e) for s, e in bank["eps"].items()}}
 
 
 def _interval(ci: ConformalInterval | None) -> dict | None:
@@ -178,8 +193,8 @@ def export_tiny_benchmark(
         "binarization": binarization,
         "json_estimators": sorted(json_names),
         "learned_estimators": sorted(learned_names),
-        "learned": {"file": TREES_FILE if models else None, "sha256": None, "fit_learned": bool(p.learned),
-                    "models": models},
+        "learned": {"file": TREES_FILE if models or bank_info(p, c, n) else None, "sha256": None,
+                    "fit_learned": bool(p.learned), "models": models, "bank": bank_info(p, c, n)},
         "scenarios": out_sc,
         "_trees": learned_models(p, c, n, models),
     }

@@ -15,7 +15,7 @@ from ...atomic import atomic_write
 from ...hashing import file_sha256
 from .format import JSON_FILE, TREES_FILE, ArtifactError, check_format
 from .model import ArtifactModel
-from .trees import ARRAYS, MAX_FILE_BYTES, ensembles, read_tree_file, write_tree_file
+from .trees import ARRAYS, BANK_ARRAYS, MAX_FILE_BYTES, ensembles, read_tree_file, write_tree_file
 
 MAX_JSON_BYTES = 256 << 20
 
@@ -36,15 +36,16 @@ def save_artifact(artifact: dict, predictor=None, folder=None) -> Path:
     art = {k: v for k, v in artifact.items() if not k.startswith("_")}
     info = dict(art.get("learned") or {})
     models = info.get("models") or []
+    has_file = bool(models) or info.get("bank") is not None  # regressors and / or the answer bank
     trees = artifact.get("_trees")
-    if models and trees is None:
+    if has_file and trees is None:
         if predictor is None:
             raise ArtifactError("the artifact lists learned regressors but carries no tree arrays; pass the predictor")
         from .export import learned_models
 
         trees = learned_models(predictor, art["clustering"], int(art["n"]), models)
     stale = folder / TREES_FILE
-    if models:
+    if has_file:
         write_tree_file(trees, stale)
         info.update(file=TREES_FILE, sha256=file_sha256(stale))
     else:
@@ -105,12 +106,12 @@ def attach_trees(art: dict, model: ArtifactModel) -> ArtifactModel | None:
     """``model`` with its learned regressors, from the dict's tree arrays (a fresh export) or the folder's
     ``learned_models.npz``. Returns None when that file is absent (or the artifact was never saved); raises
     ArtifactError when it is there but does not match the JSON's sha256 or is malformed."""
-    if not model.model_keys:
+    if not model.model_keys and model.bank_info is None:
         return model.with_trees([])
     if art.get("_trees") is not None:
         arrays, source = art["_trees"], "the artifact's tree arrays"
-        if not isinstance(arrays, dict) or set(arrays) != set(ARRAYS):
-            raise ArtifactError(f"{source}: expected the arrays {sorted(ARRAYS)}")
+        if not isinstance(arrays, dict) or set(arrays) - set(BANK_ARRAYS) != set(ARRAYS):
+            raise ArtifactError(f"{source}: expected the arrays {sorted(ARRAYS)} (and the answer bank's)")
     else:
         if not art.get("_folder"):
             return None
@@ -127,4 +128,4 @@ def attach_trees(art: dict, model: ArtifactModel) -> ArtifactModel | None:
                                 f"{JSON_FILE}; re-export the artifact (or use only the JSON estimators: "
                                 "use_learned=False / --no-learned)")
         arrays = read_tree_file(source)
-    return model.with_trees(ensembles(arrays, model.n_features, source))
+    return model.with_trees(ensembles(arrays, model.n_features, source), arrays, source)

@@ -4,8 +4,8 @@ loading live in :mod:`.files`, the tree file's layout in :mod:`.trees`.
 The artifact of one leaderboard is a folder with two files, and nothing in it is ever unpickled::
 
     tiny_benchmark.json   everything but the learned regressors (format FORMAT, see below)
-    learned_models.npz    the learned estimators' gradient-boosted trees as plain numeric arrays (layout in
-                          :mod:`.trees`), read without np.load and without pickle, every index checked; the JSON
+    learned_models.npz    the learned estimators' gradient-boosted trees (and the answer bank of bank_joint) as
+                          plain numeric arrays (layout in :mod:`.trees`), read without np.load and without pickle, every index checked; the JSON
                           records its sha256. Absent when the predictor has no learned estimator.
 
 Any other file in the folder is ignored; in particular the pipeline keeps its own ``predictor.pkl`` (the fitted
@@ -19,9 +19,11 @@ JSON layout (``format = "tinybench.tiny_benchmark/2"``)::
     interval_scale, scenario_order [s, ...], irt_dims {scenario | "joint": D}, training {fit_models,
     validation_models, seed}, binarization (as given to the export, informational),
     json_estimators [...]                            (computed from the JSON alone, in some scenario)
-    learned_estimators [...]                         (need learned_models.npz: gbm, gbm_joint, stacks over them)
+    learned_estimators [...]                         (need learned_models.npz: gbm, gbm_joint, bank_joint, stacks
+                                                      over them)
     learned {file ("learned_models.npz" | null), sha256 (| null), fit_learned (the predictor's ``learned``),
-             models [{scenario, kind ("sep" | "joint"), target ("t1" | "t2"), n_features}]   (the file's order)},
+             models [{scenario, kind ("sep" | "joint"), target ("t1" | "t2"), n_features}]   (the file's order),
+             bank {models: F, eps {scenario: eps}} | null    (bank_joint's fit models; arrays in the tree file)},
     scenarios {s: {
         n_items, items [pool item ids], balance_weights [per pool item],
         anchors {items [ids], local [pool index], weights [sum 1], texts [str | null],
@@ -65,8 +67,8 @@ PICKLE_FILE = "predictor.pkl"
 
 #: estimators computed from the JSON alone (stacks too when all their members are among these)
 JSON_BASE = ("anchor", "irt", "pirt", "gpirt", "gpirt_val", "irt_joint", "pirt_joint", "gpirt_joint", "gpirt_val_joint")
-#: estimators read from the tree file
-LEARNED_BASE = ("gbm", "gbm_joint")
+#: estimators read from the tree file (the regressors; bank_joint: the answer bank)
+LEARNED_BASE = ("gbm", "gbm_joint", "bank_joint")
 
 
 class ArtifactError(ValueError):

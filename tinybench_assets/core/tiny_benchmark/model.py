@@ -1,6 +1,6 @@
 """The artifact as a predictor: :class:`ArtifactModel` holds exactly the fitted state that the predictor's own
 estimation mixins read (anchors, IRT parameters, balance weights, lambdas, stacks, calibrations, intervals and,
-when loaded, the learned regressors as :class:`~.trees.TreeEnsemble`), rebuilt from the JSON with every field
+when loaded, the learned regressors as :class:`~.trees.TreeEnsemble` and the answer bank), rebuilt from the JSON with every field
 checked (:mod:`.schema`). Estimates from an artifact therefore run the predictor's code
 (``BaseEstimatesMixin._features``, ``LearnedMixin._raw``, ``LambdaMixin._compose``, ``StackMixin._apply_stacks``,
 ``CalibrationMixin._finish``), not a copy of it."""
@@ -10,6 +10,7 @@ import numpy as np
 
 from ..calibration import ConformalInterval, IsotonicCalibrator
 from ..estimation.anchor_sets import AnchorSet, AnchorSetMixin
+from ..estimation.bank import BankMixin
 from ..estimation.base_estimates import BaseEstimatesMixin, feature_width
 from ..estimation.intervals import CalibrationMixin
 from ..estimation.lambdas import LambdaMixin
@@ -18,6 +19,7 @@ from ..estimation.names import STACKS
 from ..estimation.stacks import StackMixin
 from .format import JSON_BASE, LEARNED_BASE, TREES_FILE
 from .schema import Reader
+from .trees import bank_tables
 
 MAX_ITEMS = 10_000_000
 MAX_DIM = 1_000
@@ -72,7 +74,8 @@ def _calibration(r: Reader, d: dict, path: str) -> _Calibration:
         r.fail(path, f"not an isotonic map ({e})")
 
 
-class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, LambdaMixin, StackMixin, CalibrationMixin):
+class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin, LambdaMixin, StackMixin,
+                    CalibrationMixin):
     """The predictor's state for the artifact's (clustering, n), from the JSON (and the tree file, see
     :meth:`with_trees`). Items are laid out scenario after scenario in ``scenario_order`` (each scenario's pool
     in its ``items`` order), so ``cols_``, ``anchors_``, ``w_`` and the joint IRT rows index one matrix."""
@@ -139,7 +142,7 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, LambdaMixi
         self.w_ = np.concatenate(w)
         self.irt_["joint"] = _IRT(np.vstack(ja), np.concatenate(jb))
         self._read_learned(art)
-        self.gbm_, self.learned, self.stacks_ = {}, False, self._stacks(learned=False)
+        self.gbm_, self.learned, self.stacks_, self.bank_ = {}, False, self._stacks(learned=False), {}
         self.trees = None
 
     # ------------------------------------------------------------------ reading
@@ -206,6 +209,15 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, LambdaMixi
             sha = r.key(info, "sha256", "$.learned")  # null in a fresh export's dict, until it is saved
             if sha is not None and not (isinstance(sha, str) and len(sha) == 64):
                 r.fail("$.learned.sha256", "expected a hex sha256 or null")
+        self.bank_info = None  # the answer bank's size and eps (its arrays are in the tree file)
+        if info.get("bank") is not None:
+            b, q = r.obj(info, "bank", "$.learned"), "$.learned.bank"
+            eps = r.obj(b, "eps", q)
+            self.bank_info = {"models": r.integer(b, "models", q, 1),
+                              "eps": {s: r.number(eps, s, f"{q}.eps", finite=True) for s in self.scenarios_}}
+            if not all(0 < e < 0.5 for e in self.bank_info["eps"].values()):
+                r.fail(f"{q}.eps", "expected numbers in (0, 0.5)")
+            r.text(info, "file", "$.learned", (TREES_FILE,))
         for s in self.scenarios_:
             bad = [e for e in self.estimators[s] if e not in self.learned_names(s) and e not in self.json_names(s)]
             if bad:
@@ -213,6 +225,8 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, LambdaMixi
 
     # ------------------------------------------------------------------ what can be computed
     def _gbm_available(self, s: str, name: str) -> bool:
+        if name == "bank_joint":
+            return self.bank_info is not None
         kind = "sep" if name == "gbm" else "joint"
         A = self.anchors_[(self.c, self.n, s)]
         has_t1 = (self.c, self.n, s, kind, "t1") in getattr(self, "model_keys", ())
@@ -232,10 +246,16 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, LambdaMixi
         return {(self.c, self.n, s, k): st for s in self.scenarios_ for k, st in self.stacks_all[s].items()
                 if k in ok(s)}
 
-    def with_trees(self, ensembles: list) -> "ArtifactModel":
-        """Attach the learned regressors (one TreeEnsemble per ``model_keys`` entry, checked by :mod:`.trees`)."""
+    def with_trees(self, ensembles: list, arrays: dict | None = None, source=None) -> "ArtifactModel":
+        """Attach the learned regressors (one TreeEnsemble per ``model_keys`` entry, checked by :mod:`.trees`) and,
+        when the JSON lists one, the answer bank from the tree file's ``arrays`` (checked by :func:`.trees.bank_tables`)."""
         if len(ensembles) != len(self.model_keys):
             self.r.fail("$.learned.models", f"{len(self.model_keys)} regressors listed, the tree file holds {len(ensembles)}")
+        if self.bank_info is not None:
+            A = sum(len(self.anchors_[(self.c, self.n, s)].items) for s in self.scenarios_)
+            answers, values = bank_tables(arrays or {}, self.bank_info["models"], A, len(self.scenarios_),
+                                          source or "the tree file")
+            self.bank_[(self.c, self.n)] = {"answers": answers, "values": values, "eps": dict(self.bank_info["eps"])}
         self.gbm_ = dict(zip(self.model_keys, ensembles))
         self.learned, self.stacks_, self.trees = self.fit_learned, self._stacks(learned=True), ensembles
         return self

@@ -37,6 +37,10 @@ ARRAYS = {
     "value": ("<f8", "node"), "feature": ("<i4", "node"), "threshold": ("<f8", "node"),
     "missing_left": ("|u1", "node"), "left": ("<i4", "node"), "right": ("<i4", "node"), "is_leaf": ("|u1", "node"),
 }
+#: the answer bank's arrays (``bank_joint``, :mod:`..estimation.bank`): optional members, both present exactly when the
+#: JSON's ``learned.bank`` is; F bank models x A anchors (every scenario's, in scenario order) soft answers in [0, 1],
+#: F x S scenarios accuracy on the scenario's non-anchor items (NaN: the model never ran it), row-major
+BANK_ARRAYS = {"bank_answers": "<f4", "bank_values": "<f8"}
 MAX_FILE_BYTES = 256 << 20  # the tree file on disk, and its members uncompressed (openllm n=30: 1.2 / 4.6 MB)
 MAX_NODES_PER_TREE = 1 << 24
 
@@ -97,8 +101,9 @@ def pack(models: list[dict]) -> dict[str, np.ndarray]:
 def write_tree_file(arrays: dict[str, np.ndarray], path: Path) -> None:
     """Write the arrays as a compressed ``.npz``, whole or not at all (:func:`~tinybench_assets.atomic.atomic_write`)."""
     def write(tmp: Path) -> None:
+        kinds = {**{k: dt for k, (dt, _) in ARRAYS.items()}, **{k: dt for k, dt in BANK_ARRAYS.items() if k in arrays}}
         with open(tmp, "wb") as fh:  # a file object: numpy adds no ".npz" suffix
-            np.savez_compressed(fh, **{k: np.ascontiguousarray(arrays[k], dtype=ARRAYS[k][0]) for k in ARRAYS})
+            np.savez_compressed(fh, **{k: np.ascontiguousarray(arrays[k], dtype=dt) for k, dt in kinds.items()})
 
     atomic_write(path, write)
 
@@ -106,8 +111,9 @@ def write_tree_file(arrays: dict[str, np.ndarray], path: Path) -> None:
 # ====================================================================== safe reading
 def read_tree_file(path) -> dict[str, np.ndarray]:
     """The arrays of a tree file, read without ``np.load`` and without pickle: the zip's members must be exactly
-    the ``.npy`` files of :data:`ARRAYS`, each a 1-d array of its expected plain dtype, and every size (on disk,
-    uncompressed, in the headers) is checked before the bytes are read. Raises ArtifactError naming the file."""
+    the ``.npy`` files of :data:`ARRAYS` (and both or neither of :data:`BANK_ARRAYS`), each a 1-d array of its
+    expected plain dtype, and every size (on disk, uncompressed, in the headers) is checked before the bytes are
+    read. Raises ArtifactError naming the file."""
     path = Path(path)
     if not path.is_file():
         raise ArtifactError(f"{path}: no such file (the learned estimators' trees)")
@@ -116,7 +122,10 @@ def read_tree_file(path) -> dict[str, np.ndarray]:
     try:
         with zipfile.ZipFile(path) as zf:
             infos = {i.filename: i for i in zf.infolist()}
-            want = {k + ".npy" for k in ARRAYS}
+            kinds = {k: dt for k, (dt, _) in ARRAYS.items()}
+            if any(k + ".npy" in infos for k in BANK_ARRAYS):
+                kinds.update(BANK_ARRAYS)
+            want = {k + ".npy" for k in kinds}
             if set(infos) != want or len(zf.infolist()) != len(want):
                 extra, missing = sorted(set(infos) - want), sorted(want - set(infos))
                 raise ArtifactError(f"{path}: members {extra or ''} unexpected, {missing or ''} missing "
@@ -124,7 +133,7 @@ def read_tree_file(path) -> dict[str, np.ndarray]:
             total = sum(i.file_size for i in infos.values())
             if total > MAX_FILE_BYTES:
                 raise ArtifactError(f"{path}: its members claim {total} bytes uncompressed, more than {MAX_FILE_BYTES}")
-            return {k: _read_member(zf, infos[k + ".npy"], ARRAYS[k][0], path) for k in ARRAYS}
+            return {k: _read_member(zf, infos[k + ".npy"], dt, path) for k, dt in kinds.items()}
     except ArtifactError:
         raise
     except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError,
@@ -217,6 +226,27 @@ def ensembles(arrays: dict[str, np.ndarray], n_features: list[int], path) -> lis
                                                           "right", "is_leaf")}, int(n_nodes[t0:t1].max())))
         t0 = t1
     return out
+
+
+def bank_tables(arrays: dict[str, np.ndarray], F: int, A: int, S: int, path) -> tuple[np.ndarray, np.ndarray]:
+    """The answer bank's (answers (F, A), values (F, S)) from a tree file's arrays, checked against the JSON's sizes:
+    answers finite in [0, 1], values NaN or in [0, 1], every scenario with at least one value. Raises ArtifactError."""
+    for k, dt in BANK_ARRAYS.items():
+        if k not in arrays:
+            _fail(path, f"{k}: missing, but the JSON's learned.bank lists an answer bank")
+        if arrays[k].dtype.str != np.dtype(dt).str or arrays[k].ndim != 1:
+            _fail(path, f"{k}: dtype {arrays[k].dtype.str} / {arrays[k].ndim}-d, expected a 1-d {dt} array")
+    ans, val = arrays["bank_answers"], arrays["bank_values"]
+    if len(ans) != F * A or len(val) != F * S:
+        _fail(path, f"bank_answers / bank_values: {len(ans)} / {len(val)} values, the JSON's bank needs {F} models x "
+                    f"{A} anchors / x {S} scenarios")
+    if not (np.isfinite(ans).all() and (ans >= 0).all() and (ans <= 1).all()):
+        _fail(path, "bank_answers: values outside [0, 1]")
+    val = val.reshape(F, S)
+    fin = np.isfinite(val)
+    if np.isinf(val).any() or (val[fin] < 0).any() or (val[fin] > 1).any() or not fin.any(0).all():
+        _fail(path, "bank_values: values outside [0, 1], or a scenario without any")
+    return ans.reshape(F, A), val
 
 
 class TreeEnsemble:

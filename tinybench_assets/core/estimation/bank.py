@@ -1,0 +1,116 @@
+"""The answer-bank estimator of the anchor predictor (``bank_joint``): the fit models' own answers as the prior.
+
+A new model is taken to answer like fit model j up to a chance ``eps`` per item (P(correct) = eps + (1 - 2 eps)
+b_j, b_j its answer; a fit model's missing answer is the item's mean over the fit models). Its answers on every
+scenario's anchors give a posterior over the fit models; the estimate of scenario s is the model's own anchor
+answers plus the posterior mean of the fit models' accuracy on s's other items (each term balance-weighted, as
+the T1 truth). Fit models that never ran s carry no weight for s. ``eps`` is chosen per (clustering, n, scenario)
+on validation MAE, like the gp-IRT lambda. A nearest-neighbour view of the leaderboard: its errors differ from
+the regressors' and IRT's, so it is chiefly a member of the convex ``stack`` (5 grouped splits, n=30 joint: served
+T1 MAE 2.05 -> 1.97 with it in the stack).
+
+:class:`BankMixin` reads ``anchors_``, ``cols_``, ``w_``, ``scenarios_`` and the parameter ``learned`` (no bank
+without learned estimators); it fills ``bank_`` ({(clustering, n): {"answers": (F, A) float32 soft answers at
+:meth:`_anchor_cols`, "values": (F, S) the fit models' weighted accuracy on each scenario's non-anchor items
+(NaN: scenario not run), "eps": {scenario: float}}}).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+BANK_EPS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4)
+ROWS_PER_CHUNK = 1024  # rows of new models per likelihood block (block memory ~ rows x fit models x 8 bytes)
+
+
+def soft_answers(Y) -> np.ndarray:
+    """(F, I) answers with each missing cell replaced by its column's mean (0.5 when the column has none)."""
+    Y = np.asarray(Y, dtype=float)
+    seen = ~np.isnan(Y)
+    cnt = seen.sum(0)
+    mean = np.where(cnt > 0, np.where(seen, Y, 0.0).sum(0) / np.maximum(cnt, 1), 0.5)
+    return np.where(seen, Y, mean[None, :])
+
+
+def bank_values(Yb, cols, anchor_local, w) -> np.ndarray:
+    """(F,) each bank model's balance-weighted accuracy on a scenario's non-anchor items as a share of the whole
+    pool's weight (NaN where the model has no answer in the scenario; a missing answer counts as the item mean).
+    Yb (F, I_all); cols (N,) the scenario's columns; anchor_local its anchors' local indices; w (N,) weights."""
+    Ys = np.asarray(Yb, dtype=float)[:, cols]
+    W = np.asarray(w, dtype=float) / np.sum(w)
+    unseen = np.ones(len(cols), dtype=bool)
+    unseen[np.asarray(anchor_local, dtype=int)] = False
+    vals = soft_answers(Ys)[:, unseen] @ W[unseen]
+    return np.where(np.isnan(Ys).all(1), np.nan, vals)
+
+
+def posterior_means(Ya, answers, values, eps: float) -> np.ndarray:
+    """(M, K) posterior mean of ``values`` (F, K) over the bank given the new models' answers.
+
+    Ya (M, A) 0/1 answers (NaN: not asked); answers (F, A) the bank's soft answers; a bank row whose value is
+    NaN gets no weight for that column. NaN where a row of Ya has no answer or no bank row has a value."""
+    Ya = np.asarray(Ya, dtype=float)
+    # C-ordered operands whatever the bank's memory layout: BLAS sums in an order that depends on it, and the
+    # artifact (bank read from a file) must give the predictor's numbers bit for bit
+    P = eps + (1.0 - 2.0 * eps) * np.ascontiguousarray(answers, dtype=float)
+    lp, lq = np.ascontiguousarray(np.log(P).T), np.ascontiguousarray(np.log1p(-P).T)
+    values = np.asarray(values, dtype=float)
+    has = np.isfinite(values)
+    vals0 = np.where(has, values, 0.0)
+    out = np.full((len(Ya), values.shape[1]), np.nan)
+    for lo in range(0, len(Ya), ROWS_PER_CHUNK):
+        A = Ya[lo:lo + ROWS_PER_CHUNK]
+        ok = ~np.isnan(A)
+        L = (ok & (A == 1)) @ lp + (ok & (A == 0)) @ lq  # (m, F) log-likelihood of each bank model
+        E = np.exp(L - L.max(1, keepdims=True))  # one exp for every column of values
+        num, den = E @ vals0, E @ has.astype(float)  # (m, K): every column's weighted sum and weight at once
+        for k in np.flatnonzero(has.any(0)):
+            low = den[:, k] < 1e-200  # the best bank models lack this column: rescale those rows by their own max
+            if low.any():
+                Lk = L[low][:, has[:, k]]
+                p = np.exp(Lk - Lk.max(1, keepdims=True))
+                num[low, k], den[low, k] = p @ values[has[:, k], k], p.sum(1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out[lo:lo + len(A)] = np.where(has.any(0), num / den, np.nan)
+        out[lo:lo + len(A)][~ok.any(1)] = np.nan
+    return out
+
+
+class BankMixin:
+    """Fit (on fit models, eps on validation models) and apply the answer-bank estimator."""
+
+    def _fit_bank(self, Yf, Yv, T1v, c, n):
+        """The bank of (c, n) from the fit models ``Yf``; eps per scenario by MAE on validation models ``Yv``."""
+        if not self.learned:
+            return
+        cols = self._anchor_cols(c, n)
+        values = np.column_stack([bank_values(Yf, self.cols_[s], self.anchors_[(c, n, s)].local, self.w_[self.cols_[s]])
+                                  for s in self.scenarios_])
+        keep = np.isfinite(values).any(1)
+        answers = np.ascontiguousarray(soft_answers(Yf)[keep][:, cols], dtype=np.float32)
+        bank = {"answers": answers, "values": values[keep], "eps": {}}
+        self.bank_[(c, n)] = bank
+        mae = {}
+        for e in BANK_EPS:
+            bank["eps"] = {s: e for s in self.scenarios_}
+            pred = self._bank_estimates(Yv, c, n)
+            for s in self.scenarios_:
+                t = T1v[s].to_numpy()
+                ok = np.isfinite(t) & np.isfinite(pred[s])
+                mae[(s, e)] = float(np.abs(pred[s][ok] - t[ok]).mean()) if ok.any() else np.inf
+        bank["eps"] = {s: min(BANK_EPS, key=lambda e: mae[(s, e)]) for s in self.scenarios_}
+
+    def _bank_estimates(self, Y, c, n) -> dict:
+        """{scenario: (M,) bank_joint estimate} for rows Y (M, I_all); reads only the anchors of (c, n)."""
+        bank = self.bank_[(c, n)]
+        Ya = np.asarray(Y, dtype=float)[:, self._anchor_cols(c, n)]
+        out, cache = {}, {}
+        for k, s in enumerate(self.scenarios_):
+            e = bank["eps"][s]
+            if e not in cache:  # one likelihood per distinct eps, every scenario's values at once
+                cache[e] = posterior_means(Ya, bank["answers"], bank["values"], e)
+            A = self.anchors_[(c, n, s)]
+            w = self.w_[self.cols_[s]]
+            Ys = np.asarray(Y, dtype=float)[:, A.items]
+            seen = np.where(np.isnan(Ys), 0.0, Ys) @ (w[A.local] / w.sum())  # unanswered anchors count as wrong
+            out[s] = np.where(np.isnan(Ys).all(1), np.nan, seen + cache[e][:, k])
+        return out
