@@ -1,7 +1,7 @@
 """The artifact as a predictor: :class:`ArtifactModel` holds exactly the fitted state that the predictor's own
 estimation mixins read (anchors, IRT parameters, balance weights, lambdas, stacks, calibrations, intervals and,
-when loaded, the learned regressors as :class:`~.trees.TreeEnsemble` and the answer bank), rebuilt from the JSON with every field
-checked (:mod:`.schema`). Estimates from an artifact therefore run the predictor's code
+when loaded, the learned regressors as :class:`~.trees.TreeEnsemble` and the answer bank), rebuilt from the
+JSON with every field checked (:mod:`.schema`). Estimates from an artifact therefore run the predictor's code
 (``BaseEstimatesMixin._features``, ``LearnedMixin._raw``, ``LambdaMixin._compose``, ``StackMixin._apply_stacks``,
 ``CalibrationMixin._finish``), not a copy of it."""
 from __future__ import annotations
@@ -72,6 +72,30 @@ def _calibration(r: Reader, d: dict, path: str) -> _Calibration:
         return _Calibration(x, y, r.number(d, "y_min", path, finite=True), r.number(d, "y_max", path, finite=True))
     except ValueError as e:  # an ArtifactError is one too
         r.fail(path, f"not an isotonic map ({e})")
+
+
+def _bank_info(r: Reader, info: dict, scenarios) -> dict | None:
+    """``$.learned.bank`` checked: {models: F, eps: {scenario: eps in (0, 0.5)}}, or None (no answer bank)."""
+    if info.get("bank") is None:
+        return None
+    b, q = r.obj(info, "bank", "$.learned"), "$.learned.bank"
+    eps = r.obj(b, "eps", q)
+    out = {"models": r.integer(b, "models", q, 1), "eps": {s: r.number(eps, s, f"{q}.eps", finite=True) for s in scenarios}}
+    if not all(0 < e < 0.5 for e in out["eps"].values()):
+        r.fail(f"{q}.eps", "expected numbers in (0, 0.5)")
+    r.text(info, "file", "$.learned", (TREES_FILE,))
+    return out
+
+
+def _attach_bank(model, arrays: dict | None, source) -> None:
+    """Set ``model.bank_`` (the predictor's layout) from the tree file's arrays, checked by :func:`.trees.bank_tables`
+    against the JSON's ``learned.bank``; nothing when the artifact has no answer bank."""
+    info = model.bank_info
+    if info is None:
+        return
+    A = sum(len(model.anchors_[(model.c, model.n, s)].items) for s in model.scenarios_)
+    answers, values = bank_tables(arrays or {}, info["models"], A, len(model.scenarios_), source or "the tree file")
+    model.bank_[(model.c, model.n)] = {"answers": answers, "values": values, "eps": dict(info["eps"])}
 
 
 class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin, LambdaMixin, StackMixin,
@@ -209,15 +233,7 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
             sha = r.key(info, "sha256", "$.learned")  # null in a fresh export's dict, until it is saved
             if sha is not None and not (isinstance(sha, str) and len(sha) == 64):
                 r.fail("$.learned.sha256", "expected a hex sha256 or null")
-        self.bank_info = None  # the answer bank's size and eps (its arrays are in the tree file)
-        if info.get("bank") is not None:
-            b, q = r.obj(info, "bank", "$.learned"), "$.learned.bank"
-            eps = r.obj(b, "eps", q)
-            self.bank_info = {"models": r.integer(b, "models", q, 1),
-                              "eps": {s: r.number(eps, s, f"{q}.eps", finite=True) for s in self.scenarios_}}
-            if not all(0 < e < 0.5 for e in self.bank_info["eps"].values()):
-                r.fail(f"{q}.eps", "expected numbers in (0, 0.5)")
-            r.text(info, "file", "$.learned", (TREES_FILE,))
+        self.bank_info = _bank_info(r, info, self.scenarios_)  # the answer bank's size and eps (arrays: tree file)
         for s in self.scenarios_:
             bad = [e for e in self.estimators[s] if e not in self.learned_names(s) and e not in self.json_names(s)]
             if bad:
@@ -228,9 +244,8 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
         if name == "bank_joint":
             return self.bank_info is not None
         kind = "sep" if name == "gbm" else "joint"
-        A = self.anchors_[(self.c, self.n, s)]
         has_t1 = (self.c, self.n, s, kind, "t1") in getattr(self, "model_keys", ())
-        return has_t1 or (self.fit_learned and len(A.local) >= len(self.cols_[s]))
+        return has_t1 or (self.fit_learned and len(self.anchors_[(self.c, self.n, s)].local) >= len(self.cols_[s]))
 
     def json_names(self, s: str) -> set[str]:
         """Estimators of scenario ``s`` computed from the JSON alone."""
@@ -247,15 +262,10 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
                 if k in ok(s)}
 
     def with_trees(self, ensembles: list, arrays: dict | None = None, source=None) -> "ArtifactModel":
-        """Attach the learned regressors (one TreeEnsemble per ``model_keys`` entry, checked by :mod:`.trees`) and,
-        when the JSON lists one, the answer bank from the tree file's ``arrays`` (checked by :func:`.trees.bank_tables`)."""
+        """Attach the learned regressors (a TreeEnsemble per ``model_keys`` entry) and the answer bank, if any."""
         if len(ensembles) != len(self.model_keys):
             self.r.fail("$.learned.models", f"{len(self.model_keys)} regressors listed, the tree file holds {len(ensembles)}")
-        if self.bank_info is not None:
-            A = sum(len(self.anchors_[(self.c, self.n, s)].items) for s in self.scenarios_)
-            answers, values = bank_tables(arrays or {}, self.bank_info["models"], A, len(self.scenarios_),
-                                          source or "the tree file")
-            self.bank_[(self.c, self.n)] = {"answers": answers, "values": values, "eps": dict(self.bank_info["eps"])}
+        _attach_bank(self, arrays, source)
         self.gbm_ = dict(zip(self.model_keys, ensembles))
         self.learned, self.stacks_, self.trees = self.fit_learned, self._stacks(learned=True), ensembles
         return self
