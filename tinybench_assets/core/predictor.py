@@ -201,8 +201,11 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
 
         # ---- validation outputs, lambdas, stacks and calibration per (clustering, n)
         val_rows, val_t1 = [], {}
+        self.timings_["bank"] = 0.0
         for c, n in cn:
+            tk = time.perf_counter()
             self._fit_bank(Yf, Yv, T1v, c, n)  # the answer bank's eps, chosen on validation models
+            self.timings_["bank"] += time.perf_counter() - tk
             raw, t2raw = self._raw(Yv, c, n)
             self._fit_lambdas(raw, T1v, c, n)
             full = self._compose(raw, c, n)
