@@ -24,6 +24,7 @@ import numpy as np
 
 from .adaptive import ItemSession
 from .calibration import ConformalInterval
+from .estimation.bank import log_tables, soft_answers
 from .estimators import weighted_accuracy
 
 EPS_SELECT = (0.1, 0.2)
@@ -41,10 +42,7 @@ def bank_matrix(Y, max_models: int | None = MAX_BANK_MODELS, seed: int = 0) -> n
         raise ValueError("the answer bank is empty: no training model answered this scenario")
     if max_models is not None and len(Y) > max_models:
         Y = Y[np.sort(np.random.default_rng(seed).choice(len(Y), max_models, replace=False))]
-    if np.isnan(Y).any():
-        mean = np.nanmean(Y, axis=0)
-        Y = np.where(np.isnan(Y), np.nan_to_num(mean, nan=0.5)[None], Y)
-    return Y
+    return soft_answers(Y)
 
 
 def _loglik_step(B_cols, y, eps):
@@ -103,7 +101,7 @@ def simulate_bank(Y, B, w=None, n_values=(10, 20, 30), eps_select: float = 0.2, 
         mis = np.zeros((M, B.shape[0]), dtype=dtype)
     else:
         logw = {e: np.zeros((M, B.shape[0]), dtype=dtype) for e in {eps_select, *eps_estimate}}
-        tables = {e: (np.log(e + (1 - 2 * e) * B).T.copy(), np.log1p(-(e + (1 - 2 * e) * B)).T.copy()) for e in logw}
+        tables = {e: log_tables(B, e) for e in logw}
 
     def loglik(e):
         return mis * dtype(np.log(e / (1 - e))) if binary else logw[e]

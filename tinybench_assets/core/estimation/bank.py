@@ -31,6 +31,14 @@ def soft_answers(Y) -> np.ndarray:
     return np.where(seen, Y, mean[None, :])
 
 
+def log_tables(B, eps: float) -> tuple[np.ndarray, np.ndarray]:
+    """(log P, log(1 - P)), each (items, bank models) and C-ordered, for P = eps + (1 - 2 eps) B (B (models, items),
+    its dtype kept): the per-answer log-likelihoods of every bank model. C-ordered whatever B's memory layout, since
+    BLAS sums in an order that depends on it and the artifact (bank read from a file) must match the predictor."""
+    P = eps + (1.0 - 2.0 * eps) * B
+    return np.ascontiguousarray(np.log(P).T), np.ascontiguousarray(np.log1p(-P).T)
+
+
 def bank_values(Yb, cols, anchor_local, w) -> np.ndarray:
     """(F,) each bank model's balance-weighted accuracy on a scenario's non-anchor items as a share of the whole
     pool's weight (NaN where the model has no answer in the scenario; a missing answer counts as the item mean).
@@ -49,10 +57,7 @@ def posterior_means(Ya, answers, values, eps: float) -> np.ndarray:
     Ya (M, A) 0/1 answers (NaN: not asked); answers (F, A) the bank's soft answers; a bank row whose value is
     NaN gets no weight for that column. NaN where a row of Ya has no answer or no bank row has a value."""
     Ya = np.asarray(Ya, dtype=float)
-    # C-ordered operands whatever the bank's memory layout: BLAS sums in an order that depends on it, and the
-    # artifact (bank read from a file) must give the predictor's numbers bit for bit
-    P = eps + (1.0 - 2.0 * eps) * np.ascontiguousarray(answers, dtype=float)
-    lp, lq = np.ascontiguousarray(np.log(P).T), np.ascontiguousarray(np.log1p(-P).T)
+    lp, lq = log_tables(np.asarray(answers, dtype=float), eps)
     values = np.asarray(values, dtype=float)
     has = np.isfinite(values)
     vals0 = np.where(has, values, 0.0)
@@ -91,26 +96,28 @@ class BankMixin:
         self.bank_[(c, n)] = bank
         mae = {}
         for e in BANK_EPS:
-            bank["eps"] = {s: e for s in self.scenarios_}
-            pred = self._bank_estimates(Yv, c, n)
+            pred = self._bank_estimates(Yv, c, n, eps={s: e for s in self.scenarios_})
             for s in self.scenarios_:
                 t = T1v[s].to_numpy()
                 ok = np.isfinite(t) & np.isfinite(pred[s])
                 mae[(s, e)] = float(np.abs(pred[s][ok] - t[ok]).mean()) if ok.any() else np.inf
         bank["eps"] = {s: min(BANK_EPS, key=lambda e: mae[(s, e)]) for s in self.scenarios_}
 
-    def _bank_estimates(self, Y, c, n) -> dict:
-        """{scenario: (M,) bank_joint estimate} for rows Y (M, I_all); reads only the anchors of (c, n)."""
+    def _bank_estimates(self, Y, c, n, eps: dict | None = None) -> dict:
+        """{scenario: (M,) bank_joint estimate} for rows Y (M, I_all); reads only the anchors of (c, n).
+        eps : {scenario: eps} to use (default the fitted ones)."""
         bank = self.bank_[(c, n)]
-        Ya = np.asarray(Y, dtype=float)[:, self._anchor_cols(c, n)]
+        eps = bank["eps"] if eps is None else eps
+        Y = np.asarray(Y, dtype=float)
+        Ya = Y[:, self._anchor_cols(c, n)]
         out, cache = {}, {}
         for k, s in enumerate(self.scenarios_):
-            e = bank["eps"][s]
+            e = eps[s]
             if e not in cache:  # one likelihood per distinct eps, every scenario's values at once
                 cache[e] = posterior_means(Ya, bank["answers"], bank["values"], e)
             A = self.anchors_[(c, n, s)]
             w = self.w_[self.cols_[s]]
-            Ys = np.asarray(Y, dtype=float)[:, A.items]
+            Ys = Y[:, A.items]
             seen = np.where(np.isnan(Ys), 0.0, Ys) @ (w[A.local] / w.sum())  # unanswered anchors count as wrong
             out[s] = np.where(np.isnan(Ys).all(1), np.nan, seen + cache[e][:, k])
         return out

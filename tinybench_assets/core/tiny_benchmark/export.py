@@ -178,6 +178,7 @@ def export_tiny_benchmark(
         }
     models = [{"scenario": s, "kind": kind, "target": t, "n_features": _n_features(p, c, n, s, kind)}
               for s in scenarios for kind in ("sep", "joint") for t in ("t1", "t2") if (c, n, s, kind, t) in p.gbm_]
+    bank = bank_info(p, c, n)
     return {
         "format": FORMAT,
         "leaderboard": str(leaderboard),
@@ -193,8 +194,8 @@ def export_tiny_benchmark(
         "binarization": binarization,
         "json_estimators": sorted(json_names),
         "learned_estimators": sorted(learned_names),
-        "learned": {"file": TREES_FILE if models or bank_info(p, c, n) else None, "sha256": None,
-                    "fit_learned": bool(p.learned), "models": models, "bank": bank_info(p, c, n)},
+        "learned": {"file": TREES_FILE if models or bank else None, "sha256": None,
+                    "fit_learned": bool(p.learned), "models": models, "bank": bank},
         "scenarios": out_sc,
         "_trees": learned_models(p, c, n, models),
     }
