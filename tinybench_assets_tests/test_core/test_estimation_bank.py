@@ -63,3 +63,15 @@ def test_openllm_bank_beats_the_anchors_and_joins_the_stack():
     assert all(set(b["eps"]) == set(pred.scenarios_) for b in pred.bank_.values())
     w = [st["w_t1"][st["members"].index("bank_joint")] for k, st in pred.stacks_.items() if k[3] == "stack"]
     assert max(w) > 0.05, w
+
+
+def test_the_posterior_does_not_depend_on_how_rows_are_blocked(monkeypatch):
+    from tinybench_assets.core.estimation import bank
+
+    rng = np.random.default_rng(3)
+    B = (rng.random((300, 30)) < 0.5).astype(float)
+    Y = (rng.random((50, 30)) < 0.5).astype(float)
+    vals = rng.random((300, 2))
+    whole = posterior_means(Y, B, vals, 0.2)
+    monkeypatch.setattr(bank, "CHUNK_CELLS", 300 * 7)  # blocks of 7 rows, the last one short
+    np.testing.assert_allclose(posterior_means(Y, B, vals, 0.2), whole, rtol=0, atol=1e-12)

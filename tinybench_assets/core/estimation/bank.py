@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 BANK_EPS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4)
-ROWS_PER_CHUNK = 1024  # rows of new models per likelihood block (block memory ~ rows x fit models x 8 bytes)
+CHUNK_CELLS = 1 << 22  # new models x bank models per likelihood block: ~32 MB a matrix whatever the bank's size
 
 
 def soft_answers(Y) -> np.ndarray:
@@ -62,8 +62,9 @@ def posterior_means(Ya, answers, values, eps: float) -> np.ndarray:
     has = np.isfinite(values)
     vals0 = np.where(has, values, 0.0)
     out = np.full((len(Ya), values.shape[1]), np.nan)
-    for lo in range(0, len(Ya), ROWS_PER_CHUNK):
-        A = Ya[lo:lo + ROWS_PER_CHUNK]
+    rows = max(1, CHUNK_CELLS // max(len(values), 1))
+    for lo in range(0, len(Ya), rows):
+        A = Ya[lo:lo + rows]
         ok = ~np.isnan(A)
         L = (ok & (A == 1)) @ lp + (ok & (A == 0)) @ lq  # (m, F) log-likelihood of each bank model
         E = np.exp(L - L.max(1, keepdims=True))  # one exp for every column of values
