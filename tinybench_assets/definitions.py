@@ -13,7 +13,10 @@ def build_defs(*, assets=None, resources: dict | None = None, executor=None) -> 
     """Definitions whose resources read the TINYBENCH_* paths now (the module-level ``defs`` read them at import).
 
     ``assets`` / ``resources`` / ``executor`` are for the deployment profiles (``deploy_profiles.py``): the same
-    assets with other op tags, resources overriding the defaults by key, another executor (default: Dagster's)."""
+    assets with other op tags, resources overriding the defaults by key, another executor. The default is Dagster's
+    in-process executor: a run's steps run in its run worker, one after another, as ``tinybench run-all`` runs them
+    (a refresh run is a chain; a process per step re-imported torch and the package for every step, and the
+    daemon's refresh took several times run-all's time)."""
     return dg.Definitions(
         assets=all_assets if assets is None else assets,
         asset_checks=checks,
@@ -21,7 +24,7 @@ def build_defs(*, assets=None, resources: dict | None = None, executor=None) -> 
         sensors=sensors,
         schedules=schedules,
         resources={**default_resources(), **(resources or {})},
-        executor=executor,
+        executor=dg.in_process_executor if executor is None else executor,
     )
 
 

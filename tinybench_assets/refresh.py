@@ -8,7 +8,9 @@ whenever a stale ancestor re-runs, so they go in the same run. The roots report 
 nothing below it is stale, so a second look after each run decides what else to do. A run with nothing new
 materializes nothing.
 
-One correction to Dagster's answer: a leaderboard partition (``openllm``) reads the scenario partitions through an
+Two corrections to Dagster's answer (:func:`assess`), shared with the daemon's sensor and the schedule
+(``refresh_plan.py``). First: ``raw_responses`` reads the unpartitioned ``landing_ingest``, so Dagster calls every
+scenario's raw responses stale after any drop; a partition whose own drops are unchanged stays fresh. Second: a leaderboard partition (``openllm``) reads the scenario partitions through an
 ``AllPartitionMapping`` (Dagster has no built-in mapping from dynamic ``openllm.arc`` keys to ``openllm``), so Dagster
 calls every leaderboard stale when any leaderboard's scenario changes. :func:`stale_statuses` keeps a STALE verdict
 only when one of its root causes lies in the partition's own leaderboard (or in an unpartitioned asset, or is a code
@@ -59,27 +61,72 @@ def own_cause(cause, partition: str | None) -> bool:
     return all(p is None or leaderboard_of_key(p) == leaderboard_of_key(partition) for p in places)
 
 
-def stale_statuses(instance: dg.DagsterInstance, asset_graph, keys, partition: str | None) -> dict:
-    """{asset key: StaleStatus} for the given keys at one partition (None for unpartitioned assets): Dagster's
-    verdict, except that STALE becomes FRESH when none of its root causes concerns the partition's own
-    leaderboard (see the module's docstring)."""
+@dataclass
+class Staleness:
+    """What is stale at one partition: ``status`` {asset key: StaleStatus}; ``certain``: the STALE content-versioned
+    keys whose new version is already known to differ (their descendants are stale too); ``why`` {key: reason}."""
+    status: dict
+    certain: set = field(default_factory=set)
+    why: dict = field(default_factory=dict)
+
+
+def resolver_for(instance: dg.DagsterInstance, asset_graph):
+    """One caching stale-status resolver (the UI's): share it across the partitions of one decision."""
     from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
-    from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleStatus
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver
     from dagster._time import get_current_datetime
 
     view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
                           instance=instance, asset_graph=asset_graph)
-    resolver = CachingStaleStatusResolver(instance=instance, asset_graph=asset_graph, loading_context=view)
-    out = {}
+    return CachingStaleStatusResolver(instance=instance, asset_graph=asset_graph, loading_context=view)
+
+
+def _cause_text(cause) -> str:
+    where = cause.key.asset_key.to_user_string() + (f"[{cause.key.partition_key}]" if cause.key.partition_key else "")
+    return f"{where} {cause.reason}"
+
+
+def assess(instance: dg.DagsterInstance, asset_graph, keys, partition: str | None, store=None,
+           resolver=None) -> Staleness:
+    """Dagster's verdict for ``keys`` at one partition, with two corrections that run-all and the daemon share:
+
+    * a STALE verdict none of whose root causes concerns the partition's own leaderboard is FRESH (module docstring);
+    * ``raw_responses`` (given the ``store``) made STALE only by a new ``landing_ingest`` version is FRESH when the
+      partition's own drops are unchanged (its content version, ``defs.versions.partition_version``, equals the
+      stored one), and certain to change otherwise: a drop refreshes its own partitions, not every partition.
+    """
+    from dagster._core.definitions.data_version import StaleStatus
+
+    resolver = resolver or resolver_for(instance, asset_graph)
+    out = Staleness({})
     for k in keys:
         part = partition if asset_graph.get(k).is_partitioned else None
         status = resolver.get_status(k, part)
-        if status == StaleStatus.STALE and part is not None:
+        if status == StaleStatus.MISSING:
+            out.why[k] = "never materialized"
+        elif status == StaleStatus.STALE:
             causes = resolver.get_stale_root_causes(k, part)
-            if causes and not any(own_cause(c, part) for c in causes):
+            if part is not None and causes and not any(own_cause(c, part) for c in causes):
                 status = StaleStatus.FRESH
-        out[k] = status
+            elif part is not None and store is not None and k.to_user_string() == "raw_responses" and causes and all(
+                    c.key.asset_key.to_user_string() == "landing_ingest" for c in causes):
+                from tinybench_assets.defs.versions import partition_version
+
+                landed = partition_version(store, part)
+                if resolver.get_current_data_version(k, part).value == landed:
+                    status = StaleStatus.FRESH
+                else:
+                    out.certain.add(k)
+                    out.why[k] = f"its drops changed (content version {landed})"
+            if status == StaleStatus.STALE and k not in out.why:
+                out.why[k] = "; ".join(sorted({_cause_text(c) for c in causes})) or "stale"
+        out.status[k] = status
     return out
+
+
+def stale_statuses(instance: dg.DagsterInstance, asset_graph, keys, partition: str | None, store=None) -> dict:
+    """{asset key: StaleStatus} for the given keys at one partition (None for unpartitioned assets): :func:`assess`."""
+    return assess(instance, asset_graph, keys, partition, store).status
 
 
 def _descendants(asset_graph, roots: set, within: set) -> set:
@@ -92,36 +139,66 @@ def _descendants(asset_graph, roots: set, within: set) -> set:
     return out
 
 
-def plan(asset_graph, statuses: dict) -> set:
+def plan(asset_graph, statuses: dict, certain=frozenset()) -> set:
     """Keys to run now: every MISSING or STALE key, the descendants (within the job) of those whose new data
-    version is certain to differ, and the rest of any multi-asset that cannot be split."""
+    version is certain to differ (``certain``: content-versioned keys known to change), and the rest of any
+    multi-asset that cannot be split."""
     from dagster._core.definitions.data_version import StaleStatus
 
     within = set(statuses)
     todo = {k for k, s in statuses.items() if s != StaleStatus.FRESH}
-    certain = {k for k in todo if k.to_user_string() not in CONTENT_VERSIONED}
-    todo |= _descendants(asset_graph, certain, within)
+    sure = {k for k in todo if k.to_user_string() not in CONTENT_VERSIONED or k in certain}
+    todo |= _descendants(asset_graph, sure, within)
     for k in list(todo):
         todo |= set(asset_graph.get(k).execution_set_asset_keys) & within
     return todo
 
 
-def pending(defs: dg.Definitions, instance: dg.DagsterInstance, job_name: str, partition: str | None = None) -> set:
+def repository(defs):
+    """The RepositoryDefinition of a Definitions object (run-all) or itself (a sensor's ``repository_def``)."""
+    return defs.get_repository_def() if hasattr(defs, "get_repository_def") else defs
+
+
+def job_keys(defs, job_name: str) -> set:
+    return set(repository(defs).get_job(job_name).asset_layer.selected_asset_keys)
+
+
+def store_of(defs):
+    """The results store a Definitions object's ``store`` resource points at (None when it has none)."""
+    res = getattr(defs, "resources", None) or {}
+    store = res.get("store") if isinstance(res, dict) else None
+    return store.get() if hasattr(store, "get") else None
+
+
+def explain(defs, instance: dg.DagsterInstance, job_name: str, partition: str | None = None, store=None,
+            resolver=None) -> tuple[set, dict]:
+    """(keys to run for ``partition``, {key: why}): the one refresh decision of run-all, the daemon's sensor and the
+    schedule (:mod:`tinybench_assets.refresh_plan`)."""
+    repo = repository(defs)
+    staleness = assess(instance, repo.asset_graph, job_keys(defs, job_name), partition, store, resolver)
+    todo = plan(repo.asset_graph, staleness.status, staleness.certain)
+    return todo, {k: staleness.why.get(k, "downstream of a changed input") for k in todo}
+
+
+def pending(defs, instance: dg.DagsterInstance, job_name: str, partition: str | None = None, store=None) -> set:
     """The keys :func:`refresh` would run first for ``partition`` (empty when everything is fresh)."""
-    asset_graph = defs.resolve_asset_graph()
-    keys = set(defs.resolve_job_def(job_name).asset_layer.selected_asset_keys)
-    return plan(asset_graph, stale_statuses(instance, asset_graph, keys, partition))
+    return explain(defs, instance, job_name, partition, store if store is not None else store_of(defs))[0]
 
 
 def refresh(defs: dg.Definitions, instance: dg.DagsterInstance, job_name: str, partition: str | None = None, *,
             force: bool = False, run_config: dict | None = None, max_runs: int = 4, log=None,
             tags: dict[str, str] | None = None) -> RefreshResult:
-    """Run ``job_name`` for ``partition`` on its stale or missing assets only (all of them with ``force``)."""
+    """Run ``job_name`` for ``partition`` on its stale or missing assets only (all of them with ``force``). A run of
+    the same job and partition that the Dagster daemon has in hand is waited for first, then the question is asked
+    again: a partition is computed once when run-all meets the daemon."""
+    from tinybench_assets.live_runs import wait_for_live_runs
+
     t0 = time.perf_counter()
     job = defs.resolve_job_def(job_name)
     keys = set(job.asset_layer.selected_asset_keys)
     out = RefreshResult(partition)
     for _ in range(max_runs):
+        wait_for_live_runs(instance, job_name, partition, say=log or print)
         todo = keys if force and out.runs == 0 else pending(defs, instance, job_name, partition)
         if not todo or (force and out.runs > 0):
             break

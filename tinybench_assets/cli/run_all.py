@@ -18,9 +18,11 @@ class RunAllBusy(RuntimeError):
 
 
 def lock_path() -> Path:
-    """The run lock sits beside the project's DuckDB file: one run-all per store at a time."""
-    db = Path(paths.duckdb_path())
-    return db.with_name(db.name + ".run-all.lock")
+    """The run lock sits beside the project's DuckDB file: one run-all per store at a time (the daemon's
+    refresh_sensor requests nothing while a live run-all holds it)."""
+    from tinybench_assets.refresh_plan import run_all_lock_path
+
+    return run_all_lock_path()
 
 
 @contextlib.contextmanager
@@ -85,6 +87,11 @@ def _run_all(args: argparse.Namespace) -> int:
     # orphans FAILED first (we hold the project's run lock, so none of them is a live run-all of this project)
     for run_id, why in mark_orphaned_runs(instance, who=f"tinybench run-all (pid {os.getpid()})"):
         print(f"marked orphaned run {run_id} FAILED: {why}", flush=True)
+    # runs the Dagster daemon has in hand (the refresh sensor requests no new ones while we hold the lock): wait for
+    # them, so a partition is computed once; queued runs that no live daemon will launch are canceled
+    from tinybench_assets.live_runs import wait_for_live_runs
+
+    wait_for_live_runs(instance, say=lambda line: print(line, flush=True))
     defs = build_defs()  # resources on the paths of this environment
     t0 = time.time()
     if not args.no_seed:

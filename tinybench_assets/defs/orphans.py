@@ -49,17 +49,18 @@ def _local_instance(instance: dg.DagsterInstance) -> bool:
     return isinstance(instance.run_storage, (SqliteRunStorage, InMemoryRunStorage))
 
 
-def _owner(instance: dg.DagsterInstance, run: dg.DagsterRun) -> tuple[int, str | None, float | None] | None:
-    """(pid, host, process start) of the process executing a run: its tags, else the pid its executor recorded in
-    its first engine event (in-process and multiprocess executors do; host and start unknown)."""
+def _owner(instance: dg.DagsterInstance, run: dg.DagsterRun) -> tuple[int, str | None, float | None, float | None] | None:
+    """(pid, host, process start, reported at) of the process executing a run: its tags (run-all's in-process runs),
+    else the pid its run worker recorded in an engine event (in-process and multiprocess executors do), with that
+    event's time; host and start unknown. None while the worker has not reported: a queued or starting run."""
     if PID_TAG in run.tags:
         start = float(run.tags.get(PROCESS_START_TAG) or 0) or None
-        return int(run.tags[PID_TAG]), run.tags.get(HOST_TAG), start
+        return int(run.tags[PID_TAG]), run.tags.get(HOST_TAG), start, None
     for rec in instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT, limit=50).records:
         event = rec.event_log_entry.dagster_event
         meta = event.engine_event_data.metadata if event is not None and event.engine_event_data else {}
         if "pid" in meta:
-            return int(getattr(meta["pid"], "value", meta["pid"])), None, None
+            return int(getattr(meta["pid"], "value", meta["pid"])), None, None, rec.event_log_entry.timestamp
     return None
 
 
@@ -67,20 +68,23 @@ def orphaned_runs(instance: dg.DagsterInstance) -> list[tuple[dg.DagsterRun, str
     """Runs the instance shows NOT_STARTED, STARTING or STARTED whose process is gone (killed: SIGKILL, out of
     memory, a restart), each with the reason. Only runs whose process is known to be on this host count: tagged with
     this host (:func:`run_owner_tags`), or untagged on an instance stored on this machine; a NOT_STARTED run only when
-    tagged (an untagged one may wait for a launcher)."""
+    tagged (an untagged one may wait for a launcher). A run whose worker has not reported its pid yet (queued,
+    starting) is never an orphan: Dagster's run monitoring fails one that does not start in time."""
     host, local, out = socket.gethostname(), _local_instance(instance), []
     for rec in instance.get_run_records(dg.RunsFilter(statuses=_LIVE)):
         run = rec.dagster_run
         owner = _owner(instance, run)
         if owner is None or (run.status == dg.DagsterRunStatus.NOT_STARTED and PID_TAG not in run.tags):
             continue
-        pid, run_host, started = owner
+        pid, run_host, started, reported = owner
         if (run_host or (host if local else None)) != host:
             continue
         alive_since = process_start_time(pid)
-        began = rec.start_time or rec.create_timestamp.timestamp()
-        if alive_since is not None and (alive_since == 0.0 or (abs(alive_since - started) < 2.0 if started else alive_since <= began + 2.0)):
-            continue  # its process lives (the same one: it started when the tag says, or before the run began)
+        # the same process lives when it started when the tag says, or (a run worker) before it reported its pid: a
+        # worker launched long after its run was queued is alive, a pid taken over by a later process is not
+        if alive_since is not None and (alive_since == 0.0 or (abs(alive_since - started) < 2.0 if started
+                                                               else alive_since <= reported + 2.0)):
+            continue
         gone = "is gone" if alive_since is None else f"is gone (pid {pid} now belongs to a process started later)"
         out.append((run, f"its process (pid {pid} on {host}"
                          f"{time.strftime(', started %Y-%m-%d %H:%M:%S', time.localtime(started)) if started else ''}) {gone}"))

@@ -1,53 +1,42 @@
-"""A daily schedule that re-materializes stale scenario partitions.
-
-A partition is stale when one of its assets was never materialized, when a drop touching it landed after
-its raw responses were built, or when an asset is older than the asset it reads.
-"""
+"""Nightly schedules: the same refresh decision as ``tinybench run-all`` and the refresh sensor
+(``refresh_plan.decide``), one schedule per job (a schedule targets one job), so the project catches up even with the
+sensor turned off: 03:00 ingest new drops, 03:15 the stale scenario partitions, 04:00 the stale leaderboards."""
 
 import time
 
 import dagster as dg
 
-from tinybench_assets.defs.assets import scenario_assets
-from tinybench_assets.defs.jobs import scenario_job
-from tinybench_assets.defs.partitions import scenario_partitions
-from tinybench_assets.defs.resources import StoreResource
+from tinybench_assets.defs.jobs import jobs
+from tinybench_assets.defs.resources import LandingResource, StoreResource
+from tinybench_assets.refresh_plan import INGEST_JOB, LEADERBOARD_JOB, SCENARIO_JOB, TRIGGER_TAG, decide, run_all_holder
+
+CRON = {INGEST_JOB: "0 3 * * *", SCENARIO_JOB: "15 3 * * *", LEADERBOARD_JOB: "0 4 * * *"}
 
 
-def latest_materialization(instance: dg.DagsterInstance, asset_key: dg.AssetKey, partition: str) -> float | None:
-    """Timestamp (s) of the partition's latest materialization, or None."""
-    result = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=asset_key, asset_partitions=[partition]), limit=1)
-    return result.records[0].timestamp if result.records else None
+def stale_schedule(job) -> dg.ScheduleDefinition:
+    name = f"stale_{job.name}_schedule"
+
+    @dg.schedule(name=name, job=job, cron_schedule=CRON[job.name], default_status=dg.DefaultScheduleStatus.RUNNING,
+                 description=f"Nightly ({CRON[job.name]}): request {job.name} runs for what is stale or missing, "
+                 "decided as `tinybench run-all` and the refresh sensor decide (refresh_plan.py); only the stale "
+                 "assets of each partition, tagged with why.")
+    def _schedule(context: dg.ScheduleEvaluationContext, store: StoreResource, landing: LandingResource):
+        holder = run_all_holder()
+        if holder:
+            return dg.SkipReason(f"tinybench run-all is refreshing the project ({holder})")
+        try:
+            day = context.scheduled_execution_time.strftime("%Y-%m-%d")
+        except Exception:  # noqa: BLE001 - evaluated by hand (tests, a preview): dagster raises when no tick time is set
+            day = time.strftime("%Y-%m-%d")
+        decision = decide(context.repository_def, context.instance, store.get(), landing.incoming_path)
+        requests = [dg.RunRequest(run_key=f"{name}:{day}:{w.partition or ''}:{w.state}", job_name=w.job, partition_key=w.partition,
+                                  asset_selection=[dg.AssetKey.from_user_string(k) for k in w.keys] if w.keys else None,
+                                  tags={**w.tags, TRIGGER_TAG: name})
+                    for w in decision.work if w.job == job.name]
+        return requests or dg.SkipReason(f"nothing stale for {job.name}" + (
+            f"; {'; '.join(decision.waiting)[:1000]}" if decision.waiting else ""))
+
+    return _schedule
 
 
-def stale_reason(instance: dg.DagsterInstance, partition: str, landed_at: float | None) -> str | None:
-    """Why a partition needs a refresh, or None when it is fresh. Assets are checked in lineage order."""
-    previous = landed_at
-    for asset in scenario_assets:
-        ts = latest_materialization(instance, asset.key, partition)
-        if ts is None:
-            return f"{asset.key.to_user_string()} never materialized"
-        if previous is not None and ts < previous:
-            return f"{asset.key.to_user_string()} older than its input"
-        previous = ts
-    return None
-
-
-@dg.schedule(job=scenario_job, cron_schedule="0 3 * * *", default_status=dg.DefaultScheduleStatus.RUNNING,
-             description="Daily at 03:00: refresh every scenario partition whose assets are stale.")
-def stale_refresh_schedule(context: dg.ScheduleEvaluationContext, store: StoreResource):
-    db = store.get()
-    landed = db.partition_landed_at().to_dict()
-    try:
-        day = context.scheduled_execution_time.strftime("%Y-%m-%d")
-    except Exception:  # noqa: BLE001 - evaluated by hand (tests, a preview): dagster raises when no tick time is set
-        day = time.strftime("%Y-%m-%d")
-    requests = []
-    for key in context.instance.get_dynamic_partitions(scenario_partitions.name):
-        reason = stale_reason(context.instance, key, landed.get(key))
-        if reason:
-            requests.append(dg.RunRequest(run_key=f"stale:{key}:{day}", partition_key=key, tags={"tinybench/stale": reason}))
-    return requests or dg.SkipReason("every scenario partition is fresh")
-
-
-schedules = [stale_refresh_schedule]
+schedules = [stale_schedule(job) for job in jobs]

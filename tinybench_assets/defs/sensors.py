@@ -1,165 +1,73 @@
-"""Sensors: the landing folder (new or changed drops refresh only their partitions), the partitions a sampled drop
-turned out to touch, the leaderboard refresh after its scenarios, and orphaned runs (their process was killed)."""
+"""Sensors: the refresh sensor (new drops, stale or missing partitions: the one refresh decision run-all also
+makes, ``refresh_plan.py``) and the orphaned-runs sensor (runs whose process was killed)."""
 
-import json
-from pathlib import Path
+import os
 
 import dagster as dg
 
-from tinybench_assets.defs.jobs import ingest_job, leaderboard_job, scenario_job
-from tinybench_assets.defs.orphans import mark_orphaned_runs
-from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
-from tinybench_assets.defs.resources import LandingResource
-from tinybench_assets.io.drops import file_sha256, landing_files, split_partition_key
-from tinybench_assets.io.landing import FULL_READ_MAX_BYTES, TICK_FULL_READ_BYTES, peek_drop
-
-#: run tags of the landing sensor's ingest runs: files whose partitions the tick only sampled, and the partitions
-#: the tick requested runs for (:func:`sampled_drop_partitions_sensor` requests the rest once the ingest is done)
-SAMPLED_TAG, REQUESTED_TAG = "tinybench/sampled", "tinybench/requested"
+from tinybench_assets.defs.jobs import jobs
+from tinybench_assets.defs.orphans import free_pool_slots, mark_orphaned_runs
+from tinybench_assets.defs.partitions import register_partitions
+from tinybench_assets.defs.resources import LandingResource, StoreResource
+from tinybench_assets.refresh_plan import TRIGGER_TAG, Decision, decide, run_all_holder
 
 
-def _fingerprint(path: Path) -> str:
-    st = path.stat()
-    return f"{st.st_size}:{st.st_mtime_ns}"
+def run_requests(decision: Decision, trigger: str) -> list[dg.RunRequest]:
+    """One RunRequest per piece of work: only its stale or missing assets, tagged with why. The run key is the work's
+    state plus its attempt, so a tick repeats no request and a failed state is retried at most ``MAX_ATTEMPTS``."""
+    out = []
+    for w in decision.work:
+        out.append(dg.RunRequest(
+            run_key=f"{w.job}:{w.partition or ''}:{w.state}:{w.attempt}", job_name=w.job, partition_key=w.partition,
+            asset_selection=[dg.AssetKey.from_user_string(k) for k in w.keys] if w.keys else None,
+            tags={**w.tags, TRIGGER_TAG: trigger}))
+    return out
 
 
-@dg.sensor(
-    jobs=[scenario_job, ingest_job],
-    minimum_interval_seconds=30,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Watches the landing folder. A new or changed file registers its scenario partitions and requests "
-    "a refresh of those partitions only; a file it cannot read triggers the ingest job, which quarantines it. "
-    "The cursor (path -> size, mtime, sha256) makes it idempotent. It parses a file whole only when small (4 MiB, "
-    "32 MiB a tick); of a bigger one it reads the header and first rows, and the partitions the ingest finds beyond "
-    "them are requested by sampled_drop_partitions_sensor.",
-)
-def landing_sensor(context: dg.SensorEvaluationContext, landing: LandingResource) -> dg.SensorResult | dg.SkipReason:
-    seen: dict[str, list[str]] = json.loads(context.cursor) if context.cursor else {}
-    incoming = landing.incoming_path
-    current: dict[str, list[str]] = {}
-    changed: dict[str, str] = {}  # rel path -> sha256 of files whose bytes are new
-    for path in landing_files(incoming):
-        rel = str(path.relative_to(incoming))
-        try:
-            fp = _fingerprint(path)
-            prev = seen.get(rel)
-            if prev and prev[0] == fp:
-                current[rel] = prev
-                continue
-            sha = file_sha256(path)  # streams the bytes (no parsing, constant memory): about 0.1 s for 40 MB
-        except FileNotFoundError:  # moved away (quarantined, ingested elsewhere) since the listing
-            continue
-        current[rel] = [fp, sha]
-        if not prev or prev[1] != sha:
-            changed[rel] = sha
-    if not changed:
-        return dg.SkipReason(f"no new or changed files in {incoming}")
-    keys: set[str] = set()
-    bad: list[str] = []
-    sampled: list[str] = []
-    budget = TICK_FULL_READ_BYTES
-    trust = getattr(landing, "trust_pickle_drops", None)  # a resource setting where defined, else the environment's
-    for rel, sha in changed.items():
-        path = incoming / rel
-        size = path.stat().st_size if path.exists() else 0
-        whole = size <= min(FULL_READ_MAX_BYTES, budget)
-        budget -= size if whole else 0
-        peek = peek_drop(path, incoming, whole=whole, trust_pickles=trust)
-        keys.update(peek.keys)
-        if peek.error:
-            context.log.warning(peek.error)
-            bad.append(f"{rel}@{sha[:12]}")
-        elif not peek.complete:
-            sampled.append(rel)
-    known = set(context.instance.get_dynamic_partitions(scenario_partitions.name))
-    known_boards = set(context.instance.get_dynamic_partitions(leaderboard_partitions.name))
-    new_keys = sorted(keys - known)
-    new_boards = sorted({split_partition_key(k)[0] for k in keys} - known_boards)
-    requests = []
-    if keys or bad or sampled:
-        tag = ",".join(sorted(f"{r}@{s[:12]}" for r, s in changed.items()))
-        tags = {"tinybench/files": tag[:4000]}
-        if sampled:
-            tags.update({SAMPLED_TAG: ",".join(sorted(sampled))[:4000], REQUESTED_TAG: ",".join(sorted(keys))})
-        requests.append(dg.RunRequest(run_key=f"ingest:{tag}", job_name=ingest_job.name, tags=tags))
-    for key in sorted(keys):
-        stamp = ",".join(sorted(s[:12] for s in changed.values()))
-        requests.append(dg.RunRequest(run_key=f"{key}:{stamp}", job_name=scenario_job.name, partition_key=key))
-    partition_requests = []
-    if new_keys:
-        partition_requests.append(scenario_partitions.build_add_request(new_keys))
-    if new_boards:
-        partition_requests.append(leaderboard_partitions.build_add_request(new_boards))
-    return dg.SensorResult(run_requests=requests, dynamic_partitions_requests=partition_requests, cursor=json.dumps(current, sort_keys=True))
-
-
-sensors = [landing_sensor]
-
-
-@dg.run_status_sensor(
-    run_status=dg.DagsterRunStatus.SUCCESS,
-    monitored_jobs=[ingest_job],
-    request_job=scenario_job,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="After an ingest run that the landing sensor started for a file it could only sample (too big to "
-    "read inside a tick), request a refresh of every scenario partition the ingest found that the landing sensor "
-    "did not request itself.",
-)
-def sampled_drop_partitions_sensor(context: dg.RunStatusSensorContext):
-    run = context.dagster_run
-    if SAMPLED_TAG not in run.tags:
-        return dg.SkipReason("no sampled drops in this ingest run")
-    requested = {k for k in run.tags.get(REQUESTED_TAG, "").split(",") if k}
-    touched: set[str] = set()
-    for rec in context.instance.get_records_for_run(run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION).records:
-        mat = rec.event_log_entry.asset_materialization
-        if mat is not None and mat.asset_key == dg.AssetKey("landing_ingest") and "partitions_touched" in mat.metadata:
-            touched.update(mat.metadata["partitions_touched"].value)
-    missing = sorted(touched - requested)
-    if not missing:
-        return dg.SkipReason(f"the sampled drops touched no partition beyond {sorted(requested)}")
-    return [dg.RunRequest(run_key=f"{key}:{run.run_id}", partition_key=key) for key in missing]
-
-
-sensors.append(sampled_drop_partitions_sensor)
-
-
-@dg.run_status_sensor(
-    run_status=dg.DagsterRunStatus.SUCCESS,
-    monitored_jobs=[scenario_job],
-    request_job=leaderboard_job,
-    default_status=dg.DefaultSensorStatus.RUNNING,
-    description="When a scenario refresh succeeds and no other scenario run of the same leaderboard is queued or "
-    "running, refresh the leaderboard's joint fit, anchors, estimates and backtest once.",
-)
-def leaderboard_refresh_sensor(context: dg.RunStatusSensorContext):
-    key = context.dagster_run.tags.get("dagster/partition")
-    if not key or "." not in key:
-        return dg.SkipReason("scenario run without a partition")
-    board = split_partition_key(key)[0]
-    pending = context.instance.get_runs(
-        filters=dg.RunsFilter(
-            job_name=scenario_job.name,
-            statuses=[dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
-                      dg.DagsterRunStatus.STARTED],
-        )
-    )
-    busy = [r.tags.get("dagster/partition") for r in pending if (r.tags.get("dagster/partition") or "").startswith(board + ".")]
-    if busy:
-        return dg.SkipReason(f"{board}: scenario runs still pending for {busy}; the last one to finish triggers the refresh")
-    return dg.RunRequest(run_key=f"{board}:{context.dagster_run.run_id}", partition_key=board)
-
-
-sensors.append(leaderboard_refresh_sensor)
+#: seconds between refresh-sensor ticks (TINYBENCH_SENSOR_INTERVAL_S, default 30; the tests use a few seconds)
+SENSOR_INTERVAL_S = int(os.environ.get("TINYBENCH_SENSOR_INTERVAL_S", "30"))
 
 
 @dg.sensor(
-    minimum_interval_seconds=60,
+    jobs=jobs,
+    minimum_interval_seconds=SENSOR_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Marks orphaned runs FAILED: runs shown as started whose process on this machine is gone (a "
-    "`tinybench run-all` or a run worker killed with SIGKILL, out of memory, a restart), so the UI shows the truth.",
+    description="Refreshes the project when leaderboard data arrives, asking the question `tinybench run-all` asks "
+    "(tinybench_assets/refresh_plan.py): new or changed files in the landing folder -> one ingest run (bad files are "
+    "quarantined there); then, per scenario partition, one run of just its stale or missing assets (a drop refreshes "
+    "its own partitions); then each leaderboard whose scenarios are done. Runs are tagged with why "
+    "(tinybench/reason). No run while one is live for the same partition or while a `tinybench run-all` holds the "
+    "project's lock; a failing state is retried once, then left until its inputs or code change.",
+)
+def refresh_sensor(context: dg.SensorEvaluationContext, landing: LandingResource, store: StoreResource):
+    holder = run_all_holder()
+    if holder:
+        return dg.SkipReason(f"tinybench run-all is refreshing the project ({holder}); it does the work")
+    decision = decide(context.repository_def, context.instance, store.get(), landing.incoming_path)
+    if decision.new_partitions:
+        register_partitions(context.instance, decision.new_partitions)
+    if not decision.work:
+        return dg.SkipReason("nothing stale or missing" + (f"; {'; '.join(decision.waiting)[:1000]}" if decision.waiting else ""))
+    for line in decision.waiting:
+        context.log.info(line)
+    return run_requests(decision, trigger="refresh_sensor")
+
+
+sensors = [refresh_sensor]
+
+
+@dg.sensor(
+    minimum_interval_seconds=min(60, SENSOR_INTERVAL_S),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Marks orphaned runs FAILED: runs shown as started whose process on this machine is known and gone (a "
+    "`tinybench run-all` or a run worker killed with SIGKILL, out of memory, a restart), so the UI shows the truth; "
+    "a queued or starting run whose worker has not reported its pid is never one. Gives back the `duckdb` pool slots "
+    "of runs that ended.",
 )
 def orphaned_runs_sensor(context: dg.SensorEvaluationContext) -> dg.SkipReason:
+    # pool slots still held by runs that ended (a run worker killed mid-step leaves its pending step in the "duckdb"
+    # pool, and the next run waited for Dagster's run monitoring to free it, a minute later)
+    free_pool_slots(context.instance, ended_before_s=5.0)
     marked = mark_orphaned_runs(context.instance, who="orphaned_runs_sensor (Dagster daemon)")
     if not marked:
         return dg.SkipReason("no orphaned runs")

@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .drops import DropError, drop_sha256, file_sha256, landing_files, leaderboard_of, partition_key, read_drop, routerdc_scenario
+from .drops import DropError, drop_sha256, file_sha256, landing_files, leaderboard_of, read_drop
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -56,13 +56,30 @@ def check_inside(path: Path, incoming: Path) -> None:
                         "(copy the file into the landing folder instead)")
 
 
+_SHA_CACHE: dict[tuple, str] = {}
+
+
+def _cached_sha(path: Path) -> str:
+    """drop_sha256, remembered per (path, size, mtime) of the file and its sidecar: the daemon's sensor asks every
+    tick, and a file that has not changed is not read again."""
+    from tinybench_assets.io.drops import sidecar_path
+
+    side = sidecar_path(path)
+    marks = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in (path, side) if p is not None)
+    if marks not in _SHA_CACHE:
+        if len(_SHA_CACHE) > 100_000:
+            _SHA_CACHE.clear()
+        _SHA_CACHE[marks] = drop_sha256(path)
+    return _SHA_CACHE[marks]
+
+
 def pending_drops(store: Store, incoming: Path | str) -> list[str]:
     """Landing files (relative paths) whose bytes the store has not ingested yet: what an ingest would read."""
     incoming = Path(incoming)
     out = []
     for path in landing_files(incoming):
         try:
-            sha = drop_sha256(path)
+            sha = _cached_sha(path)
         except FileNotFoundError:
             continue
         if store.drop_status(sha) is None:
@@ -119,52 +136,6 @@ def ingest_landing(store: Store, incoming: Path | str, quarantine_dir: Path | st
             report.skipped.append(rel)
         del drop  # a million-row drop is not kept while the next file is read
     return report
-
-
-#: the landing sensor reads a file whole (exact partitions, full validation) only up to this size ...
-FULL_READ_MAX_BYTES = 4 << 20
-#: ... and up to this many bytes in one tick, all files together; beyond, it reads a sample (SAMPLE_ROWS rows)
-TICK_FULL_READ_BYTES = 32 << 20
-SAMPLE_ROWS = 1000
-
-
-@dataclass
-class DropPeek:
-    """What a quick look at a landing file found (:func:`peek_drop`)."""
-
-    keys: list[str]  # scenario partition keys seen
-    complete: bool  # True: ``keys`` are all the file's partitions (read whole, or its name decides); False: a sample's
-    error: str | None = None  # the DropError the file (or its sample) raised: an ingest run will quarantine it
-
-
-def peek_drop(path: Path | str, incoming: Path | str, *, whole: bool = True, trust_pickles: bool | str | None = None) -> DropPeek:
-    """A quick look at a landing file for the landing sensor, which must stay well inside its tick time.
-
-    ``whole``: read and validate the whole file (small files). Otherwise only what is cheap: a ``.csv``/``.parquet``
-    table's header and first SAMPLE_ROWS rows (the partitions of the sample: incomplete), a RouterDC ``.json``'s
-    file name (its scenario, complete), a pickle nothing (never unpickled here unless trusted and small). A bad file or
-    sample gives ``error``; nothing is moved (the ingest run quarantines)."""
-    path, incoming = Path(path), Path(incoming)
-    suffix = path.suffix.lower()
-    try:
-        board = leaderboard_of(path, incoming)
-        check_inside(path, incoming)
-        if whole or suffix not in (".csv", ".parquet", ".json", ".pkl", ".pickle"):
-            return DropPeek(read_drop(path, board, trust_pickles=trust_pickles).partition_keys(), True)
-        if suffix == ".json":
-            try:
-                return DropPeek([partition_key(board, routerdc_scenario(path)[0])], True)
-            except ValueError as exc:
-                raise DropError(path, f"no scenario name in the file name ({exc})") from None
-        if suffix in (".pkl", ".pickle"):
-            from .pickle_drops import pickles_trusted, untrusted_message
-
-            if not pickles_trusted(board, trust_pickles):
-                raise DropError(path, untrusted_message(board))
-            return DropPeek([], False)
-        return DropPeek(read_drop(path, board, sample_rows=SAMPLE_ROWS).partition_keys(), False)
-    except DropError as err:
-        return DropPeek([], whole, str(err))
 
 
 def seed_default_data(shared_data: Path | str, incoming: Path | str) -> list[Path]:

@@ -94,3 +94,30 @@ def test_sigkilled_run_all_leaves_a_started_run_that_the_next_run_all_marks_fail
     later = [r for r in runs if r.run_id != run_id and r.job_name in ("refresh_scenario", "refresh_leaderboard")
              and r.status == dg.DagsterRunStatus.SUCCESS]
     assert {r.tags.get("dagster/partition") for r in later} >= {"tiny.quiz", "tiny"}, printed  # the second run completed
+
+
+def test_a_worker_that_starts_long_after_its_run_was_queued_is_not_an_orphan(tmp_path):
+    """The race the daemon hit: a run queued for seconds, then its worker started and reported its pid; the worker's
+    start is after the run's creation, which once read as "pid now belongs to a process started later"."""
+    import time
+
+    from dagster._core.events import EngineEventData
+
+    instance = dg.DagsterInstance.local_temp(str(tmp_path))
+    run = create_run_for_test(instance, job_name="refresh_scenario", status=dg.DagsterRunStatus.STARTED)
+    assert o.orphaned_runs(instance) == []  # no worker has reported yet: never an orphan
+    time.sleep(3.0)  # queued behind other runs
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    try:
+        time.sleep(0.5)
+        instance.report_engine_event(f"Executing steps in process (pid: {worker.pid})", run,
+                                     EngineEventData.in_process(worker.pid))
+        for _ in range(3):  # the sensor ticking every second
+            assert o.mark_orphaned_runs(instance, who="the test") == []
+            time.sleep(1.0)
+    finally:
+        worker.kill()
+        worker.wait()
+    marked = o.mark_orphaned_runs(instance, who="the test")
+    assert [r for r, _ in marked] == [run.run_id] and f"pid {worker.pid}" in marked[0][1]
+    assert instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE

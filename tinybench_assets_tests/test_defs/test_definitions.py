@@ -13,8 +13,12 @@ def test_definitions_load():
     keys = {k.to_user_string() for k in repo.assets_defs_by_key}
     assert {"landing_ingest", "raw_responses", "response_matrix", "binarized_responses"} <= keys
     assert {"ingest_landing", "refresh_scenario"} <= {j.name for j in repo.get_all_jobs()}
-    assert repo.get_sensor_def("landing_sensor").default_status == dg.DefaultSensorStatus.RUNNING
-    assert repo.get_schedule_def("stale_refresh_schedule").cron_schedule == "0 3 * * *"
+    # on by default: `tinybench ui` refreshes when data arrives without a click
+    for name in ("refresh_sensor", "orphaned_runs_sensor"):
+        assert repo.get_sensor_def(name).default_status == dg.DefaultSensorStatus.RUNNING
+    for job in ("ingest_landing", "refresh_scenario", "refresh_leaderboard"):
+        schedule = repo.get_schedule_def(f"stale_{job}_schedule")
+        assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING and schedule.job_name == job
     assert dg.Definitions.validate_loadable(defs) is None
 
 

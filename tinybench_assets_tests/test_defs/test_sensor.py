@@ -1,74 +1,136 @@
-"""The landing sensor with build_sensor_context: new file, same file again, changed file, bad file."""
-import json
+"""The refresh sensor and the nightly schedules ask run-all's question (refresh_plan.decide), tick by tick, with the
+requested runs executed as the daemon would run them (here in-process): ingest first, then only each partition's
+stale assets, then the leaderboard; a changed drop refreshes only its partition; nothing while run-all holds the
+lock, nothing twice for a partition with a live run, no retry loop on a failing state."""
 import os
+import time
 
 import dagster as dg
-import pandas as pd
+import pytest
+from dagster._core.test_utils import create_run_for_test
 
-from tinybench_assets.defs.resources import LandingResource
-from tinybench_assets.defs.sensors import landing_sensor
+from tinybench_assets import paths
+from tinybench_assets.definitions import build_defs
+from tinybench_assets.defs.resources import LandingResource, StoreResource
+from tinybench_assets.defs.schedules import schedules
+from tinybench_assets.defs.sensors import refresh_sensor
+from tinybench_assets.refresh import pending
+from tinybench_assets.refresh_plan import REASON_TAG, STATE_TAG, run_all_lock_path
+from tinybench_assets_tests import reliability_data as rd
 
-
-def _tick(landing, instance, cursor):
-    ctx = dg.build_sensor_context(
-        instance=instance, cursor=cursor,
-        resources={"landing": LandingResource(incoming=str(landing["incoming"]), quarantine=str(landing["quarantine"]))},
-    )
-    return landing_sensor(ctx), ctx
-
-
-def _apply(instance, result):
-    for req in result.dynamic_partitions_requests:
-        instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
+pytestmark = pytest.mark.timeout(300)
+SCHEDULES = {s.job_name: s for s in schedules}
 
 
-def test_new_same_changed_and_bad_files(landing):
-    instance = dg.DagsterInstance.ephemeral()
-    result, _ = _tick(landing, instance, None)
-    assert isinstance(result, dg.SensorResult)
-    by_job = {}
-    for r in result.run_requests:
-        by_job.setdefault(r.job_name, []).append(r.partition_key)
-    assert sorted(by_job["refresh_scenario"]) == ["openllm.arc", "openllm.mmlu", "routerdc.gsm8k", "routerdc.mmlu"]
-    assert by_job["ingest_landing"] == [None]
-    added = {req.partitions_def_name: sorted(req.partition_keys) for req in result.dynamic_partitions_requests}
-    assert added == {"scenarios": ["openllm.arc", "openllm.mmlu", "routerdc.gsm8k", "routerdc.mmlu"], "leaderboards": ["openllm", "routerdc"]}
-    _apply(instance, result)
-    cursor = result.cursor
+@pytest.fixture()
+def project(tmp_path, monkeypatch):
+    incoming = tmp_path / "incoming"
+    monkeypatch.setenv("TINYBENCH_INCOMING", str(incoming))
+    monkeypatch.setenv("TINYBENCH_DUCKDB", str(tmp_path / "tb.duckdb"))
+    monkeypatch.setenv("TINYBENCH_QUARANTINE", str(tmp_path / "quarantine"))
+    rd.write_table(rd.long_table(30, 40, scenario="quiz", seed=4), incoming / "lb" / "quiz.csv")
+    rd.write_table(rd.long_table(30, 40, scenario="exam", seed=5), incoming / "lb" / "exam.csv")
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        yield {"incoming": incoming, "instance": instance, "defs": build_defs()}
 
-    # the same files again: nothing to do
-    again, _ = _tick(landing, instance, cursor)
-    assert isinstance(again, dg.SkipReason)
 
-    # touched but identical bytes: still nothing (the sha256 in the cursor decides)
-    path = landing["incoming"] / "openllm" / "arc.responses.parquet"
-    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
-    touched, _ = _tick(landing, instance, cursor)
-    assert isinstance(touched, dg.SkipReason)
+def _resources():
+    return {"landing": LandingResource(incoming=paths.incoming_dir(), quarantine=paths.quarantine_dir()),
+            "store": StoreResource(database=paths.duckdb_path())}
 
-    # a changed file: only its partition is refreshed, no new partitions
-    df = pd.read_parquet(path)
-    df.assign(score=1 - df["score"]).to_parquet(path, index=False)
-    changed, _ = _tick(landing, instance, cursor)
-    keys = [r.partition_key for r in changed.run_requests if r.job_name == "refresh_scenario"]
-    assert keys == ["openllm.arc"]
-    assert changed.dynamic_partitions_requests == []
-    # a run key per (partition, file version): the same change is never requested twice
-    changed2, _ = _tick(landing, instance, cursor)
-    assert [r.run_key for r in changed2.run_requests] == [r.run_key for r in changed.run_requests]
-    cursor = changed.cursor
 
-    # a new leaderboard registers new partitions
-    (landing["incoming"] / "newlb").mkdir()
-    pd.DataFrame({"model": ["a", "b"], "scenario": "quiz", "item": ["q1", "q1"], "score": [1, 0]}).to_csv(
-        landing["incoming"] / "newlb" / "quiz.csv", index=False)
-    new, _ = _tick(landing, instance, cursor)
-    added = {req.partitions_def_name: list(req.partition_keys) for req in new.dynamic_partitions_requests}
-    assert added == {"scenarios": ["newlb.quiz"], "leaderboards": ["newlb"]}
-    cursor = new.cursor
+def tick(project):
+    with dg.build_sensor_context(instance=project["instance"], resources=_resources(),
+                                 repository_def=project["defs"].get_repository_def()) as ctx:
+        out = refresh_sensor(ctx)
+    return [] if isinstance(out, dg.SkipReason) else out, out
 
-    # a bad file: no partition run, but an ingest run that will quarantine it
-    (landing["incoming"] / "newlb" / "broken.csv").write_text("model,scenario,item,score\na,quiz,q2,9\n")
-    bad, _ = _tick(landing, instance, cursor)
-    assert [r.job_name for r in bad.run_requests] == ["ingest_landing"]
-    assert "newlb/broken.csv" in json.loads(bad.cursor)
+
+def scheduled(project, job_name):
+    with dg.build_schedule_context(instance=project["instance"], resources=_resources(),
+                                   repository_def=project["defs"].get_repository_def()) as ctx:
+        out = SCHEDULES[job_name](ctx)
+    return [] if isinstance(out, dg.SkipReason) else out
+
+
+def execute(project, requests) -> list[str]:
+    """Run what was requested, as the daemon's run worker would; returns the assets materialized."""
+    done = []
+    for r in requests:
+        res = project["defs"].resolve_job_def(r.job_name).execute_in_process(
+            instance=project["instance"], partition_key=r.partition_key, asset_selection=r.asset_selection, tags=r.tags)
+        assert res.success, r
+        done += [f"{e.asset_key.to_user_string()}[{e.partition or ''}]" for e in res.get_asset_materialization_events()]
+    return done
+
+
+def summary(requests):
+    return sorted((r.job_name, r.partition_key) for r in requests)
+
+
+def test_ticks_follow_the_one_refresh_decision(project):
+    reqs, _ = tick(project)
+    assert summary(reqs) == [("ingest_landing", None)]
+    assert "lb/exam.csv" in reqs[0].tags[REASON_TAG] and "new or changed" in reqs[0].tags[REASON_TAG]
+    assert tick(project)[0][0].run_key == reqs[0].run_key  # the same state, the same run key: never launched twice
+    execute(project, reqs)
+
+    reqs, _ = tick(project)  # every scenario partition, in full; the leaderboard waits for them
+    assert summary(reqs) == [("refresh_scenario", "lb.exam"), ("refresh_scenario", "lb.quiz")]
+    assert all(r.asset_selection and len(r.asset_selection) == 8 for r in reqs)
+    assert set(project["instance"].get_dynamic_partitions("scenarios")) == {"lb.exam", "lb.quiz"}
+    assert summary(scheduled(project, "refresh_scenario")) == summary(reqs)  # the nightly schedule: the same answer
+    assert scheduled(project, "refresh_leaderboard") == []
+    execute(project, reqs)
+
+    reqs, _ = tick(project)
+    assert summary(reqs) == [("refresh_leaderboard", "lb")]
+    execute(project, reqs)
+    reqs, skip = tick(project)
+    assert reqs == [] and "nothing stale or missing" in skip.skip_message
+    for key in ("lb.exam", "lb.quiz"):  # run-all's own question agrees
+        assert pending(project["defs"], project["instance"], "refresh_scenario", key) == set()
+
+    # one changed drop: ingest, then only its partition from raw_responses on, then its leaderboard
+    rd.write_table(rd.long_table(30, 40, scenario="quiz", seed=6), project["incoming"] / "lb" / "quiz.csv")
+    reqs, _ = tick(project)
+    assert summary(reqs) == [("ingest_landing", None)] and "lb/quiz.csv" in reqs[0].tags[REASON_TAG]
+    execute(project, reqs)
+    reqs, _ = tick(project)
+    assert summary(reqs) == [("refresh_scenario", "lb.quiz")]
+    assert "raw_responses: its drops changed" in reqs[0].tags[REASON_TAG]
+    done = execute(project, reqs)
+    assert "raw_responses[lb.quiz]" in done and not any("lb.exam" in d for d in done)
+    reqs, _ = tick(project)
+    assert summary(reqs) == [("refresh_leaderboard", "lb")]
+    execute(project, reqs)
+    assert tick(project)[0] == []
+
+
+def test_run_all_live_runs_and_failures_hold_requests_back(project):
+    execute(project, tick(project)[0])  # ingest
+    instance = project["instance"]
+
+    lock = run_all_lock_path()
+    lock.write_text(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}")
+    reqs, skip = tick(project)
+    assert reqs == [] and "tinybench run-all is refreshing" in skip.skip_message
+    assert scheduled(project, "refresh_scenario") == []
+    lock.write_text("")  # released
+
+    live = create_run_for_test(instance, job_name="refresh_scenario", status=dg.DagsterRunStatus.STARTED,
+                               tags={"dagster/partition": "lb.quiz"})
+    reqs, _ = tick(project)
+    assert summary(reqs) == [("refresh_scenario", "lb.exam")]  # lb.quiz has a live run: not a second one
+    instance.report_run_canceled(live)
+
+    reqs, _ = tick(project)
+    quiz = next(r for r in reqs if r.partition_key == "lb.quiz")
+    for attempt in range(2):  # its runs fail twice on the same state: retried once, then left alone
+        assert quiz.run_key.endswith(f":{attempt}")
+        create_run_for_test(instance, job_name="refresh_scenario", status=dg.DagsterRunStatus.FAILURE,
+                            tags={"dagster/partition": "lb.quiz", STATE_TAG: quiz.tags[STATE_TAG]})
+        reqs, skip = tick(project)
+        quiz = next((r for r in reqs if r.partition_key == "lb.quiz"), None)
+    assert quiz is None and summary(reqs) == [("refresh_scenario", "lb.exam")]

@@ -5,8 +5,8 @@
   the re-run gives tables identical to a clean run.
 * A 50-file drop (good, duplicate, changed, malformed files and a 1,000,000-row table): good files land, bad ones
   are quarantined with reports, rows stored = rows expected, the ingest's peak memory stays under 3 GB and the
-  landing sensor's tick well under Dagster's 60 s (it samples the big file instead of reading it).
-* The partitions a sampled drop holds beyond its sample are requested once its ingest run succeeds.
+  refresh sensor's tick well under Dagster's 60 s (it hashes the files; it parses none).
+* The partitions of a drop are requested once its ingest run has found them, every one of them.
 """
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import pytest
 
 from tinybench_assets.defs import sensors as sensors_mod
 from tinybench_assets.defs.resources import LandingResource
-from tinybench_assets.io import landing as landing_mod
 from tinybench_assets.io.landing import ingest_landing
 from tinybench_assets.io.store import Store
 from tinybench_assets_tests import reliability_data as rd
@@ -78,17 +77,13 @@ def test_fifty_file_drop_lands_good_files_quarantines_bad_ones_and_loses_no_row(
     assert ingest_landing(Store(db), incoming, quarantine).ingested == first
     exp = rd.write_fifty_file_drop(incoming, marker=marker)
 
-    # the landing sensor: one tick over the 50 files, well inside Dagster's 60 s, the big table only sampled
+    # the refresh sensor: one tick over the 50 files, well inside Dagster's 60 s: one ingest run for the new files
     instance = dg.DagsterInstance.ephemeral()
-    ctx = dg.build_sensor_context(instance=instance, resources={
-        "landing": LandingResource(incoming=str(incoming), quarantine=str(quarantine))})
     t0 = time.perf_counter()
-    tick = sensors_mod.landing_sensor(ctx)
+    tick = _tick(instance, db, incoming, quarantine)
     tick_s = time.perf_counter() - t0
     assert tick_s < 20, tick_s
-    ingest_req = next(r for r in tick.run_requests if r.job_name == "ingest_landing")
-    assert ingest_req.tags[sensors_mod.SAMPLED_TAG] == exp.big
-    assert "bench.huge" in {r.partition_key for r in tick.run_requests}  # its sample's partition
+    assert [r.job_name for r in tick] == ["ingest_landing"] and "new or changed file(s)" in tick[0].tags["tinybench/reason"]
 
     report, rss_gb = rd.ingest_in_child(db, incoming, quarantine)
     assert rss_gb < 3.0, rss_gb
@@ -114,41 +109,36 @@ def test_fifty_file_drop_lands_good_files_quarantines_bad_ones_and_loses_no_row(
         assert store.consolidate_responses(key) == n, key
     assert store.n_quarantined() == len(exp.bad)
 
-    # a second tick sees nothing new
-    again = sensors_mod.landing_sensor(dg.build_sensor_context(instance=instance, cursor=tick.cursor, resources={
-        "landing": LandingResource(incoming=str(incoming), quarantine=str(quarantine))}))
-    assert isinstance(again, dg.SkipReason)
+    # a second tick: nothing left to ingest; the partitions the ingest found are next
+    again = _tick(instance, db, incoming, quarantine)
+    assert "ingest_landing" not in {r.job_name for r in again} and "bench.huge" in {r.partition_key for r in again}
 
 
-def test_partitions_beyond_a_sampled_drops_sample_are_requested_after_its_ingest(tmp_path, monkeypatch):
+def _tick(instance, db, incoming, quarantine) -> list:
+    from tinybench_assets.definitions import build_defs
+    from tinybench_assets.defs.resources import StoreResource
+
+    with dg.build_sensor_context(instance=instance, repository_def=build_defs().get_repository_def(), resources={
+            "landing": LandingResource(incoming=str(incoming), quarantine=str(quarantine)),
+            "store": StoreResource(database=str(db))}) as ctx:
+        out = sensors_mod.refresh_sensor(ctx)
+    return [] if isinstance(out, dg.SkipReason) else out
+
+
+def test_every_partition_of_a_drop_is_requested_once_its_ingest_found_it(tmp_path, monkeypatch):
     db, incoming, quarantine = _folders(tmp_path)
     for var, value in (("TINYBENCH_DUCKDB", db), ("TINYBENCH_INCOMING", incoming), ("TINYBENCH_QUARANTINE", quarantine)):
         monkeypatch.setenv(var, str(value))
-    monkeypatch.setattr(sensors_mod, "FULL_READ_MAX_BYTES", 1000)  # every file here counts as big
-    monkeypatch.setattr(landing_mod, "SAMPLE_ROWS", 50)
     two = pd.concat([rd.long_table(10, 20, scenario="first"), rd.long_table(10, 20, scenario="second", seed=1)])
     rd.write_table(two, incoming / "lb" / "two.csv")
 
     instance = dg.DagsterInstance.ephemeral()
-    tick = sensors_mod.landing_sensor(dg.build_sensor_context(instance=instance, resources={
-        "landing": LandingResource(incoming=str(incoming), quarantine=str(quarantine))}))
-    ingest_req = next(r for r in tick.run_requests if r.job_name == "ingest_landing")
-    assert {r.partition_key for r in tick.run_requests if r.job_name == "refresh_scenario"} == {"lb.first"}  # the sample's
-    assert ingest_req.tags[sensors_mod.REQUESTED_TAG] == "lb.first"
+    tick = _tick(instance, db, incoming, quarantine)
+    assert [(r.job_name, r.partition_key) for r in tick] == [("ingest_landing", None)]  # nothing decided before it
 
     from tinybench_assets.definitions import build_defs
 
-    result = build_defs().resolve_job_def("ingest_landing").execute_in_process(instance=instance, tags=ingest_req.tags)
-    assert result.success
-    ctx = dg.build_run_status_sensor_context(sensor_name=sensors_mod.sampled_drop_partitions_sensor.name,
-                                             dagster_instance=instance, dagster_run=result.dagster_run,
-                                             dagster_event=result.get_run_success_event())
-    follow = sensors_mod.sampled_drop_partitions_sensor(ctx)
-    assert [(r.partition_key, r.run_key) for r in follow] == [("lb.second", f"lb.second:{result.run_id}")]
-
-    # an ingest run without sampled drops asks for nothing more
-    plain = build_defs().resolve_job_def("ingest_landing").execute_in_process(instance=instance)
-    ctx = dg.build_run_status_sensor_context(sensor_name=sensors_mod.sampled_drop_partitions_sensor.name,
-                                             dagster_instance=instance, dagster_run=plain.dagster_run,
-                                             dagster_event=plain.get_run_success_event())
-    assert isinstance(sensors_mod.sampled_drop_partitions_sensor(ctx), dg.SkipReason)
+    assert build_defs().resolve_job_def("ingest_landing").execute_in_process(instance=instance, tags=tick[0].tags).success
+    after = _tick(instance, db, incoming, quarantine)
+    assert sorted((r.job_name, r.partition_key) for r in after) == [("refresh_scenario", "lb.first"),
+                                                                    ("refresh_scenario", "lb.second")]

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from tinybench_assets.defs.resources import LandingResource
-from tinybench_assets.defs.sensors import landing_sensor
+from tinybench_assets.defs.sensors import refresh_sensor
 from tinybench_assets.io.drops import DropError, read_drop
 from tinybench_assets.io.landing import ingest_landing
 from tinybench_assets.io.pickle_drops import TRUST_ENV, pickles_trusted
@@ -84,14 +84,19 @@ def test_trust_per_leaderboard_folder(folders, monkeypatch):
     assert list(_ingest(folders, trust_pickles="0").quarantined) == ["lb/q.pkl"]
 
 
-def test_the_landing_sensor_never_unpickles_an_untrusted_drop(folders, monkeypatch):
+def test_the_refresh_sensor_never_unpickles_an_untrusted_drop(folders, monkeypatch):
     monkeypatch.delenv(TRUST_ENV, raising=False)
     hostile_pickle(folders["incoming"] / "lb" / "tiny.pkl", folders["marker"])
-    ctx = dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), resources={
-        "landing": LandingResource(incoming=str(folders["incoming"]), quarantine=str(folders["quarantine"]))})
-    result = landing_sensor(ctx)
-    assert not folders["marker"].exists()
-    assert [r.job_name for r in result.run_requests] == ["ingest_landing"]  # the ingest run quarantines it
+    from tinybench_assets.definitions import build_defs
+    from tinybench_assets.defs.resources import StoreResource
+
+    with dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), repository_def=build_defs().get_repository_def(),
+                                 resources={"landing": LandingResource(incoming=str(folders["incoming"]),
+                                                                       quarantine=str(folders["quarantine"])),
+                                            "store": StoreResource(database=str(folders["db"]))}) as ctx:
+        result = refresh_sensor(ctx)
+    assert not folders["marker"].exists()  # the sensor only hashes files
+    assert [r.job_name for r in result] == ["ingest_landing"]  # the ingest run quarantines it
 
 
 def test_names_from_files_stay_inside_their_folders(folders, tmp_path):

@@ -1,0 +1,168 @@
+"""The project-wide refresh decision, shared by ``tinybench run-all``, the daemon's ``refresh_sensor`` and the
+nightly schedule: what needs a run, partition by partition, and why (:func:`decide`), and how the two ways of
+running it keep out of each other's way.
+
+* **One question.** New or changed files in the landing folder (the drops the store has not ingested,
+  ``io.landing.pending_drops``) need the ingest job; a scenario or leaderboard partition needs a run of exactly the
+  keys :func:`tinybench_assets.refresh.explain` calls stale or missing (Dagster's data versions with the project's
+  two corrections). No cursor of its own: the state lives in the store and the Dagster instance, so a daemon started
+  after a run-all finds nothing to do, and a run-all after the daemon caught up materializes nothing.
+* **Order.** Ingest first (nothing else is decided while drops wait or an ingest runs: their partitions are not known
+  yet); then every scenario partition; a leaderboard only once none of its scenario partitions has work or a live run.
+* **No double work.** A partition with a live run (queued, starting or started, from either path) gets no second
+  one. While a ``tinybench run-all`` holds the project's run lock the daemon requests nothing (run-all does it all);
+  run-all, for its part, waits for the daemon's live runs before it decides (``live_runs.wait_for_live_runs``).
+* **No retry loop.** A request carries its state (a digest of the partition, the keys and what they read); a state
+  whose runs failed :data:`MAX_ATTEMPTS` times is not requested again until its inputs or code change.
+"""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dagster as dg
+
+INGEST_JOB, SCENARIO_JOB, LEADERBOARD_JOB = "ingest_landing", "refresh_scenario", "refresh_leaderboard"
+#: run tags: why a run was requested, its state digest, and what requested it
+REASON_TAG, STATE_TAG, TRIGGER_TAG = "tinybench/reason", "tinybench/state", "tinybench/trigger"
+MAX_ATTEMPTS = 2
+
+
+@dataclass
+class Work:
+    """One run to request: ``keys`` of ``job`` at ``partition`` (None: unpartitioned), and why."""
+    job: str
+    partition: str | None
+    keys: list[str]
+    reason: str
+    state: str
+    attempt: int = 0  # runs of this state that failed so far
+
+    @property
+    def tags(self) -> dict[str, str]:
+        return {REASON_TAG: self.reason[:2000], STATE_TAG: self.state}
+
+
+@dataclass
+class Decision:
+    work: list[Work] = field(default_factory=list)
+    waiting: list[str] = field(default_factory=list)  # what is not requested now, and why
+    new_partitions: list[str] = field(default_factory=list)  # scenario keys the instance does not know yet
+
+
+def run_all_lock_path() -> Path:
+    """The project's run-all lock, beside the DuckDB file: one run-all per store at a time."""
+    from tinybench_assets import paths
+
+    db = Path(paths.duckdb_path())
+    return db.with_name(db.name + ".run-all.lock")
+
+
+def run_all_holder() -> str | None:
+    """Who holds the run-all lock ("pid 123, started ..."), when a live process does; else None."""
+    from tinybench_assets.defs.orphans import process_start_time
+
+    try:
+        text = run_all_lock_path().read_text().strip()
+    except OSError:
+        return None
+    if not text.startswith("pid "):
+        return None
+    try:
+        pid = int(text.split(",")[0].split()[1])
+    except (IndexError, ValueError):
+        return None
+    return text if process_start_time(pid) is not None else None
+
+
+def _digest(*parts) -> str:
+    return hashlib.sha256("\n".join(map(str, parts)).encode()).hexdigest()[:16]
+
+
+def failed_attempts(instance: dg.DagsterInstance, state: str) -> int:
+    return instance.get_runs_count(dg.RunsFilter(tags={STATE_TAG: state}, statuses=[
+        dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]))
+
+
+def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str, only=None) -> Decision:
+    """What needs a run now, and why (see the module docstring). ``defs``: a Definitions or RepositoryDefinition;
+    ``only``: scenario or leaderboard keys to limit the scenario and leaderboard work to."""
+    from tinybench_assets.defs.versions import code_version, landing_version
+    from tinybench_assets.io.drops import split_partition_key
+    from tinybench_assets.io.landing import pending_drops
+    from tinybench_assets.live_runs import live_runs
+    from tinybench_assets.refresh import explain, repository, resolver_for
+
+    out = Decision()
+    live = live_runs(instance)
+    if any(job == INGEST_JOB for job, _ in live):
+        out.waiting.append("an ingest run is live; partitions are decided once it ends")
+        return out
+    drops = pending_drops(store, incoming)
+    if drops:
+        incoming = Path(incoming)
+        marks = []
+        for rel in sorted(drops):
+            try:
+                st = (incoming / rel).stat()
+                marks.append(f"{rel}:{st.st_size}:{st.st_mtime_ns}")
+            except OSError:
+                marks.append(rel)
+        shown = ", ".join(sorted(drops)[:20]) + (f" and {len(drops) - 20} more" if len(drops) > 20 else "")
+        out.work.append(Work(INGEST_JOB, None, [], f"{len(drops)} new or changed file(s) in the landing folder: {shown}",
+                             _digest(INGEST_JOB, *marks, code_version("ingest"))))
+        out.work[-1].attempt = failed_attempts(instance, out.work[-1].state)
+        if out.work[-1].attempt >= MAX_ATTEMPTS:
+            out.waiting[:] = [f"ingest: its runs failed {MAX_ATTEMPTS} times on these files; not retried until they "
+                              "or the code change (see the failed runs)"]
+            out.work.clear()
+            return out
+        out.waiting.append("partitions are decided once the new drops are ingested")
+        return out
+    repo = repository(defs)
+    resolver = resolver_for(instance, repo.asset_graph)
+    keys = store.partition_keys()
+    if only:
+        keys = [k for k in keys if any(k == o or k.startswith(o + ".") for o in only)]
+    known = set(instance.get_dynamic_partitions("scenarios"))
+    out.new_partitions = [k for k in keys if k not in known]
+    landed = landing_version(store)
+    versions = {d: code_version(d) for d in ("ingest", "irt", "estimation", "router", "magi")}
+    boards: dict[str, list[str]] = {}
+    for k in keys:
+        boards.setdefault(split_partition_key(k)[0], []).append(k)
+    jobs = set(repo.job_names)
+
+    def consider(job: str, part: str) -> bool:
+        """Adds the partition's work (if any); True when it has work or a live run."""
+        if (job, part) in live:
+            out.waiting.append(f"{job} {part}: a run is live ({live[(job, part)][0].run_id})")
+            return True
+        if part in out.new_partitions:
+            todo = set(repo.get_job(job).asset_layer.selected_asset_keys)  # not a partition yet: all of it
+            why = {k: "new partition" for k in todo}
+        else:
+            todo, why = explain(repo, instance, job, part, store, resolver)
+        if not todo:
+            return False
+        names = sorted(k.to_user_string() for k in todo)
+        state = _digest(job, part, *names, landed, *sorted(versions.items()))
+        attempt = failed_attempts(instance, state)
+        if attempt >= MAX_ATTEMPTS:
+            out.waiting.append(f"{job} {part}: its runs failed {MAX_ATTEMPTS} times on these inputs and code; not "
+                               "retried until a drop or the code changes (see the failed runs, or run-all)")
+            return True
+        reason = "; ".join(f"{n}: {why[k]}" for n, k in sorted((k.to_user_string(), k) for k in todo))
+        out.work.append(Work(job, part, names, reason, state, attempt))
+        return True
+
+    for board, parts in sorted(boards.items()):
+        busy = [consider(SCENARIO_JOB, p) for p in sorted(parts)]
+        if LEADERBOARD_JOB not in jobs:
+            continue
+        if any(busy):
+            out.waiting.append(f"{LEADERBOARD_JOB} {board}: waits for its scenario partitions")
+        else:
+            consider(LEADERBOARD_JOB, board)
+    return out
