@@ -137,7 +137,8 @@ class DaemonProject:
     def wait_converged(self, timeout_s: float = 600.0, settle_s: float | None = None) -> float:
         """Seconds until no run is live and the decision has no work, twice, ``settle_s`` apart (default: two sensor
         ticks); raises TimeoutError (with the daemon's log) otherwise."""
-        settle_s = settle_s if settle_s is not None else 2 * self.sensor_interval_s + 2
+        # the decision checked here is the sensor's own, so one tick's worth of quiet is enough
+        settle_s = settle_s if settle_s is not None else self.sensor_interval_s
         t0, quiet_since = time.monotonic(), None
         while time.monotonic() - t0 < timeout_s:
             busy = bool(self.live_runs()) or bool(self.decision().work)  # the decision only when no run is live
@@ -171,6 +172,27 @@ class DaemonProject:
         recs = self.instance.get_event_records(dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION),
                                                limit=1, ascending=False)
         return recs[0].storage_id if recs else 0
+
+    def wait_sensor_ticks(self, sensor: str, n: int, timeout_s: float = 120.0) -> list:
+        """The first ``n`` ticks of ``sensor`` that start after now, once they have ended (TimeoutError otherwise)."""
+        from dagster._core.scheduler.instigation import TickStatus
+
+        t_start = time.time()
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < timeout_s:
+            ticks = [t for t in self.sensor_ticks(sensor) if t.timestamp >= t_start and t.status != TickStatus.STARTED]
+            if len(ticks) >= n:
+                return ticks[:n]
+            time.sleep(0.5)
+        raise TimeoutError(f"{sensor}: fewer than {n} ticks in {timeout_s:.0f} s; daemon log:\n{self.tail()}")
+
+    def sensor_ticks(self, sensor: str) -> list:
+        """Every recorded tick of ``sensor``, oldest first."""
+        states = [s for s in self.instance.all_instigator_state() if s.name == sensor]
+        out = []
+        for st in states:
+            out += self.instance.get_ticks(st.instigator_origin_id, st.selector_id, limit=1000)
+        return sorted(out, key=lambda t: t.timestamp)
 
     def worker_pid(self, run_id: str, after_step: str) -> int | None:
         """The pid of the run worker executing ``run_id`` (its first engine event naming one), once the step
@@ -240,9 +262,12 @@ def store_tables(db: Path) -> dict:
 
 def assert_same_store(a: Path, b: Path) -> None:
     """The two stores hold the same rows, floats to 1e-9 (AssertionError naming the table otherwise)."""
+    assert_same_tables(store_tables(a), store_tables(b))
+
+
+def assert_same_tables(ta: dict, tb: dict) -> None:
     import pandas as pd
 
-    ta, tb = store_tables(a), store_tables(b)
     assert sorted(ta) == sorted(tb), (sorted(ta), sorted(tb))
     for name in ta:
         pd.testing.assert_frame_equal(ta[name], tb[name], check_exact=False, rtol=0, atol=1e-9, obj=name)
