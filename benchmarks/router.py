@@ -1,5 +1,7 @@
-"""Router benchmark on RouterDC (MMLU, ARC-Challenge, GSM8K): the router assets run cold on a fresh store,
-then again to show the embedding cache, then a shuffled-answers check of the served routers.
+"""Router benchmark on RouterDC (MMLU, ARC-Challenge, GSM8K) and RouterBench MBPP (11 models with per-question dollar
+costs): the router assets run cold on a fresh store, then again to show the embedding cache, then a shuffled-answers
+check of the served routers. On MBPP, the cost-quality report: AIQ of the router against the zero router (RouterBench's
+non-decreasing convex hull of the single models) and the point served for quality_at_min_cost.
 
     .venv/bin/python benchmarks/router.py --json benchmarks/results/router.json
 
@@ -25,7 +27,9 @@ import numpy as np  # noqa: E402
 
 REFERENCE_MMLU = {"best_single_acc": 0.6459, "oracle_acc": 0.8526, "random_acc": 0.6054, "tutorial_knn_irt_acc": 0.623,
                   "router_acc": 0.6478}
-BENCHMARKS = {"mmlu": "routerdc.mmlu", "arc_challenge": "routerdc.arc_challenge", "gsm8k": "routerdc.gsm8k"}
+BENCHMARKS = {"mmlu": "routerdc.mmlu", "arc_challenge": "routerdc.arc_challenge", "gsm8k": "routerdc.gsm8k",
+              "mbpp": "routerbench.mbpp"}
+COST_BARS = {"aiq_delta_lo": 0.0, "accuracy_below_best_single_points": 1.0, "cost_ratio": 0.25}
 
 
 def main(argv=None) -> int:
@@ -54,6 +58,9 @@ def main(argv=None) -> int:
     (root / "incoming" / "routerdc").mkdir(parents=True, exist_ok=True)
     for f in sorted(src.glob("*.json")):
         shutil.copy(f, root / "incoming" / "routerdc" / f.name)
+    (root / "incoming" / "routerbench").mkdir(parents=True, exist_ok=True)
+    for f in sorted((Path(paths.default_data_dir()) / "routerbench").glob("mbpp_*.csv")):
+        shutil.copy(f, root / "incoming" / "routerbench" / f.name)
     os.environ["TINYBENCH_ARTIFACTS"] = str(root / "artifacts")
     res = {"store": StoreResource(database=str(root / "tb.duckdb")),
            "landing": LandingResource(incoming=str(root / "incoming"), quarantine=str(root / "quarantine")),
@@ -105,6 +112,27 @@ def main(argv=None) -> int:
             r = REFERENCE_MMLU
             print(f"{'  reference':<14}{'CV-selected':<14}{100 * r['router_acc']:8.2f}{100 * r['best_single_acc']:8.2f}"
                   f"{100 * r['oracle_acc']:8.2f}{100 * r['random_acc']:8.2f}{100 * r['tutorial_knn_irt_acc']:9.2f}")
+    cq = store.query("SELECT * FROM router_cost_quality WHERE partition_key = ?", [BENCHMARKS["mbpp"]]).iloc[0]
+    fams = sorted(store.query("SELECT DISTINCT family FROM router_cv WHERE partition_key = ?", [BENCHMARKS["mbpp"]])["family"])
+    out["mbpp"].update({
+        "aiq_router": float(cq.aiq_router), "aiq_zero": float(cq.aiq_zero), "aiq_delta": float(cq.aiq_delta),
+        "aiq_delta_lo": float(cq.aiq_delta_lo), "aiq_delta_hi": float(cq.aiq_delta_hi),
+        "served_objective": str(cq.objective), "served_family": str(cq.family),
+        "served_lambda": None if cq["lambda"] is None or np.isnan(cq["lambda"]) else float(cq["lambda"]),
+        "served_acc": float(cq.served_acc), "served_acc_ci": [float(cq.served_acc_lo), float(cq.served_acc_hi)],
+        "served_cost": float(cq.served_cost), "served_cost_ci": [float(cq.served_cost_lo), float(cq.served_cost_hi)],
+        "best_single_cost": float(cq.best_single_cost), "best_single_acc_cost_table": float(cq.best_single_acc),
+        "cost_ratio": float(cq.cost_ratio), "families_tried": fams})
+    below = 100 * (cq.best_single_acc - cq.served_acc)
+    print(f"\nMBPP cost-quality ({int(cq.n_test)} test questions; {int(100 * cq.level)} % bootstrap intervals):")
+    print(f"  AIQ router {100 * cq.aiq_router:.2f} [{100 * cq.aiq_router_lo:.2f}, {100 * cq.aiq_router_hi:.2f}] vs zero router "
+          f"{100 * cq.aiq_zero:.2f} [{100 * cq.aiq_zero_lo:.2f}, {100 * cq.aiq_zero_hi:.2f}]: delta {100 * cq.aiq_delta:+.2f} "
+          f"[{100 * cq.aiq_delta_lo:+.2f}, {100 * cq.aiq_delta_hi:+.2f}] (bar: lower end > 0)")
+    print(f"  served ({cq.objective}: {cq.family}, lambda {cq['lambda']}): {100 * cq.served_acc:.2f} % "
+          f"[{100 * cq.served_acc_lo:.2f}, {100 * cq.served_acc_hi:.2f}] at ${cq.served_cost:.6f} per question vs best single "
+          f"{cq.best_single_model} {100 * cq.best_single_acc:.2f} % at ${cq.best_single_cost:.6f}: {below:+.2f} points below "
+          f"(bar <= 1) at {100 * cq.cost_ratio:.1f} % of its cost (bar <= 25 %)")
+    print(f"  families tried: {fams}; rule: {cq.rule}")
     print("\nevery CV-chosen router on test (cv = selection-aware cross-validated accuracy on training questions; "
           "the best single model's cv is in-sample):")
     for name, key in BENCHMARKS.items():
@@ -159,7 +187,7 @@ def main(argv=None) -> int:
            "seconds": round(stage_s, 1), "upstream_seconds": round(upstream_s, 1), "embedded_first_run": int(embedded),
            "device": args.device, "threads": args.threads}
     print(f"\nembedding: {embedded} texts at {rate:.1f} texts/s (bar >= 40); second run embedded {second} (bar 0)")
-    print(f"router stage, three benchmarks, cold: {stage_s:.1f} s (bar < 300 s); upstream {upstream_s:.1f} s")
+    print(f"router stage, RouterDC x 3 + MBPP, cold: {stage_s:.1f} s (bar < 300 s); upstream {upstream_s:.1f} s")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(top, indent=2))

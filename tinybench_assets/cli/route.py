@@ -2,6 +2,8 @@
 
     tinybench route --leaderboard routerdc --scenario mmlu "question text" ["another question" ...]
     tinybench route --leaderboard routerdc --scenario mmlu --questions questions.csv [--json] [--output routes.csv]
+    tinybench route --leaderboard routerbench --scenario mbpp --objective quality_at_min_cost --tolerance 1 "..."
+    tinybench route --leaderboard routerbench --scenario mbpp --max-cost 0.001 "..."
 
 The router is the one ``router_accuracy`` saved for partition ``BOARD.SCENARIO``
 (``$TINYBENCH_ARTIFACTS/BOARD/router_SCENARIO.npz``; ``--router FILE`` overrides it). Questions are embedded
@@ -150,9 +152,22 @@ def _load_router(args):
     return path, router, meta
 
 
+def check_device(device: str) -> None:
+    """A UsageError naming the device when ``cuda`` is asked for on a machine where torch has none."""
+    if device != "cuda":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        why = "this torch build has no CUDA support" if torch.version.cuda is None else "no CUDA device is visible"
+        raise UsageError(f"--device cuda: {why} (torch {torch.__version__}); use --device cpu, or --device auto "
+                         "(cuda where available, else cpu)")
+
+
 def _encoder(meta: dict, path: Path, device: str, threads: int):
     from tinybench_assets.io.embeddings import DEFAULT_MODEL, Encoder
 
+    check_device(device)
     if meta["encoder"] != PACKAGED_ENCODER:
         raise UsageError(f"router {path} was trained on {meta['encoder']} embeddings; only the packaged "
                           f"{PACKAGED_ENCODER} encoder can embed questions offline here")
@@ -175,16 +190,56 @@ def _offline_and_quiet():
             hf_logging.enable_progress_bar()
 
 
-def route_questions(router, meta: dict, E):
-    """(P (n, M), picks (n,)) for embedded questions, routed as ``router_accuracy`` routes its test questions."""
+def cost_policy(meta: dict, objective: str | None, tolerance: float | None, max_cost: float | None,
+                min_accuracy: float | None) -> tuple[str, float | None, str]:
+    """(objective, lambda, rule) to route with. Without flags: the router file's own choice (its cost objective where
+    costs landed, else accuracy). A cost objective re-chooses lambda from the file's training-CV sweep (no data read):
+    ``tolerance`` and ``min_accuracy`` in accuracy points, ``max_cost`` in the drop's cost unit per question.
+    lambda None = the best single model for every question; 0 = accuracy routing."""
+    from tinybench_assets.core.routing.cost import OBJECTIVES, pick_point
+
+    cost = meta.get("cost")
+    if objective is None:
+        objective = "max_cost" if max_cost is not None else "min_accuracy" if min_accuracy is not None else (
+            cost["objective"] if cost else "accuracy")
+    if objective not in OBJECTIVES:
+        raise UsageError(f"--objective {objective}: one of {', '.join(OBJECTIVES)}")
+    if objective == "accuracy":
+        return objective, 0.0, "argmax of P(correct)"
+    if not cost:
+        raise UsageError(f"--objective {objective}: router {meta.get('partition', '?')} was trained without costs "
+                         "(no per-question costs landed); only --objective accuracy")
+    if objective == "max_cost" and max_cost is None:
+        raise UsageError("--objective max_cost needs --max-cost")
+    if objective == "min_accuracy" and min_accuracy is None:
+        raise UsageError("--objective min_accuracy needs --min-accuracy")
+    tol = cost.get("tolerance", 0.01) if tolerance is None else tolerance / 100
+    if objective == cost["objective"] == "quality_at_min_cost" and abs(tol - cost.get("tolerance", 0.01)) < 1e-12:
+        return objective, cost["lambda"], cost["rule"]
+    sw = cost["sweep"]
+    point = pick_point(sw["lambda"], sw["cv_acc"], sw["cv_cost"], tuple(cost["best_single"]), objective, tolerance=tol,
+                       max_cost=max_cost, min_accuracy=None if min_accuracy is None else min_accuracy / 100)
+    return objective, point.lam, point.rule
+
+
+def route_questions(router, meta: dict, E, lam: float | None = 0.0):
+    """(P (n, M), picks (n,)) for embedded questions: ``lam`` 0 routes as ``router_accuracy`` routes its test questions
+    (argmax P with the router's margin); ``lam`` > 0 by P - lam x each model's mean training cost; None: the best
+    single model."""
     import numpy as np
 
-    from tinybench_assets.core.routing.metrics import route
+    from tinybench_assets.core.routing.metrics import route, route_with_cost
 
     P = np.asarray(router.predict_proba(E), dtype=float)
     if P.shape != (len(E), len(meta["models"])):
         raise UsageError(f"router gives P of shape {P.shape}, expected ({len(E)}, {len(meta['models'])})")
-    return P, route(P, np.asarray(meta["prior"], dtype=float), margin=float(meta.get("margin", 0.0)))
+    prior = np.asarray(meta["prior"], dtype=float)
+    if lam is None:
+        return P, np.full(len(P), int(np.argmax(prior)))
+    if lam == 0.0:
+        return P, route(P, prior, margin=float(meta.get("margin", 0.0)))
+    C = np.tile(np.asarray(meta["cost"]["model_cost"], dtype=float), (len(P), 1))
+    return P, route_with_cost(P, C, lam, prior)
 
 
 def _short(text: str, n: int) -> str:
@@ -192,16 +247,27 @@ def _short(text: str, n: int) -> str:
     return text if len(text) <= n else text[:n - 3] + "..."
 
 
-def format_table(results: list[dict], meta: dict, source: str) -> str:
-    """The human-readable report: per question the chosen model, then every model's P(correct), highest first."""
+def format_table(results: list[dict], meta: dict, source: str, policy: dict | None = None) -> str:
+    """The human-readable report: per question the chosen model, then every model's P(correct), highest first;
+    the objective and, where costs landed, the expected accuracy and cost per question."""
     cfg = meta.get("config") or {}
+    policy = policy or {"objective": "accuracy", "lambda": 0.0, "rule": ""}
     lines = [f"{meta.get('partition', '?')} router: {meta.get('served', '?')} {json.dumps(cfg)} "
-             f"(margin {float(meta.get('margin', 0.0)):g}; {len(results)} question(s) from {source})"]
+             f"(margin {float(meta.get('margin', 0.0)):g}; {len(results)} question(s) from {source})",
+             f"objective {policy['objective']}" + (f", lambda {policy['lambda']:.4g}" if policy["lambda"] else
+                                                   " (best single model)" if policy["lambda"] is None else "")
+             + (f": {policy['rule']}" if policy["rule"] else "")]
+    if results:
+        mean_acc = sum(r["expected_accuracy"] for r in results) / len(results)
+        cost = [r["expected_cost"] for r in results if "expected_cost" in r]
+        lines.append(f"expected accuracy {100 * mean_acc:.1f} %" + (f", expected cost {sum(cost) / len(cost):.6g} per "
+                                                                     "question" if cost else ""))
     w = max(len(m) for m in meta["models"])
     for r in results:
         lines.append("")
         lines.append(f"[{r['id']}] {_short(r['question'], 100)}")
-        lines.append(f"  chosen: {r['chosen_model']}")
+        lines.append(f"  chosen: {r['chosen_model']} (expected P(correct) {r['expected_accuracy']:.3f}"
+                     + (f", expected cost {r['expected_cost']:.6g})" if "expected_cost" in r else ")"))
         for m, p in r["p"].items():
             mark = "*" if m == r["chosen_model"] else " "
             lines.append(f"  {mark} {m:<{w}}  P(correct) {p:.3f}")
@@ -231,21 +297,29 @@ def route_cmd(args: argparse.Namespace) -> int:
                 E = enc.encode([t for _, t in questions])
         except (OSError, RuntimeError) as e:
             raise UsageError(f"cannot embed the questions: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-        P, picks = route_questions(router, meta, E)
+        objective, lam, rule = cost_policy(meta, args.objective, args.tolerance, args.max_cost, args.min_accuracy)
+        P, picks = route_questions(router, meta, E, lam)
     except UsageError as e:
         print(f"tinybench route: error: {e}", file=sys.stderr)
         return 2
     models = list(meta["models"])
+    model_cost = (meta.get("cost") or {}).get("model_cost")
     results = []
     for (ident, text), row, pick in zip(questions, P, picks):
         order = sorted(range(len(models)), key=lambda j: (-row[j], j))
         results.append({"id": ident, "question": text, "chosen_model": models[int(pick)],
+                        "expected_accuracy": float(row[int(pick)]),
+                        **({"expected_cost": float(model_cost[int(pick)])} if model_cost else {}),
                         "p": {models[j]: float(row[j]) for j in order}})
+    policy = {"objective": objective, "lambda": lam, "rule": rule}
     if args.output:
         import pandas as pd
 
         df = pd.DataFrame({"id": [r["id"] for r in results], "question": [r["question"] for r in results],
-                           "chosen_model": [r["chosen_model"] for r in results]})
+                           "chosen_model": [r["chosen_model"] for r in results],
+                           "expected_accuracy": [r["expected_accuracy"] for r in results]})
+        if model_cost:
+            df["expected_cost"] = [r["expected_cost"] for r in results]
         for j, m in enumerate(models):
             df[f"p_{m}"] = P[:, j]
         df.to_csv(args.output, index=False)
@@ -255,7 +329,7 @@ def route_cmd(args: argparse.Namespace) -> int:
         if args.output:
             print(f"tinybench route: {len(results)} route(s) written to {args.output}", file=sys.stderr)
     else:
-        print(format_table(results, meta, source))
+        print(format_table(results, meta, source, policy))
         if args.output:
             print(f"{len(results)} route(s) written to {args.output}")
     return 0
@@ -274,6 +348,13 @@ def add_parsers(sub) -> None:
                                        "(optional id/item), .jsonl/.json, or .txt with one question per line")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     p.add_argument("--output", help="also write the routes as CSV (id, question, chosen_model, p_<model> ...)")
+    p.add_argument("--objective", choices=("accuracy", "quality_at_min_cost", "max_cost", "min_accuracy"),
+                   help="what to serve (default: the router file's choice: quality_at_min_cost where costs landed, "
+                        "else accuracy); cost objectives re-choose lambda from the router's training-CV sweep")
+    p.add_argument("--tolerance", type=float, help="quality_at_min_cost: accuracy points below the best single model "
+                                                   "allowed (default: the asset's, 1)")
+    p.add_argument("--max-cost", type=float, help="max_cost: mean cost per question allowed (the drop's cost unit)")
+    p.add_argument("--min-accuracy", type=float, help="min_accuracy: accuracy (percent) to reach at the least cost")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"), help="encoder device (default cpu)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads for the encoder (default 2; 0 = torch default)")
     p.set_defaults(func=route_cmd)

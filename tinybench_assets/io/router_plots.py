@@ -27,16 +27,31 @@ def router_bars(title: str, figures: dict, pick_share: dict) -> bytes:
     return _png(fig)
 
 
-def cost_curve(title: str, curve, single) -> bytes:
-    """The router's accuracy against mean cost over a lambda sweep, each model alone as a point."""
-    fig, ax = _plt().subplots(figsize=(5.5, 4))
-    ax.plot(curve["cost"], 100 * curve["accuracy"], marker=".", label="router (P - lambda x cost)")
-    ax.scatter(single["cost"], 100 * single["accuracy"], color="tab:red", zorder=3, label="each model alone")
-    for r in single.itertuples():
-        ax.annotate(str(r.model).split("/")[-1][:18], (r.cost, 100 * r.accuracy), fontsize=6)
-    ax.set_xlabel("mean cost per question")
+def cost_quality(title: str, rep: dict, models: list[str], served_label: str) -> bytes:
+    """Cost-quality view on a log cost axis: each model alone, the zero router's hull, the router's sweep and hull,
+    the served point (``rep``: core.routing.cost.cost_quality_report)."""
+    import numpy as np
+
+    fig, ax = _plt().subplots(figsize=(6, 4.2))
+    ax.scatter(rep["curve_cost"], 100 * np.asarray(rep["curve_acc"]), s=6, color="tab:blue", alpha=0.4,
+               label="router sweep (P - lambda x cost)")
+    for (hc, ha), style, label in ((rep["zero_hull"], "tab:gray", f"zero router (AIQ {100 * rep['aiq_zero']:.1f})"),
+                                   (rep["router_hull"], "tab:blue", f"router hull (AIQ {100 * rep['aiq_router']:.1f})")):
+        hi = float(np.max(rep["single_cost"]))
+        xs, ys = list(hc), list(100 * np.asarray(ha))
+        if xs[-1] < hi:  # flat past the most accurate point
+            xs.append(hi)
+            ys.append(ys[-1])
+        ax.plot(xs, ys, color=style, lw=1.6, label=label)
+    ax.scatter(rep["single_cost"], 100 * np.asarray(rep["single_acc"]), color="tab:red", zorder=3, label="each model alone")
+    for m, c, a in zip(models, rep["single_cost"], rep["single_acc"]):
+        ax.annotate(str(m).split("/")[-1][:16], (c, 100 * a), fontsize=6)
+    ax.scatter([rep["served_cost"]], [100 * rep["served_acc"]], marker="*", s=160, color="tab:green", zorder=4,
+               label=f"served: {served_label}")
+    ax.set_xscale("log")
+    ax.set_xlabel("mean cost per question (log scale)")
     ax.set_ylabel("accuracy (%)")
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7)
-    ax.grid(alpha=0.3)
+    ax.legend(fontsize=6, loc="lower right")
+    ax.grid(alpha=0.3, which="both")
     return _png(fig)

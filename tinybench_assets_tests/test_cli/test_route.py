@@ -86,8 +86,8 @@ def test_route_one_question_table_and_json(routed, capsys, tmp_path):
     assert rc == 0 and err == ""
     lines = out.splitlines()
     assert lines[0].startswith(f"{KEY} router: {meta['served']} ") and "1 question(s)" in lines[0]
-    assert f"  chosen: {want}" in lines
-    shown = [ln for ln in lines if "P(correct)" in ln]
+    assert any(line.startswith(f"  chosen: {want} (expected P(correct) ") for line in lines)
+    shown = [ln for ln in lines if ln.split()[-2:-1] == ["P(correct)"] and "chosen:" not in ln]  # one line per model
     assert len(shown) == 7 and {ln.split()[-3] for ln in shown} == set(meta["models"])
     probs = [float(ln.split()[-1]) for ln in shown]
     assert probs == sorted(probs, reverse=True) and all(0 <= p <= 1 for p in probs)
@@ -126,7 +126,7 @@ def test_route_questions_csv_matches_the_assets_routes(routed, capsys, tmp_path)
     assert all(got[i] == m for i, m in zip(asset["item"], asset["model"]))
     assert len(set(got.values())) >= 2, "the served router should route these questions to different models"
     df = pd.read_csv(out_csv)
-    assert list(df.columns) == ["id", "question", "chosen_model", *[f"p_{m}" for m in meta["models"]]]
+    assert list(df.columns) == ["id", "question", "chosen_model", "expected_accuracy", *[f"p_{m}" for m in meta["models"]]]
     assert df["question"].tolist() == test["text"].tolist()
     np.testing.assert_allclose(df[[f"p_{m}" for m in meta["models"]]].to_numpy(), P, atol=1e-5)
     # the plain table for a file: no store needed (the DuckDB file is not opened)
@@ -220,3 +220,43 @@ def test_route_errors_exit_2_with_one_line(routed, capsys, tmp_path, case, match
         assert str(routed["root"] / "artifacts" / "routerdc" / "router_gsm8k.npz") in err
     if case in ("notext", "emptyrow", "unreadable"):
         assert str(f if case != "unreadable" else tmp_path / "q.parquet") in err
+
+
+def test_route_on_cuda_without_cuda_is_a_clear_error(routed, capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA: --device cuda is valid here")
+    assert main(["route", *BOARD, "--device", "cuda", QUESTION]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("tinybench route: error: --device cuda:") and "Traceback" not in err and len(err.splitlines()) == 1
+
+
+def test_route_with_costs_serves_the_chosen_objective_and_prints_expected_cost(routed, capsys, tmp_path):
+    """A router file saved where costs landed: the cost objective and lambda it carries, re-chosen from its training-CV
+    sweep for --tolerance / --max-cost / --min-accuracy (no data read), expected accuracy and cost per question."""
+    from tinybench_assets.core.routing.routers import save_router
+
+    models = routed["meta"]["models"]
+    cheapest = models[0]
+    cost = {"objective": "quality_at_min_cost", "tolerance": 0.01, "lambda": 100.0, "rule": "as saved",
+            "model_cost": [0.001 * (j + 1) for j in range(len(models))], "best_single": [0.70, 0.005],
+            "sweep": {"lambda": [0.0, 100.0, 1e7], "cv_acc": [0.72, 0.695, 0.40], "cv_cost": [0.004, 0.002, 0.001]}}
+    path = tmp_path / "cost.npz"
+    save_router(routed["router"], path, {**routed["meta"], "cost": cost})
+
+    def run(*flags):
+        assert main(["route", "--router", str(path), "--threads", "1", "--json", *flags, QUESTION]) == 0
+        return json.loads(capsys.readouterr().out)[0]
+
+    saved = run()
+    assert "expected_cost" in saved and 0 <= saved["expected_accuracy"] <= 1
+    assert run("--max-cost", "0.0015")["chosen_model"] == cheapest  # only the 1e7 point fits: the cheapest model
+    assert run("--max-cost", "0.0015")["expected_cost"] == pytest.approx(0.001)
+    assert main(["route", *BOARD, "--json", QUESTION]) == 0  # the same router without costs: plain argmax
+    plain = json.loads(capsys.readouterr().out)[0]
+    assert run("--objective", "accuracy")["chosen_model"] == plain["chosen_model"] and "expected_cost" not in plain
+    assert main(["route", "--router", str(path), "--objective", "min_accuracy", QUESTION]) == 2
+    assert "needs --min-accuracy" in capsys.readouterr().err
+    # a router without costs refuses a cost objective with a clear message
+    assert main(["route", *BOARD, "--objective", "quality_at_min_cost", QUESTION]) == 2
+    assert "trained without costs" in capsys.readouterr().err
+

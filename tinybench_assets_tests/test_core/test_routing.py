@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from tinybench_assets.core.routing import (
-    accuracy_cost_curve, evaluate_routing, impute_item_params, nearest, paired_bootstrap_ci, route, route_with_cost,
+    evaluate_routing, impute_item_params, nearest, paired_bootstrap_ci, route, route_with_cost,
     select_router,
 )
 from tinybench_assets.core.routing.routers import (
@@ -100,15 +100,14 @@ def test_cost_aware_routing_toy():
     prior = Y.mean(axis=0)
     assert (route_with_cost(P, C, 0.0, prior) == 1).all()
     assert (route_with_cost(P, C, 1.0, prior) == 0).all()  # 0.95 - 10 < 0.5 - 1
-    out = accuracy_cost_curve(P, Y, C, prior, models=["cheap", "dear"])
-    curve = out["curve"]
-    assert np.isclose(curve["cost"].min(), 1.0) and np.isclose(curve["cost"].max(), 10.0)
-    assert set(np.round(curve["accuracy"], 3)) == {0.5, 1.0}
-    assert list(out["models"]["model"]) == ["cheap", "dear"]
-    # the router is at 0.5 until it can afford the dear model, at 1.0 from cost 10: mean over budgets ~0.5
-    assert 0.49 < out["auc"] < 0.53
-    with pytest.raises(ValueError):
-        accuracy_cost_curve(P, Y, -C, prior)
+    from tinybench_assets.core.routing.cost import cost_quality_report
+
+    rep = cost_quality_report(P, Y, C, prior, np.ones(n, dtype=int), n_boot=50)
+    assert np.isclose(min(rep["curve_cost"]), 1.0) and np.isclose(max(rep["curve_cost"]), 10.0)
+    assert set(np.round(rep["curve_acc"], 3)) == {0.5, 1.0}
+    # no information about the questions: the router's hull is the zero router's (a random mix of the two models)
+    assert np.isclose(rep["aiq_router"], rep["aiq_zero"]) and np.isclose(rep["aiq_zero"], 0.75, atol=0.01)
+    assert rep["cost_ratio"] == 1.0 and rep["served_acc"] == 1.0
 
 
 def test_selection_finds_real_signal_and_shuffled_answers_remove_the_gain():

@@ -149,3 +149,11 @@ def test_cost_aware_routing_from_a_wide_table(tmp_path, monkeypatch):
     assert np.isclose(curve["cost"].min(), cheapest)
     md = _md(r, "router_accuracy")
     assert 0 < md["cost_auc"].value <= 1 and md["cost_curve"].value.startswith("![")
+    # the cost-quality report: AIQ of the router and of the zero router, the served point chosen on training questions
+    cq = Store(landing["db"]).query("SELECT * FROM router_cost_quality WHERE partition_key = 'costly.mmlu'").iloc[0]
+    assert cq.objective == "quality_at_min_cost" and md["objective"].value == "quality_at_min_cost"
+    assert 0 < cq.aiq_zero <= 1 and 0 < cq.aiq_router <= 1 and cq.aiq_delta_lo <= cq.aiq_delta <= cq.aiq_delta_hi
+    assert cq.served_acc_lo <= cq.served_acc <= cq.served_acc_hi and cq.cost_ratio > 0
+    assert cq.cv_acc >= Store(landing["db"]).query(
+        "SELECT max(train_acc) AS a FROM router_picks WHERE partition_key = 'costly.mmlu'")["a"].iloc[0] - 0.01 - 1e-9
+    assert "AIQ" not in md["aiq"].value and "zero router" in md["aiq"].value

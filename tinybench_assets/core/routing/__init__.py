@@ -11,7 +11,7 @@ Pure numpy / scikit-learn / torch (through the IRT engine); no Dagster or DuckDB
 """
 from .knn import impute_item_params, nearest, normalize_rows
 from .metrics import (
-    accuracy_cost_curve, evaluate_routing, paired_bootstrap_ci, route, route_with_cost,
+    evaluate_routing, paired_bootstrap_ci, route, route_with_cost,
 )
 from .routers import (
     BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, router_from_state,
@@ -19,7 +19,7 @@ from .routers import (
 from .select import RouterSelection, select_router
 
 __all__ = [
-    "impute_item_params", "nearest", "normalize_rows", "accuracy_cost_curve", "evaluate_routing",
+    "impute_item_params", "nearest", "normalize_rows", "evaluate_routing",
     "paired_bootstrap_ci", "route", "route_with_cost", "BestSingleRouter", "EnsembleRouter", "KNNIRTRouter",
     "KNNVoteRouter", "LogisticRouter", "router_from_state", "RouterSelection", "select_router",
 ]

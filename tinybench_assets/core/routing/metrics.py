@@ -5,7 +5,6 @@ Correctness matrices are (questions, models) 0/1. Accuracies are fractions in [0
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 
 def route(P: np.ndarray, prior: np.ndarray, margin: float = 0.0, tol: float = 1e-9) -> np.ndarray:
@@ -93,40 +92,3 @@ def evaluate_routing(Y: np.ndarray, picks: np.ndarray, best_model: int, models: 
         "pick_share": {models[m]: float(share[m]) for m in range(M)},
         "model_acc": {models[m]: float(Y[:, m].mean()) for m in range(M)},
     }
-
-
-def accuracy_cost_curve(P: np.ndarray, Y: np.ndarray, cost: np.ndarray, prior: np.ndarray,
-                        lambdas: np.ndarray | None = None, models: list[str] | None = None) -> dict:
-    """Accuracy and mean cost of cost-aware routing over a sweep of lambda, and each model alone.
-
-    P, Y, cost : (n, M). lambdas default: 0 and a log grid scaled to the P / cost ratio, up to the point
-    where the cheapest model always wins.
-
-    Returns ``curve`` (DataFrame lambda, accuracy, cost; sorted by cost), ``models`` (DataFrame model,
-    accuracy, cost) and ``auc``: the area under the router's accuracy-vs-cost step curve between the
-    cheapest and the dearest single model's mean cost, divided by that cost range (a mean accuracy over
-    budgets; the router is held at its best accuracy within each budget).
-    """
-    P, Y, cost = (np.asarray(x, dtype=float) for x in (P, Y, cost))
-    n, M = Y.shape
-    if np.isnan(cost).any() or (cost < 0).any():
-        raise ValueError("costs must be known and >= 0 for every (question, model)")
-    if lambdas is None:
-        scale = max(float(np.median(cost[cost > 0])) if (cost > 0).any() else 1.0, 1e-12)
-        lambdas = np.concatenate([[0.0], np.logspace(-3, 3, 49) / scale])
-    rows = []
-    for lam in lambdas:
-        picks = route_with_cost(P, cost, lam, prior)
-        rows.append({"lambda": float(lam), "accuracy": float(Y[np.arange(n), picks].mean()),
-                     "cost": float(cost[np.arange(n), picks].mean())})
-    curve = pd.DataFrame(rows).sort_values(["cost", "accuracy"]).reset_index(drop=True)
-    names = list(models) if models is not None else [str(m) for m in range(M)]
-    single = pd.DataFrame({"model": names, "accuracy": Y.mean(axis=0), "cost": cost.mean(axis=0)})
-    lo, hi = float(single["cost"].min()), float(single["cost"].max())
-    auc = float("nan")
-    if hi > lo:
-        grid = np.linspace(lo, hi, 201)
-        best = [curve.loc[curve["cost"] <= c + 1e-12, "accuracy"].max() if (curve["cost"] <= c + 1e-12).any() else np.nan for c in grid]
-        best = np.nan_to_num(np.asarray(best, dtype=float), nan=0.0)
-        auc = float(np.trapezoid(best, grid) / (hi - lo))
-    return {"curve": curve, "models": single, "auc": auc}

@@ -56,6 +56,56 @@ def cost_matrix(db: Store, key: str, items, models) -> np.ndarray | None:
     return None if C.isna().any().any() else C.to_numpy(dtype=float)
 
 
+def cost_choice(config, objective: str, sel, test_P: dict, Ytr, Ctr, prior):
+    """(family, OperatingPoint) to serve where costs landed, chosen on TRAINING questions: each fitted family's
+    out-of-fold P through ``core.routing.cost.choose_point``; across families the same rule (cheapest point that meets
+    the target; for max_cost the most accurate within it)."""
+    from tinybench_assets.core.routing.cost import choose_point
+
+    points = {f: choose_point(sel.oof[f], Ytr, Ctr, prior, objective, tolerance=config.tolerance,
+                              max_cost=config.max_cost, min_accuracy=config.min_accuracy)
+              for f in test_P if f in sel.oof}
+    if objective == "max_cost":
+        fam = max(points, key=lambda f: (points[f].accuracy, -points[f].cost))
+    elif objective == "accuracy":
+        fam = sel.served if sel.served in points else next(iter(points))
+    else:
+        met = [f for f in points if points[f].lam is not None and "none" not in points[f].rule]
+        fam = min(met or points, key=lambda f: (points[f].cost, -points[f].accuracy))
+    return fam, points[fam]
+
+
+def cost_file_meta(objective: str, config, choice, P_oof, Ytr, Ctr, prior) -> dict:
+    """What ``tinybench route`` needs to serve a cost objective without data: each model's mean training cost per
+    question, the served lambda, and the served family's training-CV sweep (lambda, accuracy, cost), from which
+    ``--tolerance`` / ``--max-cost`` / ``--min-accuracy`` choose another lambda."""
+    from tinybench_assets.core.routing.cost import lambda_grid, sweep_figures
+
+    lambdas = lambda_grid(Ctr)
+    acc, cost = sweep_figures(P_oof, Ytr, Ctr, prior, lambdas)
+    b = int(np.argmax(prior))
+    return {"objective": objective, "tolerance": config.tolerance, "lambda": choice[1].lam, "rule": choice[1].rule,
+            "model_cost": [float(c) for c in np.asarray(Ctr, dtype=float).mean(axis=0)],
+            "best_single": [float(np.nan_to_num(Ytr[:, b], nan=0.0).mean()), float(np.asarray(Ctr)[:, b].mean())],
+            "sweep": {"lambda": lambdas.tolist(), "cv_acc": acc.tolist(), "cv_cost": cost.tolist()}}
+
+
+def cost_row(objective: str, choice, rep: dict, models, best: int) -> dict:
+    """The one-row router_cost_quality table."""
+    fam, point = choice
+    return {"objective": objective, "family": fam, "lambda": point.lam, "rule": point.rule,
+            "cv_acc": point.accuracy, "cv_cost": point.cost, "served_acc": rep["served_acc"],
+            "served_acc_lo": rep["served_acc_ci"][0], "served_acc_hi": rep["served_acc_ci"][1],
+            "served_cost": rep["served_cost"], "served_cost_lo": rep["served_cost_ci"][0],
+            "served_cost_hi": rep["served_cost_ci"][1], "best_single_model": models[best],
+            "best_single_acc": rep["best_single_acc"], "best_single_cost": rep["best_single_cost"],
+            "cost_ratio": rep["cost_ratio"], "aiq_router": rep["aiq_router"], "aiq_zero": rep["aiq_zero"],
+            "aiq_delta": rep["aiq_delta"], "aiq_delta_lo": rep["aiq_delta_ci"][0], "aiq_delta_hi": rep["aiq_delta_ci"][1],
+            "aiq_router_lo": rep["aiq_router_ci"][0], "aiq_router_hi": rep["aiq_router_ci"][1],
+            "aiq_zero_lo": rep["aiq_zero_ci"][0], "aiq_zero_hi": rep["aiq_zero_ci"][1], "level": rep["level"],
+            "n_test": rep["n_questions"]}
+
+
 @dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions,
           deps=[pirt_predictions, question_embeddings, binarized_responses],
           **card("Router accuracy", "Routers (best single, KNN vote, shrunk KNN, KNN-IRT, logistic, ensemble) chosen by "
@@ -66,7 +116,8 @@ def cost_matrix(db: Store, key: str, items, models) -> np.ndarray | None:
                  kinds=("python", "scikit-learn", "duckdb")))
 def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, store: StoreResource,
                     torch_device: TorchDevice, model_store: ModelStore) -> dg.MaterializeResult:
-    from tinybench_assets.core.routing import accuracy_cost_curve, evaluate_routing, route, select_router
+    from tinybench_assets.core.routing import evaluate_routing, route, select_router
+    from tinybench_assets.core.routing.cost import cost_quality_report, serve_picks
     from tinybench_assets.core.routing.routers import model_accuracy
 
     key, db, t0 = context.partition_key, store.get(), time.perf_counter()
@@ -83,19 +134,20 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
     best = int(np.argmax(prior))
     sel = select_router(Etr, Ytr, families=config.families, n_folds=config.n_folds, seed=config.seed, device=device,
                         margins=config.margins, gate_level=config.gate_level, n_boot=config.n_boot, log=context.log.info)
-    rows, served_eval, served_router = [], None, None
+    rows, served_eval, served_router, test_P, fitted = [], None, None, {}, {}
     for fam, (cfg, cv_acc) in sel.best.items():
         if fam != sel.served and not config.evaluate_all:
             continue
         router = sel.make(fam, device=device, seed=config.seed).fit(Etr, Ytr)
         margin = float(cfg.get("margin", 0.0))
-        picks = route(router.predict_proba(Ete), prior, margin=margin)
+        test_P[fam], fitted[fam] = router.predict_proba(Ete), router
+        picks = route(test_P[fam], prior, margin=margin)
         ev = evaluate_routing(Yte, picks, best, models, n_boot=config.n_boot, seed=config.seed)
         rows.append({"router": fam, "config": json.dumps(cfg), "cv_acc": cv_acc, "gate_lower": sel.gate.get(fam),
                      "test_acc": ev["router_acc"], "delta": ev["delta"], "delta_lo": ev["delta_ci95"][0],
                      "delta_hi": ev["delta_ci95"][1], "served": fam == sel.served})
         if fam == sel.served:
-            served_eval, served_router, served_picks, served_P = ev, router, picks, router.predict_proba(Ete)
+            served_eval, served_router, served_picks = ev, router, picks
     tut = tutorial_accuracy(db, key, list(test_items), models, Yte, prior)
     summary = pd.DataFrame(rows)
     ev = served_eval
@@ -114,17 +166,39 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
     tables = {"router_metrics": metrics, "router_summary": summary, "router_picks": picks_df, "router_routes": routes, "router_cv": cv}
     meta = {}
     C = cost_matrix(db, key, list(test_items), models)
-    if C is not None:
-        cc = accuracy_cost_curve(served_P, Yte, C, prior, models=models)
-        tables["router_cost_curve"] = cc["curve"]
-        meta["cost_auc"] = cc["auc"]
-        meta["cost_curve"] = dg.MetadataValue.md(plots.markdown_image(
-            router_plots.cost_curve(f"{key}: accuracy vs cost", cc["curve"], cc["models"]), "accuracy vs cost"))
+    Ctr = cost_matrix(db, key, list(emb["item"][~test]), models) if C is not None else None
+    objective = config.objective if config.objective != "auto" else ("quality_at_min_cost" if Ctr is not None else "accuracy")
+    meta["objective"] = objective if Ctr is not None or objective == "accuracy" else f"{objective} (no costs landed: accuracy)"
+    if Ctr is not None:
+        choice = cost_choice(config, objective, sel, test_P, Ytr, Ctr, prior)
+        rep = cost_quality_report(test_P[choice[0]], Yte, C, prior, serve_picks(choice[1], test_P[choice[0]], C, prior),
+                                  n_boot=min(config.n_boot, 1000), seed=config.seed)
+        tables["router_cost_curve"] = pd.DataFrame({"lambda": rep["lambdas"], "accuracy": rep["curve_acc"],
+                                                    "cost": rep["curve_cost"]}).sort_values(["cost", "accuracy"])
+        tables["router_cost_quality"] = pd.DataFrame([cost_row(objective, choice, rep, models, best)])
+        label = f"{choice[0]}, lambda {choice[1].lam:.3g}" if choice[1].lam is not None else "best single model"
+        meta.update({
+            "served_for_cost": f"{label}: {100 * rep['served_acc']:.2f} % at {rep['served_cost']:.6g} per question "
+                               f"({100 * rep['cost_ratio']:.1f} % of the best single model's {rep['best_single_cost']:.6g}); "
+                               f"rule: {choice[1].rule}",
+            "aiq": f"router {100 * rep['aiq_router']:.2f} vs zero router {100 * rep['aiq_zero']:.2f}: "
+                   f"{100 * rep['aiq_delta']:+.2f} [{100 * rep['aiq_delta_ci'][0]:+.2f}, {100 * rep['aiq_delta_ci'][1]:+.2f}] "
+                   f"points ({int(100 * rep['level'])} % bootstrap over test questions)",
+            "cost_auc": rep["aiq_router"],
+            "cost_curve": dg.MetadataValue.md(plots.markdown_image(router_plots.cost_quality(
+                f"{key}: accuracy vs cost ({len(Yte)} test questions)", rep, models, label), "accuracy vs cost")),
+        })
     db.replace_partition(tables, key)
-    path = model_store.save_router(key, served_router, {
-        "partition": key, "models": models, "prior": [float(x) for x in prior], "margin": sel.margin,
-        "served": sel.served, "config": sel.best[sel.served][0], "encoder": str(emb["encoder"].iloc[0]),
-        "cv_acc": sel.best[sel.served][1], "created": pd.Timestamp.now().isoformat()})
+    saved, file_meta = served_router, {"served": sel.served, "margin": sel.margin, "config": sel.best[sel.served][0],
+                                       "cv_acc": sel.best[sel.served][1]}
+    if Ctr is not None and objective != "accuracy":  # the router file serves the cost objective (tinybench route)
+        fam = choice[0]
+        saved, file_meta = fitted[fam], {"served": fam, "margin": float(sel.best[fam][0].get("margin", 0.0)),
+                                         "config": sel.best[fam][0], "cv_acc": sel.best[fam][1],
+                                         "cost": cost_file_meta(objective, config, choice, sel.oof[fam], Ytr, Ctr, prior)}
+    path = model_store.save_router(key, saved, {
+        "partition": key, "models": models, "prior": [float(x) for x in prior], **file_meta,
+        "encoder": str(emb["encoder"].iloc[0]), "created": pd.Timestamp.now().isoformat()})
     figs = {f"router: {sel.served}": ev["router_acc"], "best single": ev["best_single_acc"], "oracle": ev["oracle_acc"],
             "random": ev["random_acc"], "tutorial p-IRT": tut}
     figs.update({f"{r['router']} (not served)": r["test_acc"] for r in rows if not r["served"]})

@@ -44,6 +44,13 @@ class RouterConfig(dg.Config):
     gate_level: float = 0.95  # serve a router only if its CV gain's one-sided lower bound is > 0; 0 = plain CV winner
     n_boot: int = 2000
     evaluate_all: bool = True  # also fit every family's CV-best router on all training questions and report its test figures
+    # where costs landed: what to serve (core/routing/cost.py). "auto" = quality_at_min_cost with costs, else accuracy;
+    # quality_at_min_cost: the cheapest (family, lambda) whose training-CV accuracy is within `tolerance` of the best
+    # single model's; max_cost / min_accuracy: targets. Chosen on training questions only.
+    objective: str = "auto"
+    tolerance: float = 0.01
+    max_cost: float | None = None
+    min_accuracy: float | None = None
 
 
 def partition_questions(db: Store, key: str) -> pd.DataFrame:
