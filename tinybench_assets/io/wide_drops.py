@@ -61,6 +61,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .wide_rows import _numeric, _present, merge_duplicate_rows
 from .drop_types import (
     COST_COLUMNS,
     ITEM_COLUMNS,
@@ -98,22 +99,6 @@ def _lower_map(df: pd.DataFrame) -> dict[str, str]:
 def _pick(df: pd.DataFrame, names: tuple[str, ...]) -> str | None:
     lower = _lower_map(df)
     return next((lower[n] for n in names if n in lower), None)
-
-
-def _present(s: pd.Series) -> np.ndarray:
-    """Non-empty cells: not NaN/None and, for text, not blank."""
-    mask = s.notna().to_numpy()
-    if s.dtype == object:
-        mask &= (s.astype(str).str.strip() != "").to_numpy()
-    return mask
-
-
-def _numeric(s: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(values as float, NaN where empty or unparseable; mask of non-empty cells that are not numbers)."""
-    if s.dtype == bool:
-        s = s.astype(float)
-    vals = pd.to_numeric(s, errors="coerce").to_numpy(dtype=float)
-    return vals, np.isnan(vals) & _present(s)
 
 
 def _is_cost_column(name: str) -> tuple[str, str] | None:
@@ -322,14 +307,8 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
     else:
         items = np.array([f"{s}.{sp}.{i}" if sp else f"{s}.{i}" for i, (s, sp) in enumerate(zip(scen, split))], dtype=object)
     key = pd.Series([f"{s}\x00{i}" for s, i in zip(scen, items)])
-    dup = key.duplicated(keep=False).to_numpy()
-    if dup.any():
-        first = int(np.argmax(dup))
-        rows = np.flatnonzero((key == key.iloc[first]).to_numpy())
-        raise DropError(
-            path, f"question id {items[first]!r} listed twice (rows {', '.join(str(r + 1) for r in rows[:5])})",
-            row=int(rows[1]) + 1, column=id_col or "(generated id)",
-        )
+    keep, row_notes = merge_duplicate_rows(df, key, items, models, cost_of, [text_col, split_col, sub_col], path,
+                                           id_col or "(generated id)")
     # scores and costs
     resp_frames, cost_frames = [], []
     for m in models:
@@ -341,7 +320,7 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
         if out.any():
             i = int(np.argmax(out))
             raise DropError(path, f"score {float(vals[i])!r} outside [0, 1]", row=i + 1, column=m)
-        scored = ~np.isnan(vals)
+        scored = ~np.isnan(vals) & keep
         resp_frames.append(pd.DataFrame({"scenario": scen[scored], "subscenario": sub[scored], "item": items[scored],
                                          "model": m, "score": vals[scored]}))
         if m in cost_of:
@@ -362,7 +341,7 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
     drop = Drop(path=path, leaderboard=leaderboard, format=fmt, sha256=sha)
     drop.responses = pd.concat(resp_frames, ignore_index=True).assign(leaderboard=leaderboard)[RESPONSE_COLUMNS]
     drop.items = pd.DataFrame({"leaderboard": leaderboard, "scenario": scen, "subscenario": sub, "item": items,
-                               "text": df[text_col].astype(str).to_numpy(dtype=object), "split": split})[ITEM_COLUMNS]
+                               "text": df[text_col].astype(str).to_numpy(dtype=object), "split": split})[ITEM_COLUMNS][keep]
     if cost_frames:
         drop.costs = pd.concat(cost_frames, ignore_index=True).assign(leaderboard=leaderboard)[COST_COLUMNS]
     drop.binarize_rules = {s: "auto" for s in sorted(set(scen))}
@@ -370,6 +349,7 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
     drop.notes.append(f"wide table: {len(models)} model column(s) [{shown}], cost columns for {len(cost_of)}")
     if ignored:
         drop.notes.append("ignored columns: " + "; ".join(f"{c!r} ({why})" for c, why in list(ignored.items())[:20]))
+    drop.notes.extend(row_notes)
     drop.notes.append(f"scenario from {'column ' + repr(scen_col) if scen_col else 'the file name'}; "
                       f"item ids from {'column ' + repr(id_col) if id_col else 'scenario.split.row'}")
     return drop

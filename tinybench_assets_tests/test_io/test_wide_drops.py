@@ -257,6 +257,13 @@ def _set(col, row, value):
     return f
 
 
+def _same_question(df, a: int, b: int, differ: str | None = None) -> None:
+    """Row ``b`` made a copy of row ``a`` (the same question listed twice); ``differ``: a model scored 1 and 0."""
+    df.loc[b] = df.loc[a]
+    if differ:
+        df.loc[a, differ], df.loc[b, differ] = 1.0, 0.0
+
+
 def _matrix_csv(junk=None, square=False) -> bytes:
     rows = ["m1", "m2", "m3"] if square else ["m1", "m2"]
     df = pd.DataFrame({"id": rows, "i1": [1, 0, 1][: len(rows)], "i2": [0, 0, 1][: len(rows)], "i3": [1, 1, 0][: len(rows)]})
@@ -274,7 +281,10 @@ BAD = [
      "row 4, column 'org/model-a|total_cost': cost is missing (NaN/empty) for a scored cell"),
     ("infcost.csv", _wide_csv(_set("org/model-a|total_cost", 0, np.inf)), None, "row 1, column 'org/model-a|total_cost': cost inf is not finite"),
     ("junkcost.csv", _wide_csv(_set("org/model-a|total_cost", 0, "free")), None, "row 1, column 'org/model-a|total_cost': cost 'free' is not a number"),
-    ("dupid.csv", _wide_csv(_set("sample_id", 2, "q0")), None, "row 3, column 'sample_id': question id 'q0' listed twice (rows 1, 3)"),
+    ("dupid.csv", _wide_csv(_set("sample_id", 2, "q0")), None,
+     "row 3, column 'sample_id': question id 'q0' (rows 1, 3) listed twice with different 'prompt'"),
+    ("twice.csv", _wide_csv(lambda df: _same_question(df, 0, 2, differ="small-c")), None,
+     "row 3, column 'small-c': question id 'q0' (rows 1, 3): 'small-c' scored twice with different values (1.0, 0.0)"),
     ("notext.csv", _wide_csv(_set("prompt", 1, None)), None, "row 2, column 'prompt': missing question text"),
     ("nomodels.csv", _wide_csv(drop_cols=MODELS + [f"{m}|total_cost" for m in MODELS]), None,
      "no model score columns: a model column is numeric"),
@@ -375,3 +385,35 @@ def test_latest_drop_wins_per_cost_cell(tmp_path):
     assert costs[("small-c", "q0")] == 0.125
     assert costs[("small-c", "q1")] == first.loc[1, "small-c|total_cost"]
     assert len(costs) == 12
+
+
+def test_one_question_split_over_rows_merges_identical_rows_collapse_unscored_rows_skip(tmp_path):
+    """RouterBench's shape of a messy file: one question in two rows, one holding a model's score (and cost), the other
+    every other model's; an exact duplicate row; a row with no score. All land, each noted; nothing quarantined."""
+    land = _land(tmp_path)
+    df = _wide(6, seed=5)
+    split = df.loc[[3]].copy()  # q3 again: model-a's score and cost only; the original row loses them
+    for m in MODELS[1:]:
+        split[m] = np.nan
+        split[f"{m}|total_cost"] = np.nan
+    df.loc[3, "org/model-a"], df.loc[3, "org/model-a|total_cost"] = np.nan, np.nan
+    empty = df.loc[[5]].copy()
+    empty["sample_id"], empty["prompt"] = "q9", "Nobody answered this"
+    for m in MODELS:
+        empty[m] = np.nan
+        empty[f"{m}|total_cost"] = np.nan
+    messy = pd.concat([df, split, df.loc[[1]], empty], ignore_index=True)
+    _write(messy, land["incoming"] / "lb" / "mmlu_train.csv")
+    store = Store(land["db"])
+    report = _ingest(store, land)
+    assert report.quarantined == {} and report.ingested == ["lb/mmlu_train.csv"]
+    notes = " ".join(report.notes["lb/mmlu_train.csv"])
+    assert "split over rows scoring different models, merged" in notes and "q3" in notes
+    assert "identical rows, collapsed to one: q1" in notes and "no score at all skipped: rows 9" in notes
+    resp = store.query("SELECT item, model, score FROM landed_responses")
+    assert len(resp) == 6 * len(MODELS) and not resp.duplicated(["item", "model"]).any()
+    q3 = resp[resp["item"] == "q3"].set_index("model")["score"]
+    assert q3.to_dict() == {m: float(_wide(6, seed=5).loc[3, m]) for m in MODELS}  # every model's score, once
+    costs = store.query("SELECT item, model, cost FROM landed_costs WHERE item = 'q3'").set_index("model")["cost"]
+    assert costs["org/model-a"] == pytest.approx(float(_wide(6, seed=5).loc[3, "org/model-a|total_cost"]))
+    assert sorted(store.query("SELECT item FROM items")["item"]) == [f"q{i}" for i in range(6)]
