@@ -63,7 +63,7 @@ def wait_for(predicate, timeout_s: float, what: str, p: DaemonProject, poll_s: f
 
 def test_the_daemon_path_alone_beside_run_all_and_through_faults(tmp_path):
     p = DaemonProject(tmp_path / "project")
-    write_slice(p.incoming, n_models=24, routerdc_records=24)
+    write_slice(p.incoming, n_models=30, routerdc_records=30)
     try:
         # drop files: the daemon alone brings everything up to date
         p.start()
