@@ -2,7 +2,7 @@
 
 * ``multiprocess_defs`` (local, one machine): Dagster's multiprocess executor, each step in its own process, at most
   ``TINYBENCH_MAX_CONCURRENT`` (default: the CPU count) steps of a run at once and one GPU step at a time. Steps that
-  write to DuckDB still go one at a time through the instance's "duckdb" pool (dagster.yaml.template); the parallelism
+  write to DuckDB still queue on the instance's "duckdb" pool (two at a time in dagster.yaml.template); the parallelism
   pays once the store allows concurrent writers (the Postgres store) and that pool's limit is raised.
 * ``k8s_defs`` (a Kubernetes cluster, deploy/k8s/values.yaml): dagster-k8s' ``k8s_job_executor``, each step a
   Kubernetes Job; the torch device and the sentence encoder set to ``cuda``, and the ops that use them (the GPU ops:

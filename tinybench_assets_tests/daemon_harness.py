@@ -213,7 +213,7 @@ class DaemonProject:
 
 def queue_runs(project: DaemonProject, job_name: str, n: int) -> list[str]:
     """Submit ``n`` runs of ``job_name`` to the daemon's run queue at once, as the UI's Launch button does; returns
-    their run ids. They launch one after another as the "duckdb" pool frees up."""
+    their run ids. They launch as the "duckdb" pool frees up (two at a time), the rest waiting in the queue."""
     from dagster._cli.job import _create_run
     from dagster._core.workspace.context import WorkspaceProcessContext
     from dagster._core.workspace.load_target import WorkspaceFileTarget
@@ -238,7 +238,7 @@ def queue_runs(project: DaemonProject, job_name: str, n: int) -> list[str]:
         os.environ.update(saved)
 
 
-#: columns two projects cannot share: wall times and absolute paths (and every ``*_at`` timestamp)
+#: columns two projects cannot share: wall times and absolute paths (and every ``*_at`` / ``*seconds`` column)
 VOLATILE = ("seconds", "path")
 
 
@@ -252,7 +252,7 @@ def store_tables(db: Path) -> dict:
         for (table,) in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall():
             cols = [c for (c,) in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? "
                                                "ORDER BY ordinal_position", [table]).fetchall()
-                    if c not in VOLATILE and not c.endswith("_at")]
+                    if c not in VOLATILE and not c.endswith(("_at", "seconds"))]
             df = con.execute(f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM "{table}" ORDER BY ALL').df()
             out[table] = df.map(lambda v: tuple(v) if hasattr(v, "__len__") and not isinstance(v, str) else v)
         return out

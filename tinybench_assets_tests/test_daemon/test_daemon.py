@@ -9,7 +9,7 @@ throwaway project home holding small slices of ../shared/data (openllm arc + mml
   with its report while the changed file lands;
 * run-all started while the daemon refreshes the same drop: every asset partition is computed once;
 * a run worker SIGKILLed mid-step is marked FAILED once, with the reason, and its partition is redone; 20 runs queued
-  and launched one after another (each waiting its turn for the "duckdb" pool) are never taken for orphans.
+  and launched as the "duckdb" pool frees up (most wait in the queue for many seconds) are never taken for orphans.
 
 One project for the whole sequence: each step starts from the state the previous one left (a second project would
 cost another cold refresh in a suite that must stay short).
