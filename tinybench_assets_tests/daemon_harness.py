@@ -49,7 +49,10 @@ class DaemonProject:
         self._defs = None
 
     def env(self) -> dict[str, str]:
-        env = dict(os.environ)
+        """The environment ``tinybench ui`` gives the daemon (``cli.ui.ui_env``), with this project's paths."""
+        from tinybench_assets.cli.ui import ui_env
+
+        env = ui_env(self.home)
         env.update({"DAGSTER_HOME": str(self.home), "TINYBENCH_INCOMING": str(self.incoming),
                     "TINYBENCH_QUARANTINE": str(self.quarantine), "TINYBENCH_DUCKDB": str(self.db),
                     "TINYBENCH_ARTIFACTS": str(self.artifacts), "TINYBENCH_SENSOR_INTERVAL_S": str(self.sensor_interval_s),

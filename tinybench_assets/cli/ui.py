@@ -50,10 +50,23 @@ def ui_command(host: str, port: int, log_level: str = "info") -> list[str]:
             "--log-level", log_level]
 
 
+#: runs the daemon may execute at once against the DuckDB file: the "duckdb" pool's limit in dagster.yaml.template
+RUNS_AT_ONCE = 2
+
+
+def run_worker_threads(cores: int | None = None) -> int:
+    """torch threads of each run worker the daemon launches: the cores shared by the runs it executes at once (1 on
+    2 cores, as run-all's one-thread worker processes: an IRT fit on 2 threads ran only 1.12x its 1-thread speed, and
+    one thread each also gives the floats run-all gives)."""
+    return max(1, (cores or os.cpu_count() or 1) // RUNS_AT_ONCE)
+
+
 def ui_env(home: Path) -> dict[str, str]:
+    """The environment of ``dagster dev`` (webserver, daemon, code servers and the run workers they start)."""
     env = dict(os.environ)
     for k, v in OFFLINE_ENV.items():
         env.setdefault(k, v)
+    env.setdefault("TINYBENCH_TORCH_THREADS", str(run_worker_threads()))
     env["DAGSTER_HOME"] = str(home)
     return env
 
@@ -62,7 +75,7 @@ def ui(args: argparse.Namespace) -> int:
     home = dagster_home()
     cmd = ui_command(args.host, args.port, args.log_level)
     env = ui_env(home)
-    shown = {k: env[k] for k in ("DAGSTER_HOME", *OFFLINE_ENV, "TINYBENCH_DUCKDB", "TINYBENCH_INCOMING",
+    shown = {k: env[k] for k in ("DAGSTER_HOME", *OFFLINE_ENV, "TINYBENCH_TORCH_THREADS", "TINYBENCH_DUCKDB", "TINYBENCH_INCOMING",
                                   "TINYBENCH_QUARANTINE", "TINYBENCH_ARTIFACTS") if k in env}
     print(f"cd {shlex.quote(str(paths.PROJECT_ROOT))} && " + " ".join(f"{k}={shlex.quote(v)}" for k, v in shown.items())
           + " " + shlex.join(cmd), flush=True)
