@@ -241,8 +241,8 @@ def queue_runs(project: DaemonProject, job_name: str, n: int) -> list[str]:
         os.environ.update(saved)
 
 
-#: columns two projects cannot share: wall times and absolute paths (and every ``*_at`` / ``*seconds`` column)
-VOLATILE = ("seconds", "path")
+#: columns two projects cannot share: wall times, creation stamps and absolute paths (and every ``*_at`` / ``*seconds`` column)
+VOLATILE = ("seconds", "path", "created")
 
 
 def store_tables(db: Path) -> dict:
