@@ -12,7 +12,7 @@ Two corrections to Dagster's answer (:func:`assess`), shared with the daemon's s
 (``refresh_plan.py``). First: ``raw_responses`` reads the unpartitioned ``landing_ingest``, so Dagster calls every
 scenario's raw responses stale after any drop; a partition whose own drops are unchanged stays fresh. Second: a leaderboard partition (``openllm``) reads the scenario partitions through an
 ``AllPartitionMapping`` (Dagster has no built-in mapping from dynamic ``openllm.arc`` keys to ``openllm``), so Dagster
-calls every leaderboard stale when any leaderboard's scenario changes. :func:`stale_statuses` keeps a STALE verdict
+calls every leaderboard stale when any leaderboard's scenario changes. :func:`assess` keeps a STALE verdict
 only when one of its root causes lies in the partition's own leaderboard (or in an unpartitioned asset, or is a code
 change): a new openllm drop refreshes openllm's scenario and leaderboard, never routerdc's. The UI's badge still
 shows the broad verdict, with the root cause naming the other leaderboard's partition.
@@ -122,11 +122,6 @@ def assess(instance: dg.DagsterInstance, asset_graph, keys, partition: str | Non
                 out.why[k] = "; ".join(sorted({_cause_text(c) for c in causes})) or "stale"
         out.status[k] = status
     return out
-
-
-def stale_statuses(instance: dg.DagsterInstance, asset_graph, keys, partition: str | None, store=None) -> dict:
-    """{asset key: StaleStatus} for the given keys at one partition (None for unpartitioned assets): :func:`assess`."""
-    return assess(instance, asset_graph, keys, partition, store).status
 
 
 def _descendants(asset_graph, roots: set, within: set) -> set:
