@@ -43,6 +43,12 @@ class Work:
     def tags(self) -> dict[str, str]:
         return {REASON_TAG: self.reason[:2000], STATE_TAG: self.state}
 
+    def run_request(self, run_key: str, trigger: str) -> dg.RunRequest:
+        """The RunRequest of this work: only its keys (all of the job's for the ingest), tagged with why and by whom."""
+        return dg.RunRequest(run_key=run_key, job_name=self.job, partition_key=self.partition,
+                             asset_selection=[dg.AssetKey.from_user_string(k) for k in self.keys] if self.keys else None,
+                             tags={**self.tags, TRIGGER_TAG: trigger})
+
 
 @dataclass
 class Decision:
@@ -85,9 +91,9 @@ def failed_attempts(instance: dg.DagsterInstance, state: str) -> int:
         dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]))
 
 
-def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str, only=None) -> Decision:
-    """What needs a run now, and why (see the module docstring). ``defs``: a Definitions or RepositoryDefinition;
-    ``only``: scenario or leaderboard keys to limit the scenario and leaderboard work to."""
+def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str) -> Decision:
+    """What needs a run now, and why (see the module docstring). ``defs``: a Definitions or RepositoryDefinition.
+    Nothing while a live ``tinybench run-all`` holds the project's lock: it does the work."""
     from tinybench_assets.defs.versions import code_version, landing_version
     from tinybench_assets.io.drops import split_partition_key
     from tinybench_assets.io.landing import pending_drops
@@ -95,6 +101,10 @@ def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str, only
     from tinybench_assets.refresh import explain, repository, resolver_for
 
     out = Decision()
+    holder = run_all_holder()
+    if holder:
+        out.waiting.append(f"tinybench run-all is refreshing the project ({holder}); it does the work")
+        return out
     live = live_runs(instance)
     if any(job == INGEST_JOB for job, _ in live):
         out.waiting.append("an ingest run is live; partitions are decided once it ends")
@@ -123,8 +133,6 @@ def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str, only
     repo = repository(defs)
     resolver = resolver_for(instance, repo.asset_graph)
     keys = store.partition_keys()
-    if only:
-        keys = [k for k in keys if any(k == o or k.startswith(o + ".") for o in only)]
     known = set(instance.get_dynamic_partitions("scenarios"))
     out.new_partitions = [k for k in keys if k not in known]
     landed = landing_version(store)

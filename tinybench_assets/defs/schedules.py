@@ -8,7 +8,7 @@ import dagster as dg
 
 from tinybench_assets.defs.jobs import jobs
 from tinybench_assets.defs.resources import LandingResource, StoreResource
-from tinybench_assets.refresh_plan import INGEST_JOB, LEADERBOARD_JOB, SCENARIO_JOB, TRIGGER_TAG, decide, run_all_holder
+from tinybench_assets.refresh_plan import INGEST_JOB, LEADERBOARD_JOB, SCENARIO_JOB, decide
 
 CRON = {INGEST_JOB: "0 3 * * *", SCENARIO_JOB: "15 3 * * *", LEADERBOARD_JOB: "0 4 * * *"}
 
@@ -21,17 +21,12 @@ def stale_schedule(job) -> dg.ScheduleDefinition:
                  "decided as `tinybench run-all` and the refresh sensor decide (refresh_plan.py); only the stale "
                  "assets of each partition, tagged with why.")
     def _schedule(context: dg.ScheduleEvaluationContext, store: StoreResource, landing: LandingResource):
-        holder = run_all_holder()
-        if holder:
-            return dg.SkipReason(f"tinybench run-all is refreshing the project ({holder})")
         try:
             day = context.scheduled_execution_time.strftime("%Y-%m-%d")
         except Exception:  # noqa: BLE001 - evaluated by hand (tests, a preview): dagster raises when no tick time is set
             day = time.strftime("%Y-%m-%d")
         decision = decide(context.repository_def, context.instance, store.get(), landing.incoming_path)
-        requests = [dg.RunRequest(run_key=f"{name}:{day}:{w.partition or ''}:{w.state}", job_name=w.job, partition_key=w.partition,
-                                  asset_selection=[dg.AssetKey.from_user_string(k) for k in w.keys] if w.keys else None,
-                                  tags={**w.tags, TRIGGER_TAG: name})
+        requests = [w.run_request(f"{name}:{day}:{w.partition or ''}:{w.state}", name)
                     for w in decision.work if w.job == job.name]
         return requests or dg.SkipReason(f"nothing stale for {job.name}" + (
             f"; {'; '.join(decision.waiting)[:1000]}" if decision.waiting else ""))

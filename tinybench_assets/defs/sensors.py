@@ -9,19 +9,7 @@ from tinybench_assets.defs.jobs import jobs
 from tinybench_assets.defs.orphans import free_pool_slots, mark_orphaned_runs
 from tinybench_assets.defs.partitions import register_partitions
 from tinybench_assets.defs.resources import LandingResource, StoreResource
-from tinybench_assets.refresh_plan import TRIGGER_TAG, Decision, decide, run_all_holder
-
-
-def run_requests(decision: Decision, trigger: str) -> list[dg.RunRequest]:
-    """One RunRequest per piece of work: only its stale or missing assets, tagged with why. The run key is the work's
-    state plus its attempt, so a tick repeats no request and a failed state is retried at most ``MAX_ATTEMPTS``."""
-    out = []
-    for w in decision.work:
-        out.append(dg.RunRequest(
-            run_key=f"{w.job}:{w.partition or ''}:{w.state}:{w.attempt}", job_name=w.job, partition_key=w.partition,
-            asset_selection=[dg.AssetKey.from_user_string(k) for k in w.keys] if w.keys else None,
-            tags={**w.tags, TRIGGER_TAG: trigger}))
-    return out
+from tinybench_assets.refresh_plan import decide
 
 
 #: seconds between refresh-sensor ticks (TINYBENCH_SENSOR_INTERVAL_S, default 30; the tests use a few seconds)
@@ -40,9 +28,6 @@ SENSOR_INTERVAL_S = int(os.environ.get("TINYBENCH_SENSOR_INTERVAL_S", "30"))
     "project's lock; a failing state is retried once, then left until its inputs or code change.",
 )
 def refresh_sensor(context: dg.SensorEvaluationContext, landing: LandingResource, store: StoreResource):
-    holder = run_all_holder()
-    if holder:
-        return dg.SkipReason(f"tinybench run-all is refreshing the project ({holder}); it does the work")
     decision = decide(context.repository_def, context.instance, store.get(), landing.incoming_path)
     if decision.new_partitions:
         register_partitions(context.instance, decision.new_partitions)
@@ -50,7 +35,9 @@ def refresh_sensor(context: dg.SensorEvaluationContext, landing: LandingResource
         return dg.SkipReason("nothing stale or missing" + (f"; {'; '.join(decision.waiting)[:1000]}" if decision.waiting else ""))
     for line in decision.waiting:
         context.log.info(line)
-    return run_requests(decision, trigger="refresh_sensor")
+    # the run key is the work's state plus its attempt: a tick repeats no request, a failed state is retried at most
+    # MAX_ATTEMPTS times
+    return [w.run_request(f"{w.job}:{w.partition or ''}:{w.state}:{w.attempt}", "refresh_sensor") for w in decision.work]
 
 
 sensors = [refresh_sensor]
