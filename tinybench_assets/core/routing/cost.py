@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .metrics import route, route_with_cost
+from .metrics import route_with_cost
 
 OBJECTIVES = ("accuracy", "quality_at_min_cost", "max_cost", "min_accuracy")
 
@@ -76,6 +76,7 @@ class OperatingPoint:
     accuracy: float
     cost: float
     rule: str
+    met: bool = True  # the objective's target was reached (False: the fallback when no point reaches it)
 
 
 def sweep_figures(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.ndarray, lambdas) -> tuple[np.ndarray, np.ndarray]:
@@ -121,7 +122,8 @@ def pick_point(lambdas, acc, cost, single: tuple[float, float], objective: str =
         ok = [p for p in cands if p.cost <= max_cost + 1e-15]
         pick = max(ok, key=lambda p: (p.accuracy, -p.cost)) if ok else min(cands, key=lambda p: p.cost)
         rule = f"most accurate with training CV cost <= {max_cost:g}" + ("" if ok else " (none: the cheapest)")
-    return OperatingPoint(pick.lam, pick.accuracy, pick.cost, rule if pick.lam is not None else rule + ": best single")
+    return OperatingPoint(pick.lam, pick.accuracy, pick.cost, rule if pick.lam is not None else rule + ": best single",
+                          met=bool(ok))
 
 
 def choose_point(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.ndarray, objective: str = "quality_at_min_cost",

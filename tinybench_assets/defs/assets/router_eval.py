@@ -70,7 +70,7 @@ def cost_choice(config, objective: str, sel, test_P: dict, Ytr, Ctr, prior):
     elif objective == "accuracy":
         fam = sel.served if sel.served in points else next(iter(points))
     else:
-        met = [f for f in points if points[f].lam is not None and "none" not in points[f].rule]
+        met = [f for f in points if points[f].lam is not None and points[f].met]
         fam = min(met or points, key=lambda f: (points[f].cost, -points[f].accuracy))
     return fam, points[fam]
 
