@@ -54,6 +54,24 @@ def test_objectives_choose_on_training_figures_only():
     assert choose_point(P, Y, C, prior, "accuracy").lam == 0.0
     with pytest.raises(ValueError, match="unknown objective"):
         choose_point(P, Y, C, prior, "cheapest")
-    # the choice reads only the training arrays given: flipping other (test) answers cannot move it
-    assert choose_point(P, Y, C, prior, "quality_at_min_cost") == choose_point(P, Y, C, prior, "quality_at_min_cost")
     assert len(lambda_grid(C)) == 121 and lambda_grid(C)[0] == 0.0
+
+
+def test_the_assets_cost_choice_never_reads_test_predictions():
+    """router_accuracy's cost choice gets the test P of every fitted family (for their names only): replacing those
+    predictions with noise must not move the served (family, lambda)."""
+    from types import SimpleNamespace
+
+    from tinybench_assets.core.routing.select import select_router
+    from tinybench_assets.defs.assets.router_eval import cost_choice
+
+    P, Y, C = _world(n=300)
+    g = np.random.default_rng(3)
+    E = (P + 0.05 * g.normal(size=P.shape)).astype(np.float32)
+    sel = select_router(E, Y, families=["best_single", "knn_vote"], n_folds=3, n_boot=50, margins=[0.0],
+                        grid={"knn_vote": {"k": [5, 10], "weighting": ["uniform"]}})
+    cfg = SimpleNamespace(tolerance=0.02, max_cost=None, min_accuracy=None)
+    prior = Y.mean(axis=0)
+    zeros = cost_choice(cfg, "quality_at_min_cost", sel, {f: np.zeros((7, 2)) for f in sel.oof}, Y, C, prior)
+    noise = cost_choice(cfg, "quality_at_min_cost", sel, {f: g.random((7, 2)) for f in sel.oof}, Y, C, prior)
+    assert zeros == noise and zeros[1].lam is not None
