@@ -12,6 +12,9 @@ running it keep out of each other's way.
 * **No double work.** A partition with a live run (queued, starting or started, from either path) gets no second
   one. While a ``tinybench run-all`` holds the project's run lock the daemon requests nothing (run-all does it all);
   run-all, for its part, waits for the daemon's live runs before it decides (``live_runs.wait_for_live_runs``).
+* **Critical path first.** Work carries a ``dagster/priority``: leaderboard runs before scenario runs, and a larger
+  leaderboard's partitions (more response cells: a longer leaderboard run after them) before a smaller one's. A leaderboard
+  whose scenarios just finished is launched before scenario runs still queued for another leaderboard.
 * **No retry loop.** A request carries its state (a digest of the partition, the keys and what they read); a state
   whose runs failed :data:`MAX_ATTEMPTS` times is not requested again until its inputs or code change.
 """
@@ -26,7 +29,10 @@ import dagster as dg
 INGEST_JOB, SCENARIO_JOB, LEADERBOARD_JOB = "ingest_landing", "refresh_scenario", "refresh_leaderboard"
 #: run tags: why a run was requested, its state digest, and what requested it
 REASON_TAG, STATE_TAG, TRIGGER_TAG = "tinybench/reason", "tinybench/state", "tinybench/trigger"
+PRIORITY_TAG = "dagster/priority"  # the daemon's run queue launches higher values first
 MAX_ATTEMPTS = 2
+#: priority of leaderboard work over any scenario work (a leaderboard run is the long pole of a refresh)
+LEADERBOARD_PRIORITY = 1_000_000
 
 
 @dataclass
@@ -38,10 +44,12 @@ class Work:
     reason: str
     state: str
     attempt: int = 0  # runs of this state that failed so far
+    #: larger first: leaderboards before scenarios, then the larger leaderboard's partitions (critical path first)
+    priority: int = 0
 
     @property
     def tags(self) -> dict[str, str]:
-        return {REASON_TAG: self.reason[:2000], STATE_TAG: self.state}
+        return {REASON_TAG: self.reason[:2000], STATE_TAG: self.state, PRIORITY_TAG: str(self.priority)}
 
     def run_request(self, run_key: str, trigger: str) -> dg.RunRequest:
         """The RunRequest of this work: only its keys (all of the job's for the ingest), tagged with why and by whom."""
@@ -55,6 +63,7 @@ class Decision:
     work: list[Work] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)  # what is not requested now, and why
     new_partitions: list[str] = field(default_factory=list)  # scenario keys the instance does not know yet
+    live: int = 0  # runs queued, starting or started now, of either path
 
 
 def run_all_lock_path() -> Path:
@@ -106,6 +115,7 @@ def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str) -> D
         out.waiting.append(f"tinybench run-all is refreshing the project ({holder}); it does the work")
         return out
     live = live_runs(instance)
+    out.live = sum(len(runs) for runs in live.values())
     if any(job == INGEST_JOB for job, _ in live):
         out.waiting.append("an ingest run is live; partitions are decided once it ends")
         return out
@@ -142,7 +152,11 @@ def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str) -> D
         boards.setdefault(split_partition_key(k)[0], []).append(k)
     jobs = set(repo.job_names)
 
-    def consider(job: str, part: str) -> bool:
+    cells = store.board_cells()
+    # rank by landed response cells: the larger leaderboard's runs first (0 = smallest)
+    size = {b: r for r, b in enumerate(sorted(boards, key=lambda b: (cells.get(b, 0), b), reverse=False))}
+
+    def consider(job: str, part: str, priority: int) -> bool:
         """Adds the partition's work (if any); True when it has work or a live run."""
         if (job, part) in live:
             out.waiting.append(f"{job} {part}: a run is live ({live[(job, part)][0].run_id})")
@@ -162,15 +176,16 @@ def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str) -> D
                                "retried until a drop or the code changes (see the failed runs, or run-all)")
             return True
         reason = "; ".join(f"{n}: {why[k]}" for n, k in sorted((k.to_user_string(), k) for k in todo))
-        out.work.append(Work(job, part, names, reason, state, attempt))
+        out.work.append(Work(job, part, names, reason, state, attempt, priority))
         return True
 
     for board, parts in sorted(boards.items()):
-        busy = [consider(SCENARIO_JOB, p) for p in sorted(parts)]
+        busy = [consider(SCENARIO_JOB, p, size[board]) for p in sorted(parts)]
         if LEADERBOARD_JOB not in jobs:
             continue
         if any(busy):
             out.waiting.append(f"{LEADERBOARD_JOB} {board}: waits for its scenario partitions")
         else:
-            consider(LEADERBOARD_JOB, board)
+            consider(LEADERBOARD_JOB, board, LEADERBOARD_PRIORITY + size[board])
+    out.work.sort(key=lambda w: -w.priority)  # stable: partitions in name order within a priority
     return out

@@ -1,7 +1,12 @@
 """Sensors: the refresh sensor (new drops, stale or missing partitions: the one refresh decision run-all also
 makes, ``refresh_plan.py``) and the orphaned-runs sensor (runs whose process was killed)."""
 
+import hashlib
+import json
 import os
+import time
+from datetime import datetime, timezone
+from pathlib import Path
 
 import dagster as dg
 
@@ -12,22 +17,60 @@ from tinybench_assets.defs.resources import LandingResource, StoreResource
 from tinybench_assets.refresh_plan import decide
 
 
-#: seconds between refresh-sensor ticks (TINYBENCH_SENSOR_INTERVAL_S, default 30; the tests use a few seconds)
+#: seconds between full refresh decisions when nothing is seen to change (TINYBENCH_SENSOR_INTERVAL_S, default 30;
+#: the tests use a few seconds). The sensor looks every few seconds, and decides at once when a landing file or a
+#: run of the project's jobs changed.
 SENSOR_INTERVAL_S = int(os.environ.get("TINYBENCH_SENSOR_INTERVAL_S", "30"))
+LOOK_INTERVAL_S = min(5, SENSOR_INTERVAL_S)  # Dagster's sensor daemon looks at most every 5 s
+_ENDED = [dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]
+
+
+def landing_signature(incoming: Path | str) -> str:
+    """A cheap signature of the landing folder (every file's path, size and mtime): it changes when a file lands,
+    changes or goes; the content hashes are the decision's business."""
+    root, marks = Path(incoming), []
+    if root.is_dir():
+        for path in sorted(root.rglob("*")):
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            if path.is_file():
+                marks.append(f"{path.relative_to(root)}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(marks).encode()).hexdigest()[:16]
+
+
+def runs_ended_since(instance: dg.DagsterInstance, since: float) -> bool:
+    """Whether a run ended after epoch second ``since`` (the instance holds the project's runs)."""
+    return bool(instance.get_run_records(
+        dg.RunsFilter(statuses=_ENDED, updated_after=datetime.fromtimestamp(since, tz=timezone.utc)), limit=1))
 
 
 @dg.sensor(
     jobs=jobs,
-    minimum_interval_seconds=SENSOR_INTERVAL_S,
+    minimum_interval_seconds=LOOK_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Refreshes the project when leaderboard data arrives, asking the question `tinybench run-all` asks "
     "(tinybench_assets/refresh_plan.py): new or changed files in the landing folder -> one ingest run (bad files are "
     "quarantined there); then, per scenario partition, one run of just its stale or missing assets (a drop refreshes "
     "its own partitions); then each leaderboard whose scenarios are done. Runs are tagged with why "
     "(tinybench/reason). No run while one is live for the same partition or while a `tinybench run-all` holds the "
-    "project's lock; a failing state is retried once, then left until its inputs or code change.",
+    "project's lock; a failing state is retried once, then left until its inputs or code change. It decides when a "
+    "landing file or a run of the project changed, and every TINYBENCH_SENSOR_INTERVAL_S seconds (default 30); "
+    "runs carry a priority, critical path first (leaderboards, then the larger leaderboard's scenarios).",
 )
 def refresh_sensor(context: dg.SensorEvaluationContext, landing: LandingResource, store: StoreResource):
+    now = time.time()
+    try:
+        cursor = json.loads(context.cursor) if context.cursor else {}
+    except ValueError:
+        cursor = {}
+    files = landing_signature(landing.incoming_path)
+    last = float(cursor.get("at", 0.0))
+    if (cursor and files == cursor.get("files") and now - last < SENSOR_INTERVAL_S
+            and not runs_ended_since(context.instance, last)):
+        return dg.SkipReason("no landing file and no run changed since the last decision")
+    context.update_cursor(json.dumps({"at": now, "files": files}))
     decision = decide(context.repository_def, context.instance, store.get(), landing.incoming_path)
     if decision.new_partitions:
         register_partitions(context.instance, decision.new_partitions)
@@ -35,9 +78,10 @@ def refresh_sensor(context: dg.SensorEvaluationContext, landing: LandingResource
         return dg.SkipReason("nothing stale or missing" + (f"; {'; '.join(decision.waiting)[:1000]}" if decision.waiting else ""))
     for line in decision.waiting:
         context.log.info(line)
+    work = decision.work
     # the run key is the work's state plus its attempt: a tick repeats no request, a failed state is retried at most
     # MAX_ATTEMPTS times
-    return [w.run_request(f"{w.job}:{w.partition or ''}:{w.state}:{w.attempt}", "refresh_sensor") for w in decision.work]
+    return [w.run_request(f"{w.job}:{w.partition or ''}:{w.state}:{w.attempt}", "refresh_sensor") for w in work]
 
 
 sensors = [refresh_sensor]

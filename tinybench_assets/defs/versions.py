@@ -22,7 +22,7 @@ SOURCES = {
                "io/connection.py", "io/store*.py", "io/queries.py", "core/responses.py"),
     "irt": ("defs/assets/irt.py", "core/irt/*.py", "core/splits.py",
             "core/responses.py"),
-    "estimation": ("defs/assets/estimation.py", "core/predictor.py", "core/estimation/*.py", "core/anchors.py",
+    "estimation": ("defs/assets/estimation.py", "defs/assets/estimation_small.py", "core/predictor.py", "core/estimation/*.py", "core/anchors.py",
                    "core/estimators.py", "core/calibration.py", "core/backtest.py", "core/tiny_benchmark/*.py",
                    "core/irt/*.py", "core/splits.py",
                    "core/groups.py", "core/adaptive.py", "core/adaptive_bank.py", "core/subsets/voters.py",

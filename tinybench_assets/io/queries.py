@@ -46,6 +46,12 @@ class StoreQueries(StoreBackend):
         """The active drops in landing order: columns ``drop_id, seq, partitions`` (comma-separated scenario keys)."""
         return self.query("SELECT drop_id, seq, partitions FROM drops WHERE status = 'active' ORDER BY seq")
 
+    def board_cells(self) -> dict[str, int]:
+        """Leaderboard -> response cells landed in its active drops (the size of its refresh, cheaply)."""
+        df = self.query("SELECT leaderboard, sum(n_rows) AS n FROM drops WHERE status = 'active' AND kind = 'responses' "
+                        "GROUP BY 1")
+        return {str(b): int(n) for b, n in zip(df["leaderboard"], df["n"])}
+
     def partition_landed_at(self) -> pd.Series:
         """Scenario partition key -> epoch seconds of the latest active drop that touches it (partitions without an
         active drop are absent)."""

@@ -107,7 +107,7 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
 
 
 def test_leaderboards_with_too_few_models_are_skipped(landing):
-    """RouterDC's 7 models are too few to hold any out: the estimation assets materialize with a 'skipped' note."""
+    """RouterDC's 7 models are too few to cross-validate: the estimation assets materialize with a 'skipped' note."""
     from tinybench_assets_tests.test_defs.test_definitions import materialize_foundation
 
     instance = dg.DagsterInstance.ephemeral()
@@ -116,4 +116,61 @@ def test_leaderboards_with_too_few_models_are_skipped(landing):
     assert dg.materialize(assets, partition_key="routerdc", instance=instance, resources=resources_for(landing)).success
     for name in ("anchor_sets", "gpirt_lambdas", "model_estimates", "estimation_backtest", "tiny_benchmark"):
         md = instance.get_latest_materialization_event(dg.AssetKey(name)).asset_materialization.metadata
-        assert "fewer than min_models=50" in md["skipped"].value, name
+        assert "fewer than min_small_models=10" in md["skipped"].value, name
+
+
+def test_a_small_leaderboard_gets_anchors_estimates_a_backtest_and_a_tiny_benchmark(tmp_path, monkeypatch):
+    """A 24-model leaderboard (10-49 models: none to hold out) gets every estimation asset from one SmallBoardPredictor
+    cross-validated by family; the exported tiny benchmark scores a model as the estimates table says."""
+    _need_shared()
+    incoming = tmp_path / "incoming" / "openllm"
+    incoming.mkdir(parents=True)
+    frames = {sc: pd.read_parquet(SHARED / "openllm" / f"{sc}.responses.parquet") for sc in ("arc", "truthfulqa")}
+    both = sorted(set(frames["arc"]["model"]) & set(frames["truthfulqa"]["model"]))
+    models = both[:: len(both) // 24][:24]
+    for sc, resp in frames.items():
+        resp[resp["model"].isin(models)].to_parquet(incoming / f"{sc}.responses.parquet", index=False)
+        fs = pd.read_parquet(SHARED / "openllm" / f"{sc}.full_scores.parquet")
+        fs[fs["model"].isin(models)].to_parquet(incoming / f"{sc}.full_scores.parquet", index=False)
+    landing = {"incoming": tmp_path / "incoming", "quarantine": tmp_path / "q", "db": tmp_path / "tb.duckdb"}
+    monkeypatch.setenv("TINYBENCH_ARTIFACTS", str(tmp_path / "artifacts"))
+    instance = dg.DagsterInstance.ephemeral()
+    res = resources_for(landing)
+    assert dg.materialize([responses.landing_ingest], instance=instance, resources=res).success
+    for key in ("openllm.arc", "openllm.truthfulqa"):
+        assert dg.materialize([responses.raw_responses, responses.response_matrix, responses.binarized_responses],
+                              partition_key=key, instance=instance, resources=res).success
+    cfg = {"n_values": [5, 10]}
+    run_config = {"ops": {"irt_joint": {"config": {"dims": [1]}}, "anchor_sets": {"config": cfg},
+                          "model_estimates": {"config": cfg}, "estimation_backtest": {"config": cfg},
+                          "tiny_benchmark": {"config": {**cfg, "export_n": 10}}}}
+    assert dg.materialize([irt.irt_joint, *estimation.leaderboard_assets], partition_key="openllm", instance=instance,
+                          resources=res, run_config=run_config).success
+    store = Store(landing["db"])
+    anchors = store.query("SELECT scenario, n, count(*) AS k, sum(weight) AS w FROM anchors GROUP BY ALL ORDER BY ALL")
+    assert len(anchors) == 4 and (anchors["k"] == anchors["n"]).all() and np.allclose(anchors["w"], 1.0)
+    sel = store.query("SELECT * FROM estimator_selection")
+    assert (sel.selector == "small_board_cv").all() and len(sel) == 4
+    est = store.query("SELECT * FROM estimates WHERE n = 10")
+    assert est["model"].nunique() == 24 and {"anchor", "pirt", "gpirt", "tinybench"} <= set(est["estimator"])
+    tb = est[est.estimator == "tinybench"]
+    assert ((tb.lower <= tb.estimate) & (tb.estimate <= tb.upper)).all() and tb.truth_t1.notna().all()
+    summary = store.query("SELECT * FROM backtest_summary")
+    assert set(summary.split_kind) == {"leave_family_out"} and set(summary.scenario) == {"arc", "truthfulqa"}
+    served = summary[summary.estimator == "tinybench"]
+    assert len(served) == 4 and served.coverage_t1.between(0.5, 1).all() and (served.n_models == 24).all()
+    md = instance.get_latest_materialization_event(dg.AssetKey("anchor_sets")).asset_materialization.metadata
+    assert "leave-family-out" in md["small_board"].value
+
+    from tinybench_assets.core.tiny_benchmark import estimate_from_artifact, load_artifact
+
+    art = load_artifact(tmp_path / "artifacts" / "openllm")
+    assert art["n"] == 10 and art["learned_estimators"] == []
+    model = sorted(est["model"].unique())[3]
+    items = set(store.query("SELECT item FROM tiny_benchmark_anchors WHERE leaderboard = 'openllm'")["item"])
+    answers = store.query("SELECT item, CAST(y AS DOUBLE) AS y FROM binarized WHERE model = ?", [model])
+    answers = {i: y for i, y in zip(answers["item"], answers["y"]) if i in items}
+    out = estimate_from_artifact(art, answers).set_index("scenario")
+    for scenario, row in out.iterrows():
+        ref = est[(est.model == model) & (est.scenario == scenario) & (est.estimator == row["estimator"])]
+        assert len(ref) == 1 and abs(ref["estimate"].iloc[0] - row["estimate"]) < 1e-9, (scenario, row["estimator"])

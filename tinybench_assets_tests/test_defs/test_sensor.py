@@ -134,3 +134,53 @@ def test_run_all_live_runs_and_failures_hold_requests_back(project):
         reqs, skip = tick(project)
         quiz = next((r for r in reqs if r.partition_key == "lb.quiz"), None)
     assert quiz is None and summary(reqs) == [("refresh_scenario", "lb.exam")]
+
+
+def test_critical_path_first(tmp_path, monkeypatch):
+    """Work is ordered leaderboards first, then the larger leaderboard's scenarios (dagster/priority: the daemon's
+    queue launches a leaderboard whose scenarios are done before scenario runs still queued for another one)."""
+    from tinybench_assets.refresh_plan import LEADERBOARD_PRIORITY, PRIORITY_TAG
+
+    incoming = tmp_path / "incoming"
+    for var, sub in (("TINYBENCH_INCOMING", "incoming"), ("TINYBENCH_DUCKDB", "tb.duckdb"),
+                     ("TINYBENCH_QUARANTINE", "quarantine")):
+        monkeypatch.setenv(var, str(tmp_path / sub))
+    rd.write_table(rd.long_table(30, 40, scenario="quiz", seed=4), incoming / "small" / "quiz.csv")
+    rd.write_table(rd.long_table(30, 40, scenario="exam", seed=5), incoming / "small" / "exam.csv")
+    rd.write_table(rd.long_table(60, 40, scenario="quiz", seed=6), incoming / "wide" / "quiz.csv")
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+        project = {"incoming": incoming, "instance": instance, "defs": build_defs()}
+        execute(project, tick(project)[0])  # ingest
+        reqs, _ = tick(project)  # the larger leaderboard's partition first
+        assert [(r.partition_key, int(r.tags[PRIORITY_TAG])) for r in reqs] == [
+            ("wide.quiz", 1), ("small.exam", 0), ("small.quiz", 0)]
+        execute(project, [r for r in reqs if r.partition_key == "wide.quiz"])
+        reqs, _ = tick(project)  # wide's scenarios are done: its leaderboard jumps ahead of small's scenario runs
+        assert [(r.job_name, r.partition_key, int(r.tags[PRIORITY_TAG])) for r in reqs] == [
+            ("refresh_leaderboard", "wide", LEADERBOARD_PRIORITY + 1), ("refresh_scenario", "small.exam", 0),
+            ("refresh_scenario", "small.quiz", 0)]
+
+
+def test_sensor_decides_when_a_file_or_a_run_changed(project):
+    """Between full decisions (every TINYBENCH_SENSOR_INTERVAL_S) a tick decides only when a landing file changed or a
+    run of the project ended since the last decision; the cursor holds when and what it saw."""
+    def tick_with(cursor):
+        with dg.build_sensor_context(instance=project["instance"], resources=_resources(), cursor=cursor,
+                                     repository_def=project["defs"].get_repository_def()) as ctx:
+            out = refresh_sensor(ctx)
+            return out, ctx.cursor
+
+    out, cursor = tick_with(None)
+    assert [r.job_name for r in out] == ["ingest_landing"] and cursor
+    out, cursor2 = tick_with(cursor)  # nothing changed: no decision
+    assert isinstance(out, dg.SkipReason) and "no landing file and no run changed" in out.skip_message
+    assert cursor2 == cursor
+    execute(project, [tick(project)[0][0]])  # a run of the project ended: the next tick decides
+    out, cursor = tick_with(cursor)
+    assert sorted(r.partition_key for r in out) == ["lb.exam", "lb.quiz"]
+    out, _ = tick_with(cursor)
+    assert isinstance(out, dg.SkipReason) and "no landing file and no run changed" in out.skip_message
+    rd.write_table(rd.long_table(30, 40, scenario="quiz", seed=9), project["incoming"] / "lb" / "quiz.csv")
+    out, _ = tick_with(cursor)  # a file changed: decides (ingest first)
+    assert [r.job_name for r in out] == ["ingest_landing"]

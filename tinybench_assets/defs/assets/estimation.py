@@ -20,6 +20,8 @@ from tinybench_assets.io import plots
 from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.store import Store
 
+from . import estimation_small as small
+
 GROUP = "estimation"
 CODE_VERSION = code_version("estimation")
 
@@ -35,7 +37,11 @@ class EstimationConfig(dg.Config):
     clusterings: list[str] = ["correctness", "forward"]
     learned: bool = True
     max_fit_models: int = 0  # 0 = all training models
-    min_models: int = 50  # leaderboards with fewer models (RouterDC: 7) have too few models to hold any out
+    # leaderboards with fewer models have none to hold out: from min_small_models to min_models - 1 models one
+    # SmallBoardPredictor (leave-family-out cross-validation, estimation_small.py) serves every estimation asset;
+    # below min_small_models (RouterDC: 7) they are skipped with a note
+    min_models: int = 50
+    min_small_models: int = 10
     alpha: float = 0.1  # 90 % intervals
     dims: list[int] = [1, 2, 5, 10]  # D candidates of the per-scenario IRT fits
     joint_dims: list[int] = [2, 5, 10, 15]  # D candidates of the joint fit
@@ -89,17 +95,18 @@ def predictor_params(config: EstimationConfig, device: str) -> dict:
 
 def _skip(board: str, n_models: int, config: EstimationConfig) -> dg.MaterializeResult:
     return dg.MaterializeResult(metadata={
-        "skipped": f"{board} has {n_models} models, fewer than min_models={config.min_models}: "
-                   "too few to hold models out for anchors, lambdas and calibration",
+        "skipped": f"{board} has {n_models} models, fewer than min_small_models={config.min_small_models}: "
+                   "too few to cross-validate anchors, estimators and intervals",
         "models": n_models})
 
 
 def board_inputs(context, store: StoreResource, config: EstimationConfig):
     """``(db, board, matrix, full, skip)`` of the partition's leaderboard: the store, the leaderboard, its matrix and
-    full scores (``leaderboard_matrix``), and the skip result when it has fewer than ``min_models`` models (else None)."""
+    full scores (``leaderboard_matrix``), and the skip result when it has fewer than ``min_small_models`` models
+    (else None)."""
     db, board = store.get(), context.partition_key
     matrix, full = leaderboard_matrix(db, board)
-    skip = _skip(board, len(matrix.models), config) if len(matrix.models) < config.min_models else None
+    skip = _skip(board, len(matrix.models), config) if len(matrix.models) < config.min_small_models else None
     return db, board, matrix, full, skip
 
 
@@ -129,6 +136,9 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
     if skip is not None:
         yield dg.MaterializeResult(asset_key="anchor_sets", metadata=skip.metadata)
         yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata=skip.metadata)
+        return
+    if small.is_small(len(matrix.models), config):
+        yield from _small_anchor_sets(context, config, db, board, matrix, full, torch_device, model_store)
         return
     split = db.model_split(board)
     train = np.array([split.get(m) == "train" for m in matrix.models])
@@ -166,6 +176,24 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
     })
 
 
+def _small_anchor_sets(context, config, db, board, matrix, full, torch_device, model_store):
+    """anchor_sets of a small board: one SmallBoardPredictor fitted on every model (cross-validated by family)."""
+    t0 = time.perf_counter()
+    pred = small.fit_small(matrix, full, board_groups(matrix, board, config).to_numpy(), config, torch_device.resolve())
+    path = model_store.save_predictor(board, pred)
+    tables = small.anchor_tables(pred)
+    db.replace_partition(tables, board, column="leaderboard")
+    meta = {"small_board": f"{len(matrix.models)} models: anchors, estimators and intervals chosen by leave-family-out "
+                           f"cross-validation ({pred.n_folds_} folds) on every model",
+            "anchor_rows": len(tables["anchors"]), "scenarios": dg.MetadataValue.json(pred.scenarios_),
+            "models": len(matrix.models), "folds": pred.n_folds_, "notes": dg.MetadataValue.json(pred.notes_),
+            "fit_seconds": round(time.perf_counter() - t0, 1), "predictor_path": dg.MetadataValue.path(str(path))}
+    yield dg.MaterializeResult(asset_key="anchor_sets", metadata=meta)
+    yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata={
+        "lambdas": dg.MetadataValue.md(tables["gpirt_lambdas"].round(4).to_markdown(index=False)),
+        "selected_estimators": dg.MetadataValue.md(tables["estimator_selection"].to_markdown(index=False))})
+
+
 @dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
           deps=["gpirt_lambdas", "model_split", ALL_SCENARIOS],
           **card("Held-out model estimates", "Estimates for every held-out (test) model of model_split, from its "
@@ -178,18 +206,22 @@ def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig,
     if skip is not None:
         return skip
     pred = model_store.load_predictor(board)
-    split = db.model_split(board)
-    test = np.flatnonzero([split.get(m) == "test" for m in matrix.models])
-    models = np.asarray(matrix.models, dtype=object)[test]
-    Y = matrix.scores[test]
-    df = pred.estimate(Y, models, include_random=True)
-    t1 = pred.pool_accuracy(Y)
-    t1.index = models
-    truth = t1.stack().rename("truth_t1").to_frame()
-    truth.index.names = ["model", "scenario"]
-    t2 = full.rename(columns={"full_benchmark_score": "truth_t2"}).set_index(["model", "scenario"])["truth_t2"]
-    truth = truth.join(t2, how="left").reset_index()
-    df = df.merge(truth, on=["model", "scenario"], how="inner")
+    if small.is_small(len(matrix.models), config):  # every model, through the served tiny benchmark (in-sample)
+        df = small.board_estimates(pred, matrix, full)
+        test = np.arange(len(matrix.models))
+    else:
+        split = db.model_split(board)
+        test = np.flatnonzero([split.get(m) == "test" for m in matrix.models])
+        models = np.asarray(matrix.models, dtype=object)[test]
+        Y = matrix.scores[test]
+        df = pred.estimate(Y, models, include_random=True)
+        t1 = pred.pool_accuracy(Y)
+        t1.index = models
+        truth = t1.stack().rename("truth_t1").to_frame()
+        truth.index.names = ["model", "scenario"]
+        t2 = full.rename(columns={"full_benchmark_score": "truth_t2"}).set_index(["model", "scenario"])["truth_t2"]
+        truth = truth.join(t2, how="left").reset_index()
+        df = df.merge(truth, on=["model", "scenario"], how="inner")
     cols = ["model", "scenario", "clustering", "estimator", "n", "estimate", "lower", "upper", "estimate_t2", "lower_t2",
             "upper_t2", "truth_t1", "truth_t2"]
     db.replace_partition({"estimates": df[cols]}, board, column="leaderboard")
@@ -229,6 +261,8 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     t0 = time.perf_counter()
     groups = board_groups(matrix, board, config)
     context.log.info(f"model families for grouped splits: {group_summary(groups)}")
+    if small.is_small(len(matrix.models), config):
+        return _small_backtest(config, db, board, matrix, full, groups, torch_device, t0)
     try:
         plan = split_plan(len(matrix.models), tuple(config.split_kinds), config.n_splits, config.test_fraction,
                           config.seed, groups=groups.to_numpy(), max_train_models=config.max_train_models or None,
@@ -289,6 +323,30 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     })
 
 
+def _small_backtest(config, db, board, matrix, full, groups, torch_device, t0) -> dg.MaterializeResult:
+    """estimation_backtest of a small board: its own SmallBoardPredictor's out-of-fold figures (each model estimated
+    by a fit that never saw its family)."""
+    from tinybench_assets.core.backtest import reference_n
+
+    pred = small.fit_small(matrix, full, groups.to_numpy(), config, torch_device.resolve())
+    summary = small.backtest_summary(pred, seed=config.seed)
+    db.replace_partition({"backtest_summary": summary.assign(n_splits=pred.n_folds_),
+                          "backtest_timings": pd.DataFrame({"split_kind": [small.SPLIT_KIND], "split": [0],
+                                                            "n_train": [len(matrix.models)],
+                                                            "total_seconds": [time.perf_counter() - t0]})},
+                         board, column="leaderboard")
+    n_ref = reference_n(config.n_values)
+    at_n = summary[summary.n == n_ref]
+    table = at_n.pivot_table(index="estimator", columns="scenario", values="mae_t1").round(2)
+    served = at_n[at_n.estimator == "tinybench"]
+    return dg.MaterializeResult(metadata={
+        "small_board": f"{len(matrix.models)} models: leave-family-out cross-validation, {pred.n_folds_} folds",
+        f"mae_t1_points_at_n{n_ref}": dg.MetadataValue.md(table.to_markdown()),
+        f"tinybench_t1_mae_mean_n{n_ref}": float(served["mae_t1"].mean()) if len(served) else float("nan"),
+        "coverage90_t1": float(served["coverage_t1"].mean()) if len(served) else float("nan"),
+        "headline_split_kind": small.SPLIT_KIND, "seconds": round(time.perf_counter() - t0, 1)})
+
+
 class ExportConfig(EstimationConfig):
     export_n: int = 30  # anchors per scenario in the exported tiny benchmark
 
@@ -306,18 +364,20 @@ def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, stor
     db = store.get()
     board = context.partition_key
     n_models = db.n_models(board)
-    if n_models < config.min_models:
+    if n_models < config.min_small_models:
         return _skip(board, n_models, config)
     from tinybench_assets.core.tiny_benchmark import artifact_tables, export_tiny_benchmark, save_artifact
 
     pred = model_store.load_predictor(board)
     texts = db.item_texts(board).dropna(subset=["text"])
     binar = db.board_binarization(board)
-    artifact = export_tiny_benchmark(
-        pred, leaderboard=board, n=config.export_n, item_texts=dict(zip(texts["item"], texts["text"])),
-        binarization={split_partition_key(k)[1]: {"rule": r, "threshold": None if pd.isna(t) else float(t)}
-                      for k, r, t in binar.itertuples(index=False)},
-    )
+    kw = dict(item_texts=dict(zip(texts["item"], texts["text"])),
+              binarization={split_partition_key(k)[1]: {"rule": r, "threshold": None if pd.isna(t) else float(t)}
+                            for k, r, t in binar.itertuples(index=False)})
+    if small.is_small(n_models, config):
+        artifact = pred.to_artifact(board, config.export_n, **kw)
+    else:
+        artifact = export_tiny_benchmark(pred, leaderboard=board, n=config.export_n, **kw)
     path = save_artifact(artifact, pred, model_store.folder(board))
     trees = path.parent / "learned_models.npz"
     tables = {name: df.drop(columns=["leaderboard"]) for name, df in artifact_tables(artifact).items()}

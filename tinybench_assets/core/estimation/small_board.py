@@ -1,0 +1,343 @@
+"""Tiny benchmarks for small leaderboards (10-49 models), validated by leave-family-out cross-validation.
+
+The big-board path (:class:`~tinybench_assets.core.predictor.AnchorPredictor`) holds out a share of the models;
+with 10-49 models there is nothing to spare, so :class:`SmallBoardPredictor` cross-validates instead and serves
+everything through the tiny-benchmark artifact::
+
+    fit(Y, w, scenario_cols, full_scores, groups)
+      1. folds      small_folds.family_folds: families whole, K = min(max_folds, families)
+      2. per fold   small_folds.out_of_fold: 2PL per D and KMeans anchors per n on the fold's training models;
+                    held-out models estimated from their anchor answers only
+      3. choice     small_choice.choose_scenario per (scenario, n): D, the T1 / T2 estimators and gp-IRT lambdas
+                    by out-of-fold MAE; split-conformal intervals from out-of-fold residuals with families as
+                    the exchangeable units, the served one from the choice's own leave-one-fold-out; isotonic
+                    T2 maps on out-of-fold estimates
+      4. refit      small_folds.fit_scenario on every model: the served 2PLs (chosen D) and anchors
+    predict(Y)      builds the artifact of n (to_artifact's dict) and runs ArtifactModel.evaluate on it: the
+                    served estimates ARE the exported tiny benchmark's (``estimate_from_artifact`` /
+                    ``tinybench estimate`` on the saved file give the same numbers)
+
+The artifact has the layout of :mod:`..tiny_benchmark.format` with JSON-evaluable estimators only (anchor, irt,
+pirt, gpirt, gpirt_val at the served D; no learned file). Its ``joint`` IRT entry is the block-diagonal of the
+per-scenario fits (each scenario's discriminations in its own D columns, zeros elsewhere): with independent N(0, 1)
+priors the joint MAP abilities then separate into the per-scenario ones, so the joint estimators would repeat the
+per-scenario ones. A real joint 2PL is not fitted (too many parameters for a few dozen models) and no joint
+estimator is listed. Pure numpy / pandas / torch / scikit-learn: no Dagster, no DuckDB.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import numpy as np
+import pandas as pd
+
+from .. import estimators as est
+from ..tiny_benchmark.export import _calibration, _interval
+from ..tiny_benchmark.format import FORMAT, _enc, _enc_list, _enc_matrix
+from ..tiny_benchmark.model import ArtifactModel
+from .small_choice import CANDIDATES, MIN_T2, choose_scenario
+from .small_folds import family_folds, fit_scenario, out_of_fold
+
+__all__ = ["SmallBoardPredictor", "MIN_MODELS", "MIN_TRAIN"]
+
+MIN_MODELS = 10  # fewer models: nothing can be cross-validated honestly
+MIN_TRAIN = 5  # training models a fold must keep per scenario
+PRED_COLS = ["model", "scenario", "n", "estimator", "estimator_t2", "answered", "estimate", "lower", "upper",
+             "estimate_t2", "lower_t2", "upper_t2"]
+
+
+def _check(Y, w, scenario_cols, full_scores, groups, items):
+    """Validated inputs: (Y (M, I), w (I,) with mean 1 per scenario, cols {s: (I_s,)}, T2 (M, S), groups (M,) str,
+    items [str])."""
+    Y = np.asarray(Y, dtype=float)
+    if Y.ndim != 2:
+        raise ValueError(f"Y must be a 2-d models x items matrix, got shape {Y.shape}")
+    M, I = Y.shape
+    if M < MIN_MODELS:
+        raise ValueError(f"a small board needs at least {MIN_MODELS} models for leave-family-out cross-validation, got {M}")
+    if np.any(~np.isnan(Y) & (Y != 0) & (Y != 1)):
+        raise ValueError("Y must hold 0/1 (NaN = not answered): binarize the scores first")
+    if groups is None or len(groups) != M:
+        raise ValueError(f"groups needs a family label per model ({M}), got {None if groups is None else len(groups)}")
+    groups = np.asarray([str(g) for g in groups], dtype=object)
+    if len(set(groups)) < 2:
+        raise ValueError(f"leave-family-out cross-validation needs at least 2 model families, got {len(set(groups))}")
+    w = np.asarray(w, dtype=float).copy()
+    if w.shape != (I,) or not (np.isfinite(w).all() and (w > 0).all()):
+        raise ValueError(f"w must hold a positive balance weight per item ({I},)")
+    if not scenario_cols:
+        raise ValueError("scenario_cols is empty")
+    cols, seen = {}, set()
+    for s, c in scenario_cols.items():
+        c = np.asarray(c, dtype=int)
+        if len(c) < 2 or c.min() < 0 or c.max() >= I or len(set(c.tolist())) != len(c) or seen & set(c.tolist()):
+            raise ValueError(f"scenario {s!r}: columns must be >= 2 distinct indices in [0, {I}), in no other scenario")
+        seen |= set(c.tolist())
+        answered = int((~np.isnan(Y[:, c]).all(1)).sum())
+        if answered < MIN_MODELS:
+            raise ValueError(f"scenario {s!r}: {answered} models answered it, fewer than {MIN_MODELS}")
+        cols[str(s)] = c
+        w[c] = w[c] / w[c].mean()  # the estimators' formulas assume weights averaging 1 per scenario
+    items = [f"item{j}" for j in range(I)] if items is None else [str(x) for x in items]
+    if len(items) != I or len(set(items)) != I:
+        raise ValueError(f"items must be {I} distinct ids")
+    if full_scores is None:
+        T2 = np.full((M, len(cols)), np.nan)
+    elif isinstance(full_scores, pd.DataFrame):
+        T2 = full_scores.reindex(columns=list(cols)).to_numpy(dtype=float)
+    else:
+        T2 = np.asarray(full_scores, dtype=float)
+    if T2.shape != (M, len(cols)):
+        raise ValueError(f"full_scores must be (models, scenarios) = {(M, len(cols))}, got {T2.shape}")
+    return Y, w, cols, T2, groups, items
+
+
+def _row_variance(Ys: np.ndarray) -> np.ndarray:
+    """(M,) each model's variance of its answers across the scenario's items (NaN without answers): the rows of
+    the tutorial's v (``estimators.mean_item_variance`` is their mean)."""
+    has = ~np.isnan(Ys).all(1)
+    out = np.full(len(Ys), np.nan)
+    out[has] = np.nanvar(Ys[has], axis=1)
+    return out
+
+
+def _joint_block(fits: dict, dims: dict, s: str) -> np.ndarray:
+    """Scenario ``s``'s rows of the block-diagonal joint discriminations (module docstring), (I_s, sum D)."""
+    order = list(dims)
+    a = fits[s].irt[dims[s]].a
+    out = np.zeros((a.shape[0], sum(dims.values())))
+    start = sum(dims[x] for x in order[: order.index(s)])
+    out[:, start: start + dims[s]] = a
+    return out
+
+
+class SmallBoardPredictor:
+    """Anchors, estimators and a tiny benchmark for a leaderboard of 10-49 models (module docstring).
+
+    Parameters
+    ----------
+    n_values : anchor budgets (each capped at a scenario's pool, noted in ``notes_``).
+    dims : IRT dimensions D tried (chosen per scenario and n by out-of-fold MAE).
+    alpha : interval miscoverage (0.1: 90 % intervals).
+    max_folds : K at most of the grouped K-fold (K = min(max_folds, families)).
+    seed : seeds the folds, IRT fits, KMeans and b's item halves. device : torch device of the IRT engine.
+    interval_scale : "binomial" (width ~ sqrt(e (1 - e)) + 0.05) or "none".
+    n_init : KMeans restarts.
+
+    Fitted attributes
+    -----------------
+    scenarios_ [S], cols_ {s: (I_s,)}, w_ (I,), items_ [I], models_ [M], groups_ (M,), folds_ (M,), n_folds_,
+    counts_ {(s, n): anchors}, notes_ [str], oof_ (small_folds.OutOfFold), truth_t1_ / truth_t2_ (M, S),
+    choices_ {(s, n): small_choice.ScenarioChoice}, fits_ {s: small_folds.ScenarioFit on every model}.
+    """
+
+    def __init__(self, n_values=(10, 20, 30, 50), dims=(1, 2), alpha=0.1, max_folds=10, seed=0, device="cpu",
+                 interval_scale="binomial", n_init=10):
+        self.n_values = n_values
+        self.dims = dims
+        self.alpha = alpha
+        self.max_folds = max_folds
+        self.seed = seed
+        self.device = device
+        self.interval_scale = interval_scale
+        self.n_init = n_init
+
+    def fit(self, Y, w, scenario_cols, full_scores=None, groups=None, *, items=None, models=None):
+        """Cross-validate, choose, refit on every model.
+
+        Y : (M, I) 0/1, NaN = not answered; w : (I,) balance weights (rescaled to mean 1 per scenario);
+        scenario_cols : {scenario: column indices}; full_scores : (M, S) full-benchmark scores in scenario order
+        (NaN = unknown; or a DataFrame with a column per scenario; or None: no T2); groups : (M,) family per model;
+        items : (I,) item ids (default "item<j>"); models : (M,) names (tables only).
+        """
+        self._check_params()
+        Y, self.w_, self.cols_, T2, self.groups_, self.items_ = _check(Y, w, scenario_cols, full_scores, groups, items)
+        self.models_ = [f"model{i}" for i in range(len(Y))] if models is None else [str(m) for m in models]
+        self.scenarios_, self.notes_ = list(self.cols_), []
+        self.folds_ = family_folds(self.groups_, self.max_folds, self.seed)  # 1. folds
+        self.n_folds_ = int(self.folds_.max()) + 1
+        self._check_folds(Y)
+        self.counts_ = self._anchor_counts()
+        self.oof_ = out_of_fold(Y, self.w_, self.cols_, self.folds_, self.counts_, tuple(self.dims),  # 2. per fold
+                                seed=self.seed, device=self.device, n_init=self.n_init)
+        self.truth_t1_ = np.column_stack([np.where(np.isnan(Y[:, c]).all(1), np.nan,
+                                                   est.weighted_accuracy(Y[:, c], self.w_[c])) for c in self.cols_.values()])
+        self.truth_t2_ = T2
+        self.choices_ = self._choose(Y)  # 3. choice
+        self.fits_ = {}  # 4. refit on every model, at the chosen D's
+        for s, c in self.cols_.items():
+            need = sorted({self.choices_[(s, n)].dim for n in self._ns()})
+            self.fits_[s] = fit_scenario(Y[:, c], self.w_[c], {n: self.counts_[(s, n)] for n in self._ns()}, need,
+                                         seed=self.seed, device=self.device, n_init=self.n_init)
+        self._served = {}
+        return self
+
+    def _ns(self) -> list[int]:
+        return [int(n) for n in self.n_values]
+
+    def _check_params(self) -> None:
+        ns, ds = self._ns(), [int(d) for d in self.dims]
+        if not ns or min(ns) < 1 or len(set(ns)) != len(ns):
+            raise ValueError(f"n_values must be distinct positive integers, got {self.n_values}")
+        if not ds or min(ds) < 1 or len(set(ds)) != len(ds):
+            raise ValueError(f"dims must be distinct positive integers, got {self.dims}")
+        if not 0 < self.alpha < 1 or int(self.max_folds) < 2:
+            raise ValueError(f"need 0 < alpha < 1 and max_folds >= 2, got {self.alpha}, {self.max_folds}")
+
+    def _anchor_counts(self) -> dict:
+        """{(scenario, n): anchor count}: n capped at the scenario's pool (noted)."""
+        counts = {}
+        for s, c in self.cols_.items():
+            for n in self._ns():
+                counts[(s, n)] = min(n, len(c))
+                if n > len(c):
+                    self.notes_.append(f"scenario {s!r}: n={n} capped at its pool of {len(c)} items")
+        return counts
+
+    def _choose(self, Y) -> dict:
+        """{(scenario, n): ScenarioChoice} from the out-of-fold estimates (small_choice.choose_scenario)."""
+        fams, need = len(set(self.groups_)), int(np.ceil(1 / self.alpha)) - 1
+        if fams < need:
+            self.notes_.append(f"{fams} families: a {1 - self.alpha:.0%} conformal interval needs {need}; "
+                               "intervals are the largest cross-validated residual")
+        out = {}
+        for j, (s, c) in enumerate(self.cols_.items()):
+            if np.isfinite(self.truth_t2_[:, j]).sum() < MIN_T2:
+                self.notes_.append(f"scenario {s!r}: fewer than {MIN_T2} models with a full score: no T2")
+            var = _row_variance(Y[:, c])
+            for n in self._ns():
+                out[(s, n)] = choose_scenario(
+                    s, n, self.counts_[(s, n)], {D: self.oof_.base[(s, n, D)] for D in self.dims},
+                    {D: self.oof_.bias[(s, D)] for D in self.dims}, var, self.truth_t1_[:, j], self.truth_t2_[:, j],
+                    self.folds_, self.groups_, alpha=self.alpha, scale=self.interval_scale)
+        return out
+
+    def _check_folds(self, Y):
+        for f in range(self.n_folds_):
+            for s, c in self.cols_.items():
+                kept = (~np.isnan(Y[self.folds_ != f][:, c]).all(1)).sum()
+                if kept < MIN_TRAIN:
+                    fam = sorted(set(self.groups_[self.folds_ == f]))
+                    raise ValueError(f"fold {f} (families {fam[:5]}) leaves {kept} training models for scenario {s!r}, "
+                                     f"fewer than {MIN_TRAIN}: one family holds too many of the board's models")
+
+    # ------------------------------------------------------------------ tables
+    def anchor_table(self) -> pd.DataFrame:
+        """Served anchors: scenario, n, item, item_index (column of Y), weight."""
+        rows = []
+        for s, fit in self.fits_.items():
+            for n, (local, weights) in fit.anchors.items():
+                for j, wt in zip(local, weights):
+                    col = int(self.cols_[s][j])
+                    rows.append({"scenario": s, "n": n, "item": self.items_[col], "item_index": col, "weight": float(wt)})
+        return pd.DataFrame(rows)
+
+    def cv_table(self) -> pd.DataFrame:
+        """Out-of-fold MAEs: scenario, n, estimator, dim (0: no IRT), lambda, cv_mae_t1, cv_mae_t2, n_models, ...;
+        estimator "served" is the leave-one-fold-out of the whole choice (the served estimator's honest MAE)."""
+        return pd.DataFrame([r for ch in self.choices_.values() for r in ch.cv])
+
+    def oof_table(self) -> pd.DataFrame:
+        """Out-of-fold estimates per model: model, group, fold, scenario, n, estimator, dim, estimate, estimate_t2,
+        truth_t1, truth_t2 (estimator "served": the choice made without the model's fold)."""
+        parts = []
+        for (s, n), ch in self.choices_.items():
+            j = self.scenarios_.index(s)
+            ests = [(r.estimator, 0 if r.estimator == "anchor" else r.dim, x, x2)
+                    for r, x, x2 in zip(ch.rules, ch.oof, ch.oof_t2)] + [("served", ch.dim, ch.oof_served, np.nan)]
+            for e, d, x, x2 in ests:
+                parts.append(pd.DataFrame({"model": self.models_, "group": self.groups_, "fold": self.folds_,
+                                           "scenario": s, "n": n, "estimator": e, "dim": d, "estimate": x,
+                                           "estimate_t2": x2, "truth_t1": self.truth_t1_[:, j],
+                                           "truth_t2": self.truth_t2_[:, j]}))
+        return pd.concat(parts, ignore_index=True)
+
+    # ------------------------------------------------------------------ serving
+    def to_artifact(self, leaderboard: str, n: int, item_texts: dict | None = None, binarization: dict | None = None) -> dict:
+        """The tiny benchmark of budget ``n`` in the layout of :mod:`..tiny_benchmark.format` (JSON-evaluable
+        estimators only); save with ``save_artifact(art, folder=...)``, score with ``estimate_from_artifact``."""
+        return build_artifact(self, leaderboard, n, item_texts, binarization)
+
+    def artifact_model(self, n: int) -> ArtifactModel:
+        """The ArtifactModel of budget ``n`` that :meth:`predict` runs (built from :meth:`to_artifact`'s dict)."""
+        if not hasattr(self, "fits_"):
+            raise ValueError("SmallBoardPredictor is not fitted")
+        if int(n) not in self._served:
+            self._served[int(n)] = ArtifactModel(self.to_artifact("served", int(n)))
+        return self._served[int(n)]
+
+    def predict(self, Y, n: int | None = None, models=None) -> pd.DataFrame:
+        """Served estimates from anchor answers, through the artifact (so they equal the exported file's).
+
+        Y : (M, I) full-width answers (only the anchor columns of n are read) or {scenario: (M, k_s)} answers to
+        the anchors of n in :meth:`anchor_table` order; n : budget (default: every n_values entry, Y full-width
+        only). Returns one row per model x scenario (x n): PRED_COLS.
+        """
+        ns = [int(x) for x in self.n_values] if n is None else [int(n)]
+        if isinstance(Y, dict) and len(ns) != 1:
+            raise ValueError("answers given per scenario belong to one anchor budget: pass n")
+        out = []
+        for nn in ns:
+            am = self.artifact_model(nn)
+            if isinstance(Y, dict):
+                Ya = {s: np.atleast_2d(np.asarray(Y[s], dtype=float)) for s in self.scenarios_}
+            else:
+                Yf = np.atleast_2d(np.asarray(Y, dtype=float))
+                Ya = {s: Yf[:, am.anchors_[(am.c, nn, s)].items] for s in self.scenarios_}
+            M = len(next(iter(Ya.values())))
+            names = list(models) if models is not None else list(range(M))
+            res = am.evaluate(Ya)
+            for s in self.scenarios_:
+                ch = self.choices_[(s, nn)]
+                r1, r2 = res[(s, ch.t1)], res[(s, ch.t2)]
+                lo, up = am.served_int_t1_[s].predict(r1["estimate"])
+                out.append(pd.DataFrame({"model": names, "scenario": s, "n": nn, "estimator": ch.t1,
+                                         "estimator_t2": ch.t2, "answered": np.isfinite(Ya[s]).sum(1),
+                                         "estimate": r1["estimate"], "lower": lo, "upper": up,
+                                         **{k: r2[k] for k in ("estimate_t2", "lower_t2", "upper_t2")}}))
+        return pd.concat(out, ignore_index=True)[PRED_COLS]
+
+
+def build_artifact(p: SmallBoardPredictor, leaderboard: str, n: int, item_texts=None, binarization=None) -> dict:
+    """:meth:`SmallBoardPredictor.to_artifact`: the dict of :mod:`..tiny_benchmark.format`, version 2."""
+    if not hasattr(p, "fits_"):
+        raise ValueError("SmallBoardPredictor is not fitted")
+    n = int(n)
+    if n not in [int(x) for x in p.n_values]:
+        raise ValueError(f"n={n} was not prepared (n_values={list(p.n_values)})")
+    texts = item_texts or {}
+    dims = {s: p.choices_[(s, n)].dim for s in p.scenarios_}
+    scenarios = {}
+    for s in p.scenarios_:
+        ch, fit, cols = p.choices_[(s, n)], p.fits_[s], p.cols_[s]
+        irt, (local, weights) = fit.irt[ch.dim], fit.anchors[n]
+        lam = {"tutorial": _enc(ch.lambdas["tutorial"]), "validation": _enc(ch.lambdas["validation"])}
+        cv = {r["estimator"]: r for r in ch.cv if r["estimator"] == "anchor" or r["dim"] == ch.dim}
+        ests = {e: {"val_mae_t1": _enc(cv[e]["cv_mae_t1"]), "val_mae_t2": _enc(cv[e]["cv_mae_t2"]),
+                    "n_val": int(cv[e]["n_models"]), "interval_t1": _interval(ch.interval_t1[e]),
+                    "calibration_t2": _calibration(ch.calibration_t2.get(e)),
+                    "interval_t2": _interval(ch.interval_t2.get(e))} for e in CANDIDATES}
+        anchor_ids = [p.items_[j] for j in cols[local]]
+        scenarios[s] = {
+            "n_items": int(len(cols)), "items": [p.items_[j] for j in cols], "balance_weights": _enc_list(p.w_[cols]),
+            "anchors": {"items": anchor_ids, "local": [int(i) for i in local], "weights": _enc_list(weights),
+                        "texts": [texts.get(i) for i in anchor_ids], "linear": None},
+            "irt": {"sep": {"a": _enc_matrix(irt.a), "b": _enc_list(irt.b)},
+                    "joint": {"a": _enc_matrix(_joint_block(p.fits_, dims, s)), "b": _enc_list(irt.b)}},
+            "lambdas": {"sep": lam, "joint": dict(lam), "b_sep": _enc(ch.lambdas["b"]),
+                        "b_joint": _enc(ch.lambdas["b"]), "v": _enc(ch.lambdas["v"])},
+            "stacks": {},
+            "estimators": ests,
+            "recommended": {"t1": ch.t1, "t2": ch.t2},
+            "recommended_learned": {"t1": ch.t1, "t2": ch.t2, "interval_t1": _interval(ch.interval_t1[ch.t1])},
+        }
+    return {
+        "format": FORMAT, "leaderboard": str(leaderboard),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "n": n, "clustering": "correctness",
+        "clustering_source": "given", "alpha": float(p.alpha), "interval_scale": p.interval_scale,
+        "scenario_order": list(p.scenarios_), "irt_dims": {**dims, "joint": int(sum(dims.values()))},
+        "training": {"fit_models": len(p.models_), "validation_models": len(p.models_), "seed": int(p.seed)},
+        "binarization": binarization, "json_estimators": sorted(CANDIDATES), "learned_estimators": [],
+        "learned": {"file": None, "sha256": None, "fit_learned": False, "models": [], "bank": None},
+        "scenarios": scenarios,
+    }

@@ -1,0 +1,223 @@
+"""Small leaderboards, part 2: choosing the estimator, D and lambda per (scenario, n) on out-of-fold estimates,
+and intervals that allow for that choice.
+
+Candidates (a :class:`Rule` each), per D in the predictor's ``dims``::
+
+    anchor      anchor-weighted mean (reads no IRT)
+    pirt        tutorial p-IRT, lambda = n / N
+    gpirt       lam * anchor + (1 - lam) * pirt, the tutorial lambda b^2 / (v / (4 n) + b^2), b = mean half-item
+                IRT error of the rows, v = their mean across-item variance
+    gpirt_val   the same with lambda chosen on LAMBDA_GRID by the rows' MAE
+    irt         IRT mean over all items
+
+:func:`rules_for` derives these (lambdas included) from a set of rows; :func:`best` picks the lowest MAE on the
+same rows. :func:`choose_scenario` does it on every row (the served choice) and once per fold with that fold's
+rows left out, scoring the fold with what the others chose: those leave-one-fold-out residuals measure the
+selection procedure, not its winner, and give the served T1 interval (never narrower than the winner's own).
+
+Intervals are symmetric split-conformal on |truth - estimate| / s(estimate), s = sqrt(e (1 - e)) + floor
+(``interval_scale="binomial"``) or 1 (``"none"``), with the finite-sample quantile, the ceil((m + 1)(1 - alpha))-th
+smallest of m (infinite when m < 1 / alpha - 1: the interval is then [0, 1]). T2 (the full-benchmark score) is an
+isotonic map of an estimate fitted on out-of-fold estimates; its residuals come from maps fitted without the
+scored fold, and the served T2 interval is the widest of the candidates' at the served D. Pure numpy / sklearn.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .. import estimators as est
+from ..calibration import ConformalInterval, IsotonicCalibrator, _scale, conformal_quantile
+
+__all__ = ["CANDIDATES", "Rule", "rules_for", "best", "family_quantile", "symmetric_interval", "widest", "fold_isotonic",
+           "ScenarioChoice", "choose_scenario", "MIN_T2"]
+
+CANDIDATES = ("anchor", "pirt", "gpirt", "gpirt_val", "irt")
+MIN_T2 = 10  # out-of-fold (estimate, full score) pairs needed for a T2 map
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One candidate: ``estimator`` at IRT dimension ``dim`` (unused by "anchor") with gp-IRT weight ``lam``."""
+
+    estimator: str
+    dim: int
+    lam: float | None = None
+
+    def apply(self, base: dict) -> np.ndarray:
+        """Estimates (M,) from ``base`` = {D: {"anchor", "irt", "pirt": (M,)}} of one (scenario, n)."""
+        b = base[self.dim]
+        if self.estimator in ("anchor", "irt", "pirt"):
+            return b[self.estimator]
+        return est.gpirt_estimate(b["anchor"], b["pirt"], self.lam)
+
+
+def rules_for(base: dict, bias: dict, var: np.ndarray, truth: np.ndarray, rows: np.ndarray, n_anchors: int,
+              grid=est.LAMBDA_GRID) -> tuple[list, dict]:
+    """The candidates with their lambdas derived from ``rows`` only.
+
+    base : {D: {"anchor", "irt", "pirt": (M,)}}; bias : {D: (M,)} half-item IRT errors; var : (M,) across-item
+    variance per row; truth : (M,) T1; rows : bool (M,) -- the rows the lambdas may read.
+    Returns (rules, {D: {"tutorial", "validation", "b", "v"}}).
+    """
+    dims = sorted(base)
+    rules, lams = [Rule("anchor", dims[0])], {}
+    for D in dims:
+        a, p = base[D]["anchor"], base[D]["pirt"]
+        ok = rows & np.isfinite(a) & np.isfinite(p) & np.isfinite(truth)
+        okb = rows & np.isfinite(bias[D])
+        b = float(np.mean(bias[D][okb])) if okb.any() else 0.0
+        v = float(np.mean(var[ok])) if ok.any() else 0.0
+        lam_val = est.choose_lambda(a[ok], p[ok], truth[ok], grid)[0] if ok.any() else 0.5
+        lams[D] = {"tutorial": est.tutorial_lambda(b, v, n_anchors), "validation": lam_val, "b": b, "v": v}
+        rules += [Rule("pirt", D), Rule("gpirt", D, lams[D]["tutorial"]), Rule("gpirt_val", D, lam_val),
+                  Rule("irt", D)]
+    return rules, lams
+
+
+def mae(x: np.ndarray, t: np.ndarray, rows: np.ndarray) -> float:
+    ok = rows & np.isfinite(x) & np.isfinite(t)
+    return float(np.mean(np.abs(x[ok] - t[ok]))) if ok.any() else float("inf")
+
+
+def best(rules: list, base: dict, truth: np.ndarray, rows: np.ndarray) -> Rule:
+    """The rule with the lowest MAE on ``rows`` (ties: the earlier rule, so simpler estimators and smaller D win)."""
+    return min(rules, key=lambda r: mae(r.apply(base), truth, rows))
+
+
+def family_quantile(z: np.ndarray, groups: np.ndarray, level: float) -> float:
+    """Finite-sample conformal quantile with FAMILIES as the exchangeable units (CDF pooling, Dunn, Wasserman &
+    Ramdas 2022): each family's scores carry total weight 1/F, and q is the smallest score whose pooled CDF reaches
+    ``level * (F + 1) / F``. With one model per family this is the ceil((m + 1) level)-th smallest of m. When that
+    level exceeds 1 (fewer than 1 / (1 - level) - 1 families: 9 for 90 %) q is the largest score."""
+    uniq, inv, size = np.unique(np.asarray(groups).astype(str), return_inverse=True, return_counts=True)
+    F = len(uniq)
+    if F == 0:
+        return float("inf")
+    order = np.argsort(z, kind="stable")
+    cdf = np.cumsum((1.0 / (F * size[inv]))[order])
+    need = min(1.0, level * (F + 1) / F)
+    return float(z[order][min(int(np.searchsorted(cdf, need - 1e-12)), len(z) - 1)])
+
+
+def symmetric_interval(estimate, truth, alpha: float, scale: str = "binomial", floor: float = 0.05,
+                       groups=None) -> ConformalInterval:
+    """Split-conformal ``e -+ q s(e)`` from the scaled |residuals| |t - e| / s(e) (pairs with a non-finite value
+    dropped): q = :func:`family_quantile` at 1 - alpha when ``groups`` (M,) gives the families, else the
+    ceil((m+1)(1-alpha))-th smallest of m. Returns a fitted ConformalInterval (q_lo_ = -q, q_hi_ = q)."""
+    e, t = np.asarray(estimate, dtype=float), np.asarray(truth, dtype=float)
+    ok = np.isfinite(e) & np.isfinite(t)
+    z = np.abs(t[ok] - e[ok]) / _scale(e[ok], scale, floor)
+    ci = ConformalInterval(alpha=alpha, scale=scale, floor=floor)
+    if not len(z):
+        q = float("inf")
+    elif groups is None:
+        q = conformal_quantile(z, 1.0 - alpha)
+    else:
+        q = family_quantile(z, np.asarray(groups)[ok], 1.0 - alpha)
+    ci.q_lo_, ci.q_hi_, ci.n_ = -q, q, int(len(z))
+    return ci
+
+
+def widest(intervals: list) -> ConformalInterval:
+    """A ConformalInterval as wide as the widest of ``intervals`` (same alpha and scale) on each side."""
+    first = intervals[0]
+    ci = ConformalInterval(alpha=first.alpha, scale=first.scale, floor=first.floor, lo=first.lo, hi=first.hi)
+    ci.q_lo_ = min(c.q_lo_ for c in intervals)
+    ci.q_hi_ = max(c.q_hi_ for c in intervals)
+    ci.n_ = min(c.n_ for c in intervals)
+    return ci
+
+
+def fold_isotonic(x: np.ndarray, t: np.ndarray, folds: np.ndarray) -> tuple[np.ndarray, IsotonicCalibrator | None]:
+    """Isotonic T2 map of estimates x (M,) to full scores t (M,): out-of-fold predictions (each fold mapped by a
+    map fitted on the other folds' pairs; NaN where fewer than 2 pairs remain) and the map on every pair.
+    Returns ((M,), IsotonicCalibrator), or (all NaN, None) with fewer than MIN_T2 pairs."""
+    ok = np.isfinite(x) & np.isfinite(t)
+    oof = np.full(len(x), np.nan)
+    if ok.sum() < MIN_T2:
+        return oof, None
+    for f in np.unique(folds[ok]):
+        tr, te = ok & (folds != f), ok & (folds == f)
+        if tr.sum() >= 2:
+            oof[te] = IsotonicCalibrator().fit(x[tr], t[tr]).transform(x[te])
+    return oof, IsotonicCalibrator().fit(x[ok], t[ok])
+
+
+@dataclass
+class ScenarioChoice:
+    """Everything chosen for one (scenario, n) on out-of-fold estimates.
+
+    dim : D served; t1, t2 : served estimator names; lambdas : {"tutorial", "validation", "b", "v"} at ``dim``;
+    rules : every candidate rule (lambdas from all rows); cv : rows of the CV table (one per rule, then "served");
+    oof : [(M,)] T1 estimates per rule; oof_t2 : [(M,)] cross-fitted T2 per rule; oof_served : (M,) each row's
+    estimate by the rule chosen without its fold; served_mae : mean |oof_served - truth|; interval_t1 /
+    calibration_t2 / interval_t2 : {estimator: ...} at ``dim`` (the served ones include the choice's allowance).
+    """
+
+    scenario: str
+    n: int
+    n_anchors: int
+    dim: int
+    t1: str
+    t2: str
+    lambdas: dict
+    rules: list
+    cv: list = field(default_factory=list)
+    oof: list = field(default_factory=list)
+    oof_t2: list = field(default_factory=list)
+    oof_served: np.ndarray | None = None
+    served_mae: float = float("nan")
+    interval_t1: dict = field(default_factory=dict)
+    calibration_t2: dict = field(default_factory=dict)
+    interval_t2: dict = field(default_factory=dict)
+
+
+def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var: np.ndarray, truth: np.ndarray,
+                    truth_t2: np.ndarray, folds: np.ndarray, groups: np.ndarray, *, alpha: float = 0.1,
+                    scale: str = "binomial", grid=est.LAMBDA_GRID) -> ScenarioChoice:
+    """Choose D and the T1 / T2 estimators of (s, n) and fit their intervals and T2 maps (module docstring).
+
+    base : {D: {"anchor", "irt", "pirt": (M,)}} out-of-fold; bias : {D: (M,)}; var, truth, truth_t2, folds,
+    groups (the families: the intervals' exchangeable units) : (M,).
+    """
+    rows, rows2 = np.isfinite(truth), np.isfinite(truth_t2)
+    rules, lams = rules_for(base, bias, var, truth, rows, n_anchors, grid)
+    win = best(rules, base, truth, rows)
+    served = np.full(len(truth), np.nan)  # leave-one-fold-out of the choice itself
+    for f in np.unique(folds[rows]):
+        r_f, _ = rules_for(base, bias, var, truth, rows & (folds != f), n_anchors, grid)
+        served[folds == f] = best(r_f, base, truth, rows & (folds != f)).apply(base)[folds == f]
+    dim = win.dim if win.estimator != "anchor" else best(rules[1:], base, truth, rows).dim
+    ch = ScenarioChoice(s, n, n_anchors, dim, win.estimator, win.estimator, lams[dim], rules,
+                        oof_served=served, served_mae=mae(served, truth, rows))
+    for r in rules:
+        x = r.apply(base)
+        x2, cal = fold_isotonic(x, truth_t2, folds)
+        ch.oof.append(x)
+        ch.oof_t2.append(x2)
+        ch.cv.append({"scenario": s, "n": n, "n_anchors": n_anchors, "estimator": r.estimator,
+                      "dim": 0 if r.estimator == "anchor" else r.dim, "lambda": np.nan if r.lam is None else r.lam,
+                      "cv_mae_t1": mae(x, truth, rows), "cv_mae_t2": mae(x2, truth_t2, rows2) if cal else np.nan,
+                      "n_models": int((rows & np.isfinite(x)).sum()),
+                      "n_models_t2": int((rows2 & np.isfinite(x2)).sum()), "served_t1": r is win, "served_t2": False})
+        if r.estimator == "anchor" or r.dim == dim:  # the served D's candidates go into the artifact
+            ch.interval_t1[r.estimator] = symmetric_interval(x, truth, alpha, scale, groups=groups)
+            if cal is not None:
+                ch.calibration_t2[r.estimator] = cal
+                ch.interval_t2[r.estimator] = symmetric_interval(x2, truth_t2, alpha, scale, groups=groups)
+    # the served T1 interval: out-of-choice residuals, never narrower than the winner's own
+    ch.interval_t1[win.estimator] = widest([symmetric_interval(served, truth, alpha, scale, groups=groups),
+                                            ch.interval_t1[win.estimator]])
+    if ch.calibration_t2:  # T2: the lowest cross-fitted MAE at the served D; interval: the widest of them
+        at_dim = [i for i, r in enumerate(rules)
+                  if r.estimator in ch.calibration_t2 and (r.estimator == "anchor" or r.dim == dim)]
+        i2 = min(at_dim, key=lambda i: np.nan_to_num(ch.cv[i]["cv_mae_t2"], nan=np.inf))
+        ch.t2, ch.cv[i2]["served_t2"] = rules[i2].estimator, True
+        ch.interval_t2[ch.t2] = widest(list(ch.interval_t2.values()))
+    ch.cv.append({"scenario": s, "n": n, "n_anchors": n_anchors, "estimator": "served", "dim": dim,
+                  "lambda": np.nan, "cv_mae_t1": ch.served_mae, "cv_mae_t2": np.nan,
+                  "n_models": int((rows & np.isfinite(served)).sum()), "n_models_t2": 0,
+                  "served_t1": False, "served_t2": False})
+    return ch

@@ -1,0 +1,207 @@
+"""Small leaderboards, part 1: leave-family-out folds and what each fold fits on its training models only.
+
+The response matrix ``Y`` (M models x I items, 0/1, NaN = not answered) flows like this::
+
+    family_folds(groups)                 every family goes whole to one of K <= max_folds folds
+    for each fold f:
+        fit_scenario(Y[rows not in f])   per scenario: a 2PL per D (irt.fit_irt) and KMeans anchors per n
+                                         (anchors.select_anchors on the training rows' correctness)
+        base_estimates(Y[rows in f] on the anchors only)
+                                         anchor / irt / pirt of the held-out rows: the formulas ArtifactModel
+                                         runs (estimation/base_estimates.py), so cross-validated and served
+                                         estimates are the same computation
+        half_item_error(Y[rows in f])    the tutorial's IRT bias b: abilities from half the items, error on the rest
+    -> OutOfFold: per (scenario, n, D) every model's out-of-fold candidate estimates
+
+A held-out row is read only on the fold's anchors (and, for b, on the seeded half of the items); no held-out
+family's answer enters the fold's IRT fit or anchor choice. Pure numpy / torch / scikit-learn.
+"""
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+
+from .. import estimators as est
+from ..anchors import select_anchors
+from ..irt import IRTParams, estimate_ability, fit_irt, item_curve
+
+__all__ = ["family_folds", "ScenarioFit", "fit_scenario", "base_estimates", "half_item_error", "half_split",
+           "OutOfFold", "out_of_fold"]
+
+BASE = ("anchor", "irt", "pirt")
+
+
+def family_folds(groups, max_folds: int = 10, seed: int = 0) -> np.ndarray:
+    """Grouped K-fold: fold id per model, every family whole in one fold, K = min(max_folds, families).
+
+    Parameters
+    ----------
+    groups : array-like, shape (M,), a family label per model.
+    max_folds : int, K at most.
+    seed : int, shuffles the families before they are dealt (largest first, to the fold with the fewest models,
+        ties to the lowest fold id), so folds are balanced and the same seed gives the same folds.
+
+    Returns
+    -------
+    ndarray of int, shape (M,), values in [0, K).
+    """
+    g = np.asarray(groups, dtype=object).astype(str)
+    uniq, inv, size = np.unique(g, return_inverse=True, return_counts=True)
+    k = int(min(max_folds, len(uniq)))
+    if k < 2:
+        raise ValueError(f"grouped cross-validation needs at least 2 families, got {len(uniq)}")
+    order = np.random.default_rng(seed).permutation(len(uniq))
+    order = order[np.argsort(-size[order], kind="stable")]
+    fold_of, load = np.empty(len(uniq), dtype=int), np.zeros(k, dtype=int)
+    for fam in order:
+        f = int(np.argmin(load))
+        fold_of[fam], load[f] = f, load[f] + size[fam]
+    return fold_of[inv]
+
+
+@dataclass
+class ScenarioFit:
+    """What one set of training models gives one scenario.
+
+    Attributes
+    ----------
+    irt : {D: IRTParams} -- 2PL per dimension, ``a`` (I_s, D), ``b`` (I_s,).
+    anchors : {n: (local (k,), weights (k,))} -- KMeans anchors per budget n (k = n capped at the pool), local
+        indices into the scenario's items, weights summing to 1.
+    v : float -- the tutorial's v: mean over the training models of their across-item variance.
+    n_models : int -- training models that answered the scenario.
+    """
+
+    irt: dict
+    anchors: dict
+    v: float
+    n_models: int
+
+
+def fit_scenario(Ys: np.ndarray, ws: np.ndarray, counts: dict, dims, *, seed: int = 0, device: str = "cpu",
+                 n_init: int = 10) -> ScenarioFit:
+    """2PLs and anchors of one scenario from training rows only.
+
+    Parameters
+    ----------
+    Ys : ndarray, shape (M_train, I_s) -- training models' 0/1 answers (NaN = missing; all-NaN rows are dropped).
+    ws : ndarray, shape (I_s,) -- the scenario's balance weights.
+    counts : {n: k} -- anchor count k per budget n (k <= I_s).
+    dims : iterable of int -- IRT dimensions to fit.
+    """
+    Ys = np.asarray(Ys, dtype=float)
+    Ys = Ys[~np.isnan(Ys).all(1)]
+    irt = {int(d): fit_irt(Ys, dim=int(d), seed=seed, device=device) for d in dims}
+    by_k: dict = {}
+    for k in sorted(set(counts.values())):
+        with warnings.catch_warnings():  # few models: fewer distinct correctness patterns than clusters is expected
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            by_k[k] = select_anchors(Ys, ws, k, clustering="correctness", n_init=n_init, seed=seed)
+    anchors = {n: by_k[k] for n, k in counts.items()}
+    return ScenarioFit(irt, anchors, est.mean_item_variance(Ys), len(Ys))
+
+
+def base_estimates(Ya: np.ndarray, local: np.ndarray, weights: np.ndarray, params: IRTParams, ws: np.ndarray,
+                   device: str = "cpu") -> dict:
+    """The JSON-evaluable base estimates of one scenario from anchor answers only.
+
+    Exactly the per-scenario steps of ``BaseEstimatesMixin._features`` (which ArtifactModel runs): abilities by
+    MAP on the answered anchors, anchor-weighted mean, IRT mean and p-IRT (unanswered anchors scored 0 in p-IRT's
+    seen part, as there).
+
+    Ya : (M, k) answers to the anchors ``local`` (k,) with ``weights`` (k,); ws : (I_s,).
+    Returns {"anchor", "irt", "pirt": (M,)}, NaN where a row answered no anchor.
+    """
+    Ya = np.atleast_2d(np.asarray(Ya, dtype=float))
+    has = ~np.isnan(Ya).all(1)
+    th = estimate_ability(Ya, params.a[local], params.b[local], device=device)
+    P = item_curve(th, params.a, params.b)
+    vals = {"anchor": est.anchor_estimate(Ya, weights), "irt": est.irt_estimate(P, ws),
+            "pirt": est.pirt_estimate(np.where(np.isnan(Ya), 0.0, Ya), P, local, ws)}
+    return {k: np.where(has, v, np.nan) for k, v in vals.items()}
+
+
+def half_split(n_items: int, seed: int) -> np.ndarray:
+    """A seeded random half of a scenario's items (sorted local indices): the items b's abilities are read from."""
+    return np.sort(np.random.default_rng(seed + 11).permutation(n_items)[: n_items // 2])
+
+
+def half_item_error(Ys: np.ndarray, params: IRTParams, ws: np.ndarray, seen: np.ndarray,
+                    device: str = "cpu") -> np.ndarray:
+    """Per row, |IRT-predicted - actual| balance-weighted accuracy on the unseen half of the items, abilities
+    fitted on the ``seen`` half (the tutorial's b is its mean over held-out models).
+
+    Ys : (M, I_s); seen : local indices. Returns (M,), NaN for rows without answers.
+    """
+    Ys = np.atleast_2d(np.asarray(Ys, dtype=float))
+    unseen = np.setdiff1d(np.arange(Ys.shape[1]), seen)
+    out = np.full(len(Ys), np.nan)
+    has = ~np.isnan(Ys[:, seen]).all(1) & ~np.isnan(Ys[:, unseen]).all(1)
+    if has.any():
+        th = estimate_ability(Ys[has][:, seen], params.a[seen], params.b[seen], device=device)
+        pred = est.irt_estimate(item_curve(th, params.a[unseen], params.b[unseen]), ws[unseen])
+        out[has] = np.abs(pred - est.weighted_accuracy(Ys[has][:, unseen], ws[unseen]))
+    return out
+
+
+@dataclass
+class OutOfFold:
+    """Out-of-fold results of the candidates for every model.
+
+    Attributes
+    ----------
+    folds : (M,) fold id per model.
+    base : {(scenario, n, D): {"anchor", "irt", "pirt": (M,)}} -- each row's estimate from the fold that held it out.
+    bias : {(scenario, D): (M,)} -- each row's half-item IRT error (tutorial b) under that fold's 2PL.
+    fits : [{scenario: ScenarioFit}] -- per fold, what its training models gave (for inspection and the tests).
+    train_rows : [(M_train,)] -- per fold, the rows it was fitted on.
+    """
+
+    folds: np.ndarray
+    base: dict = field(default_factory=dict)
+    bias: dict = field(default_factory=dict)
+    fits: list = field(default_factory=list)
+    train_rows: list = field(default_factory=list)
+
+
+def out_of_fold(Y: np.ndarray, w: np.ndarray, cols: dict, folds: np.ndarray, counts: dict, dims, *, seed: int = 0,
+                device: str = "cpu", n_init: int = 10) -> OutOfFold:
+    """Fit every fold on its training rows and estimate its held-out rows from their anchor answers.
+
+    Parameters
+    ----------
+    Y : (M, I) 0/1 with NaN; w : (I,) balance weights (mean 1 per scenario); cols : {scenario: (I_s,) columns};
+    folds : (M,) from :func:`family_folds`; counts : {(scenario, n): anchor count}; dims : IRT dimensions.
+
+    Returns
+    -------
+    OutOfFold
+    """
+    M = len(Y)
+    out = OutOfFold(folds=np.asarray(folds))
+    seen = {s: half_split(len(c), seed) for s, c in cols.items()}
+    for s in cols:
+        for D in dims:
+            out.bias[(s, D)] = np.full(M, np.nan)
+            for (s2, n) in counts:
+                if s2 == s:
+                    out.base[(s, n, D)] = {k: np.full(M, np.nan) for k in BASE}
+    for f in range(int(out.folds.max()) + 1):
+        test = np.flatnonzero(out.folds == f)
+        train = np.flatnonzero(out.folds != f)
+        fits = {}
+        for s, c in cols.items():
+            mine = {n: k for (s2, n), k in counts.items() if s2 == s}
+            fit = fits[s] = fit_scenario(Y[np.ix_(train, c)], w[c], mine, dims, seed=seed, device=device, n_init=n_init)
+            Yt = Y[np.ix_(test, c)]  # the held-out rows, read below only on anchors (and b's half)
+            for D, params in fit.irt.items():
+                for n, (local, weights) in fit.anchors.items():
+                    for k, v in base_estimates(Yt[:, local], local, weights, params, w[c], device).items():
+                        out.base[(s, n, D)][k][test] = v
+                out.bias[(s, D)][test] = half_item_error(Yt, params, w[c], seen[s], device)
+        out.fits.append(fits)
+        out.train_rows.append(train)
+    return out

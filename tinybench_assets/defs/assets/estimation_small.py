@@ -1,0 +1,140 @@
+"""Small leaderboards (``min_small_models`` to ``min_models`` - 1 models, default 10-49) in the estimation assets.
+
+Such a board has no models to spare for a held-out share, so one
+:class:`~tinybench_assets.core.estimation.small_board.SmallBoardPredictor` (leave-family-out cross-validation,
+core/estimation/small_*.py) serves all four estimation assets: ``anchor_sets`` fits and saves it, ``model_estimates``
+scores every model of the board through the tiny benchmark it serves, ``estimation_backtest`` reports its out-of-fold
+figures (the honest ones: each model estimated by a predictor that never saw its family), and ``tiny_benchmark``
+exports its artifact (same format: ``tinybench estimate`` scores a new model from it). This module shapes its
+outputs into the store's tables; the assets call it where the board is small.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from tinybench_assets.core.responses import ResponseMatrix
+
+SELECTOR = "small_board_cv"  # estimator_selection.selector of a small board
+SPLIT_KIND = "leave_family_out"  # backtest_summary.split_kind of a small board
+CLUSTERING = "correctness"
+
+
+def is_small(n_models: int, config) -> bool:
+    return config.min_small_models <= n_models < config.min_models
+
+
+def board_arrays(matrix: ResponseMatrix, full: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, dict, np.ndarray]:
+    """(Y (M, I) 0/1, w (I,), {scenario: columns} in the matrix's order, T2 (M, S) full scores, NaN where unknown)."""
+    order = list(dict.fromkeys(matrix.scenarios.tolist()))
+    cols = {str(s): np.flatnonzero(matrix.scenarios == s) for s in order}
+    t2 = full.pivot_table(index="model", columns="scenario", values="full_benchmark_score", aggfunc="last") \
+        if len(full) else pd.DataFrame()
+    T2 = t2.reindex(index=matrix.models, columns=list(cols)).to_numpy(dtype=float) if len(t2) else \
+        np.full((len(matrix.models), len(cols)), np.nan)
+    return matrix.scores, matrix.balance_weights(), cols, T2
+
+
+def fit_small(matrix: ResponseMatrix, full: pd.DataFrame, groups: np.ndarray, config, device: str):
+    from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
+
+    Y, w, cols, T2 = board_arrays(matrix, full)
+    return SmallBoardPredictor(n_values=tuple(config.n_values), alpha=config.alpha, seed=getattr(config, "seed", 0),
+                               device=device).fit(Y, w, cols, T2, groups, items=matrix.items, models=matrix.models)
+
+
+def anchor_tables(pred) -> dict[str, pd.DataFrame]:
+    """The ``anchors``, ``gpirt_lambdas``, ``estimator_selection`` and ``estimator_validation`` rows of a small board."""
+    anchors = pred.anchor_table()
+    counts = anchors.groupby(["scenario", "n"]).size().rename("n_anchors").reset_index()
+    anchors = anchors.merge(counts, on=["scenario", "n"]).assign(clustering=CLUSTERING)
+    lam, sel = [], []
+    for (s, n), ch in pred.choices_.items():
+        lam.append({"scenario": s, "clustering": CLUSTERING, "n": n, "fit": "sep",
+                    "lambda_tutorial": ch.lambdas["tutorial"], "lambda_validation": ch.lambdas["validation"],
+                    "b": ch.lambdas["b"], "v": ch.lambdas["v"]})
+        sel.append({"scenario": s, "n": n, "selector": SELECTOR, "clustering_t1": CLUSTERING, "estimator_t1": ch.t1,
+                    "clustering_t2": CLUSTERING, "estimator_t2": ch.t2})
+    cv = pred.cv_table()
+    served = cv.estimator == "served"
+    cv = cv.assign(estimator=np.where(served, "tinybench", np.where(cv.estimator == "anchor", "anchor",
+                                                                    cv.estimator + "_d" + cv.dim.astype(str))))
+    validation = cv.rename(columns={"cv_mae_t1": "val_mae_t1", "cv_mae_t2": "val_mae_t2", "n_models": "n_val"})
+    validation = validation.assign(clustering=CLUSTERING)
+    return {"anchors": anchors[["scenario", "clustering", "n", "n_anchors", "item", "item_index", "weight"]],
+            "gpirt_lambdas": pd.DataFrame(lam),
+            "estimator_selection": pd.DataFrame(sel),
+            "estimator_validation": validation[["scenario", "clustering", "n", "estimator", "val_mae_t1", "val_mae_t2",
+                                                "n_val"]].drop_duplicates(["scenario", "n", "estimator"])}
+
+
+def board_estimates(pred, matrix: ResponseMatrix, full: pd.DataFrame) -> pd.DataFrame:
+    """Every model of the board estimated from its anchor answers through the served tiny benchmark (every JSON
+    estimator, plus ``tinybench``: the served choice with its interval), against T1 and T2. In-sample: these models
+    trained the predictor; the honest figures are the backtest's out-of-fold ones."""
+    from tinybench_assets.core import estimators as est
+
+    Y, w, cols, T2 = board_arrays(matrix, full)
+    models = np.asarray(matrix.models, dtype=object)
+    parts = []
+    for n in pred.n_values:
+        am = pred.artifact_model(int(n))
+        Ya = {s: Y[:, am.anchors_[(am.c, int(n), s)].items] for s in pred.scenarios_}
+        for (s, e), r in am.evaluate(Ya).items():
+            parts.append(pd.DataFrame({"model": models, "scenario": s, "estimator": e, "n": int(n),
+                                       **{k: np.asarray(r[k], dtype=float) for k in
+                                          ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2")}}))
+        served = pred.predict(Y, n=int(n), models=models)
+        parts.append(served.assign(estimator="tinybench").drop(columns=["estimator_t2", "answered"]))
+    df = pd.concat(parts, ignore_index=True).assign(clustering=CLUSTERING)
+    truth = []
+    for j, (s, c) in enumerate(cols.items()):
+        has = ~np.isnan(Y[:, c]).all(1)
+        t1 = np.full(len(models), np.nan)
+        t1[has] = est.weighted_accuracy(Y[has][:, c], w[c])
+        truth.append(pd.DataFrame({"model": models, "scenario": s, "truth_t1": t1, "truth_t2": T2[:, j]}))
+    return df.merge(pd.concat(truth), on=["model", "scenario"], how="inner")
+
+
+def _mae_ci(err: np.ndarray, seed: int, reps: int = 1000) -> tuple[float, float]:
+    """95 % bootstrap interval of the mean absolute error (accuracy points) over models."""
+    if len(err) < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    boots = np.abs(err)[rng.integers(0, len(err), size=(reps, len(err)))].mean(1)
+    return float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))
+
+
+def backtest_summary(pred, seed: int = 0) -> pd.DataFrame:
+    """The backtest_summary rows of a small board from its out-of-fold estimates: per scenario x estimator x n, the
+    MAE (with a bootstrap interval over models), SD, bias and, for the served choice (``tinybench``), the coverage and
+    width of its interval applied to the out-of-fold estimates. Accuracy points."""
+    oof = pred.oof_table()
+    oof = oof.assign(estimator=np.where(oof.estimator == "served", "tinybench",
+                                        np.where(oof.estimator == "anchor", "anchor",
+                                                 oof.estimator + "_d" + oof.dim.astype(str))))
+    rows = []
+    for (s, e, n), g in oof.groupby(["scenario", "estimator", "n"], sort=True):
+        g = g[np.isfinite(g.estimate) & np.isfinite(g.truth_t1)]
+        if g.empty:
+            continue
+        err = 100 * (g.estimate - g.truth_t1).to_numpy()
+        lo, hi = _mae_ci(err, seed)
+        row = {"split_kind": SPLIT_KIND, "scenario": s, "clustering": CLUSTERING, "estimator": e, "n": int(n),
+               "mae_t1": float(np.abs(err).mean()), "mae_t1_lo": lo, "mae_t1_hi": hi, "sd_t1": float(err.std()),
+               "bias_t1": float(err.mean()), "coverage_t1": np.nan, "width_t1": np.nan,
+               "mae_t2": np.nan, "mae_t2_lo": np.nan, "mae_t2_hi": np.nan, "sd_t2": np.nan, "coverage_t2": np.nan,
+               "width_t2": np.nan, "n_models": int(len(g))}
+        g2 = g[np.isfinite(g.estimate_t2) & np.isfinite(g.truth_t2)]
+        if len(g2):
+            e2 = 100 * (g2.estimate_t2 - g2.truth_t2).to_numpy()
+            lo2, hi2 = _mae_ci(e2, seed)
+            row.update(mae_t2=float(np.abs(e2).mean()), mae_t2_lo=lo2, mae_t2_hi=hi2, sd_t2=float(e2.std()))
+        if e == "tinybench":
+            am = pred.artifact_model(int(n))
+            lower, upper = am.served_int_t1_[s].predict(g.estimate.to_numpy())
+            t = g.truth_t1.to_numpy()
+            row.update(coverage_t1=float(np.mean((lower <= t) & (t <= upper))),
+                       width_t1=float(100 * np.mean(upper - lower)))
+        rows.append(row)
+    return pd.DataFrame(rows)

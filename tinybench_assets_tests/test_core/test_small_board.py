@@ -1,0 +1,243 @@
+"""Small leaderboards (core/estimation/small_board.py): fit / predict shapes, determinism, leave-family-out CV that
+never reads a held-out family, the choice's own leave-one-fold-out, family-level conformal quantiles, input errors,
+and the tiny-benchmark round trip (save, load, ``estimate_from_artifact`` / ``tinybench estimate`` == predict)."""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from tinybench_assets.core import tiny_benchmark as tb
+from tinybench_assets.core.calibration import conformal_quantile
+from tinybench_assets.core.estimation.small_board import PRED_COLS, SmallBoardPredictor
+from tinybench_assets.core.estimation.small_choice import choose_scenario, family_quantile, symmetric_interval
+from tinybench_assets.core.estimation.small_folds import base_estimates, family_folds
+
+torch.set_num_threads(1)
+
+FAST = dict(n_values=(10, 30), dims=(1, 2), max_folds=4, n_init=3, seed=0)
+
+
+def world(n_models=24, n_families=8, items=(150, 150), seed=0):
+    """Synthetic 2PL board: (Y (M, I), w (I,), cols, full scores (M, S), groups (M,), item ids)."""
+    rng = np.random.default_rng(seed)
+    groups = np.array([f"fam{g}" for g in np.arange(n_models) % n_families])
+    fam = {g: rng.normal(size=2) for g in np.unique(groups)}
+    theta = np.array([fam[g] for g in groups]) + 0.5 * rng.normal(size=(n_models, 2))
+    blocks, cols, start = [], {}, 0
+    for k, n_items in enumerate(items):
+        a = np.abs(rng.normal(1.0, 0.4, size=(n_items, 2)))
+        b = rng.normal(size=n_items)
+        P = 1 / (1 + np.exp(-(theta @ a.T - b)))
+        blocks.append((rng.random(P.shape) < P).astype(float))
+        cols[f"s{k}"] = np.arange(start, start + n_items)
+        start += n_items
+    Y = np.hstack(blocks)
+    w = rng.uniform(0.5, 1.5, size=Y.shape[1])
+    full = np.column_stack([0.1 + 0.8 * Y[:, c].mean(1) + 0.02 * rng.normal(size=n_models) for c in cols.values()])
+    return Y, w, cols, full, groups, [f"q{j}" for j in range(Y.shape[1])]
+
+
+@functools.lru_cache(maxsize=None)
+def fitted():
+    Y, w, cols, full, groups, items = world()
+    return Y, SmallBoardPredictor(**FAST).fit(Y, w, cols, full, groups, items=items)
+
+
+def test_fit_predict_shapes():
+    Y, p = fitted()
+    M = len(Y)
+    at = p.anchor_table()
+    assert list(at.columns) == ["scenario", "n", "item", "item_index", "weight"]
+    assert len(at) == 2 * (10 + 30)
+    np.testing.assert_allclose(at.groupby(["scenario", "n"]).weight.sum(), 1.0)
+    for (s, n), g in at.groupby(["scenario", "n"]):
+        assert set(g.item_index) <= set(p.cols_[s]) and g.item_index.is_unique
+    cv = p.cv_table()
+    assert {"scenario", "n", "estimator", "dim", "cv_mae_t1", "cv_mae_t2", "n_models"} <= set(cv.columns)
+    assert len(cv) == 2 * 2 * (1 + 4 * 2 + 1)  # scenarios x n x (anchor + 4 per D + served)
+    assert (cv.groupby(["scenario", "n"]).served_t1.sum() == 1).all()
+    assert (cv.groupby(["scenario", "n"]).served_t2.sum() == 1).all()  # full scores given: a T2 estimator each
+    assert cv[cv.estimator != "served"].n_models.eq(M).all() and cv.cv_mae_t1.between(0, 0.3).all()
+    oof = p.oof_table()
+    assert len(oof) == M * 2 * 2 * 10 and oof.estimate.notna().all()
+    out = p.predict(Y, n=30)
+    assert list(out.columns) == PRED_COLS and len(out) == M * 2
+    assert out.estimate.between(0, 1).all() and out.answered.eq(30).all()
+    assert ((out.lower <= out.estimate) & (out.estimate <= out.upper)).all()
+    assert ((out.lower_t2 <= out.estimate_t2) & (out.estimate_t2 <= out.upper_t2)).all()
+    assert len(p.predict(Y)) == M * 2 * 2  # every n
+    # answers per scenario in anchor order == the full-width matrix (whose other cells are never read)
+    per = {s: Y[:, g.item_index.to_numpy()] for s, g in at[at.n == 30].groupby("scenario", sort=False)}
+    pd.testing.assert_frame_equal(p.predict(per, n=30), out)
+    blank = np.where(np.isin(np.arange(Y.shape[1]), at[at.n == 30].item_index), Y, np.nan)
+    pd.testing.assert_frame_equal(p.predict(blank, n=30), out)
+    # a model that never ran a scenario gets NaN there, and its other scenario is unaffected
+    Y1 = Y[:1].copy()
+    Y1[0, p.cols_["s1"]] = np.nan
+    one = p.predict(Y1, n=30)
+    assert np.isnan(one.estimate.iloc[1]) and one.estimate.iloc[0] == pytest.approx(out.estimate.iloc[0], abs=1e-12)
+
+
+def test_deterministic_with_seed():
+    Y, p = fitted()
+    _, w, cols, full, groups, items = world()
+    q = SmallBoardPredictor(**FAST).fit(Y, w, cols, full, groups, items=items)
+    pd.testing.assert_frame_equal(p.anchor_table(), q.anchor_table())
+    pd.testing.assert_frame_equal(p.cv_table(), q.cv_table())
+    pd.testing.assert_frame_equal(p.predict(Y), q.predict(Y))
+    # the seed matters (so the comparison above can fail): another seed deals other folds
+    assert not np.array_equal(family_folds(groups, 4, 0), family_folds(groups, 4, 1))
+
+
+def test_cv_never_reads_a_held_out_family():
+    """Flip every answer of one family: the fold that holds it out fits the same 2PLs and anchors and gives its
+    other held-out models the same estimates; every other fold (which trains on that family) changes."""
+    Y, p = fitted()
+    _, w, cols, full, groups, items = world()
+    fam = "fam3"
+    f = int(p.folds_[groups == fam][0])
+    assert (p.folds_[groups == fam] == f).all()  # families are whole
+    assert not np.isin(np.flatnonzero(groups == fam), p.oof_.train_rows[f]).any()
+    Y2 = Y.copy()
+    Y2[groups == fam] = 1 - Y2[groups == fam]
+    q = SmallBoardPredictor(**FAST).fit(Y2, w, cols, full, groups, items=items)
+
+    def same_fit(a, b):
+        return all(np.array_equal(a[s].irt[D].a, b[s].irt[D].a) and np.array_equal(a[s].irt[D].b, b[s].irt[D].b)
+                   for s in a for D in a[s].irt) and \
+            all(np.array_equal(a[s].anchors[n][k], b[s].anchors[n][k]) for s in a for n in a[s].anchors for k in (0, 1))
+
+    assert same_fit(p.oof_.fits[f], q.oof_.fits[f])
+    others = [g for g in range(p.n_folds_) if g != f]
+    assert not any(same_fit(p.oof_.fits[g], q.oof_.fits[g]) for g in others)
+    rest = (p.folds_ == f) & (groups != fam)  # the fold's other held-out models
+    assert rest.any()
+    for key, d in p.oof_.base.items():
+        for k, x in d.items():
+            np.testing.assert_array_equal(x[rest], q.oof_.base[key][k][rest])
+
+
+def test_choice_is_left_out_of_its_fold():
+    """The served out-of-fold estimate of a fold comes from a choice (estimator, D, lambda) made on the other folds:
+    changing the fold's truths cannot move it (and does move the other folds', whose choice reads them)."""
+    rng = np.random.default_rng(1)
+    M = 30
+    folds, groups = np.arange(M) % 5, np.array([f"g{i}" for i in range(M)])
+    truth = rng.uniform(0.2, 0.8, M)
+    base = {D: {"anchor": truth + rng.normal(0, 0.03, M), "irt": truth + rng.normal(0, 0.06, M),
+                "pirt": truth + rng.normal(0, 0.03, M)} for D in (1, 2)}  # gp-IRT's lambda matters
+    bias = {D: np.abs(rng.normal(0, 0.03, M)) for D in (1, 2)}
+    var = np.full(M, 0.2)
+    ch = choose_scenario("s", 30, 30, base, bias, var, truth, np.full(M, np.nan), folds, groups)
+    t2 = truth.copy()
+    t2[folds == 0] = rng.uniform(0, 1, (folds == 0).sum())  # the fold's truths only
+    ch2 = choose_scenario("s", 30, 30, base, bias, var, t2, np.full(M, np.nan), folds, groups)
+    np.testing.assert_array_equal(ch.oof_served[folds == 0], ch2.oof_served[folds == 0])
+    assert not np.array_equal(ch.oof_served[folds != 0], ch2.oof_served[folds != 0])
+    # the served interval allows for the choice: never narrower than the winner's own residuals give
+    win = next(i for i, r in enumerate(ch.cv) if r["served_t1"])
+    own = symmetric_interval(ch.oof[win], truth, 0.1, "binomial", groups=groups)
+    assert ch.interval_t1[ch.t1].q_hi_ >= own.q_hi_ > 0
+
+
+def test_family_quantile():
+    z = np.arange(1.0, 21.0)
+    singles = np.arange(20).astype(str)
+    for level in (0.5, 0.8, 0.9):
+        assert family_quantile(z, singles, level) == conformal_quantile(z, level)
+    # one big family of tiny residuals counts once: it cannot pull the quantile down
+    zz = np.concatenate([np.full(200, 0.01), np.arange(1.0, 11.0)])
+    gg = np.array(["big"] * 200 + [f"s{i}" for i in range(10)])
+    assert conformal_quantile(zz, 0.9) == 0.01
+    assert family_quantile(zz, gg, 0.9) == 10.0
+    assert family_quantile(z[:5], singles[:5], 0.9) == 5.0  # too few families: the largest residual
+
+
+def test_input_errors_and_capped_n():
+    Y, w, cols, full, groups, items = world(n_models=12, n_families=6, items=(20, 40))
+    with pytest.raises(ValueError, match="at least 10 models"):
+        SmallBoardPredictor(**FAST).fit(Y[:9], w, cols, full[:9], groups[:9])
+    with pytest.raises(ValueError, match="at least 2 model families"):
+        SmallBoardPredictor(**FAST).fit(Y, w, cols, full, np.full(12, "one"))
+    with pytest.raises(ValueError, match="family label per model"):
+        SmallBoardPredictor(**FAST).fit(Y, w, cols, full, groups[:5])
+    with pytest.raises(ValueError, match="0/1"):
+        SmallBoardPredictor(**FAST).fit(Y * 0.5, w, cols, full, groups)
+    with pytest.raises(ValueError, match="full_scores"):
+        SmallBoardPredictor(**FAST).fit(Y, w, cols, full[:, :1], groups)
+    with pytest.raises(ValueError, match="n_values must be distinct"):
+        SmallBoardPredictor(n_values=(10, 10)).fit(Y, w, cols, full, groups)
+    Y3 = Y.copy()
+    Y3[np.ix_([0, 1, 2], cols["s1"])] = np.nan  # three models never ran s1
+    with pytest.raises(ValueError, match="scenario 's1': 9 models answered"):
+        SmallBoardPredictor(**FAST).fit(Y3, w, cols, full, groups)
+    bad = np.array(["a"] * 8 + ["b", "c", "d", "e"])
+    with pytest.raises(ValueError, match="one family holds too many"):
+        SmallBoardPredictor(**FAST).fit(Y, w, cols, full, bad)
+    Y4 = Y.copy()
+    Y4[0, cols["s1"]] = np.nan  # one model never ran s1: left out of s1's fits, truths and intervals
+    p = SmallBoardPredictor(n_values=(30,), dims=(1,), max_folds=3, n_init=2).fit(Y4, w, cols, None, groups)
+    assert np.isnan(p.truth_t1_[0, 1]) and np.isfinite(p.truth_t1_[1:]).all()
+    oof = p.oof_table()
+    assert oof[(oof.model == "model0") & (oof.scenario == "s1")].estimate.isna().all()
+    assert oof[(oof.model != "model0") | (oof.scenario == "s0")].estimate.notna().all()
+    assert any("'s0': n=30 capped at its pool of 20" in m for m in p.notes_)
+    assert any("no T2" in m for m in p.notes_) and any("6 families" in m for m in p.notes_)
+    at = p.anchor_table()
+    assert (at[at.scenario == "s0"].item_index.sort_values().to_numpy() == cols["s0"]).all()
+    out = p.predict(Y, n=30)
+    s0 = out[out.scenario == "s0"]
+    np.testing.assert_allclose(s0.estimate, (Y[:, cols["s0"]] * (w[cols["s0"]] / w[cols["s0"]].mean())).mean(1))
+    assert out.estimate_t2.isna().all()
+    with pytest.raises(ValueError, match="was not prepared"):
+        p.to_artifact("x", 10)
+
+
+def test_served_estimates_are_the_artifacts(tmp_path):
+    """to_artifact -> save_artifact -> load_artifact -> estimate_from_artifact / tinybench estimate == predict;
+    and the candidates' cross-validated estimates use the very computation the artifact runs."""
+    from tinybench_assets.cli.estimate import estimate_cmd
+
+    Y, p = fitted()
+    art = p.to_artifact("small-sim", 30, item_texts={"q0": "What?"}, binarization={"rule": "given"})
+    assert art["learned"] == {"file": None, "sha256": None, "fit_learned": False, "models": [], "bank": None}
+    assert set(art["json_estimators"]) <= set(tb.JSON_BASE) and art["learned_estimators"] == []
+    tb.save_artifact(art, folder=tmp_path)
+    loaded = tb.load_artifact(tmp_path)
+    served = p.predict(Y, n=30)
+    for row in (0, 7, 23):
+        ans = {it: float(Y[row, p.items_.index(it)]) for s in loaded["scenario_order"]
+               for it in loaded["scenarios"][s]["anchors"]["items"]}
+        df = tb.estimate_from_artifact(loaded, ans)
+        mine = served[served.model == row].reset_index(drop=True)
+        for col in ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2"):
+            np.testing.assert_allclose(df[col].to_numpy(), mine[col].to_numpy(), rtol=0, atol=1e-12)
+        assert list(df.estimator) == list(mine.estimator)
+    (tmp_path / "answers.json").write_text(json.dumps(ans))
+    args = argparse.Namespace(artifact=str(tmp_path), leaderboard=None, answers=str(tmp_path / "answers.json"),
+                              json=True, no_learned=False, estimator=None, allow_missing=False, allow_extra=False)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        assert estimate_cmd(args) == 0
+    cli = json.loads(buf.getvalue())["scenarios"]
+    np.testing.assert_allclose([r["estimate"] for r in cli], mine.estimate, atol=1e-12)
+    # the CV path (small_folds.base_estimates) computes what the artifact computes, estimator by estimator
+    am = p.artifact_model(30)
+    res = am.evaluate({s: Y[:, am.anchors_[(am.c, 30, s)].items] for s in am.scenarios_})
+    for s in p.scenarios_:
+        ch, fit, c = p.choices_[(s, 30)], p.fits_[s], p.cols_[s]
+        local, weights = fit.anchors[30]
+        mine = base_estimates(Y[:, c[local]], local, weights, fit.irt[ch.dim], p.w_[c])
+        for e in ("anchor", "irt", "pirt"):
+            np.testing.assert_allclose(res[(s, e)]["estimate"], mine[e], rtol=0, atol=1e-12)
+        lam = ch.lambdas["validation"]
+        np.testing.assert_allclose(res[(s, "gpirt_val")]["estimate"], lam * mine["anchor"] + (1 - lam) * mine["pirt"],
+                                   atol=1e-12)
