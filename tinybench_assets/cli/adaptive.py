@@ -154,7 +154,8 @@ def _report(key: str, session, as_json: bool) -> str:
 
 
 def adaptive_cmd(args: argparse.Namespace) -> int:
-    from tinybench_assets.core.tiny_benchmark import AnswerError, read_answers
+    from tinybench_assets.cli.answers import read_model_answers
+    from tinybench_assets.core.tiny_benchmark import AnswerError
 
     try:
         key, items, a, b, w, texts = load_scenario(args.leaderboard, args.scenario)
@@ -183,7 +184,7 @@ def adaptive_cmd(args: argparse.Namespace) -> int:
         elif args.action == "estimate":
             print(_report(key, session, args.json))
         else:  # run: the whole test from a file of answers
-            answers = read_answers(args.answers)
+            answers = read_model_answers(args.answers)
             skipped = 0
             while not session.done:
                 item = session.next_item()
@@ -223,6 +224,6 @@ def add_parsers(sub) -> None:
     e = acts.add_parser("estimate", help="print the current estimate")
     e.add_argument("--json", action="store_true")
     r = acts.add_parser("run", help="run the whole test, reading the answers from a file")
-    r.add_argument("--answers", required=True, help="CSV item,score or JSON, as `tinybench estimate` reads")
+    r.add_argument("--answers", required=True, help="CSV item,score, JSON, or a harness samples file or folder, as `tinybench estimate` reads")
     r.add_argument("--json", action="store_true")
     p.set_defaults(func=adaptive_cmd)

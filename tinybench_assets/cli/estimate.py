@@ -84,11 +84,12 @@ def format_table(df, art: dict, source: str = "") -> str:
 
 
 def estimate_cmd(args: argparse.Namespace) -> int:
-    from tinybench_assets.core.tiny_benchmark import ArtifactError, AnswerError, estimate_from_artifact, read_answers
+    from tinybench_assets.cli.answers import read_model_answers
+    from tinybench_assets.core.tiny_benchmark import ArtifactError, AnswerError, estimate_from_artifact
 
     try:
         art = _load(args)
-        answers = read_answers(args.answers)
+        answers = read_model_answers(args.answers)
         df = estimate_from_artifact(art, answers, use_learned=not args.no_learned, estimator=args.estimator,
                                     allow_missing=args.allow_missing, allow_extra=args.allow_extra)
     except (ArtifactError, AnswerError, UsageError) as e:
@@ -140,7 +141,8 @@ def add_parsers(sub) -> None:
                        description="Estimate a new model's accuracy per scenario (with intervals) from its answers "
                                    "to an exported tiny benchmark's anchors.")
     _artifact_args(p)
-    p.add_argument("--answers", required=True, help="CSV with columns item,score, or JSON {item: score} / [{item, score}]")
+    p.add_argument("--answers", required=True, help="CSV with columns item,score, or JSON {item: score} / [{item, score}], or lm-evaluation-harness "
+                   "output of one model: a samples_<task>_<timestamp>.jsonl file or its folder")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--no-learned", action="store_true", help="use only the JSON-evaluable estimators (learned_models.npz is not read)")
     p.add_argument("--estimator", help="force one estimator (e.g. gpirt, pirt_joint, gbm_joint)")

@@ -67,7 +67,7 @@ class DuckDBFile(StoreBackend):
                         raise StoreLockTimeout(f"{self.path} stayed locked for {self.lock_timeout:.0f} s: {exc}") from exc
                     raise
                 time.sleep(delay * (1 + random.random()))
-                delay = min(delay * 2, 2.0)
+                delay = min(delay * 2, 0.2)  # a held file is mostly free again within a fraction of a second: poll it often
         try:
             yield con
         finally:

@@ -11,6 +11,8 @@ A *drop* is one file in the landing folder, ``<incoming>/<leaderboard>/<file>`` 
   scenario and the train/test split come from the file name (``mmlu_train.json``, ``gsm8k-test.json``).
 - **tinyBenchmarks pickle** (``.pkl``, ``.pickle``): read by :mod:`tinybench_assets.io.pickle_drops`, and only
   when the operator trusts pickle drops (``TINYBENCH_TRUST_PICKLE_DROPS``; off by default: unpickling runs code).
+- **lm-evaluation-harness samples** (``<leaderboard>/<org__name>/samples_<task>_<timestamp>.jsonl``, the
+  harness's ``--output_path`` layout with ``--log_samples``): read by :mod:`tinybench_assets.io.harness_drops`.
 - **wide table** and **plain 0/1 matrix** (``.csv``, ``.parquet``): read by :mod:`tinybench_assets.io.wide_drops`
   and :mod:`tinybench_assets.io.matrix_drops`; ``wide_drops.table_layout`` decides which reader a table goes to.
 
@@ -30,7 +32,7 @@ import pandas as pd
 
 from tinybench_assets.hashing import file_sha256
 
-from . import matrix_drops, wide_drops
+from . import harness_drops, matrix_drops, wide_drops
 from .drop_types import (  # re-exported: importers write ``from tinybench_assets.io.drops import Drop, DropError``
     COST_COLUMNS,
     FULL_SCORE_COLUMNS,
@@ -56,7 +58,7 @@ __all__ = [
     "partition_key", "read_drop", "routerdc_scenario", "sidecar_path", "split_partition_key",
 ]
 
-SUFFIXES = {".csv", ".parquet", ".json", ".pkl", ".pickle"}
+SUFFIXES = {".csv", ".parquet", ".json", ".jsonl", ".pkl", ".pickle"}
 
 
 # ---------------------------------------------------------------------- landing files
@@ -84,17 +86,22 @@ def is_drop_candidate(path: Path) -> bool:
 
 
 def drop_sha256(path: Path | str) -> str:
-    """A drop's id: the sha256 of its bytes, or, for a file with a sidecar, of both (a changed sidecar is a new version)."""
+    """A drop's id: the sha256 of its bytes, or, for a file with a sidecar, of both (a changed sidecar is a new version);
+    for a harness samples file, of its bytes and its model folder's name (the model is not in the file)."""
     sha, side = file_sha256(path), sidecar_path(Path(path))
+    if harness_drops.is_harness_file(Path(path)):
+        return hashlib.sha256(sha.encode() + b"\0harness-model\0" + Path(path).parent.name.encode()).hexdigest()
     return sha if side is None else hashlib.sha256(sha.encode() + b"\0sidecar\0" + side.read_bytes()).hexdigest()
 
 
 def landing_files(incoming: Path) -> list[Path]:
-    """Drop files under the landing folder (one level of leaderboard folders), sorted."""
+    """Drop files under the landing folder (one level of leaderboard folders, and the harness's model folders
+    ``<leaderboard>/<org__name>/samples_*.jsonl`` below them), sorted: a task's runs oldest first."""
     incoming = Path(incoming)
     if not incoming.exists():
         return []
     found = [p for p in incoming.glob("*") if p.is_file()] + [p for p in incoming.glob("*/*") if p.is_file()]
+    found += [p for p in incoming.glob("*/*/samples_*.jsonl") if p.is_file() and harness_drops.is_harness_file(p)]
     return sorted(p for p in found if is_drop_candidate(p))
 
 
@@ -116,6 +123,8 @@ def read_drop(path: Path | str, leaderboard: str, *, trust_pickles: bool | str |
             drop = _read_table(path, leaderboard, sha, sample_rows)
         elif suffix == ".json":
             drop = _read_routerdc(path, leaderboard, sha)
+        elif suffix == ".jsonl":
+            drop = harness_drops.read_harness(path, leaderboard, sha)
         elif suffix in (".pkl", ".pickle"):
             from .pickle_drops import read_tinybenchmarks  # checks the trust setting before it opens the file
 

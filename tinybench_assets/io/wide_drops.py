@@ -179,7 +179,8 @@ def wide_columns(df: pd.DataFrame) -> tuple[list[str], dict[str, str], dict[str,
             continue  # read with its model
         if _is_meta(name):
             if name.strip().lower() not in USED_META:
-                ignored[name] = "a known non-model column"
+                ignored[name] = ("an unnamed index column (pandas' to_csv with its index)"
+                                 if UNNAMED_RE.match(name.strip().lower()) else "a known non-model column")
             continue
         if "|" in name:
             ignored[name] = "a per-model field other than a score or cost"

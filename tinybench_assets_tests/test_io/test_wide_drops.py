@@ -417,3 +417,21 @@ def test_one_question_split_over_rows_merges_identical_rows_collapse_unscored_ro
     costs = store.query("SELECT item, model, cost FROM landed_costs WHERE item = 'q3'").set_index("model")["cost"]
     assert costs["org/model-a"] == pytest.approx(float(_wide(6, seed=5).loc[3, "org/model-a|total_cost"]))
     assert sorted(store.query("SELECT item FROM items")["item"]) == [f"q{i}" for i in range(6)]
+
+
+def test_an_unnamed_index_column_is_ignored_and_noted(tmp_path):
+    """pandas' to_csv(index=True) writes an unnamed index column ("Unnamed: 0" when read back, or an empty header): it
+    is not a model, and the drop's notes say it was ignored."""
+    import numpy as np
+
+    from tinybench_assets.io.drops import read_drop
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"sample_id": [f"q{i}" for i in range(12)], "prompt": [f"question {i}" for i in range(12)],
+                       **{f"org/model-{k}": rng.integers(0, 2, 12).astype(float) for k in range(4)}})
+    df.to_csv(tmp_path / "quiz.csv")
+    df.reset_index().rename(columns={"index": ""}).to_csv(tmp_path / "exam.csv", index=False)
+    for name in ("quiz.csv", "exam.csv"):
+        drop = read_drop(tmp_path / name, "lb")
+        assert sorted(drop.responses["model"].unique()) == [f"org/model-{k}" for k in range(4)]
+        assert len(drop.responses) == 48 and any("'Unnamed: 0' (an unnamed index column" in n for n in drop.notes), drop.notes
