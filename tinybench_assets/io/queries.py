@@ -48,9 +48,8 @@ class StoreQueries(StoreBackend):
 
     def board_cells(self) -> dict[str, int]:
         """Leaderboard -> response cells landed in its active drops (the size of its refresh, cheaply)."""
-        df = self.query("SELECT leaderboard, sum(n_rows) AS n FROM drops WHERE status = 'active' AND kind = 'responses' "
-                        "GROUP BY 1")
-        return {str(b): int(n) for b, n in zip(df["leaderboard"], df["n"])}
+        df = self.query("SELECT leaderboard, sum(n_rows) FROM drops WHERE status = 'active' AND kind = 'responses' GROUP BY 1")
+        return {str(b): int(n) for b, n in df.itertuples(index=False)}
 
     def partition_landed_at(self) -> pd.Series:
         """Scenario partition key -> epoch seconds of the latest active drop that touches it (partitions without an
