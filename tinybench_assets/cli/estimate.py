@@ -1,6 +1,6 @@
 """``tinybench estimate`` and ``tinybench anchors``: use an exported tiny benchmark offline.
 
-    tinybench anchors  --leaderboard openllm [--format csv|json] [--with-text] [--output FILE]
+    tinybench anchors  --leaderboard openllm [--format csv|json|harness] [--with-text] [--output FILE]
     tinybench estimate --leaderboard openllm --answers answers.csv [--json] [--no-learned] [--allow-missing]
 
 ``--artifact FOLDER`` (or the folder's tiny_benchmark.json) may replace ``--leaderboard NAME``, which stands for
@@ -116,7 +116,21 @@ def anchors_cmd(args: argparse.Namespace) -> int:
         print(f"tinybench anchors: error: {e}", file=sys.stderr)
         return 2
     df = anchor_list(art, with_text=args.with_text)
-    if args.format == "json":
+    if args.format == "harness":
+        from tinybench_assets.io.harness_drops import harness_selection
+
+        if not args.samples_from:
+            print("tinybench anchors: error: --format harness needs --samples-from DIR: a model folder of "
+                  "samples_<task>_<timestamp>.jsonl files (any model's full run) that maps the anchors to the "
+                  "harness's doc indices", file=sys.stderr)
+            return 2
+        selection, missing = harness_selection(df["item"].tolist(), Path(args.samples_from))
+        if missing:
+            print(f"tinybench anchors: error: {len(missing)} anchor(s) are not in {args.samples_from}: "
+                  f"{', '.join(missing[:5])}", file=sys.stderr)
+            return 2
+        text = json.dumps(selection, indent=1) + "\n"
+    elif args.format == "json":
         text = json.dumps({"leaderboard": art.get("leaderboard"), "n": art["n"], "clustering": art["clustering"],
                            "anchors": df.to_dict("records")}, indent=1, ensure_ascii=False) + "\n"
     else:
@@ -152,7 +166,10 @@ def add_parsers(sub) -> None:
     p = sub.add_parser("anchors", help="list the anchor items a new model must answer",
                        description="List (or export) the anchor items of a tiny benchmark.")
     _artifact_args(p)
-    p.add_argument("--format", choices=("csv", "json"), default="csv")
+    p.add_argument("--format", choices=("csv", "json", "harness"), default="csv",
+                   help="harness: {task: [doc indices]} for `lm_eval --samples FILE` (needs --samples-from)")
+    p.add_argument("--samples-from", help="with --format harness: a model folder of lm-evaluation-harness "
+                   "samples_<task>_<timestamp>.jsonl files covering the anchors")
     p.add_argument("--with-text", action="store_true", help="include the item texts (prompts)")
     p.add_argument("--output", help="write to this file instead of stdout")
     p.set_defaults(func=anchors_cmd)

@@ -212,3 +212,21 @@ def read_answers_folder(path: Path) -> dict[str, float]:
         rows, _ = read_samples(f, f.parent.parent.name)  # <leaderboard>/<org__name>/samples_*.jsonl
         answers.update(zip(rows["item"], rows["score"].astype(float)))
     return answers
+
+
+def harness_selection(items: list[str], folder: Path) -> tuple[dict[str, list[int]], list[str]]:
+    """What ``lm_eval --samples`` needs to run just ``items`` (ids ``<task>.<doc_hash[:16]>``): {task: [doc_id, ...]},
+    read from a model folder of samples files that covers them (any model's full run); plus the items it lacks."""
+    where: dict[str, tuple[str, int]] = {}
+    for f in sorted(Path(folder).glob("samples_*.jsonl")):
+        task = task_of(f)[0]
+        rows, _ = read_samples(f, f.parent.parent.name)
+        for item, doc_id in zip(rows["item"], rows["doc_id"]):
+            if doc_id is not None and not (isinstance(doc_id, float) and np.isnan(doc_id)):
+                where[item] = (task, int(doc_id))
+    out: dict[str, list[int]] = {}
+    for item in items:
+        if item in where:
+            task, doc_id = where[item]
+            out.setdefault(task, []).append(doc_id)
+    return {t: sorted(set(ids)) for t, ids in out.items()}, [i for i in items if i not in where]

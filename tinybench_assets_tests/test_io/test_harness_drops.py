@@ -137,3 +137,16 @@ def test_tinybench_estimate_reads_a_harness_folder(tmp_path, capsys):
     assert sorted(r["scenario"] for r in rows) == sorted(cols) and all(r["answered"] == 10 for r in rows)
     assert main(["estimate", "--artifact", str(tmp_path / "tb"), "--answers", str(folder / "nothing.jsonl")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+    # the anchors as lm_eval's --samples wants them: {task: [doc indices]}, from a model folder covering them
+    assert main(["anchors", "--artifact", str(tmp_path / "tb"), "--format", "harness"]) == 2
+    assert "--samples-from" in capsys.readouterr().err
+    out_file = tmp_path / "anchors.json"
+    assert main(["anchors", "--artifact", str(tmp_path / "tb"), "--format", "harness", "--samples-from", str(folder),
+                 "--output", str(out_file)]) == 0
+    selection = json.loads(out_file.read_text())
+    anchors = {r["item"] for r in json.loads(json.dumps(pred.anchor_table()[lambda d: d.n == 10].to_dict("records")))}
+    assert sorted(selection) == sorted(cols) and sum(len(v) for v in selection.values()) == len(anchors) == 20
+    for task, name in (("metabench_gsm8k_secondary", GSM), ("metabench_winogrande_permute", WINO)):
+        by_id = {r["doc_id"]: f"{task}.{r['doc_hash'][:16]}" for r in _lines(name)}
+        assert {by_id[i] for i in selection[task]} == {a for a in anchors if a.startswith(task + ".")}
