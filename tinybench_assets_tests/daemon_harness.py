@@ -17,11 +17,12 @@ from tinybench_assets import paths
 VENV_BIN = Path(sys.executable).parent
 
 
-def write_slice(incoming: Path, n_models: int = 40, routerdc_records: int = 60) -> None:
-    """openllm arc + mmlu (the first ``n_models`` models) and RouterDC mmlu / gsm8k (the first records), real data."""
+def write_slice(incoming: Path, n_models: int = 40, routerdc_records: int = 60, common_models: bool = False) -> None:
+    """openllm arc + mmlu (the first ``n_models`` models; of those in both scenarios when ``common_models``) and
+    RouterDC mmlu / gsm8k (the first records), real data."""
     from tinybench_assets_tests.openllm_slice import write_openllm_slice
 
-    write_openllm_slice(incoming, n_models=n_models)
+    write_openllm_slice(incoming, n_models=n_models, common=common_models)
     if not routerdc_records:
         return
     (incoming / "routerdc").mkdir(parents=True, exist_ok=True)

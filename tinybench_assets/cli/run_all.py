@@ -60,6 +60,23 @@ def project_run_lock(path: Path, wait: bool = True, say=print):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def skipped_assets(instance, since: float) -> dict[tuple[str, str], str]:
+    """{(asset, partition): reason} of the materializations since epoch second ``since`` that carry a ``skipped``
+    note (a partition too small for the asset, no question text, ...), the latest per asset partition."""
+    import dagster as dg
+
+    out = {}
+    for rec in instance.get_event_records(dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION,
+                                                                after_timestamp=since), ascending=True):
+        mat = rec.asset_materialization
+        note = mat.metadata.get("skipped") if mat else None
+        if note is not None:
+            out[(mat.asset_key.to_user_string(), mat.partition or "")] = str(getattr(note, "value", note))
+        elif mat:
+            out.pop((mat.asset_key.to_user_string(), mat.partition or ""), None)
+    return out
+
+
 def run_all(args: argparse.Namespace) -> int:
     """Bring every partition up to date: materialize what is stale or missing (everything with --force),
     recording the runs in the Dagster instance. One run-all per project at a time (:func:`project_run_lock`)."""
@@ -150,8 +167,14 @@ def _run_all(args: argparse.Namespace) -> int:
                                                   sjobs, store, **kw)
     else:
         materialized, failed = run_chains(chains, 1, threads=threads, setup=setup, **kw)
-    print(f"{len(keys)} scenario partition(s) and {len(chains)} leaderboard(s) up to date in {time.time() - t0:.0f} s; "
-          f"{materialized} asset materialization(s){' (--force)' if force else ''}")
+    bad_keys, bad_boards = [k for k in keys if k in failed], [b for b in chains if b in failed]
+    skipped = skipped_assets(instance, t0)
+    print(f"{len(keys) - len(bad_keys)} of {len(keys)} scenario partition(s) and {len(chains) - len(bad_boards)} of "
+          f"{len(chains)} leaderboard(s) up to date in {time.time() - t0:.0f} s; "
+          f"{materialized} asset materialization(s){' (--force)' if force else ''}; "
+          f"{len(bad_keys) + len(bad_boards)} failed; {len(skipped)} asset(s) skipped with a note")
+    for (asset, part), why in sorted(skipped.items())[:40]:
+        print(f"  skipped {asset}[{part}]: {why[:200]}")
     summary(argparse.Namespace())
     if failed:
         print(f"FAILED: {failed}", file=sys.stderr)

@@ -33,8 +33,8 @@ ROUND = {
 EMPTY = {
     "router_metrics": "(no router: no scenario has question text and a train/test split of questions)",
     "irt_fits": "(no IRT fits yet)",
-    "backtest_summary": "(no backtest: leaderboards with fewer than min_models models (default 50) have too few models "
-                        "to hold any out, and are skipped)",
+    "backtest_summary": "(no backtest: leaderboards with fewer than min_small_models models (default 10), or a scenario "
+                        "of fewer than min_items items (default 20), are skipped)",
 }
 
 

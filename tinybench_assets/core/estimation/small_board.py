@@ -79,8 +79,8 @@ def _check(Y, w, scenario_cols, full_scores, groups, items):
         cols[str(s)] = c
         w[c] = w[c] / w[c].mean()  # the estimators' formulas assume weights averaging 1 per scenario
     items = [f"item{j}" for j in range(I)] if items is None else [str(x) for x in items]
-    if len(items) != I or len(set(items)) != I:
-        raise ValueError(f"items must be {I} distinct ids")
+    if len(items) != I or any(len({items[j] for j in c}) != len(c) for c in cols.values()):
+        raise ValueError(f"items must be {I} ids, distinct within each scenario")
     if full_scores is None:
         T2 = np.full((M, len(cols)), np.nan)
     elif isinstance(full_scores, pd.DataFrame):

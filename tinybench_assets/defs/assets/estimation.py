@@ -42,6 +42,7 @@ class EstimationConfig(dg.Config):
     # below min_small_models (RouterDC: 7) they are skipped with a note
     min_models: int = 50
     min_small_models: int = 10
+    min_items: int = 20  # a scenario with fewer items has no pool to choose anchors from: the leaderboard is skipped
     alpha: float = 0.1  # 90 % intervals
     dims: list[int] = [1, 2, 5, 10]  # D candidates of the per-scenario IRT fits
     joint_dims: list[int] = [2, 5, 10, 15]  # D candidates of the joint fit
@@ -93,20 +94,20 @@ def predictor_params(config: EstimationConfig, device: str) -> dict:
     }
 
 
-def _skip(board: str, n_models: int, config: EstimationConfig) -> dg.MaterializeResult:
-    return dg.MaterializeResult(metadata={
-        "skipped": f"{board} has {n_models} models, fewer than min_small_models={config.min_small_models}: "
-                   "too few to cross-validate anchors, estimators and intervals",
-        "models": n_models})
+def _skip(board: str, n_models: int, config: EstimationConfig, sizes=None, repeated=False) -> dg.MaterializeResult | None:
+    """The ``skipped`` result of a leaderboard too small for the estimation assets (``small.too_small``), else None."""
+    reason = small.too_small(board, n_models, sizes or {}, config, repeated)
+    return None if reason is None else dg.MaterializeResult(metadata={"skipped": reason, "models": n_models})
 
 
 def board_inputs(context, store: StoreResource, config: EstimationConfig):
     """``(db, board, matrix, full, skip)`` of the partition's leaderboard: the store, the leaderboard, its matrix and
-    full scores (``leaderboard_matrix``), and the skip result when it has fewer than ``min_small_models`` models
-    (else None)."""
+    full scores (``leaderboard_matrix``), and the skip result when it is too small (else None)."""
     db, board = store.get(), context.partition_key
     matrix, full = leaderboard_matrix(db, board)
-    skip = _skip(board, len(matrix.models), config) if len(matrix.models) < config.min_small_models else None
+    cols = {str(s): matrix.scenarios == s for s in dict.fromkeys(matrix.scenarios.tolist())}
+    sizes = {s: (int(c.sum()), int((~np.isnan(matrix.scores[:, c])).any(axis=1).sum())) for s, c in cols.items()}
+    skip = _skip(board, len(matrix.models), config, sizes, len(set(matrix.items)) < len(matrix.items))
     return db, board, matrix, full, skip
 
 
@@ -361,11 +362,10 @@ class ExportConfig(EstimationConfig):
                  "a new model from it. Check: the JSON round-trips to the asset's own estimates.", kinds=("python", "json")))
 def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, store: StoreResource,
                    model_store: ModelStore) -> dg.MaterializeResult:
-    db = store.get()
-    board = context.partition_key
-    n_models = db.n_models(board)
-    if n_models < config.min_small_models:
-        return _skip(board, n_models, config)
+    db, board, matrix, _, skip = board_inputs(context, store, config)  # skipped as anchor_sets was
+    if skip is not None:
+        return skip
+    n_models = len(matrix.models)
     from tinybench_assets.core.tiny_benchmark import artifact_tables, export_tiny_benchmark, save_artifact
 
     pred = model_store.load_predictor(board)

@@ -20,6 +20,27 @@ SPLIT_KIND = "leave_family_out"  # backtest_summary.split_kind of a small board
 CLUSTERING = "correctness"
 
 
+def too_small(board: str, n_models: int, sizes: dict[str, tuple[int, int]], config, repeated_ids: bool = False) -> str | None:
+    """Why a leaderboard gets no estimation assets, or None: fewer than ``min_small_models`` models (in all, or
+    answering one of its scenarios), item ids repeated across the scenarios of a small board, or a scenario with fewer
+    than ``min_items`` items. ``sizes``: {scenario: (items, models that answered it)}."""
+    answered = min((m for _, m in sizes.values()), default=n_models)
+    if min(n_models, answered) < config.min_small_models:
+        low = [s for s, (_, m) in sizes.items() if m < config.min_small_models]
+        return (f"{board} has {n_models} models" + (f" (scenario(s) {', '.join(sorted(low))} answered by fewer)"
+                                                     if low and n_models >= config.min_small_models else "")
+                + f", fewer than min_small_models={config.min_small_models}: too few to cross-validate anchors, "
+                "estimators and intervals")
+    if repeated_ids and n_models < config.min_models:
+        return (f"{board}: item ids repeat across its scenarios; a small leaderboard's tiny benchmark names each anchor "
+                "by its id alone, so ids must be unique across the leaderboard (prefix them with the scenario)")
+    few = {s: n for s, (n, _) in sizes.items() if n < config.min_items}
+    if few:
+        return (f"{board}: scenario(s) {', '.join(f'{s} ({n} items)' for s, n in sorted(few.items()))} have fewer than "
+                f"min_items={config.min_items} items: no pool to choose anchors from")
+    return None
+
+
 def is_small(n_models: int, config) -> bool:
     return config.min_small_models <= n_models < config.min_models
 

@@ -40,6 +40,21 @@ def training_matrix(db: Store, key: str) -> ResponseMatrix:
     return matrix.subset(items=keep) if not keep.all() else matrix
 
 
+#: what a 2PL fit needs (training models, and items answered by at least one of them)
+MIN_FIT_MODELS, MIN_FIT_ITEMS = 3, 10
+FIT_TABLES = ("model_splits", "irt_items", "irt_models", "irt_dims", "irt_fits")
+
+
+def fit_needs(Y: np.ndarray) -> str | None:
+    """Why a models x items 0/1 matrix (NaN = not answered) is too small for a 2PL fit, or None."""
+    answered = ~np.isnan(Y) if Y.size else np.zeros(Y.shape, dtype=bool)
+    models, items = int(answered.any(axis=1).sum()), int(answered.any(axis=0).sum())
+    if models < MIN_FIT_MODELS or items < MIN_FIT_ITEMS:
+        return (f"too small for an IRT fit: {models} training model(s) x {items} answered item(s); a 2PL fit needs at "
+                f"least {MIN_FIT_MODELS} models and {MIN_FIT_ITEMS} items (items of a held-out test split do not count)")
+    return None
+
+
 def fit_and_store(context, db: Store, matrix: ResponseMatrix, key: str, scope: str, config: IRTConfig, device: str) -> dg.MaterializeResult:
     """Split models, choose D on training models, fit, evaluate on test models, store, describe."""
     from tinybench_assets.core.irt import fit_irt, select_dimension  # torch: imported when the asset runs, not at load
@@ -49,6 +64,11 @@ def fit_and_store(context, db: Store, matrix: ResponseMatrix, key: str, scope: s
     split = split_models(matrix.models, config.test_fraction, config.seed, config.min_models_for_split)
     train = split == "train"
     Y = matrix.scores
+    if reason := fit_needs(Y[train]):  # too small to fit: say so, and keep no fit of older data for this partition
+        db.replace_partition({t: pd.DataFrame() for t in FIT_TABLES}, key)
+        context.log.warning(f"{key}: {reason}")
+        return dg.MaterializeResult(metadata={"skipped": reason, "models": len(matrix.models),
+                                              "items": len(matrix.items)})
     context.log.info(f"{key}: choosing D among {list(config.dims)} on {int(train.sum())} training models x {Y.shape[1]} items")
     sel = select_dimension(Y[train], candidates=config.dims, seed=config.seed, device=device, fitter=config.fitter)
     context.log.info(f"{key}: D={sel.best_dim} chosen ({time.perf_counter() - t0:.1f}s); fitting the final model")

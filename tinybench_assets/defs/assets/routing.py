@@ -118,11 +118,13 @@ def load_embeddings(db: Store, key: str) -> tuple[pd.DataFrame, np.ndarray]:
     return table, load_cached(db, str(table["encoder"].iloc[0]), table["text_key"].tolist())
 
 
-def irt_fit(db: Store, key: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+def irt_fit(db: Store, key: str) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """The partition's stored IRT fit (items, models), or None when irt_model stored none (too small: its note)."""
     items, models = db.irt_items(key), db.irt_models(key)
-    if items.empty or models.empty:
-        raise dg.Failure(f"{key}: no IRT fit stored (materialize irt_model first)")
-    return items, models
+    return None if items.empty or models.empty else (items, models)
+
+
+NO_FIT = "no IRT fit stored for this partition (irt_model's note says why: too small, or not materialized yet)"
 
 
 @dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[question_embeddings, irt_model],
@@ -137,7 +139,9 @@ def knn_item_params(context: dg.AssetExecutionContext, config: KNNConfig, store:
     emb, E = load_embeddings(db, key)
     if emb.empty or not (emb["split"] == "test").any():
         return _skip("no test questions embedded (see question_embeddings)")
-    items, _ = irt_fit(db, key)
+    if (fit := irt_fit(db, key)) is None:
+        return _skip(NO_FIT)
+    items, _ = fit
     pos = {it: i for i, it in enumerate(emb["item"])}
     train = items[items["item"].isin(pos)].reset_index(drop=True)
     test = emb[emb["split"] == "test"].reset_index(drop=True)
@@ -171,7 +175,9 @@ def pirt_predictions(context: dg.AssetExecutionContext, store: StoreResource) ->
     imp = partition_rows(db, "knn_item_params", key, "item, b, a")
     if imp.empty:
         return _skip("no imputed test parameters (see knn_item_params)")
-    _, models = irt_fit(db, key)
+    if (fit := irt_fit(db, key)) is None:
+        return _skip(NO_FIT)
+    _, models = fit
     P = irt_proba(np.vstack(imp["a"].to_numpy()), imp["b"].to_numpy(dtype=float), np.vstack(models["theta"].to_numpy()))
     long = pd.DataFrame({"model": np.tile(models["model"].to_numpy(dtype=object), len(imp)),
                          "item": np.repeat(imp["item"].to_numpy(dtype=object), len(models)), "p": P.reshape(-1)})

@@ -115,6 +115,23 @@ def board_matrix(db: Store, board: str, scenarios: list[str], item_split: str):
     return matrix, full_mean, texts, keys, split
 
 
+#: what a MAGI subset or parallel forms need: models observed on every item, and items
+MIN_MAGI_MODELS, MIN_MAGI_ITEMS = 5, 10
+
+
+def magi_inputs(db: Store, board: str, scenarios: list[str], item_split: str):
+    """board_matrix's result, or (None, why) when the leaderboard is too small for subsets (a `skipped` note)."""
+    try:
+        out = board_matrix(db, board, scenarios, item_split)
+    except LookupError as e:  # a partition with nothing binarized (too small to land a matrix)
+        return None, f"{board}: {e}"
+    matrix = out[0]
+    if len(matrix.models) < MIN_MAGI_MODELS or len(matrix.items) < MIN_MAGI_ITEMS:
+        return None, (f"{board}: {len(matrix.models)} model(s) observed on all of {len(matrix.items)} item(s); subsets "
+                      f"need at least {MIN_MAGI_MODELS} models and {MIN_MAGI_ITEMS} items")
+    return out, None
+
+
 def _png(fig) -> bytes:
     import matplotlib.pyplot as plt
 
@@ -191,7 +208,12 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
     db = store.get()
     board = context.partition_key
     t0 = time.perf_counter()
-    matrix, full, texts, keys, split = board_matrix(db, board, config.scenarios, config.item_split)
+    inputs, why = magi_inputs(db, board, config.scenarios, config.item_split)
+    if inputs is None:
+        for name in MAGI_ASSETS:
+            yield dg.MaterializeResult(asset_key=name, metadata={"skipped": why})
+        return
+    matrix, full, texts, keys, split = inputs
     agg_path = paths.aggregate_csv(board, config.aggregate_csv)
     setup = prepare(matrix.scores, matrix.models, matrix.items, matrix.scenarios, matrix.subscenarios,
                     chance_per_item(matrix.scenarios), full, aggregate=read_aggregate(agg_path), n_voters=config.n_voters,
@@ -319,7 +341,10 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
 def parallel_forms_asset(context: dg.AssetExecutionContext, config: FormsConfig, store: StoreResource) -> dg.MaterializeResult:
     db = store.get()
     board = context.partition_key
-    matrix, _, _, keys, split = board_matrix(db, board, config.scenarios, config.item_split)
+    inputs, why = magi_inputs(db, board, config.scenarios, config.item_split)
+    if inputs is None:
+        return dg.MaterializeResult(metadata={"skipped": why})
+    matrix, _, _, keys, split = inputs
     if config.difficulty == "irt":
         import torch
 
