@@ -27,14 +27,20 @@ def estimation_landing(tmp_path):
     return {"incoming": tmp_path / "incoming", "quarantine": tmp_path / "q", "db": tmp_path / "tb.duckdb", "root": tmp_path}
 
 
-def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
-    monkeypatch.setenv("TINYBENCH_ARTIFACTS", str(estimation_landing["root"] / "artifacts"))
+def land_and_binarize(landing: dict):
+    """An ephemeral instance and the resources, with the landing folder ingested and both openllm scenarios binarized."""
     instance = dg.DagsterInstance.ephemeral()
-    res = resources_for(estimation_landing)
+    res = resources_for(landing)
     assert dg.materialize([responses.landing_ingest], instance=instance, resources=res).success
     for key in ("openllm.arc", "openllm.truthfulqa"):
         assert dg.materialize([responses.raw_responses, responses.response_matrix, responses.binarized_responses],
                               partition_key=key, instance=instance, resources=res).success
+    return instance, res
+
+
+def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
+    monkeypatch.setenv("TINYBENCH_ARTIFACTS", str(estimation_landing["root"] / "artifacts"))
+    instance, res = land_and_binarize(estimation_landing)
     cfg = {"ops": {
         "irt_joint": {"config": {"dims": [1, 2]}},
         "anchor_sets": {"config": SMALL},
@@ -134,12 +140,7 @@ def test_a_small_leaderboard_gets_anchors_estimates_a_backtest_and_a_tiny_benchm
         fs[fs["model"].isin(models)].to_parquet(incoming / f"{sc}.full_scores.parquet", index=False)
     landing = {"incoming": tmp_path / "incoming", "quarantine": tmp_path / "q", "db": tmp_path / "tb.duckdb"}
     monkeypatch.setenv("TINYBENCH_ARTIFACTS", str(tmp_path / "artifacts"))
-    instance = dg.DagsterInstance.ephemeral()
-    res = resources_for(landing)
-    assert dg.materialize([responses.landing_ingest], instance=instance, resources=res).success
-    for key in ("openllm.arc", "openllm.truthfulqa"):
-        assert dg.materialize([responses.raw_responses, responses.response_matrix, responses.binarized_responses],
-                              partition_key=key, instance=instance, resources=res).success
+    instance, res = land_and_binarize(landing)
     cfg = {"n_values": [5, 10]}
     run_config = {"ops": {"irt_joint": {"config": {"dims": [1]}}, "anchor_sets": {"config": cfg},
                           "model_estimates": {"config": cfg}, "estimation_backtest": {"config": cfg},
@@ -161,6 +162,8 @@ def test_a_small_leaderboard_gets_anchors_estimates_a_backtest_and_a_tiny_benchm
     assert len(served) == 4 and served.coverage_t1.between(0.5, 1).all() and (served.n_models == 24).all()
     md = instance.get_latest_materialization_event(dg.AssetKey("anchor_sets")).asset_materialization.metadata
     assert "leave-family-out" in md["small_board"].value
+    md = instance.get_latest_materialization_event(dg.AssetKey("estimation_backtest")).asset_materialization.metadata
+    assert md["reused_anchor_sets_fit"].value is True  # the same inputs: anchor_sets' fit, not a second one
 
     from tinybench_assets.core.tiny_benchmark import estimate_from_artifact, load_artifact
 

@@ -252,7 +252,7 @@ BACKTEST_PRIORITY = {"dagster/priority": "-1"}
                  "Plots: error vs n per scenario beside the random-items baseline; interval coverage vs n.",
                  kinds=("python", "torch", "scikit-learn", "duckdb")))
 def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfig, store: StoreResource,
-                        torch_device: TorchDevice) -> dg.MaterializeResult:
+                        torch_device: TorchDevice, model_store: ModelStore) -> dg.MaterializeResult:
     from tinybench_assets.core.backtest import reference_n, run_backtest, split_plan, summarize_by_kind
     from tinybench_assets.core.groups import group_summary
 
@@ -263,7 +263,7 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     groups = board_groups(matrix, board, config)
     context.log.info(f"model families for grouped splits: {group_summary(groups)}")
     if small.is_small(len(matrix.models), config):
-        return _small_backtest(config, db, board, matrix, full, groups, torch_device, t0)
+        return _small_backtest(config, db, board, matrix, full, groups, torch_device, t0, model_store)
     try:
         plan = split_plan(len(matrix.models), tuple(config.split_kinds), config.n_splits, config.test_fraction,
                           config.seed, groups=groups.to_numpy(), max_train_models=config.max_train_models or None,
@@ -324,12 +324,12 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     })
 
 
-def _small_backtest(config, db, board, matrix, full, groups, torch_device, t0) -> dg.MaterializeResult:
+def _small_backtest(config, db, board, matrix, full, groups, torch_device, t0, model_store) -> dg.MaterializeResult:
     """estimation_backtest of a small board: its own SmallBoardPredictor's out-of-fold figures (each model estimated
     by a fit that never saw its family)."""
     from tinybench_assets.core.backtest import reference_n
 
-    pred = small.fit_small(matrix, full, groups.to_numpy(), config, torch_device.resolve())
+    pred = small.fit_small(matrix, full, groups.to_numpy(), config, torch_device.resolve(), (model_store, board))
     summary = small.backtest_summary(pred, seed=config.seed)
     db.replace_partition({"backtest_summary": summary.assign(n_splits=pred.n_folds_),
                           "backtest_timings": pd.DataFrame({"split_kind": [small.SPLIT_KIND], "split": [0],
@@ -345,7 +345,8 @@ def _small_backtest(config, db, board, matrix, full, groups, torch_device, t0) -
         f"mae_t1_points_at_n{n_ref}": dg.MetadataValue.md(table.to_markdown()),
         f"tinybench_t1_mae_mean_n{n_ref}": float(served["mae_t1"].mean()) if len(served) else float("nan"),
         "coverage90_t1": float(served["coverage_t1"].mean()) if len(served) else float("nan"),
-        "headline_split_kind": small.SPLIT_KIND, "seconds": round(time.perf_counter() - t0, 1)})
+        "headline_split_kind": small.SPLIT_KIND, "reused_anchor_sets_fit": bool(getattr(pred, "reused_", False)),
+        "seconds": round(time.perf_counter() - t0, 1)})
 
 
 class ExportConfig(EstimationConfig):

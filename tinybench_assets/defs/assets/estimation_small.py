@@ -10,6 +10,8 @@ outputs into the store's tables; the assets call it where the board is small.
 """
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pandas as pd
 
@@ -56,12 +58,31 @@ def board_arrays(matrix: ResponseMatrix, full: pd.DataFrame) -> tuple[np.ndarray
     return matrix.scores, matrix.balance_weights(), cols, T2
 
 
-def fit_small(matrix: ResponseMatrix, full: pd.DataFrame, groups: np.ndarray, config, device: str):
+def fit_small(matrix: ResponseMatrix, full: pd.DataFrame, groups: np.ndarray, config, device: str, saved=None):
+    """The board's SmallBoardPredictor. ``saved`` = (model_store, board): reuse the predictor anchor_sets saved when it
+    was fitted on exactly these inputs and settings (its ``input_digest_``), as the backtest does; else fit."""
     from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
 
     Y, w, cols, T2 = board_arrays(matrix, full)
-    return SmallBoardPredictor(n_values=tuple(config.n_values), alpha=config.alpha, seed=getattr(config, "seed", 0),
-                               device=device).fit(Y, w, cols, T2, groups, items=matrix.items, models=matrix.models)
+    params = dict(n_values=tuple(int(n) for n in config.n_values), alpha=float(config.alpha),
+                  seed=int(getattr(config, "seed", 0)))
+    h = hashlib.sha256(repr((sorted(params.items()), device, list(matrix.items), list(matrix.models),
+                             [str(g) for g in groups], {s: c.tolist() for s, c in cols.items()})).encode())
+    for a in (Y, w, T2):
+        h.update(np.ascontiguousarray(a, dtype=float).tobytes())
+    digest = h.hexdigest()
+    if saved is not None:
+        try:
+            old = saved[0].load_predictor(saved[1])
+        except Exception:  # noqa: BLE001 - none saved, or unreadable: fit
+            old = None
+        if isinstance(old, SmallBoardPredictor) and getattr(old, "input_digest_", None) == digest:
+            old.reused_ = True
+            return old
+    pred = SmallBoardPredictor(**params, device=device).fit(Y, w, cols, T2, groups, items=matrix.items,
+                                                           models=matrix.models)
+    pred.input_digest_ = digest
+    return pred
 
 
 def anchor_tables(pred) -> dict[str, pd.DataFrame]:
