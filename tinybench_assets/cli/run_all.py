@@ -63,11 +63,16 @@ def project_run_lock(path: Path, wait: bool = True, say=print):
 def skipped_assets(instance, since: float) -> dict[tuple[str, str], str]:
     """{(asset, partition): reason} of the materializations since epoch second ``since`` that carry a ``skipped``
     note (a partition too small for the asset, no question text, ...), the latest per asset partition."""
+    import warnings
+
     import dagster as dg
 
     out = {}
-    for rec in instance.get_event_records(dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION,
-                                                                after_timestamp=since), ascending=True):
+    with warnings.catch_warnings():  # get_event_records: the one query over every asset's materializations since a time
+        warnings.simplefilter("ignore")
+        recs = instance.get_event_records(dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION,
+                                                                after_timestamp=since), ascending=True)
+    for rec in recs:
         mat = rec.asset_materialization
         note = mat.metadata.get("skipped") if mat else None
         if note is not None:
