@@ -20,6 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -138,7 +141,7 @@ def main(argv=None) -> int:
     print(f"one_drop_partitions: {out['one_drop_partitions']}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(out, indent=2, sort_keys=True))
+        Path(args.json).write_text(json.dumps({**out, "meta": run_meta()}, indent=2, sort_keys=True))
         print(f"wrote {args.json}")
     return 0
 

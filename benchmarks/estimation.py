@@ -37,6 +37,9 @@ sys.path.insert(0, str(ROOT))
 from tinybench_assets.core.backtest import run_backtest  # noqa: E402
 from tinybench_assets.core.responses import ResponseMatrix  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)
+
 SCENARIOS = ("arc", "gsm8k", "mmlu", "truthfulqa")
 N_VALUES = (10, 20, 30, 50)
 ADAPTIVE_N = (10, 15, 20, 30)
@@ -265,7 +268,7 @@ def main(argv=None) -> int:
               f"vs grouped mean {g_joint:.2f} (bar: within 0.5)")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=1, default=str))
+        args.json.write_text(json.dumps({**out, "meta": run_meta()}, indent=1, default=str))
     if args.csv:
         pd.concat([sm.assign(split_kind=k) for k, sm in by_kind.items()]).to_csv(args.csv, index=False)
     return 0

@@ -45,6 +45,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tinybench_assets.paths import default_data_dir  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)
+
 DATA = Path(default_data_dir())  # ../shared/data or TINYBENCH_DEFAULT_DATA
 
 
@@ -424,7 +427,7 @@ def main():
     print("bars:", out["bars"])
     print(f"total {out['total_seconds']:.0f}s")
     if args.json:
-        Path(args.json).write_text(json.dumps(out, indent=2, default=float))
+        Path(args.json).write_text(json.dumps({**out, "meta": run_meta()}, indent=2, default=float))
 
 
 if __name__ == "__main__":

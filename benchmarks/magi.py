@@ -40,6 +40,9 @@ from tinybench_assets.core.subsets import (DEFAULTS, chance_per_item, choose_exp
 from tinybench_assets.core.subsets.choice import VARIANT_RULE  # noqa: E402
 from tinybench_assets.core.subsets.search import NO_REFERENCE_METHODS, fit_irt_models  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)
+
 SCENARIOS = ("arc", "gsm8k", "mmlu", "truthfulqa")
 CONTRACT = ("size", "fraction_of_pool", "top10_std", "top10_std_ratio", "mean_voter_penalty", "max_voter_penalty",
             "min_score", "guesser_advantage", "kendall_tau_nonvoters", "seconds")
@@ -290,7 +293,7 @@ def main(argv=None) -> dict:
                             "export_method": None if pick_export is None else pick_export["method"]}
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(doc, indent=2, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
+        args.json.write_text(json.dumps({**doc, "meta": run_meta()}, indent=2, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
     return out
 
 

@@ -23,6 +23,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -166,7 +169,7 @@ def main(argv=None) -> int:
             shutil.rmtree(home, ignore_errors=True)
     if args.json and figures:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(figures, indent=2))
+        Path(args.json).write_text(json.dumps({**figures, "meta": run_meta()}, indent=2))
         print(f"wrote {args.json}")
     return 0
 

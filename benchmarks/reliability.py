@@ -41,6 +41,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -277,7 +280,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{k:<24} {json.dumps(v):>8}{flag}   {notes[k]}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({**figures, "details": {"fifty_file_drop": drop, "kill_recovery": kill,
+        Path(args.json).write_text(json.dumps({**figures, "meta": run_meta(), "details": {"fifty_file_drop": drop, "kill_recovery": kill,
                                                                       "concurrency": conc, "postgres": pg}},
                                               indent=2, default=str) + "\n")
     return 0 if all(checks.values()) else 1

@@ -25,6 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)
+
 REFERENCE_MMLU = {"best_single_acc": 0.6459, "oracle_acc": 0.8526, "random_acc": 0.6054, "tutorial_knn_irt_acc": 0.623,
                   "router_acc": 0.6478}
 BENCHMARKS = {"mmlu": "routerdc.mmlu", "arc_challenge": "routerdc.arc_challenge", "gsm8k": "routerdc.gsm8k",
@@ -190,7 +193,7 @@ def main(argv=None) -> int:
     print(f"router stage, RouterDC x 3 + MBPP, cold: {stage_s:.1f} s (bar < 300 s); upstream {upstream_s:.1f} s")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(top, indent=2))
+        Path(args.json).write_text(json.dumps({**top, "meta": run_meta()}, indent=2))
         print(f"wrote {args.json}")
     if not args.keep:
         shutil.rmtree(root, ignore_errors=True)

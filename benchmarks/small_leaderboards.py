@@ -42,6 +42,9 @@ from tinybench_assets.core.estimation.small_board import SmallBoardPredictor  # 
 from tinybench_assets.core.estimation.training import full_scores_wide  # noqa: E402
 from tinybench_assets.core.groups import lockbox_mask, model_groups  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)
+
 SIZES = (12, 25, 40)
 N = 30
 
@@ -182,7 +185,7 @@ def main(argv=None) -> int:
     print(f"total {seconds:.1f}s")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=1, default=str))
+        args.json.write_text(json.dumps({**out, "meta": run_meta()}, indent=1, default=str))
     return 0
 
 
