@@ -168,6 +168,10 @@ SECTIONS = (
                       lambda d: f"best single {100 * get(d, 'mbpp/best_single_acc'):.2f} %"),
                Figure("mbpp: served point's cost / best single's cost", at("mbpp/cost_ratio"), lambda v: f"{100 * v:.1f} %",
                       "<= 25 %", lambda d: get(d, "mbpp/cost_ratio") <= 0.25),
+               Figure("mbpp: best training-CV accuracy at <= 25 % of the best single's cost (any family, any lambda)",
+                      at("mbpp/cv_best_acc_at_quarter_cost"), pct,
+                      anchor=lambda d: f"quality_at_min_cost at tolerance 1 needs {100 * get(d, 'mbpp/cv_acc_needed'):.2f} % "
+                                       "on training questions"),
                Figure("router stage cold, four benchmarks", at("seconds"), secs, "< 300 s", lambda d: get(d, "seconds") < 300),
                Figure("question embeddings per second", at("embed_questions_per_s"), lambda v: f"{v:.0f}", ">= 40",
                       lambda d: get(d, "embed_questions_per_s") >= 40))),

@@ -7,7 +7,7 @@ from tinybench_assets.core.routing import (
     select_router,
 )
 from tinybench_assets.core.routing.routers import (
-    BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, load_router, save_router,
+    BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, MFRouter, load_router, save_router,
 )
 
 
@@ -151,7 +151,8 @@ def test_cv_table_and_ensemble():
 @pytest.mark.parametrize("make", [
     lambda: BestSingleRouter(), lambda: KNNVoteRouter(k=7, weighting="similarity", shrink=2.0),
     lambda: KNNIRTRouter(dim=2, k=5), lambda: LogisticRouter(C=0.5),
-    lambda: EnsembleRouter([KNNVoteRouter(k=5), LogisticRouter(C=1.0)]),
+    lambda: EnsembleRouter([KNNVoteRouter(k=5), LogisticRouter(C=1.0)]), lambda: MFRouter(rank=3, l2=1e-3),
+    lambda: EnsembleRouter([MFRouter(rank=2), KNNVoteRouter(k=5)]),
 ])
 def test_saved_router_predicts_the_same(tmp_path, make):
     E, Y, _ = clustered(n_per=40, seed=3)
@@ -163,3 +164,21 @@ def test_saved_router_predicts_the_same(tmp_path, make):
     r2, meta = load_router(tmp_path / "r.npz")
     assert meta["models"] == ["a", "b", "c"] and type(r2) is type(r)
     assert np.allclose(r2.predict_proba(E[:25]), P)
+
+
+def test_matrix_factorization_router_learns_who_answers_what_and_is_deterministic():
+    """The MF family recovers the clusters' specialists (test questions of another draw), gets through the CV and the
+    gate like any family, and two fits with one seed are identical."""
+    E, Y, lab = clustered(seed=0)
+    Et, _, labt = clustered(seed=1)
+    r = MFRouter(rank=2, l2=1e-3).fit(E, Y)
+    P = r.predict_proba(Et)
+    assert (P.argmax(axis=1) == np.where(labt == 0, 0, 1)).mean() > 0.95
+    assert np.array_equal(P, MFRouter(rank=2, l2=1e-3).fit(E, Y).predict_proba(Et))
+    sel = select_router(E, Y, families=["best_single", "mf"], grid={"mf": {"rank": [2], "l2": [1e-3]}}, n_folds=3,
+                        seed=0, n_boot=300)
+    assert sel.served == "mf" and sel.gate["mf"] > 0 and sel.best["mf"][1] > sel.best["best_single"][1] + 0.15
+    # no signal (answers shuffled across questions): the gate keeps the best single model
+    Ys = Y[np.random.default_rng(5).permutation(len(Y))]
+    assert select_router(E, Ys, families=["best_single", "mf"], grid={"mf": {"rank": [2], "l2": [1e-3]}}, n_folds=3,
+                         seed=0, n_boot=300).served == "best_single"

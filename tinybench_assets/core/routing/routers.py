@@ -174,6 +174,53 @@ class LogisticRouter(BaseRouter):
         return 1.0 / (1.0 + np.exp(-z))
 
 
+class MFRouter(BaseRouter):
+    """Matrix factorization (RouteLLM's strongest family): P(correct) = sigmoid(v_m . (W' x) + b_m), x the normalized
+    question embedding, W (d, rank) a projection shared by every model, v_m (rank,) a model's vector, b_m its bias.
+    Fitted on the observed cells by L-BFGS on the mean log-loss plus ``l2`` x (|W|^2 + |V|^2), from a seeded start."""
+
+    name = "mf"
+
+    def __init__(self, rank: int = 8, l2: float = 1e-2, max_iter: int = 300, seed: int = 0):
+        self.rank, self.l2, self.max_iter, self.seed = int(rank), float(l2), int(max_iter), int(seed)
+
+    def params(self):
+        return {"rank": self.rank, "l2": self.l2}
+
+    def fit(self, E, Y):
+        from scipy.optimize import minimize
+
+        Y = self._fit_common(Y)
+        X = normalize_rows(E).astype(float)
+        obs = ~np.isnan(Y)
+        Yz, n_obs = np.where(obs, Y, 0.0), max(int(obs.sum()), 1)
+        (d, r), M = (X.shape[1], self.rank), Y.shape[1]
+        rate = np.clip((Yz.sum(0) + 0.5) / (obs.sum(0) + 1.0), 1e-3, 1 - 1e-3)
+        g = np.random.default_rng(self.seed)
+        x0 = np.concatenate([0.1 * g.standard_normal(d * r), 0.1 * g.standard_normal(M * r), np.log(rate / (1 - rate))])
+
+        def unpack(x):
+            return x[:d * r].reshape(d, r), x[d * r:d * r + M * r].reshape(M, r), x[d * r + M * r:]
+
+        def loss(x):
+            W, V, b = unpack(x)
+            H = X @ W
+            Z = H @ V.T + b
+            ll = np.where(obs, np.logaddexp(0.0, Z) - Yz * Z, 0.0).sum() / n_obs
+            G = np.where(obs, 1.0 / (1.0 + np.exp(-Z)) - Yz, 0.0) / n_obs
+            reg = self.l2 * ((W ** 2).sum() + (V ** 2).sum())
+            gW, gV = X.T @ (G @ V) + 2 * self.l2 * W, G.T @ H + 2 * self.l2 * V
+            return ll + reg, np.concatenate([gW.ravel(), gV.ravel(), G.sum(0)])
+
+        res = minimize(loss, x0, jac=True, method="L-BFGS-B", options={"maxiter": self.max_iter})
+        self.W_, self.V_, self.b_ = (np.asarray(a, dtype=float) for a in unpack(res.x))
+        return self
+
+    def predict_proba(self, E):
+        z = (normalize_rows(E) @ self.W_) @ self.V_.T + self.b_[None, :]
+        return 1.0 / (1.0 + np.exp(-z))
+
+
 class EnsembleRouter(BaseRouter):
     """The mean of its members' P(correct)."""
 
@@ -201,7 +248,7 @@ class EnsembleRouter(BaseRouter):
                 "members": [m.state() for m in self.members]}
 
 
-_CLASSES = {c.name: c for c in (BestSingleRouter, KNNVoteRouter, KNNIRTRouter, LogisticRouter)}
+_CLASSES = {c.name: c for c in (BestSingleRouter, KNNVoteRouter, KNNIRTRouter, LogisticRouter, MFRouter)}
 
 
 def router_from_state(state: dict) -> BaseRouter:

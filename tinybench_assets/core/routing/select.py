@@ -35,7 +35,7 @@ import pandas as pd
 from .knn import nearest
 from .metrics import paired_bootstrap_ci, route
 from .routers import (
-    BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, model_accuracy, vote_proba,
+    BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, MFRouter, model_accuracy, vote_proba,
 )
 
 DEFAULT_GRID = {
@@ -43,9 +43,10 @@ DEFAULT_GRID = {
     "knn_shrunk": {"k": [10, 20, 50, 100], "shrink": [2.0, 5.0, 10.0, 20.0]},
     "knn_irt": {"dim": [1, 2, 5, 10], "k": [10, 20, 50]},
     "logistic": {"C": [0.1, 1.0, 10.0]},
+    "mf": {"rank": [4, 16], "l2": [1e-3, 1e-2]},
 }
 DEFAULT_MARGINS = [0.0, 0.02, 0.05, 0.1]
-SIMPLICITY = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic", "ensemble"]
+SIMPLICITY = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic", "mf", "ensemble"]
 
 
 def cv_folds(n: int, n_folds: int, seed: int) -> np.ndarray:
@@ -93,6 +94,8 @@ def make_router(family: str, config: dict, device: str = "cpu", seed: int = 0):
         return KNNIRTRouter(dim=config["dim"], k=config["k"], seed=seed, device=device)
     if family == "logistic":
         return LogisticRouter(C=config["C"])
+    if family == "mf":
+        return MFRouter(rank=config["rank"], l2=config["l2"], seed=seed)
     raise ValueError(f"unknown router family {family!r}")
 
 
@@ -119,7 +122,7 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, families=None, grid: dict | N
     Y = np.asarray(Y, dtype=float)
     n, M = Y.shape
     grid = {**DEFAULT_GRID, **(grid or {})}
-    families = list(families or ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic"])
+    families = list(families or ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic", "mf"])
     fold = cv_folds(n, n_folds, seed)
     oof: dict[tuple, np.ndarray] = {}
 
@@ -152,6 +155,9 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, families=None, grid: dict | N
         if "logistic" in families:
             for cfg in _grid(grid["logistic"]):
                 put("logistic", cfg, va, LogisticRouter(C=cfg["C"]).fit(Etr, Ytr).predict_proba(Eva))
+        if "mf" in families:
+            for cfg in _grid(grid["mf"]):
+                put("mf", cfg, va, MFRouter(rank=cfg["rank"], l2=cfg["l2"], seed=seed).fit(Etr, Ytr).predict_proba(Eva))
         log(f"router CV fold {f + 1}/{n_folds} done ({time.perf_counter() - t0:.1f} s)")
 
     prior = model_accuracy(Y)
