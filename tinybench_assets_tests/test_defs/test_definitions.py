@@ -95,3 +95,21 @@ def test_materialize_foundation_on_slice(landing):
     assert n_pos == n_one
     ev = instance.get_latest_materialization_event(dg.AssetKey("binarized_responses"))
     assert {"models", "items", "threshold", "mean_accuracy_binarized"} <= set(ev.asset_materialization.metadata)
+
+
+def test_landing_ingest_metadata_carries_each_drops_notes(tmp_path):
+    """What a drop's reader repaired or ignored (here: pandas' unnamed index column) is in landing_ingest's metadata,
+    where the UI shows it, as well as in the run's log."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    inc = tmp_path / "incoming"
+    (inc / "lb").mkdir(parents=True)
+    pd.DataFrame({"sample_id": [f"q{i}" for i in range(12)], "prompt": [f"question {i}" for i in range(12)],
+                  **{f"org/model-{k}": rng.integers(0, 2, 12).astype(float) for k in range(4)}}).to_csv(inc / "lb" / "quiz.csv")
+    landing = {"incoming": inc, "quarantine": tmp_path / "q", "db": tmp_path / "tb.duckdb"}
+    instance = dg.DagsterInstance.ephemeral()
+    assert dg.materialize([resp_assets.landing_ingest], instance=instance, resources=resources_for(landing)).success
+    md = instance.get_latest_materialization_event(dg.AssetKey("landing_ingest")).asset_materialization.metadata
+    notes = md["notes"].value
+    assert list(notes) == ["lb/quiz.csv"] and any("unnamed index column" in n for n in notes["lb/quiz.csv"]), notes

@@ -33,7 +33,8 @@ def _ingest(context, store, landing, leaderboard=None):
 
 @dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, **card("Landed drops", "Every new or changed drop in the landing folder, "
           "validated and stored in DuckDB (one transaction per drop); bad files move to the quarantine folder with an error "
-          "report naming the file, row and problem. Metadata: what was ingested, unchanged and quarantined."))
+          "report naming the file, row and problem. Metadata: what was ingested, unchanged and quarantined, and each drop's notes "
+          "(rows merged or skipped, columns ignored, the metric chosen)."))
 def landing_ingest(context: dg.AssetExecutionContext, store: StoreResource, landing: LandingResource) -> dg.MaterializeResult:
     db = store.get()
     report = _ingest(context, db, landing)
@@ -44,6 +45,7 @@ def landing_ingest(context: dg.AssetExecutionContext, store: StoreResource, land
             "ingested": dg.MetadataValue.json(report.ingested),
             "unchanged": len(report.skipped),
             "quarantined": dg.MetadataValue.json(report.quarantined),
+            "notes": dg.MetadataValue.json({rel: list(notes) for rel, notes in report.notes.items()}),
             "partitions_touched": dg.MetadataValue.json(sorted(report.partitions)),
             "active_drops": int(drops),
             "scenario_partitions": dg.MetadataValue.json(db.partition_keys()),
