@@ -8,7 +8,7 @@ throwaway project home holding small slices of ../shared/data (openllm arc + mml
 * * a changed drop refreshes only its scenario partition and its leaderboard; a bad file dropped with it is quarantined
   with its report while the changed file lands;
 * run-all started while the daemon refreshes the same drop: every asset partition is computed once;
-* a run worker SIGKILLed mid-step is marked FAILED once, with the reason, and its partition is redone; 8 runs queued
+* a run worker SIGKILLed mid-step is marked FAILED once, with the reason, and its partition is redone; 20 runs queued
   and launched as the "duckdb" pool frees up (most wait in the queue for many seconds) are never taken for orphans.
 
 One project for the whole sequence: each step starts from the state the previous one left (a second project would
@@ -139,10 +139,10 @@ def test_the_daemon_path_alone_beside_run_all_and_through_faults(tmp_path):
                       if r.run_id != run.run_id) == [("ingest_landing", "", "SUCCESS"), ("refresh_leaderboard", "openllm", "SUCCESS"),
                                                      ("refresh_scenario", "openllm.mmlu", "SUCCESS")], p.tail()
 
-        # 8 runs queued at once, launched one after another as the pool frees up: none is taken for an orphan
-        queued = queue_runs(p, "ingest_landing", 8)
+        # 20 runs queued at once, launched one after another: none is taken for an orphan
+        queued = queue_runs(p, "ingest_landing", 20)
         wait_for(lambda: all(p.instance.get_run_by_id(r).is_finished for r in queued), 400, "the queued runs", p, 1.0)
         statuses = collections.Counter(p.instance.get_run_by_id(r).status for r in queued)
-        assert statuses == {dg.DagsterRunStatus.SUCCESS: 8} and orphan_failures(p, queued) == [], (statuses, p.tail())
+        assert statuses == {dg.DagsterRunStatus.SUCCESS: 20} and orphan_failures(p, queued) == [], (statuses, p.tail())
     finally:
         p.close()
