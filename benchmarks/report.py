@@ -172,6 +172,8 @@ SECTIONS = (
                       at("mbpp/cv_best_acc_at_quarter_cost"), pct,
                       anchor=lambda d: f"quality_at_min_cost at tolerance 1 needs {100 * get(d, 'mbpp/cv_acc_needed'):.2f} % "
                                        "on training questions"),
+               Figure("mbpp: the same for a cascade (cheapest confident model first)",
+                      at("mbpp/cv_cascade_best_acc_at_quarter_cost"), pct),
                Figure("router stage cold, four benchmarks", at("seconds"), secs, "< 300 s", lambda d: get(d, "seconds") < 300),
                Figure("question embeddings per second", at("embed_questions_per_s"), lambda v: f"{v:.0f}", ">= 40",
                       lambda d: get(d, "embed_questions_per_s") >= 40))),

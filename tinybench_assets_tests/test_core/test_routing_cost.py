@@ -75,3 +75,18 @@ def test_the_assets_cost_choice_never_reads_test_predictions():
     zeros = cost_choice(cfg, "quality_at_min_cost", sel, {f: np.zeros((7, 2)) for f in sel.oof}, Y, C, prior)
     noise = cost_choice(cfg, "quality_at_min_cost", sel, {f: g.random((7, 2)) for f in sel.oof}, Y, C, prior)
     assert zeros == noise and zeros[1].lam is not None
+
+
+def test_cascade_serves_the_cheapest_confident_model_and_escalates():
+    from tinybench_assets.core.routing.cost import cascade_figures, cascade_picks
+
+    # model 0 cheap, model 1 dear and the best; the cheap one is confident on the first two questions only
+    P = np.array([[0.9, 0.8], [0.7, 0.9], [0.2, 0.9], [0.1, 0.6]])
+    C = np.tile([1.0, 10.0], (4, 1))
+    Y = np.array([[1, 1], [1, 1], [0, 1], [0, 0]], dtype=float)
+    prior = np.array([0.5, 0.75])
+    assert cascade_picks(P, C, prior, 0.65).tolist() == [0, 0, 1, 1]
+    assert cascade_picks(P, C, prior, 0.0).tolist() == [0, 0, 0, 0]       # everyone is confident enough
+    assert cascade_picks(P, C, prior, 0.95).tolist() == [1, 1, 1, 1]      # nobody is: the best single model
+    taus, acc, cost = cascade_figures(P, Y, C, prior, [0.0, 0.65, 0.95])
+    assert acc.tolist() == [0.5, 0.75, 0.75] and cost.tolist() == [1.0, 5.5, 10.0]

@@ -88,6 +88,26 @@ def sweep_figures(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.ndarray
     return Y[rows, picks].mean(axis=1), C[rows, picks].mean(axis=1)
 
 
+def cascade_picks(P: np.ndarray, C: np.ndarray, prior: np.ndarray, tau: float) -> np.ndarray:
+    """A cascade: the models in order of mean cost (cheapest first); each question goes to the first model whose
+    P(correct) is at least ``tau``, else to the best single model (by ``prior``)."""
+    P = np.asarray(P, dtype=float)
+    order = np.argsort(np.asarray(C, dtype=float).mean(axis=0), kind="stable")
+    ok = P[:, order] >= tau
+    return np.where(ok.any(axis=1), order[np.argmax(ok, axis=1)], int(np.argmax(prior)))
+
+
+def cascade_figures(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.ndarray, taus=None) -> tuple[np.ndarray, ...]:
+    """(taus, accuracy, mean cost) of the cascade at every threshold (default 0, 0.01, ..., 1); missing answers count
+    as wrong."""
+    taus = np.linspace(0.0, 1.0, 101) if taus is None else np.asarray(taus, dtype=float)
+    Y = np.nan_to_num(np.asarray(Y, dtype=float), nan=0.0)
+    C = np.asarray(C, dtype=float)
+    rows = np.arange(len(Y))
+    picks = np.array([cascade_picks(P, C, prior, t) for t in taus])
+    return taus, Y[rows[None, :], picks].mean(axis=1), C[rows[None, :], picks].mean(axis=1)
+
+
 def pick_point(lambdas, acc, cost, single: tuple[float, float], objective: str = "quality_at_min_cost",
                tolerance: float = 0.01, max_cost: float | None = None, min_accuracy: float | None = None) -> OperatingPoint:
     """Choose among a sweep's (lambda, accuracy, cost) points and the best single model (``single``: its accuracy and
