@@ -100,5 +100,8 @@ class DuckDBFile(StoreBackend):
             con.unregister(name)
 
     def frame_types(self, con, df: pd.DataFrame) -> dict[str, str]:
+        """DuckDB's types of the frame's columns; an all-NULL column (DuckDB's type "NULL", which no later value can be
+        cast to) is VARCHAR, as on PostgreSQL (``pg_frames.sql_type``)."""
         with self.frame(con, "_types_df", df):
-            return {r[0]: r[1] for r in con.execute("DESCRIBE SELECT * FROM _types_df").fetchall()}
+            return {r[0]: ("VARCHAR" if r[1] == '"NULL"' else r[1])
+                    for r in con.execute("DESCRIBE SELECT * FROM _types_df").fetchall()}

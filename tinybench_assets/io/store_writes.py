@@ -96,7 +96,7 @@ class StoreWrites(StoreBackend):
         with self.transaction() as con:
             for table, df in tables.items():
                 self.lock(con, f"{table}:{key}")  # writers of one partition take turns; other partitions run at once
-                if not self._has_table(con, table) or self._missing_columns(con, table, df):
+                if not self._has_table(con, table) or self._missing_columns(con, table, df) or self._null_typed(con, table):
                     self.lock(con, "tinybench:ddl")  # one writer at a time creates a table or adds a column
                     self._create_or_widen(con, table, df, column)
                 con.execute(f'DELETE FROM "{table}" WHERE {column} = ?', [key])
@@ -126,6 +126,18 @@ class StoreWrites(StoreBackend):
             types = self.frame_types(con, df[missing])
             for c in missing:
                 con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{c}" {types[c]}')
+        if untyped := [c for c in self._null_typed(con, table) if c in df.columns]:
+            # a column created all-NULL by an older version (DuckDB's type "NULL"): give it the frame's type; its
+            # stored values are all NULL, so nothing is lost
+            types = self.frame_types(con, df[untyped])
+            for c in untyped:
+                con.execute(f'ALTER TABLE "{table}" ALTER COLUMN "{c}" TYPE {types[c]}')
+
+    @staticmethod
+    def _null_typed(con, table: str) -> list[str]:
+        """The table's columns of DuckDB's type "NULL" (none on PostgreSQL)."""
+        return [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? AND "
+                                          "table_schema = current_schema() AND data_type = '\"NULL\"'", [table]).fetchall()]
 
     def _insert_frame(self, con, name: str, df: pd.DataFrame, drop_id: str, sql: str) -> None:
         """Run ``sql`` (an INSERT reading the table ``name``) on a drop's frame with its ``drop_id`` column; nothing when

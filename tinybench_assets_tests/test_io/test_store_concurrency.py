@@ -45,3 +45,26 @@ def test_replace_partition_adds_new_columns_and_keeps_stored_rows(tmp_path):
     # the declared backtest_summary of an older file gains split_kind and the MAE intervals
     cols = set(db.query("SELECT * FROM backtest_summary LIMIT 0").columns)
     assert {"split_kind", "mae_t1_lo", "mae_t1_hi", "mae_t2_lo", "mae_t2_hi"} <= cols
+
+
+def test_a_column_first_written_all_null_takes_later_values(tmp_path):
+    """A result table created by a leaderboard whose column is all None (a small board without full scores: no T2
+    calibration) takes another leaderboard's strings later; a store whose older version typed such a column "NULL"
+    is repaired on the next write, its rows kept. (Seen: the main job failed in tiny_benchmark when RouterBench's
+    small board created the table before openllm.)"""
+    import duckdb
+
+    from tinybench_assets.io.store import Store
+
+    db = Store(tmp_path / "s.duckdb")
+    db.replace_partition({"results": pd.DataFrame({"x": [1.0], "calibration": [None]})}, "small")
+    db.replace_partition({"results": pd.DataFrame({"x": [2.0], "calibration": ['{"x": [0, 1]}']})}, "big")
+    got = db.query("SELECT * FROM results ORDER BY x")
+    assert got.calibration.tolist() == [None, '{"x": [0, 1]}']
+    with duckdb.connect(str(tmp_path / "old.duckdb")) as con:  # what the older version left
+        con.execute('CREATE TABLE results (partition_key VARCHAR, x DOUBLE, calibration "NULL")')
+        con.execute("INSERT INTO results VALUES ('small', 1.0, NULL)")
+    old = Store(tmp_path / "old.duckdb")
+    old.replace_partition({"results": pd.DataFrame({"x": [2.0], "calibration": ['{"x": [0, 1]}']})}, "big")
+    got = old.query("SELECT * FROM results ORDER BY x")
+    assert got.partition_key.tolist() == ["small", "big"] and got.calibration.tolist() == [None, '{"x": [0, 1]}']
