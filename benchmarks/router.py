@@ -140,13 +140,13 @@ def main(argv=None) -> int:
     # accuracy at <= 25 % of the best single model's training cost (the bar's cost), against the accuracy that
     # quality_at_min_cost needs (the best single model's, minus the tolerance). Training questions only.
     from tinybench_assets.core.routing.cost import cascade_figures, lambda_grid, sweep_figures
-    from tinybench_assets.core.routing.select import select_router
+    from tinybench_assets.core.routing.select import DEFAULT_FAMILIES, select_router
     from tinybench_assets.defs.assets.router_eval import cost_matrix, routing_data as _rd
 
     emb_, E_, Y_, models_, test_ = _rd(store, BENCHMARKS["mbpp"])
     C_ = cost_matrix(store, BENCHMARKS["mbpp"], list(emb_["item"]), models_)
     tr_ = ~test_ & ~np.isnan(C_).any(axis=1)
-    sel_ = select_router(E_[tr_], Y_[tr_], n_boot=200)
+    sel_ = select_router(E_[tr_], Y_[tr_], families=[*DEFAULT_FAMILIES, "mf"], n_boot=200)  # mf too (opt-in)
     prior_ = model_accuracy(Y_[tr_])
     quarter = 0.25 * float(C_[tr_][:, int(np.argmax(prior_))].mean())
     ceiling, cascade = {}, {}

@@ -37,7 +37,7 @@ class KNNConfig(dg.Config):
 class RouterConfig(dg.Config):
     """Router selection by cross-validation on training questions (see core/routing/select.py)."""
 
-    families: list[str] = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic", "mf"]
+    families: list[str] = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic"]  # add "mf" to try matrix factorization
     n_folds: int = 5
     seed: int = 0
     margins: list[float] = [0.0, 0.02, 0.05, 0.1]
