@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIGURES = (
     ("estimation_error_vs_n.png", "estimation_backtest", "openllm", "error_vs_n_", "docs/estimate.md"),
     ("router_cost_quality.png", "router_accuracy", "routerbench.mbpp", "cost_curve", "docs/routing.md"),
-    ("magi_score_trends.png", "magi_score_trends", "openllm", "score_trends", "docs/magi.md"),
+    ("magi_score_trends.png", "magi_score_trends", "openllm", "trend_chart", "docs/magi.md"),
     ("irt_difficulty_discrimination.png", "irt_model", "openllm.mmlu", "difficulty_vs_discrimination", "docs/assets.md"),
 )
 PNG = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=]+)")
