@@ -17,6 +17,8 @@ import pandas as pd
 
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
+NULL_TYPE = '"NULL"'  # DuckDB's type of an all-None frame column, to which no later value can be cast
+
 
 class StoreUnavailable(RuntimeError):
     """The store's server could not be reached (the message names the target, password masked)."""

@@ -16,7 +16,7 @@ from typing import Iterator
 import duckdb
 import pandas as pd
 
-from .backend import StoreBackend
+from .backend import NULL_TYPE, StoreBackend
 
 
 class StoreLockTimeout(RuntimeError):
@@ -103,5 +103,5 @@ class DuckDBFile(StoreBackend):
         """DuckDB's types of the frame's columns; an all-NULL column (DuckDB's type "NULL", which no later value can be
         cast to) is VARCHAR, as on PostgreSQL (``pg_frames.sql_type``)."""
         with self.frame(con, "_types_df", df):
-            return {r[0]: ("VARCHAR" if r[1] == '"NULL"' else r[1])
+            return {r[0]: ("VARCHAR" if r[1] == NULL_TYPE else r[1])
                     for r in con.execute("DESCRIBE SELECT * FROM _types_df").fetchall()}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .backend import StoreBackend
+from .backend import NULL_TYPE, StoreBackend
 from .drops import Drop, partition_key, split_partition_key
 
 
@@ -96,7 +96,7 @@ class StoreWrites(StoreBackend):
         with self.transaction() as con:
             for table, df in tables.items():
                 self.lock(con, f"{table}:{key}")  # writers of one partition take turns; other partitions run at once
-                if not self._has_table(con, table) or self._missing_columns(con, table, df) or self._null_typed(con, table):
+                if self._needs_ddl(self._columns(con, table), df):
                     self.lock(con, "tinybench:ddl")  # one writer at a time creates a table or adds a column
                     self._create_or_widen(con, table, df, column)
                 con.execute(f'DELETE FROM "{table}" WHERE {column} = ?', [key])
@@ -106,38 +106,34 @@ class StoreWrites(StoreBackend):
                         con.execute(f'INSERT INTO "{table}" ({column}, {cols}) SELECT CAST(? AS VARCHAR), {cols} FROM part_df', [key])
 
     @staticmethod
-    def _has_table(con, table: str) -> bool:
-        return con.execute("SELECT 1 FROM information_schema.tables WHERE table_name = ? AND table_schema = current_schema()",
-                           [table]).fetchone() is not None
+    def _columns(con, table: str) -> dict[str, str]:
+        """The table's columns and their types ({} when there is no such table)."""
+        return {r[0]: r[1] for r in con.execute("SELECT column_name, data_type FROM information_schema.columns WHERE "
+                                                "table_name = ? AND table_schema = current_schema()", [table]).fetchall()}
 
     @staticmethod
-    def _missing_columns(con, table: str, df: pd.DataFrame) -> list[str]:
-        have = {r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? "
-                                          "AND table_schema = current_schema()", [table]).fetchall()}
-        return [c for c in df.columns if c not in have]
+    def _needs_ddl(have: dict[str, str], df: pd.DataFrame) -> bool:
+        """The table is missing, lacks a column of the frame, or holds one of them typed "NULL" (DuckDB's type of a
+        column an older version created all-NULL, which no value can be cast to; none on PostgreSQL)."""
+        return not have or any(c not in have or have[c] == NULL_TYPE for c in df.columns)
 
     def _create_or_widen(self, con, table: str, df: pd.DataFrame, column: str) -> None:
-        """Create a result table without declared DDL from the frame's columns, or add the columns it lacks."""
-        if not self._has_table(con, table):
+        """Create a result table without declared DDL from the frame's columns, add the columns it lacks, or give a
+        "NULL"-typed column the frame's type (its stored values are all NULL, so nothing is lost)."""
+        have = self._columns(con, table)  # again, under the DDL lock: another writer may have changed it meanwhile
+        if not have:
             types = self.frame_types(con, df)
             cols = ", ".join([f"{column} VARCHAR"] + [f'"{c}" {types[c]}' for c in df.columns])
             con.execute(f'CREATE TABLE "{table}" ({cols})')
-        if missing := self._missing_columns(con, table, df):
+            return
+        if missing := [c for c in df.columns if c not in have]:
             types = self.frame_types(con, df[missing])
             for c in missing:
                 con.execute(f'ALTER TABLE "{table}" ADD COLUMN "{c}" {types[c]}')
-        if untyped := [c for c in self._null_typed(con, table) if c in df.columns]:
-            # a column created all-NULL by an older version (DuckDB's type "NULL"): give it the frame's type; its
-            # stored values are all NULL, so nothing is lost
+        if untyped := [c for c in df.columns if have.get(c) == NULL_TYPE]:
             types = self.frame_types(con, df[untyped])
             for c in untyped:
                 con.execute(f'ALTER TABLE "{table}" ALTER COLUMN "{c}" TYPE {types[c]}')
-
-    @staticmethod
-    def _null_typed(con, table: str) -> list[str]:
-        """The table's columns of DuckDB's type "NULL" (none on PostgreSQL)."""
-        return [r[0] for r in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? AND "
-                                          "table_schema = current_schema() AND data_type = '\"NULL\"'", [table]).fetchall()]
 
     def _insert_frame(self, con, name: str, df: pd.DataFrame, drop_id: str, sql: str) -> None:
         """Run ``sql`` (an INSERT reading the table ``name``) on a drop's frame with its ``drop_id`` column; nothing when
