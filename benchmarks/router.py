@@ -141,9 +141,9 @@ def main(argv=None) -> int:
     # quality_at_min_cost needs (the best single model's, minus the tolerance). Training questions only.
     from tinybench_assets.core.routing.cost import cascade_figures, lambda_grid, sweep_figures
     from tinybench_assets.core.routing.select import DEFAULT_FAMILIES, select_router
-    from tinybench_assets.defs.assets.router_eval import cost_matrix, routing_data as _rd
+    from tinybench_assets.defs.assets.router_eval import cost_matrix, routing_data
 
-    emb_, E_, Y_, models_, test_ = _rd(store, BENCHMARKS["mbpp"])
+    emb_, E_, Y_, models_, test_ = routing_data(store, BENCHMARKS["mbpp"])
     C_ = cost_matrix(store, BENCHMARKS["mbpp"], list(emb_["item"]), models_)
     tr_ = ~test_ & ~np.isnan(C_).any(axis=1)
     sel_ = select_router(E_[tr_], Y_[tr_], families=[*DEFAULT_FAMILIES, "mf"], n_boot=200)  # mf too (opt-in)
@@ -180,7 +180,6 @@ def main(argv=None) -> int:
           "shuffled = mean over 20 permutations of the test answers:")
     from tinybench_assets.core.routing.routers import KNNIRTRouter
     from tinybench_assets.core.routing.select import make_router
-    from tinybench_assets.defs.assets.router_eval import routing_data
 
     for name, key in BENCHMARKS.items():
         emb, E, Y, models, test = routing_data(store, key)

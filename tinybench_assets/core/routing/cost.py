@@ -91,10 +91,16 @@ def sweep_figures(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.ndarray
 def cascade_picks(P: np.ndarray, C: np.ndarray, prior: np.ndarray, tau: float) -> np.ndarray:
     """A cascade: the models in order of mean cost (cheapest first); each question goes to the first model whose
     P(correct) is at least ``tau``, else to the best single model (by ``prior``)."""
-    P = np.asarray(P, dtype=float)
-    order = np.argsort(np.asarray(C, dtype=float).mean(axis=0), kind="stable")
+    return _cascade(np.asarray(P, dtype=float), _cost_order(C), int(np.argmax(prior)), tau)
+
+
+def _cost_order(C) -> np.ndarray:
+    return np.argsort(np.asarray(C, dtype=float).mean(axis=0), kind="stable")
+
+
+def _cascade(P: np.ndarray, order: np.ndarray, best: int, tau: float) -> np.ndarray:
     ok = P[:, order] >= tau
-    return np.where(ok.any(axis=1), order[np.argmax(ok, axis=1)], int(np.argmax(prior)))
+    return np.where(ok.any(axis=1), order[np.argmax(ok, axis=1)], best)
 
 
 def cascade_figures(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.ndarray, taus=None) -> tuple[np.ndarray, ...]:
@@ -103,8 +109,9 @@ def cascade_figures(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.ndarr
     taus = np.linspace(0.0, 1.0, 101) if taus is None else np.asarray(taus, dtype=float)
     Y = np.nan_to_num(np.asarray(Y, dtype=float), nan=0.0)
     C = np.asarray(C, dtype=float)
+    P, order, best = np.asarray(P, dtype=float), _cost_order(C), int(np.argmax(prior))
     rows = np.arange(len(Y))
-    picks = np.array([cascade_picks(P, C, prior, t) for t in taus])
+    picks = np.array([_cascade(P, order, best, t) for t in taus])
     return taus, Y[rows[None, :], picks].mean(axis=1), C[rows[None, :], picks].mean(axis=1)
 
 

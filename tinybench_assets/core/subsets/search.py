@@ -149,10 +149,7 @@ def irt_rankings(setup: MagiSetup, methods, *, dim: int = 1, seed: int = 0, devi
         for k in (top_k_values if method == "irt_information" else (0,)):
             theta_top = None
             if method == "irt_information":
-                top = setup.top(setup.role == "tune", int(k))
-                if len(top) == 0:  # a small leaderboard whose tune models are all flagged not fair: take them anyway
-                    top = setup.top(setup.role == "tune", int(k), fair_only=False)
-                pos = np.searchsorted(fit_rows, top)
+                pos = np.searchsorted(fit_rows, setup.top_tune(int(k)))
                 theta_top = ({g: t[pos] for g, t in irt_params.theta.items()} if by_scenario
                              else np.asarray(irt_params.theta)[pos])
             if by_scenario:
@@ -329,9 +326,6 @@ def _top_ranking(setup: MagiSetup, method: str, k: int, info_params, direction, 
     if method == "top_discrimination":
         rows = setup.top((setup.role == "tune") & ~setup.guesser, k, fair_only=False)
         return rank_top_discrimination(setup.Y[rows], setup.full_score[rows], seed)
-    top = setup.top(setup.role == "tune", k)
-    if len(top) == 0:  # a small leaderboard whose tune models are all flagged not fair: take them anyway
-        top = setup.top(setup.role == "tune", k, fair_only=False)
-    pos = np.searchsorted(np.flatnonzero(setup.role == "tune"), top)
+    pos = np.searchsorted(np.flatnonzero(setup.role == "tune"), setup.top_tune(k))
     return rank_irt(info_params.a, info_params.b, "irt_information", np.asarray(info_params.theta)[pos], seed,
                     direction)

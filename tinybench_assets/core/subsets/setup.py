@@ -74,6 +74,12 @@ class MagiSetup:
         idx = np.flatnonzero(m)
         return idx[np.argsort(-self.full_score[idx], kind="stable")[:k]]
 
+    def top_tune(self, k: int) -> np.ndarray:
+        """The k best fair tune models; on a small leaderboard whose tune models are all flagged not fair, the k best
+        tune models anyway."""
+        top = self.top(self.role == "tune", k)
+        return top if len(top) else self.top(self.role == "tune", k, fair_only=False)
+
 
 def prepare(Y: np.ndarray, models, items, scenarios, subscenarios, chance: np.ndarray, full_score: np.ndarray, *,
             aggregate: pd.DataFrame | None = None, n_voters: int = 60, per_family: int = 3, eval_fraction: float = 0.5,
