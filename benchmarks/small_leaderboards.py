@@ -79,7 +79,10 @@ def run_one(Y, w, cols, T2, groups, eligible, items, size, seed, n_test, n_value
     out = pred.predict(Yt, n=N)
     res = {"board_models": int(len(board)), "board_families": int(len(np.unique(groups[board]))),
            "folds": int(pred.n_folds_), "test_models": int(len(test)), "fit_seconds": round(fit_s, 1),
-           "notes": pred.notes_, "scenarios": {}}
+           "notes": pred.notes_, "scenarios": {},
+           "bank_chosen": {"t1": sum(ch.t1 == "bank_joint" for ch in pred.choices_.values()),
+                           "t2": sum(ch.t2 == "bank_joint" for ch in pred.choices_.values()),
+                           "of": len(pred.choices_)}}
     cv = pred.cv_table()
     for j, (s, c) in enumerate(cols.items()):
         o = out[out.scenario == s].reset_index(drop=True)
@@ -154,6 +157,11 @@ def main(argv=None) -> int:
         "width90_t1": {k: round(mean_of(k, "width90"), 2) for k in keys},
         "cv_mae_t1_served": {k: round(mean_of(k, "cv_mae_t1_served"), 3) for k in keys},
         "board_models": {k: [r["board_models"] for kk, r in runs.items() if kk.startswith(f"{k}/")] for k in keys},
+        # bank_joint served: n = 30 (scenario x seed pairs), and every (scenario, n) choice
+        "bank_chosen_n30": {k: sum(v["estimator"] == "bank_joint" for kk, r in runs.items() if kk.startswith(f"{k}/")
+                                   for v in r["scenarios"].values()) for k in keys},
+        "bank_chosen_all_n": {k: {t: sum(r["bank_chosen"][t] for kk, r in runs.items() if kk.startswith(f"{k}/"))
+                                  for t in ("t1", "t2", "of")} for k in keys},
         "seconds": round(seconds, 1),
     }
     per_scen = {k: {s: {m: round(float(np.mean([runs[f"{k}/{i}"]["scenarios"][s][m] for i in range(args.repeats)])), 3)
@@ -181,6 +189,8 @@ def main(argv=None) -> int:
     for k in keys:
         print(f"  {k:>3}: " + "  ".join(f"{s} {v['t1_mae']:.2f}/{v['random_t1_mae']:.2f}/{v['coverage90']:.2f}"
                                         for s, v in per_scen[k].items()))
+    print(f"bank_joint served at n = {N} (of {4 * args.repeats} scenario x seed): {out['bank_chosen_n30']}; "
+          f"over every (scenario, n): {out['bank_chosen_all_n']}")
     print("bars: " + "  ".join(f"[{'PASS' if ok else 'MISS'}] {name}" for name, ok in out["bars"].items()))
     print(f"total {seconds:.1f}s")
     if args.json:

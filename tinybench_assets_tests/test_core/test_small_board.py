@@ -18,6 +18,7 @@ from tinybench_assets.core import tiny_benchmark as tb
 from tinybench_assets.core.calibration import conformal_quantile
 from tinybench_assets.core.estimation.small_board import PRED_COLS, SmallBoardPredictor
 from tinybench_assets.core.estimation.small_choice import choose_scenario, family_quantile, symmetric_interval
+from tinybench_assets.core.estimation.bank import BANK_EPS, bank_values, posterior_means, soft_answers
 from tinybench_assets.core.estimation.small_folds import base_estimates, family_folds
 
 torch.set_num_threads(1)
@@ -62,12 +63,17 @@ def test_fit_predict_shapes():
         assert set(g.item_index) <= set(p.cols_[s]) and g.item_index.is_unique
     cv = p.cv_table()
     assert {"scenario", "n", "estimator", "dim", "cv_mae_t1", "cv_mae_t2", "n_models"} <= set(cv.columns)
-    assert len(cv) == 2 * 2 * (1 + 4 * 2 + 1)  # scenarios x n x (anchor + 4 per D + served)
+    E = len(BANK_EPS)
+    assert len(cv) == 2 * 2 * (1 + 4 * 2 + E + 1)  # scenarios x n x (anchor + 4 per D + bank per eps + served)
+    bank = cv[cv.estimator.str.startswith("bank_joint")]
+    assert len(bank) == 2 * 2 * E and bank.dim.eq(0).all() and set(bank.eps) == set(BANK_EPS)
+    served_eps = cv[cv.estimator == "bank_joint"].set_index(["scenario", "n"]).eps  # the artifact's eps, named plainly
+    assert len(served_eps) == 4 and all(p.choices_[k].eps == e for k, e in served_eps.items())
     assert (cv.groupby(["scenario", "n"]).served_t1.sum() == 1).all()
     assert (cv.groupby(["scenario", "n"]).served_t2.sum() == 1).all()  # full scores given: a T2 estimator each
     assert cv[cv.estimator != "served"].n_models.eq(M).all() and cv.cv_mae_t1.between(0, 0.3).all()
     oof = p.oof_table()
-    assert len(oof) == M * 2 * 2 * 10 and oof.estimate.notna().all()
+    assert len(oof) == M * 2 * 2 * (10 + E) and oof.estimate.notna().all()
     out = p.predict(Y, n=30)
     assert list(out.columns) == PRED_COLS and len(out) == M * 2
     assert out.estimate.between(0, 1).all() and out.answered.eq(30).all()
@@ -123,6 +129,16 @@ def test_cv_never_reads_a_held_out_family():
     for key, d in p.oof_.base.items():
         for k, x in d.items():
             np.testing.assert_array_equal(x[rest], q.oof_.base[key][k][rest])
+    # the answer bank: fold f's holds its training models only (same arrays with the family flipped, as many rows
+    # as training models), its held-out models' bank estimates do not move; every other fold's bank does change
+    for n, bank in p.oof_.banks[f].items():
+        assert len(bank["answers"]) == len(p.oof_.train_rows[f])
+        for k in ("answers", "values"):
+            np.testing.assert_array_equal(bank[k], q.oof_.banks[f][n][k])
+        assert not any(np.array_equal(bank["values"], q.oof_.banks[g][n]["values"]) for g in others)
+    for key, d in p.oof_.bank.items():
+        for e, x in d.items():
+            np.testing.assert_array_equal(x[rest], q.oof_.bank[key][e][rest])
 
 
 def test_choice_is_left_out_of_its_fold():
@@ -208,8 +224,12 @@ def test_served_estimates_are_the_artifacts(tmp_path):
 
     Y, p = fitted()
     art = p.to_artifact("small-sim", 30, item_texts={"q0": "What?"}, binarization={"rule": "given"})
-    assert art["learned"] == {"file": None, "sha256": None, "fit_learned": False, "models": [], "bank": None}
-    assert set(art["json_estimators"]) <= set(tb.JSON_BASE) and art["learned_estimators"] == []
+    eps = {s: p.choices_[(s, 30)].eps for s in p.scenarios_}
+    assert art["learned"] == {"file": tb.TREES_FILE, "sha256": None, "fit_learned": False, "models": [],
+                              "bank": {"models": len(Y), "eps": eps}}
+    assert set(art["json_estimators"]) <= set(tb.JSON_BASE) and art["learned_estimators"] == ["bank_joint"]
+    for s in p.scenarios_:
+        assert art["scenarios"][s]["recommended"]["t1"] in tb.JSON_BASE
     tb.save_artifact(art, folder=tmp_path)
     loaded = tb.load_artifact(tmp_path)
     served = p.predict(Y, n=30)
@@ -221,6 +241,12 @@ def test_served_estimates_are_the_artifacts(tmp_path):
         for col in ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2"):
             np.testing.assert_allclose(df[col].to_numpy(), mine[col].to_numpy(), rtol=0, atol=1e-12)
         assert list(df.estimator) == list(mine.estimator)
+        forced = tb.estimate_from_artifact(loaded, ans, estimator="bank_joint")  # the bank read from the file
+        am = p.artifact_model(30)
+        res = am.evaluate({s: Y[row:row + 1, am.anchors_[(am.c, 30, s)].items] for s in am.scenarios_}, {"bank_joint"})
+        for j, s in enumerate(p.scenarios_):
+            for col in ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2"):
+                assert forced[col].iloc[j] == pytest.approx(float(res[(s, "bank_joint")][col][0]), abs=1e-12)
     (tmp_path / "answers.json").write_text(json.dumps(ans))
     args = argparse.Namespace(artifact=str(tmp_path), leaderboard=None, answers=str(tmp_path / "answers.json"),
                               json=True, no_learned=False, estimator=None, allow_missing=False, allow_extra=False)
@@ -241,3 +267,70 @@ def test_served_estimates_are_the_artifacts(tmp_path):
         lam = ch.lambdas["validation"]
         np.testing.assert_allclose(res[(s, "gpirt_val")]["estimate"], lam * mine["anchor"] + (1 - lam) * mine["pirt"],
                                    atol=1e-12)
+
+
+def _bank_by_hand(Yb, Yq, p, anchors, eps):
+    """bank_joint of rows Yq from bank rows Yb, written out from bank.py's pure functions (the big predictor's
+    formula): own anchor answers + the posterior mean of the bank's accuracy on the other items."""
+    cols, w = p.cols_, p.w_
+    values = np.column_stack([bank_values(Yb, c, anchors[s][0], w[c]) for s, c in cols.items()])
+    keep = np.isfinite(values).any(1)
+    at = np.concatenate([cols[s][anchors[s][0]] for s in cols])
+    post = posterior_means(Yq[:, at], soft_answers(Yb)[keep][:, at].astype(np.float32), values[keep], eps)
+    out = {}
+    for k, (s, c) in enumerate(cols.items()):
+        local = anchors[s][0]
+        seen = np.nan_to_num(Yq[:, c[local]]) @ (w[c][local] / w[c].sum())
+        out[s] = seen + post[:, k]
+    return out
+
+
+def test_bank_is_the_training_models_and_the_artifacts():
+    """The CV bank of a fold = its training models' answers (by hand); the served bank = every model's; the
+    artifact computes the same bank_joint."""
+    Y, p = fitted()
+    f, n = 1, 30
+    test = p.oof_.folds == f
+    anchors = {s: p.oof_.fits[f][s].anchors[n] for s in p.scenarios_}
+    for e in (BANK_EPS[0], BANK_EPS[-1]):
+        mine = _bank_by_hand(Y[p.oof_.train_rows[f]], Y[test], p, anchors, e)
+        for s in p.scenarios_:
+            np.testing.assert_allclose(p.oof_.bank[(s, n)][e][test], mine[s], rtol=0, atol=1e-12)
+    am = p.artifact_model(n)
+    res = am.evaluate({s: Y[:, am.anchors_[(am.c, n, s)].items] for s in am.scenarios_}, {"bank_joint"})
+    for s in p.scenarios_:
+        e = p.choices_[(s, n)].eps
+        mine = _bank_by_hand(Y, Y, p, {x: p.fits_[x].anchors[n] for x in p.scenarios_}, e)
+        np.testing.assert_allclose(res[(s, "bank_joint")]["estimate"], mine[s], rtol=0, atol=1e-12)
+
+
+def test_bank_served_round_trip(tmp_path):
+    """bank_joint as the served estimator (forced into the choice): predict == the saved artifact's estimates
+    (learned file read back, sha256-checked); without the file the JSON recommendation takes over."""
+    import copy
+
+    Y, p0 = fitted()
+    p = copy.deepcopy(p0)
+    for s in p.scenarios_:
+        ch = p.choices_[(s, 30)]
+        ch.t1 = ch.t2 = "bank_joint"
+    p._served = {}
+    served = p.predict(Y, n=30)
+    assert served.estimator.eq("bank_joint").all() and served.estimator_t2.eq("bank_joint").all()
+    art = p.to_artifact("small-sim", 30)
+    assert all(art["scenarios"][s]["recommended_learned"]["t1"] == "bank_joint" for s in p.scenarios_)
+    tb.save_artifact(art, folder=tmp_path)
+    loaded = tb.load_artifact(tmp_path)
+    row = 5
+    ans = {it: float(Y[row, p.items_.index(it)]) for s in loaded["scenario_order"]
+           for it in loaded["scenarios"][s]["anchors"]["items"]}
+    df = tb.estimate_from_artifact(loaded, ans)
+    mine = served[served.model == row].reset_index(drop=True)
+    assert list(df.estimator) == ["bank_joint"] * 2 and set(df.source) == {tb.TREES_FILE}
+    for col in ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2"):
+        np.testing.assert_allclose(df[col].to_numpy(), mine[col].to_numpy(), rtol=0, atol=1e-12)
+    js = tb.estimate_from_artifact(loaded, ans, use_learned=False)
+    assert list(js.estimator) == [p.choices_[(s, 30)].t1_json for s in p.scenarios_]
+    (tmp_path / tb.TREES_FILE).unlink()
+    fallback = tb.estimate_from_artifact(tb.load_artifact(tmp_path), ans)
+    assert list(fallback.estimator) == list(js.estimator) and fallback.attrs["notes"]

@@ -168,7 +168,7 @@ def test_a_small_leaderboard_gets_anchors_estimates_a_backtest_and_a_tiny_benchm
     from tinybench_assets.core.tiny_benchmark import estimate_from_artifact, load_artifact
 
     art = load_artifact(tmp_path / "artifacts" / "openllm")
-    assert art["n"] == 10 and art["learned_estimators"] == []
+    assert art["n"] == 10 and art["learned_estimators"] == ["bank_joint"]
     model = sorted(est["model"].unique())[3]
     items = set(store.query("SELECT item FROM tiny_benchmark_anchors WHERE leaderboard = 'openllm'")["item"])
     answers = store.query("SELECT item, CAST(y AS DOUBLE) AS y FROM binarized WHERE model = ?", [model])

@@ -7,18 +7,23 @@ everything through the tiny-benchmark artifact::
     fit(Y, w, scenario_cols, full_scores, groups)
       1. folds      small_folds.family_folds: families whole, K = min(max_folds, families)
       2. per fold   small_folds.out_of_fold: 2PL per D and KMeans anchors per n on the fold's training models;
-                    held-out models estimated from their anchor answers only
-      3. choice     small_choice.choose_scenario per (scenario, n): D, the T1 / T2 estimators and gp-IRT lambdas
+                    held-out models estimated from their anchor answers only; the answer bank (bank_joint) of
+                    the fold's training models, held-out models' bank estimates per eps
+      3. choice     small_choice.choose_scenario per (scenario, n): D, the T1 / T2 estimators, gp-IRT lambdas, eps
                     by out-of-fold MAE; split-conformal intervals from out-of-fold residuals with families as
                     the exchangeable units, the served one from the choice's own leave-one-fold-out; isotonic
                     T2 maps on out-of-fold estimates
-      4. refit      small_folds.fit_scenario on every model: the served 2PLs (chosen D) and anchors
+      4. refit      small_folds.fit_scenario on every model: the served 2PLs (chosen D) and anchors; the
+                    served answer bank per n (small_folds.build_bank on every model, eps as chosen)
     predict(Y)      builds the artifact of n (to_artifact's dict) and runs ArtifactModel.evaluate on it: the
                     served estimates ARE the exported tiny benchmark's (``estimate_from_artifact`` /
                     ``tinybench estimate`` on the saved file give the same numbers)
 
-The artifact has the layout of :mod:`..tiny_benchmark.format` with JSON-evaluable estimators only (anchor, irt,
-pirt, gpirt, gpirt_val at the served D; no learned file). Its ``joint`` IRT entry is the block-diagonal of the
+The artifact has the layout of :mod:`..tiny_benchmark.format`: the JSON-evaluable estimators anchor, irt, pirt,
+gpirt, gpirt_val at the served D, and bank_joint, whose answer bank travels in the learned file exactly as the big
+predictor's does (``export.learned_models`` / ``bank_info`` read ``bank_``; no regressors: ``models`` is empty,
+``fit_learned`` False); ``recommended`` is the best JSON-evaluable estimator, ``recommended_learned`` the served
+one. Its ``joint`` IRT entry is the block-diagonal of the
 per-scenario fits (each scenario's discriminations in its own D columns, zeros elsewhere): with independent N(0, 1)
 priors the joint MAP abilities then separate into the per-scenario ones, so the joint estimators would repeat the
 per-scenario ones. A real joint 2PL is not fitted (too many parameters for a few dozen models) and no joint
@@ -32,11 +37,12 @@ import numpy as np
 import pandas as pd
 
 from .. import estimators as est
-from ..tiny_benchmark.export import _calibration, _interval
-from ..tiny_benchmark.format import FORMAT, _enc, _enc_list, _enc_matrix
+from ..tiny_benchmark.export import _calibration, _interval, bank_info, learned_models
+from ..tiny_benchmark.files import attach_trees
+from ..tiny_benchmark.format import FORMAT, TREES_FILE, _enc, _enc_list, _enc_matrix
 from ..tiny_benchmark.model import ArtifactModel
-from .small_choice import CANDIDATES, MIN_T2, choose_scenario
-from .small_folds import family_folds, fit_scenario, out_of_fold
+from .small_choice import BANK, CANDIDATES, MIN_T2, choose_scenario
+from .small_folds import CLUSTERING, build_bank, family_folds, fit_scenario, out_of_fold
 
 __all__ = ["SmallBoardPredictor", "MIN_MODELS", "MIN_TRAIN"]
 
@@ -128,7 +134,8 @@ class SmallBoardPredictor:
     -----------------
     scenarios_ [S], cols_ {s: (I_s,)}, w_ (I,), items_ [I], models_ [M], groups_ (M,), folds_ (M,), n_folds_,
     counts_ {(s, n): anchors}, notes_ [str], oof_ (small_folds.OutOfFold), truth_t1_ / truth_t2_ (M, S),
-    choices_ {(s, n): small_choice.ScenarioChoice}, fits_ {s: small_folds.ScenarioFit on every model}.
+    choices_ {(s, n): small_choice.ScenarioChoice}, fits_ {s: small_folds.ScenarioFit on every model},
+    bank_ {(clustering, n): {"answers", "values", "eps"}} the served answer bank (BankMixin's layout).
     """
 
     def __init__(self, n_values=(10, 20, 30, 50), dims=(1, 2), alpha=0.1, max_folds=10, seed=0, device="cpu",
@@ -169,6 +176,10 @@ class SmallBoardPredictor:
             need = sorted({self.choices_[(s, n)].dim for n in self._ns()})
             self.fits_[s] = fit_scenario(Y[:, c], self.w_[c], {n: self.counts_[(s, n)] for n in self._ns()}, need,
                                          seed=self.seed, device=self.device, n_init=self.n_init)
+        self.bank_ = {}  # the served answer bank: every model's answers at the served anchors
+        for n in self._ns():
+            bank = build_bank(Y, self.cols_, self.w_, {s: f.anchors[n] for s, f in self.fits_.items()})
+            self.bank_[(CLUSTERING, n)] = {**bank, "eps": {s: self.choices_[(s, n)].eps for s in self.scenarios_}}
         self._served = {}
         return self
 
@@ -209,7 +220,8 @@ class SmallBoardPredictor:
                 out[(s, n)] = choose_scenario(
                     s, n, self.counts_[(s, n)], {D: self.oof_.base[(s, n, D)] for D in self.dims},
                     {D: self.oof_.bias[(s, D)] for D in self.dims}, var, self.truth_t1_[:, j], self.truth_t2_[:, j],
-                    self.folds_, self.groups_, alpha=self.alpha, scale=self.interval_scale)
+                    self.folds_, self.groups_, alpha=self.alpha, scale=self.interval_scale,
+                    bank=self.oof_.bank[(s, n)])
         return out
 
     def _check_folds(self, Y):
@@ -238,16 +250,17 @@ class SmallBoardPredictor:
         return pd.DataFrame([r for ch in self.choices_.values() for r in ch.cv])
 
     def oof_table(self) -> pd.DataFrame:
-        """Out-of-fold estimates per model: model, group, fold, scenario, n, estimator, dim, estimate, estimate_t2,
-        truth_t1, truth_t2 (estimator "served": the choice made without the model's fold)."""
+        """Out-of-fold estimates per model: model, group, fold, scenario, n, estimator, dim, eps (bank_joint),
+        estimate, estimate_t2, truth_t1, truth_t2 (estimator "served": the choice made without the model's fold)."""
         parts = []
         for (s, n), ch in self.choices_.items():
             j = self.scenarios_.index(s)
-            ests = [(r.estimator, 0 if r.estimator == "anchor" else r.dim, x, x2)
-                    for r, x, x2 in zip(ch.rules, ch.oof, ch.oof_t2)] + [("served", ch.dim, ch.oof_served, np.nan)]
-            for e, d, x, x2 in ests:
+            ests = [(row["estimator"], row["dim"], r.eps, x, x2)  # the CV table's names
+                    for r, row, x, x2 in zip(ch.rules, ch.cv, ch.oof, ch.oof_t2)]
+            for e, d, eps, x, x2 in ests + [("served", ch.dim, None, ch.oof_served, np.nan)]:
                 parts.append(pd.DataFrame({"model": self.models_, "group": self.groups_, "fold": self.folds_,
-                                           "scenario": s, "n": n, "estimator": e, "dim": d, "estimate": x,
+                                           "scenario": s, "n": n, "estimator": e, "dim": d,
+                                           "eps": np.nan if eps is None else eps, "estimate": x,
                                            "estimate_t2": x2, "truth_t1": self.truth_t1_[:, j],
                                            "truth_t2": self.truth_t2_[:, j]}))
         return pd.concat(parts, ignore_index=True)
@@ -262,8 +275,9 @@ class SmallBoardPredictor:
         """The ArtifactModel of budget ``n`` that :meth:`predict` runs (built from :meth:`to_artifact`'s dict)."""
         if not hasattr(self, "fits_"):
             raise ValueError("SmallBoardPredictor is not fitted")
-        if int(n) not in self._served:
-            self._served[int(n)] = ArtifactModel(self.to_artifact("served", int(n)))
+        if int(n) not in self._served:  # the bank from the dict's learned arrays (attach_trees on a fresh export)
+            art = self.to_artifact("served", int(n))
+            self._served[int(n)] = attach_trees(art, ArtifactModel(art))
         return self._served[int(n)]
 
     def predict(self, Y, n: int | None = None, models=None) -> pd.DataFrame:
@@ -312,11 +326,11 @@ def build_artifact(p: SmallBoardPredictor, leaderboard: str, n: int, item_texts=
         ch, fit, cols = p.choices_[(s, n)], p.fits_[s], p.cols_[s]
         irt, (local, weights) = fit.irt[ch.dim], fit.anchors[n]
         lam = {"tutorial": _enc(ch.lambdas["tutorial"]), "validation": _enc(ch.lambdas["validation"])}
-        cv = {r["estimator"]: r for r in ch.cv if r["estimator"] == "anchor" or r["dim"] == ch.dim}
+        cv = {r["estimator"]: r for r in ch.cv if r["estimator"] in ("anchor", BANK) or r["dim"] == ch.dim}
         ests = {e: {"val_mae_t1": _enc(cv[e]["cv_mae_t1"]), "val_mae_t2": _enc(cv[e]["cv_mae_t2"]),
                     "n_val": int(cv[e]["n_models"]), "interval_t1": _interval(ch.interval_t1[e]),
                     "calibration_t2": _calibration(ch.calibration_t2.get(e)),
-                    "interval_t2": _interval(ch.interval_t2.get(e))} for e in CANDIDATES}
+                    "interval_t2": _interval(ch.interval_t2.get(e))} for e in (*CANDIDATES, BANK)}
         anchor_ids = [p.items_[j] for j in cols[local]]
         scenarios[s] = {
             "n_items": int(len(cols)), "items": [p.items_[j] for j in cols], "balance_weights": _enc_list(p.w_[cols]),
@@ -328,16 +342,18 @@ def build_artifact(p: SmallBoardPredictor, leaderboard: str, n: int, item_texts=
                         "b_joint": _enc(ch.lambdas["b"]), "v": _enc(ch.lambdas["v"])},
             "stacks": {},
             "estimators": ests,
-            "recommended": {"t1": ch.t1, "t2": ch.t2},
+            "recommended": {"t1": ch.t1_json, "t2": ch.t2_json},
             "recommended_learned": {"t1": ch.t1, "t2": ch.t2, "interval_t1": _interval(ch.interval_t1[ch.t1])},
         }
     return {
         "format": FORMAT, "leaderboard": str(leaderboard),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "n": n, "clustering": "correctness",
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "n": n, "clustering": CLUSTERING,
         "clustering_source": "given", "alpha": float(p.alpha), "interval_scale": p.interval_scale,
         "scenario_order": list(p.scenarios_), "irt_dims": {**dims, "joint": int(sum(dims.values()))},
         "training": {"fit_models": len(p.models_), "validation_models": len(p.models_), "seed": int(p.seed)},
-        "binarization": binarization, "json_estimators": sorted(CANDIDATES), "learned_estimators": [],
-        "learned": {"file": None, "sha256": None, "fit_learned": False, "models": [], "bank": None},
+        "binarization": binarization, "json_estimators": sorted(CANDIDATES), "learned_estimators": [BANK],
+        "learned": {"file": TREES_FILE, "sha256": None, "fit_learned": False, "models": [],
+                    "bank": bank_info(p, CLUSTERING, n)},
         "scenarios": scenarios,
+        "_trees": learned_models(p, CLUSTERING, n, []),  # the answer bank's arrays (no regressors)
     }

@@ -9,6 +9,8 @@ Candidates (a :class:`Rule` each), per D in the predictor's ``dims``::
                 IRT error of the rows, v = their mean across-item variance
     gpirt_val   the same with lambda chosen on LAMBDA_GRID by the rows' MAE
     irt         IRT mean over all items
+    bank_joint  the answer bank (estimation/bank.py), one rule per eps in BANK_EPS (no D; listed last, so on a
+                tie the JSON-evaluable estimators win); its eps is thus chosen like the rest, inside the choice
 
 :func:`rules_for` derives these (lambdas included) from a set of rows; :func:`best` picks the lowest MAE on the
 same rows. :func:`choose_scenario` does it on every row (the served choice) and once per fold with that fold's
@@ -19,7 +21,10 @@ Intervals are symmetric split-conformal on |truth - estimate| / s(estimate), s =
 (``interval_scale="binomial"``) or 1 (``"none"``), with the finite-sample quantile, the ceil((m + 1)(1 - alpha))-th
 smallest of m (infinite when m < 1 / alpha - 1: the interval is then [0, 1]). T2 (the full-benchmark score) is an
 isotonic map of an estimate fitted on out-of-fold estimates; its residuals come from maps fitted without the
-scored fold, and the served T2 interval is the widest of the candidates' at the served D. Pure numpy / sklearn.
+scored fold, and the served T2 interval is the widest of the candidates' at the served D. The artifact carries
+anchor, the IRT candidates at the served D and bank_joint at one eps (the winner's, else the best by out-of-fold
+MAE); bank_joint needs the artifact's learned file, so the JSON-only recommendation (``t1_json`` / ``t2_json``) is
+the best JSON-evaluable one of those. Pure numpy / sklearn.
 """
 from __future__ import annotations
 
@@ -30,24 +35,34 @@ import numpy as np
 from .. import estimators as est
 from ..calibration import ConformalInterval, IsotonicCalibrator, _scale, conformal_quantile
 
-__all__ = ["CANDIDATES", "Rule", "rules_for", "best", "family_quantile", "symmetric_interval", "widest", "fold_isotonic",
-           "ScenarioChoice", "choose_scenario", "MIN_T2"]
+__all__ = ["CANDIDATES", "BANK", "Rule", "rules_for", "best", "family_quantile", "symmetric_interval", "widest",
+           "fold_isotonic", "ScenarioChoice", "choose_scenario", "MIN_T2"]
 
-CANDIDATES = ("anchor", "pirt", "gpirt", "gpirt_val", "irt")
+CANDIDATES = ("anchor", "pirt", "gpirt", "gpirt_val", "irt")  # JSON-evaluable
+BANK = "bank_joint"  # needs the artifact's learned file (the answer bank)
 MIN_T2 = 10  # out-of-fold (estimate, full score) pairs needed for a T2 map
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One candidate: ``estimator`` at IRT dimension ``dim`` (unused by "anchor") with gp-IRT weight ``lam``."""
+    """One candidate: ``estimator`` at IRT dimension ``dim`` (unused by "anchor" and "bank_joint") with gp-IRT
+    weight ``lam`` or answer-bank ``eps``."""
 
     estimator: str
     dim: int
     lam: float | None = None
+    eps: float | None = None
+
+    @property
+    def irt(self) -> bool:
+        return self.estimator not in ("anchor", BANK)
 
     def apply(self, base: dict) -> np.ndarray:
-        """Estimates (M,) from ``base`` = {D: {"anchor", "irt", "pirt": (M,)}} of one (scenario, n)."""
+        """Estimates (M,) from ``base`` = {D: {"anchor", "irt", "pirt": (M,), "bank"?: {eps: (M,)}}} of one
+        (scenario, n)."""
         b = base[self.dim]
+        if self.estimator == BANK:
+            return b["bank"][self.eps]
         if self.estimator in ("anchor", "irt", "pirt"):
             return b[self.estimator]
         return est.gpirt_estimate(b["anchor"], b["pirt"], self.lam)
@@ -73,6 +88,7 @@ def rules_for(base: dict, bias: dict, var: np.ndarray, truth: np.ndarray, rows: 
         lams[D] = {"tutorial": est.tutorial_lambda(b, v, n_anchors), "validation": lam_val, "b": b, "v": v}
         rules += [Rule("pirt", D), Rule("gpirt", D, lams[D]["tutorial"]), Rule("gpirt_val", D, lam_val),
                   Rule("irt", D)]
+    rules += [Rule(BANK, dims[0], eps=e) for e in base[dims[0]].get("bank", {})]
     return rules, lams
 
 
@@ -149,8 +165,11 @@ def fold_isotonic(x: np.ndarray, t: np.ndarray, folds: np.ndarray) -> tuple[np.n
 class ScenarioChoice:
     """Everything chosen for one (scenario, n) on out-of-fold estimates.
 
-    dim : D served; t1, t2 : served estimator names; lambdas : {"tutorial", "validation", "b", "v"} at ``dim``;
-    rules : every candidate rule (lambdas from all rows); cv : rows of the CV table (one per rule, then "served");
+    dim : D served; t1, t2 : served estimator names; t1_json, t2_json : the best JSON-evaluable ones (module
+    docstring); eps : bank_joint's eps in the artifact (None without a bank); lambdas : {"tutorial",
+    "validation", "b", "v"} at ``dim``;
+    rules : every candidate rule (lambdas from all rows); cv : rows of the CV table (one per rule, then "served";
+    bank_joint names the bank at ``eps``, the grid's other eps ``bank_joint_eps<eps>``);
     oof : [(M,)] T1 estimates per rule; oof_t2 : [(M,)] cross-fitted T2 per rule; oof_served : (M,) each row's
     estimate by the rule chosen without its fold; served_mae : mean |oof_served - truth|; interval_t1 /
     calibration_t2 / interval_t2 : {estimator: ...} at ``dim`` (the served ones include the choice's allowance).
@@ -172,16 +191,22 @@ class ScenarioChoice:
     interval_t1: dict = field(default_factory=dict)
     calibration_t2: dict = field(default_factory=dict)
     interval_t2: dict = field(default_factory=dict)
+    eps: float | None = None
+    t1_json: str = ""
+    t2_json: str = ""
 
 
 def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var: np.ndarray, truth: np.ndarray,
                     truth_t2: np.ndarray, folds: np.ndarray, groups: np.ndarray, *, alpha: float = 0.1,
-                    scale: str = "binomial", grid=est.LAMBDA_GRID) -> ScenarioChoice:
+                    scale: str = "binomial", grid=est.LAMBDA_GRID, bank: dict | None = None) -> ScenarioChoice:
     """Choose D and the T1 / T2 estimators of (s, n) and fit their intervals and T2 maps (module docstring).
 
     base : {D: {"anchor", "irt", "pirt": (M,)}} out-of-fold; bias : {D: (M,)}; var, truth, truth_t2, folds,
-    groups (the families: the intervals' exchangeable units) : (M,).
+    groups (the families: the intervals' exchangeable units) : (M,); bank : {eps: (M,)} out-of-fold bank_joint
+    (None: no bank candidate).
     """
+    if bank:
+        base = {D: {**b, "bank": bank} for D, b in base.items()}
     rows, rows2 = np.isfinite(truth), np.isfinite(truth_t2)
     rules, lams = rules_for(base, bias, var, truth, rows, n_anchors, grid)
     win = best(rules, base, truth, rows)
@@ -189,20 +214,26 @@ def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var:
     for f in np.unique(folds[rows]):
         r_f, _ = rules_for(base, bias, var, truth, rows & (folds != f), n_anchors, grid)
         served[folds == f] = best(r_f, base, truth, rows & (folds != f)).apply(base)[folds == f]
-    dim = win.dim if win.estimator != "anchor" else best(rules[1:], base, truth, rows).dim
+    dim = win.dim if win.irt else best([r for r in rules if r.irt], base, truth, rows).dim
+    banks = [r for r in rules if r.estimator == BANK]
+    eps = (win if win.estimator == BANK else best(banks, base, truth, rows)).eps if banks else None
     ch = ScenarioChoice(s, n, n_anchors, dim, win.estimator, win.estimator, lams[dim], rules,
-                        oof_served=served, served_mae=mae(served, truth, rows))
+                        oof_served=served, served_mae=mae(served, truth, rows), eps=eps)
+    exported = [r for r in rules if (r.irt and r.dim == dim) or r.estimator == "anchor"
+                or (r.estimator == BANK and r.eps == eps)]  # what the artifact carries
     for r in rules:
         x = r.apply(base)
         x2, cal = fold_isotonic(x, truth_t2, folds)
         ch.oof.append(x)
         ch.oof_t2.append(x2)
-        ch.cv.append({"scenario": s, "n": n, "n_anchors": n_anchors, "estimator": r.estimator,
-                      "dim": 0 if r.estimator == "anchor" else r.dim, "lambda": np.nan if r.lam is None else r.lam,
+        name = r.estimator if r.estimator != BANK or r.eps == eps else f"{BANK}_eps{r.eps:g}"  # the artifact's eps
+        ch.cv.append({"scenario": s, "n": n, "n_anchors": n_anchors, "estimator": name,  # is plain bank_joint
+                      "dim": r.dim if r.irt else 0, "lambda": np.nan if r.lam is None else r.lam,
+                      "eps": np.nan if r.eps is None else r.eps,
                       "cv_mae_t1": mae(x, truth, rows), "cv_mae_t2": mae(x2, truth_t2, rows2) if cal else np.nan,
                       "n_models": int((rows & np.isfinite(x)).sum()),
                       "n_models_t2": int((rows2 & np.isfinite(x2)).sum()), "served_t1": r is win, "served_t2": False})
-        if r.estimator == "anchor" or r.dim == dim:  # the served D's candidates go into the artifact
+        if r in exported:  # the served D's candidates (and the bank at its eps) go into the artifact
             ch.interval_t1[r.estimator] = symmetric_interval(x, truth, alpha, scale, groups=groups)
             if cal is not None:
                 ch.calibration_t2[r.estimator] = cal
@@ -210,14 +241,22 @@ def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var:
     # the served T1 interval: out-of-choice residuals, never narrower than the winner's own
     ch.interval_t1[win.estimator] = widest([symmetric_interval(served, truth, alpha, scale, groups=groups),
                                             ch.interval_t1[win.estimator]])
+    js = [i for i, r in enumerate(rules) if r in exported and r.estimator != BANK]
+    ch.t1_json = rules[min(js, key=lambda i: ch.cv[i]["cv_mae_t1"])].estimator  # == t1 unless the bank won
+    ch.t2_json = ch.t1_json
     if ch.calibration_t2:  # T2: the lowest cross-fitted MAE at the served D; interval: the widest of them
-        at_dim = [i for i, r in enumerate(rules)
-                  if r.estimator in ch.calibration_t2 and (r.estimator == "anchor" or r.dim == dim)]
-        i2 = min(at_dim, key=lambda i: np.nan_to_num(ch.cv[i]["cv_mae_t2"], nan=np.inf))
+        at_dim = [i for i, r in enumerate(rules) if r.estimator in ch.calibration_t2 and r in exported]
+
+        def t2_mae(i):
+            return np.nan_to_num(ch.cv[i]["cv_mae_t2"], nan=np.inf)
+
+        i2 = min(at_dim, key=t2_mae)
         ch.t2, ch.cv[i2]["served_t2"] = rules[i2].estimator, True
+        json_t2 = [i for i in at_dim if rules[i].estimator != BANK]
+        ch.t2_json = rules[min(json_t2, key=t2_mae)].estimator if json_t2 else ch.t1_json
         ch.interval_t2[ch.t2] = widest(list(ch.interval_t2.values()))
     ch.cv.append({"scenario": s, "n": n, "n_anchors": n_anchors, "estimator": "served", "dim": dim,
-                  "lambda": np.nan, "cv_mae_t1": ch.served_mae, "cv_mae_t2": np.nan,
+                  "lambda": np.nan, "eps": np.nan, "cv_mae_t1": ch.served_mae, "cv_mae_t2": np.nan,
                   "n_models": int((rows & np.isfinite(served)).sum()), "n_models_t2": 0,
                   "served_t1": False, "served_t2": False})
     return ch

@@ -11,7 +11,13 @@ The response matrix ``Y`` (M models x I items, 0/1, NaN = not answered) flows li
                                          runs (estimation/base_estimates.py), so cross-validated and served
                                          estimates are the same computation
         half_item_error(Y[rows in f])    the tutorial's IRT bias b: abilities from half the items, error on the rest
-    -> OutOfFold: per (scenario, n, D) every model's out-of-fold candidate estimates
+        build_bank(Y[rows not in f])     per n: the answer bank of bank_joint (estimation/bank.py) -- the TRAINING
+                                         rows' soft answers at every scenario's fold anchors and their accuracy on
+                                         each scenario's other items
+        bank_estimates(Y[rows in f])     bank_joint of the held-out rows for every eps in BANK_EPS, by the very
+                                         BankMixin._bank_estimates that ArtifactModel runs
+    -> OutOfFold: per (scenario, n, D) every model's out-of-fold candidate estimates; per (scenario, n) its
+       bank_joint estimate per eps
 
 A held-out row is read only on the fold's anchors (and, for b, on the seeded half of the items); no held-out
 family's answer enters the fold's IRT fit or anchor choice. Pure numpy / torch / scikit-learn.
@@ -27,9 +33,13 @@ from sklearn.exceptions import ConvergenceWarning
 from .. import estimators as est
 from ..anchors import select_anchors
 from ..irt import IRTParams, estimate_ability, fit_irt, item_curve
+from .anchor_sets import AnchorSet, AnchorSetMixin
+from .bank import BANK_EPS, BankMixin, bank_values, soft_answers
 
 __all__ = ["family_folds", "ScenarioFit", "fit_scenario", "base_estimates", "half_item_error", "half_split",
-           "OutOfFold", "out_of_fold"]
+           "build_bank", "bank_estimates", "OutOfFold", "out_of_fold", "BANK_EPS", "CLUSTERING"]
+
+CLUSTERING = "correctness"  # the anchors' clustering (the artifact's ``clustering``)
 
 BASE = ("anchor", "irt", "pirt")
 
@@ -147,6 +157,37 @@ def half_item_error(Ys: np.ndarray, params: IRTParams, ws: np.ndarray, seen: np.
     return out
 
 
+class _BankView(AnchorSetMixin, BankMixin):
+    """The state ``BankMixin._bank_estimates`` reads (as ArtifactModel holds it), for one budget's anchors."""
+
+    def __init__(self, cols: dict, w: np.ndarray, anchors: dict, bank: dict):
+        self.cols_, self.w_, self.scenarios_ = cols, w, list(cols)
+        self.anchors_ = {(CLUSTERING, 0, s): AnchorSet(s, CLUSTERING, 0, np.asarray(local), cols[s][np.asarray(local)],
+                                                       np.asarray(weights))
+                         for s, (local, weights) in anchors.items()}
+        self.bank_ = {(CLUSTERING, 0): bank}
+
+
+def build_bank(Yb: np.ndarray, cols: dict, w: np.ndarray, anchors: dict) -> dict:
+    """The answer bank of ``Yb``'s rows, laid out as ``BankMixin._fit_bank`` lays it out (and the artifact stores it).
+
+    Yb : (F, I) the bank models' answers (a fold's TRAINING rows, or every model when serving); cols : {scenario:
+    (I_s,)}; w : (I,); anchors : {scenario: (local (k,), weights (k,))} of one budget. Returns {"answers": (F', A)
+    float32 soft answers at every scenario's anchors (scenario order), "values": (F', S)}, F' the rows with an
+    answer somewhere (soft answers' item means taken over all of ``Yb``, as there)."""
+    values = np.column_stack([bank_values(Yb, c, anchors[s][0], w[c]) for s, c in cols.items()])
+    keep = np.isfinite(values).any(1)
+    at = np.concatenate([cols[s][np.asarray(anchors[s][0])] for s in cols])
+    answers = np.ascontiguousarray(soft_answers(Yb)[keep][:, at], dtype=np.float32)
+    return {"answers": answers, "values": values[keep]}
+
+
+def bank_estimates(Y: np.ndarray, cols: dict, w: np.ndarray, anchors: dict, bank: dict, eps: dict) -> dict:
+    """{scenario: (M,)} bank_joint of rows ``Y`` (M, I; only the anchors are read) with eps {scenario: eps}."""
+    return _BankView(cols, w, anchors, {**bank, "eps": dict(eps)})._bank_estimates(np.asarray(Y, dtype=float),
+                                                                                  CLUSTERING, 0)
+
+
 @dataclass
 class OutOfFold:
     """Out-of-fold results of the candidates for every model.
@@ -156,13 +197,17 @@ class OutOfFold:
     folds : (M,) fold id per model.
     base : {(scenario, n, D): {"anchor", "irt", "pirt": (M,)}} -- each row's estimate from the fold that held it out.
     bias : {(scenario, D): (M,)} -- each row's half-item IRT error (tutorial b) under that fold's 2PL.
+    bank : {(scenario, n): {eps: (M,)}} -- each row's bank_joint from the bank of the fold that held it out.
     fits : [{scenario: ScenarioFit}] -- per fold, what its training models gave (for inspection and the tests).
+    banks : [{n: build_bank dict}] -- per fold, its answer bank (training rows only).
     train_rows : [(M_train,)] -- per fold, the rows it was fitted on.
     """
 
     folds: np.ndarray
     base: dict = field(default_factory=dict)
     bias: dict = field(default_factory=dict)
+    bank: dict = field(default_factory=dict)
+    banks: list = field(default_factory=list)
     fits: list = field(default_factory=list)
     train_rows: list = field(default_factory=list)
 
@@ -189,6 +234,8 @@ def out_of_fold(Y: np.ndarray, w: np.ndarray, cols: dict, folds: np.ndarray, cou
             for (s2, n) in counts:
                 if s2 == s:
                     out.base[(s, n, D)] = {k: np.full(M, np.nan) for k in BASE}
+                    out.bank[(s, n)] = {e: np.full(M, np.nan) for e in BANK_EPS}
+    ns = sorted({n for (_, n) in counts})
     for f in range(int(out.folds.max()) + 1):
         test = np.flatnonzero(out.folds == f)
         train = np.flatnonzero(out.folds != f)
@@ -202,6 +249,14 @@ def out_of_fold(Y: np.ndarray, w: np.ndarray, cols: dict, folds: np.ndarray, cou
                     for k, v in base_estimates(Yt[:, local], local, weights, params, w[c], device).items():
                         out.base[(s, n, D)][k][test] = v
                 out.bias[(s, D)][test] = half_item_error(Yt, params, w[c], seen[s], device)
+        banks = {}
+        for n in ns:  # the bank: training rows only; held-out rows read on the fold's anchors only
+            anchors = {s: fits[s].anchors[n] for s in cols}
+            bank = banks[n] = build_bank(Y[train], cols, w, anchors)
+            for e in BANK_EPS:
+                for s, v in bank_estimates(Y[test], cols, w, anchors, bank, dict.fromkeys(cols, e)).items():
+                    out.bank[(s, n)][e][test] = v
+        out.banks.append(banks)
         out.fits.append(fits)
         out.train_rows.append(train)
     return out
