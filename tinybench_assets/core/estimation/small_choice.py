@@ -9,8 +9,9 @@ Candidates (a :class:`Rule` each), per D in the predictor's ``dims``::
                 IRT error of the rows, v = their mean across-item variance
     gpirt_val   the same with lambda chosen on LAMBDA_GRID by the rows' MAE
     irt         IRT mean over all items
-    bank_joint  the answer bank (estimation/bank.py), one rule per eps in BANK_EPS (no D; listed last, so on a
-                tie the JSON-evaluable estimators win); its eps is thus chosen like the rest, inside the choice
+    bank_joint  the answer bank (estimation/bank.py), one rule (no D; listed last, so on a tie the JSON-evaluable
+                estimators win) whose eps (BANK_EPS) is chosen inside it: each fold's out-of-fold estimates use
+                the eps best on the other folds, and the artifact serves the eps best on all rows
 
 :func:`rules_for` derives these (lambdas included) from a set of rows; :func:`best` picks the lowest MAE on the
 same rows. :func:`choose_scenario` does it on every row (the served choice) and once per fold with that fold's
@@ -205,9 +206,14 @@ def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var:
     groups (the families: the intervals' exchangeable units) : (M,); bank : {eps: (M,)} out-of-fold bank_joint
     (None: no bank candidate).
     """
-    if bank:
-        base = {D: {**b, "bank": bank} for D, b in base.items()}
     rows, rows2 = np.isfinite(truth), np.isfinite(truth_t2)
+    if bank:  # one bank rule: its eps is chosen inside it, on the other folds (nested), served at the best overall
+        eps_star = min(bank, key=lambda e: mae(bank[e], truth, rows))
+        nested = np.full(len(truth), np.nan)
+        for f in np.unique(folds):
+            e_f = min(bank, key=lambda e: mae(bank[e], truth, rows & (folds != f)))
+            nested[folds == f] = bank[e_f][folds == f]
+        base = {D: {**b, "bank": {eps_star: nested}} for D, b in base.items()}
     rules, lams = rules_for(base, bias, var, truth, rows, n_anchors, grid)
     win = best(rules, base, truth, rows)
     served = np.full(len(truth), np.nan)  # leave-one-fold-out of the choice itself
