@@ -17,7 +17,8 @@ import torch
 from tinybench_assets.core import tiny_benchmark as tb
 from tinybench_assets.core.calibration import conformal_quantile
 from tinybench_assets.core.estimation.small_board import PRED_COLS, SmallBoardPredictor
-from tinybench_assets.core.estimation.small_choice import choose_scenario, family_quantile, symmetric_interval
+from tinybench_assets.core.estimation.small_choice import (BANK, Rule, choose, choose_scenario, family_quantile,
+                                                            fold_gain, symmetric_interval)
 from tinybench_assets.core.estimation.bank import BANK_EPS, bank_values, posterior_means, soft_answers
 from tinybench_assets.core.estimation.small_folds import base_estimates, family_folds
 
@@ -161,6 +162,26 @@ def test_choice_is_left_out_of_its_fold():
     win = next(i for i, r in enumerate(ch.cv) if r["served_t1"])
     own = symmetric_interval(ch.oof[win], truth, 0.1, "binomial", groups=groups)
     assert ch.interval_t1[ch.t1].q_hi_ >= own.q_hi_ > 0
+
+
+def test_bank_served_only_on_a_steady_gain():
+    """choose(): the bank replaces the best IRT rule only when its fold-by-fold gain exceeds one standard error.
+    A bank better on average through one lucky fold (the case seen on boards of a few dozen models) is not served;
+    one better by the same average on every fold is."""
+    M = 40
+    folds = np.arange(M) % 8
+    truth = np.full(M, 0.5)
+    irt = truth + 0.04  # MAE 4 points on every fold
+    lucky = truth + np.where(folds == 0, 0.0, 0.042)  # exact on fold 0, worse elsewhere: gain 0.33 (se 0.53) points
+    steady = truth + 0.035  # 0.5 points better on every fold
+    rows = np.ones(M, bool)
+    for bank, served in ((lucky, "pirt"), (steady, BANK)):
+        base = {1: {"anchor": truth + 0.08, "irt": truth + 0.08, "pirt": irt, "bank": {0.1: bank}}}
+        rules = [Rule("anchor", 1), Rule("pirt", 1), Rule("irt", 1), Rule(BANK, 1, eps=0.1)]
+        gain, se = fold_gain(irt, bank, truth, rows, folds)
+        assert gain > 0  # better on average in both cases
+        assert choose(rules, base, truth, rows, folds).estimator == served
+    assert fold_gain(irt, irt, truth, rows, np.zeros(M, int))[1] == np.inf  # one fold: no standard error
 
 
 def test_family_quantile():

@@ -13,8 +13,9 @@ Candidates (a :class:`Rule` each), per D in the predictor's ``dims``::
                 estimators win) whose eps (BANK_EPS) is chosen inside it: each fold's out-of-fold estimates use
                 the eps best on the other folds, and the artifact serves the eps best on all rows
 
-:func:`rules_for` derives these (lambdas included) from a set of rows; :func:`best` picks the lowest MAE on the
-same rows. :func:`choose_scenario` does it on every row (the served choice) and once per fold with that fold's
+:func:`rules_for` derives these (lambdas included) from a set of rows; :func:`choose` picks the lowest MAE on the
+same rows, the bank only when it beats the best other rule by more than one standard error of its fold-by-fold gain
+(BANK_SE). :func:`choose_scenario` does it on every row (the served choice) and once per fold with that fold's
 rows left out, scoring the fold with what the others chose: those leave-one-fold-out residuals measure the
 selection procedure, not its winner, and give the served T1 interval (never narrower than the winner's own).
 
@@ -22,7 +23,8 @@ Intervals are symmetric split-conformal on |truth - estimate| / s(estimate), s =
 (``interval_scale="binomial"``) or 1 (``"none"``), with the finite-sample quantile, the ceil((m + 1)(1 - alpha))-th
 smallest of m (infinite when m < 1 / alpha - 1: the interval is then [0, 1]). T2 (the full-benchmark score) is an
 isotonic map of an estimate fitted on out-of-fold estimates; its residuals come from maps fitted without the
-scored fold, and the served T2 interval is the widest of the candidates' at the served D. The artifact carries
+scored fold; T2 serves the lowest cross-fitted MAE at the served D (the bank under the same one-standard-error
+rule as for T1), and the served T2 interval is the widest of the candidates' at the served D. The artifact carries
 anchor, the IRT candidates at the served D and bank_joint at one eps (the winner's, else the best by out-of-fold
 MAE); bank_joint needs the artifact's learned file, so the JSON-only recommendation (``t1_json`` / ``t2_json``) is
 the best JSON-evaluable one of those. Pure numpy / sklearn.
@@ -37,10 +39,11 @@ from .. import estimators as est
 from ..calibration import ConformalInterval, IsotonicCalibrator, _scale, conformal_quantile
 
 __all__ = ["CANDIDATES", "BANK", "Rule", "rules_for", "best", "family_quantile", "symmetric_interval", "widest",
-           "fold_isotonic", "ScenarioChoice", "choose_scenario", "MIN_T2"]
+           "choose", "fold_gain", "BANK_SE", "fold_isotonic", "ScenarioChoice", "choose_scenario", "MIN_T2"]
 
 CANDIDATES = ("anchor", "pirt", "gpirt", "gpirt_val", "irt")  # JSON-evaluable
 BANK = "bank_joint"  # needs the artifact's learned file (the answer bank)
+BANK_SE = 1.0  # the bank is served only when its fold-by-fold gain exceeds this many standard errors (choose())
 MIN_T2 = 10  # out-of-fold (estimate, full score) pairs needed for a T2 map
 
 
@@ -101,6 +104,36 @@ def mae(x: np.ndarray, t: np.ndarray, rows: np.ndarray) -> float:
 def best(rules: list, base: dict, truth: np.ndarray, rows: np.ndarray) -> Rule:
     """The rule with the lowest MAE on ``rows`` (ties: the earlier rule, so simpler estimators and smaller D win)."""
     return min(rules, key=lambda r: mae(r.apply(base), truth, rows))
+
+
+def fold_gain(a: np.ndarray, b: np.ndarray, truth: np.ndarray, rows: np.ndarray, folds: np.ndarray) -> tuple:
+    """How much lower estimate ``b``'s MAE is than ``a``'s, fold by fold: (mean of the per-fold differences, its
+    standard error). Folds are the units, so a gain carried by one family counts once."""
+    d = []
+    for f in np.unique(folds[rows]):
+        r = rows & (folds == f) & np.isfinite(a) & np.isfinite(b)
+        if r.any():
+            d.append(float(np.mean(np.abs(a[r] - truth[r]) - np.abs(b[r] - truth[r]))))
+    if len(d) < 2:
+        return (d[0] if d else 0.0), float("inf")
+    return float(np.mean(d)), float(np.std(d, ddof=1) / np.sqrt(len(d)))
+
+
+def choose(rules: list, base: dict, truth: np.ndarray, rows: np.ndarray, folds: np.ndarray) -> Rule:
+    """The served rule: the best of the anchor and IRT rules, replaced by the answer bank only when the bank's
+    fold-by-fold gain over it exceeds BANK_SE standard errors. The bank's out-of-fold estimates are noisier than the
+    IRT rules' on boards of a few dozen models (it reads every training model's answers, one fold at a time), and
+    folds of two or three models made it look better on the board than it was on new families; the margin is the
+    one-standard-error rule (Hastie, Tibshirani & Friedman, 2009, 7.10) applied to that one step up in variance."""
+    plain = [r for r in rules if r.estimator != BANK]
+    win = best(plain, base, truth, rows)
+    banks = [r for r in rules if r.estimator == BANK]
+    if banks:
+        bank = best(banks, base, truth, rows)
+        gain, se = fold_gain(win.apply(base), bank.apply(base), truth, rows, folds)
+        if gain > BANK_SE * se:
+            return bank
+    return win
 
 
 def family_quantile(z: np.ndarray, groups: np.ndarray, level: float) -> float:
@@ -215,11 +248,11 @@ def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var:
             nested[folds == f] = bank[e_f][folds == f]
         base = {D: {**b, "bank": {eps_star: nested}} for D, b in base.items()}
     rules, lams = rules_for(base, bias, var, truth, rows, n_anchors, grid)
-    win = best(rules, base, truth, rows)
+    win = choose(rules, base, truth, rows, folds)
     served = np.full(len(truth), np.nan)  # leave-one-fold-out of the choice itself
     for f in np.unique(folds[rows]):
         r_f, _ = rules_for(base, bias, var, truth, rows & (folds != f), n_anchors, grid)
-        served[folds == f] = best(r_f, base, truth, rows & (folds != f)).apply(base)[folds == f]
+        served[folds == f] = choose(r_f, base, truth, rows & (folds != f), folds).apply(base)[folds == f]
     dim = win.dim if win.irt else best([r for r in rules if r.irt], base, truth, rows).dim
     banks = [r for r in rules if r.estimator == BANK]
     eps = (win if win.estimator == BANK else best(banks, base, truth, rows)).eps if banks else None
@@ -256,10 +289,14 @@ def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var:
         def t2_mae(i):
             return np.nan_to_num(ch.cv[i]["cv_mae_t2"], nan=np.inf)
 
-        i2 = min(at_dim, key=t2_mae)
-        ch.t2, ch.cv[i2]["served_t2"] = rules[i2].estimator, True
         json_t2 = [i for i in at_dim if rules[i].estimator != BANK]
-        ch.t2_json = rules[min(json_t2, key=t2_mae)].estimator if json_t2 else ch.t1_json
+        i2 = min(json_t2 or at_dim, key=t2_mae)
+        ch.t2_json = rules[i2].estimator if json_t2 else ch.t1_json
+        for ib in (i for i in at_dim if rules[i].estimator == BANK and json_t2):  # the bank: as for T1 (choose())
+            gain, se = fold_gain(ch.oof_t2[i2], ch.oof_t2[ib], truth_t2, rows2, folds)
+            if gain > BANK_SE * se:
+                i2 = ib
+        ch.t2, ch.cv[i2]["served_t2"] = rules[i2].estimator, True
         ch.interval_t2[ch.t2] = widest(list(ch.interval_t2.values()))
     ch.cv.append({"scenario": s, "n": n, "n_anchors": n_anchors, "estimator": "served", "dim": dim,
                   "lambda": np.nan, "eps": np.nan, "cv_mae_t1": ch.served_mae, "cv_mae_t2": np.nan,
