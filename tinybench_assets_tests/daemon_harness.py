@@ -35,7 +35,7 @@ def write_slice(incoming: Path, n_models: int = 40, routerdc_records: int = 60, 
 class DaemonProject:
     """A project home under ``root``: Dagster instance, landing and quarantine folders, DuckDB file, artifacts."""
 
-    def __init__(self, root: Path, sensor_interval_s: int = 3):
+    def __init__(self, root: Path, sensor_interval_s: int = 30):  # the product default (sensors.SENSOR_INTERVAL_S)
         self.root = Path(root)
         self.home, self.incoming = self.root / "dagster_home", self.root / "incoming"
         self.quarantine, self.db, self.artifacts = self.root / "quarantine", self.root / "tb.duckdb", self.root / "artifacts"
@@ -139,13 +139,22 @@ class DaemonProject:
                     os.environ[k] = v
 
     def wait_converged(self, timeout_s: float = 600.0, settle_s: float | None = None) -> float:
-        """Seconds until no run is live and the decision has no work, twice, ``settle_s`` apart (default: two sensor
-        ticks); raises TimeoutError (with the daemon's log) otherwise."""
+        """Seconds until no run is live and the decision has no work for ``settle_s`` (default: the sensor
+        interval, at most 5 s: one loop of Dagster's sensor daemon); raises TimeoutError (with the daemon's log)
+        otherwise."""
         # the decision checked here is the sensor's own, so one tick's worth of quiet is enough
-        settle_s = settle_s if settle_s is not None else self.sensor_interval_s
-        t0, quiet_since = time.monotonic(), None
+        settle_s = settle_s if settle_s is not None else min(self.sensor_interval_s, 5)
+        t0, quiet_since, work, decided = time.monotonic(), None, None, 0.0
         while time.monotonic() - t0 < timeout_s:
-            busy = bool(self.live_runs()) or bool(self.decision().work)  # the decision only when no run is live
+            busy = bool(self.live_runs())
+            # the decision (about a CPU-second on a small project) only when no run is live, and at most every 2 s
+            # (polled every second it took a core from the daemon it waits for); a live run forces a fresh one
+            if busy:
+                work = None
+            else:
+                if work is None or time.monotonic() - decided >= 2.0:
+                    work, decided = bool(self.decision().work), time.monotonic()
+                busy = work
             if busy:
                 quiet_since = None
             elif quiet_since is None:
