@@ -57,7 +57,8 @@ def runs_ended_since(instance: dg.DagsterInstance, since: float) -> bool:
     "(tinybench/reason). No run while one is live for the same partition or while a `tinybench run-all` holds the "
     "project's lock; a failing state is retried once, then left until its inputs or code change. It decides when a "
     "landing file or a run of the project changed, and every TINYBENCH_SENSOR_INTERVAL_S seconds (default 30); "
-    "runs carry a priority, critical path first (leaderboards, then the larger leaderboard's scenarios).",
+    "runs carry a priority, critical path first (leaderboards, then the larger leaderboard's scenarios), and no more are "
+    "requested than the `duckdb` pool has free slots (the rest when a run ends).",
 )
 def refresh_sensor(context: dg.SensorEvaluationContext, landing: LandingResource, store: StoreResource):
     now = time.time()
@@ -79,12 +80,29 @@ def refresh_sensor(context: dg.SensorEvaluationContext, landing: LandingResource
     for line in decision.waiting:
         context.log.info(line)
     work = decision.work
+    # no more runs than the "duckdb" pool has free slots, the critical path first: runs queued beyond them took the
+    # slots a leaderboard needed when it became ready (the queue launches within a second, this sensor looks every
+    # 5 s), and the leaderboard waited for a whole scenario run of another leaderboard
+    free = free_run_slots(context.instance, decision.live)
+    if free < len(work):
+        held = ", ".join(f"{w.job} {w.partition or ''}".strip() for w in work[free:])
+        context.log.info(f"{len(work) - free} run(s) held back until a pool slot frees: {held}")
+        work = work[:free]
+    if not work:
+        return dg.SkipReason(f"{decision.live} live run(s) hold the pool's slots; the next decision comes when one ends")
     # the run key is the work's state plus its attempt: a tick repeats no request, a failed state is retried at most
     # MAX_ATTEMPTS times
     return [w.run_request(f"{w.job}:{w.partition or ''}:{w.state}:{w.attempt}", "refresh_sensor") for w in work]
 
 
 sensors = [refresh_sensor]
+
+
+def free_run_slots(instance: dg.DagsterInstance, live: int) -> int:
+    """Runs the refresh sensor may request now: the instance's pool limit (``concurrency: pools: default_limit``,
+    the "duckdb" pool's) less the project's live runs; unlimited when no limit is set."""
+    limit = instance.global_op_concurrency_default_limit
+    return 1_000_000 if not limit else max(0, int(limit) - live)
 
 
 @dg.sensor(

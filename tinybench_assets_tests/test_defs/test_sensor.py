@@ -162,6 +162,35 @@ def test_critical_path_first(tmp_path, monkeypatch):
             ("refresh_scenario", "small.quiz", 0)]
 
 
+def test_no_more_requests_than_the_pool_has_free_slots(tmp_path, monkeypatch):
+    """With the instance's pool limit (dagster.yaml: concurrency.pools.default_limit, 2), a tick requests at most as
+    many runs as the pool has free slots, highest priority first; the rest come when a run ends. (Runs queued beyond
+    the slots took them from a leaderboard that became ready a tick later.)"""
+    from tinybench_assets.defs.sensors import free_run_slots
+
+    incoming = tmp_path / "incoming"
+    for var, sub in (("TINYBENCH_INCOMING", "incoming"), ("TINYBENCH_DUCKDB", "tb.duckdb"),
+                     ("TINYBENCH_QUARANTINE", "quarantine")):
+        monkeypatch.setenv(var, str(tmp_path / sub))
+    for k, (scenario, seed) in enumerate((("quiz", 4), ("exam", 5), ("test", 6))):
+        rd.write_table(rd.long_table(30, 40, scenario=scenario, seed=seed), incoming / "lb" / f"{scenario}.csv")
+    (tmp_path / "home").mkdir()
+    with dg.instance_for_test(temp_dir=str(tmp_path / "home"),
+                              overrides={"concurrency": {"pools": {"default_limit": 2}}}) as instance:
+        project = {"incoming": incoming, "instance": instance, "defs": build_defs()}
+        assert free_run_slots(instance, 0) == 2 and free_run_slots(instance, 3) == 0
+        execute(project, tick(project)[0])  # ingest
+        reqs, _ = tick(project)
+        assert [r.partition_key for r in reqs] == ["lb.exam", "lb.quiz"]  # 2 of the 3 stale partitions
+        live = [create_run_for_test(instance, job_name="refresh_scenario", status=dg.DagsterRunStatus.STARTED,
+                                    tags={"dagster/partition": r.partition_key}) for r in reqs]
+        reqs, skip = tick(project)
+        assert reqs == [] and "hold the pool's slots" in skip.skip_message
+        instance.report_run_canceled(live[0])  # lb.exam's run ended undone: one slot, one request (lb.quiz is live;
+        reqs, _ = tick(project)                # lb.exam and lb.test are stale, in name order)
+        assert [r.partition_key for r in reqs] == ["lb.exam"]
+
+
 def test_sensor_decides_when_a_file_or_a_run_changed(project):
     """Between full decisions (every TINYBENCH_SENSOR_INTERVAL_S) a tick decides only when a landing file changed or a
     run of the project ended since the last decision; the cursor holds when and what it saw."""
