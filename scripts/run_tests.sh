@@ -6,8 +6,10 @@ cp "$ROOT/dagster.yaml.template" "$DAGSTER_HOME/dagster.yaml"
 set +e
 # two pytest workers (pytest-xdist): the suite's time is half waiting (subprocesses, servers, Dagster's overhead), so two
 # workers on 2 cores took 423 s where one took 736 s; TINYBENCH_TEST_WORKERS=0 runs in one process
-# --dist loadgroup: tests marked with one xdist_group share a worker (the docs examples build their project home once)
-.venv/bin/python -m pytest -p no:cacheprovider -n "${TINYBENCH_TEST_WORKERS:-2}" --dist loadgroup "$@"
+# --dist loadgroup: tests marked with one xdist_group share a worker (the docs examples build their project home once;
+# conftest.py groups the tests of a module-scoped fixture); --no-loadscope-reorder keeps conftest.py's order (the
+# longest tests first) instead of putting the largest groups first
+.venv/bin/python -m pytest -p no:cacheprovider -n "${TINYBENCH_TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi

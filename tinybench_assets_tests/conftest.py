@@ -123,10 +123,24 @@ def _no_leaked_dagster_state_storage():
         _current_storage.set(None)
 
 
+def pytest_itemcollected(item):
+    """Tests that share a module-scoped fixture (a materialized project, a fitted model) or the PostgreSQL server run on
+    one worker (an xdist group), so the fixture is built once: split over both workers, each built its own copy.
+    Marked here, as each test is collected: pytest-xdist reads the marks in its own pytest_collection_modifyitems."""
+    if item.get_closest_marker("xdist_group") is not None:
+        return
+    info = getattr(item, "_fixtureinfo", None)
+    if info is not None and any(defs[-1].scope == "module" for defs in info.name2fixturedefs.values() if defs):
+        item.add_marker(pytest.mark.xdist_group(Path(item.nodeid.split("::")[0]).stem))
+    elif "pg_server" in getattr(item, "fixturenames", ()):
+        item.add_marker(pytest.mark.xdist_group("pg_server"))
+
+
 def pytest_collection_modifyitems(config, items):
     """Modules holding long tests (a ``pytest.mark.timeout`` above the default) run first, the longest budget first,
     every module's tests kept together and in order: the two xdist workers then pick the short tests up at the end
-    instead of one worker finishing a long test alone while the other idles."""
+    instead of one worker finishing a long test alone while the other idles (scripts/run_tests.sh keeps this order:
+    --no-loadscope-reorder)."""
     def budget(item) -> float:
         m = item.get_closest_marker("timeout")
         return float(m.args[0]) if m is not None and m.args else 0.0
