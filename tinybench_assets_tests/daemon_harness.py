@@ -139,11 +139,10 @@ class DaemonProject:
                     os.environ[k] = v
 
     def wait_converged(self, timeout_s: float = 600.0, settle_s: float | None = None) -> float:
-        """Seconds until no run is live and the decision has no work for ``settle_s`` (default: the sensor
-        interval, at most 5 s: one loop of Dagster's sensor daemon); raises TimeoutError (with the daemon's log)
-        otherwise."""
+        """Seconds until no run is live and the decision (the sensor's own: while it has work, the sensor requests
+        it) has no work for ``settle_s``; raises TimeoutError (with the daemon's log) otherwise."""
         # the decision checked here is the sensor's own, so one tick's worth of quiet is enough
-        settle_s = settle_s if settle_s is not None else min(self.sensor_interval_s, 5)
+        settle_s = settle_s if settle_s is not None else 2.0
         t0, quiet_since, work, decided = time.monotonic(), None, None, 0.0
         while time.monotonic() - t0 < timeout_s:
             busy = bool(self.live_runs())

@@ -57,8 +57,8 @@ def runs_ended_since(instance: dg.DagsterInstance, since: float) -> bool:
     "(tinybench/reason). No run while one is live for the same partition or while a `tinybench run-all` holds the "
     "project's lock; a failing state is retried once, then left until its inputs or code change. It decides when a "
     "landing file or a run of the project changed, and every TINYBENCH_SENSOR_INTERVAL_S seconds (default 30); "
-    "runs carry a priority, critical path first (leaderboards, then the larger leaderboard's scenarios), and no more are "
-    "requested than the `duckdb` pool has free slots (the rest when a run ends).",
+    "runs carry a priority, critical path first (leaderboards, then the larger leaderboard's scenarios), and no more "
+    "are requested than the `duckdb` pool has free slots (the rest when a run ends).",
 )
 def refresh_sensor(context: dg.SensorEvaluationContext, landing: LandingResource, store: StoreResource):
     now = time.time()
@@ -89,7 +89,8 @@ def refresh_sensor(context: dg.SensorEvaluationContext, landing: LandingResource
         context.log.info(f"{len(work) - free} run(s) held back until a pool slot frees: {held}")
         work = work[:free]
     if not work:
-        return dg.SkipReason(f"{decision.live} live run(s) hold the pool's slots; the next decision comes when one ends")
+        return dg.SkipReason(f"{decision.live} live run(s) hold the pool's slots; the next decision comes when one "
+                             "ends")
     # the run key is the work's state plus its attempt: a tick repeats no request, a failed state is retried at most
     # MAX_ATTEMPTS times
     return [w.run_request(f"{w.job}:{w.partition or ''}:{w.state}:{w.attempt}", "refresh_sensor") for w in work]

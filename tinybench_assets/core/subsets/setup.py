@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy.stats import kendalltau
 
 from tinybench_assets.core.splits import model_unit
 from tinybench_assets.core.subsets.padding import pad_subset, padded_penalty
@@ -208,6 +207,8 @@ def measure(setup: MagiSetup, mask: np.ndarray, penalty: np.ndarray | None, grou
     top10_all = setup.top(g, 10, fair_only=False)
     top10_v = setup.top(setup.role == "voter", 10, fair_only=False)
     top50 = setup.top(g, 50, fair_only=False)
+    from scipy.stats import kendalltau  # here, not at import (forms.py says why)
+
     tau = kendalltau(scores[top50], setup.full_score[top50]).statistic if len(top50) > 2 else float("nan")
     min_score = float(np.nanmin(scores[weak])) if weak.any() else float("nan")
     pen = np.zeros(0) if penalty is None else np.asarray(penalty)
