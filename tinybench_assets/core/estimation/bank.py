@@ -51,6 +51,18 @@ def bank_values(Yb, cols, anchor_local, w) -> np.ndarray:
     return np.where(np.isnan(Ys).all(1), np.nan, vals)
 
 
+def bank_arrays(Yb, cols: dict, w, anchor_local: dict) -> dict:
+    """The answer bank of ``Yb``'s rows: {"answers": (F', A) float32 soft answers at every scenario's anchors (in
+    ``cols``' order), "values": (F', S) bank_values per scenario}, F' the rows with an answer somewhere (soft answers'
+    item means taken over all of ``Yb``). cols : {scenario: (N_s,) columns}; w : (I_all,); anchor_local :
+    {scenario: (k_s,) anchors' local indices}."""
+    values = np.column_stack([bank_values(Yb, c, anchor_local[s], np.asarray(w)[c]) for s, c in cols.items()])
+    keep = np.isfinite(values).any(1)
+    at = np.concatenate([np.asarray(c)[np.asarray(anchor_local[s], dtype=int)] for s, c in cols.items()])
+    answers = np.ascontiguousarray(soft_answers(Yb)[keep][:, at], dtype=np.float32)
+    return {"answers": answers, "values": values[keep]}
+
+
 def posterior_means(Ya, answers, values, eps: float) -> np.ndarray:
     """(M, K) posterior mean of ``values`` (F, K) over the bank given the new models' answers.
 
@@ -88,12 +100,8 @@ class BankMixin:
         """The bank of (c, n) from the fit models ``Yf``; eps per scenario by MAE on validation models ``Yv``."""
         if not self.learned:
             return
-        cols = self._anchor_cols(c, n)
-        values = np.column_stack([bank_values(Yf, self.cols_[s], self.anchors_[(c, n, s)].local, self.w_[self.cols_[s]])
-                                  for s in self.scenarios_])
-        keep = np.isfinite(values).any(1)
-        answers = np.ascontiguousarray(soft_answers(Yf)[keep][:, cols], dtype=np.float32)
-        bank = {"answers": answers, "values": values[keep], "eps": {}}
+        bank = {**bank_arrays(Yf, {s: self.cols_[s] for s in self.scenarios_}, self.w_,
+                              {s: self.anchors_[(c, n, s)].local for s in self.scenarios_}), "eps": {}}
         self.bank_[(c, n)] = bank
         mae = {}
         for e in BANK_EPS:

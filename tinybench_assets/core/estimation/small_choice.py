@@ -9,9 +9,9 @@ Candidates (a :class:`Rule` each), per D in the predictor's ``dims``::
                 IRT error of the rows, v = their mean across-item variance
     gpirt_val   the same with lambda chosen on LAMBDA_GRID by the rows' MAE
     irt         IRT mean over all items
-    bank_joint  the answer bank (estimation/bank.py), one rule (no D; listed last, so on a tie the JSON-evaluable
-                estimators win) whose eps (BANK_EPS) is chosen inside it: each fold's out-of-fold estimates use
-                the eps best on the other folds, and the artifact serves the eps best on all rows
+    bank_joint  the answer bank (estimation/bank.py), one rule (no D) whose eps (BANK_EPS) is chosen inside it:
+                each fold's out-of-fold estimates use the eps best on the other folds, and the artifact serves the
+                eps best on all rows
 
 :func:`rules_for` derives these (lambdas included) from a set of rows; :func:`choose` picks the lowest MAE on the
 same rows, the bank only when it beats the best other rule by more than one standard error of its fold-by-fold gain
@@ -39,7 +39,7 @@ from .. import estimators as est
 from ..calibration import ConformalInterval, IsotonicCalibrator, _scale, conformal_quantile
 
 __all__ = ["CANDIDATES", "BANK", "Rule", "rules_for", "best", "family_quantile", "symmetric_interval", "widest",
-           "choose", "fold_gain", "BANK_SE", "fold_isotonic", "ScenarioChoice", "choose_scenario", "MIN_T2"]
+           "choose", "bank_wins", "fold_gain", "BANK_SE", "fold_isotonic", "ScenarioChoice", "choose_scenario", "MIN_T2"]
 
 CANDIDATES = ("anchor", "pirt", "gpirt", "gpirt_val", "irt")  # JSON-evaluable
 BANK = "bank_joint"  # needs the artifact's learned file (the answer bank)
@@ -119,6 +119,13 @@ def fold_gain(a: np.ndarray, b: np.ndarray, truth: np.ndarray, rows: np.ndarray,
     return float(np.mean(d)), float(np.std(d, ddof=1) / np.sqrt(len(d)))
 
 
+def bank_wins(plain: np.ndarray, bank: np.ndarray, truth: np.ndarray, rows: np.ndarray, folds: np.ndarray) -> bool:
+    """Whether the bank's estimates beat ``plain``'s by more than BANK_SE standard errors of their fold-by-fold
+    gain (:func:`choose` says why)."""
+    gain, se = fold_gain(plain, bank, truth, rows, folds)
+    return gain > BANK_SE * se
+
+
 def choose(rules: list, base: dict, truth: np.ndarray, rows: np.ndarray, folds: np.ndarray) -> Rule:
     """The served rule: the best of the anchor and IRT rules, replaced by the answer bank only when the bank's
     fold-by-fold gain over it exceeds BANK_SE standard errors. The bank's out-of-fold estimates are noisier than the
@@ -130,8 +137,7 @@ def choose(rules: list, base: dict, truth: np.ndarray, rows: np.ndarray, folds: 
     banks = [r for r in rules if r.estimator == BANK]
     if banks:
         bank = best(banks, base, truth, rows)
-        gain, se = fold_gain(win.apply(base), bank.apply(base), truth, rows, folds)
-        if gain > BANK_SE * se:
+        if bank_wins(win.apply(base), bank.apply(base), truth, rows, folds):
             return bank
     return win
 
@@ -202,8 +208,7 @@ class ScenarioChoice:
     dim : D served; t1, t2 : served estimator names; t1_json, t2_json : the best JSON-evaluable ones (module
     docstring); eps : bank_joint's eps in the artifact (None without a bank); lambdas : {"tutorial",
     "validation", "b", "v"} at ``dim``;
-    rules : every candidate rule (lambdas from all rows); cv : rows of the CV table (one per rule, then "served";
-    bank_joint names the bank at ``eps``, the grid's other eps ``bank_joint_eps<eps>``);
+    rules : every candidate rule (lambdas from all rows); cv : rows of the CV table (one per rule, then "served");
     oof : [(M,)] T1 estimates per rule; oof_t2 : [(M,)] cross-fitted T2 per rule; oof_served : (M,) each row's
     estimate by the rule chosen without its fold; served_mae : mean |oof_served - truth|; interval_t1 /
     calibration_t2 / interval_t2 : {estimator: ...} at ``dim`` (the served ones include the choice's allowance).
@@ -255,18 +260,16 @@ def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var:
         served[folds == f] = choose(r_f, base, truth, rows & (folds != f), folds).apply(base)[folds == f]
     dim = win.dim if win.irt else best([r for r in rules if r.irt], base, truth, rows).dim
     banks = [r for r in rules if r.estimator == BANK]
-    eps = (win if win.estimator == BANK else best(banks, base, truth, rows)).eps if banks else None
+    eps = banks[0].eps if banks else None  # one bank rule: its eps chosen inside it (above)
     ch = ScenarioChoice(s, n, n_anchors, dim, win.estimator, win.estimator, lams[dim], rules,
                         oof_served=served, served_mae=mae(served, truth, rows), eps=eps)
-    exported = [r for r in rules if (r.irt and r.dim == dim) or r.estimator == "anchor"
-                or (r.estimator == BANK and r.eps == eps)]  # what the artifact carries
+    exported = [r for r in rules if not r.irt or r.dim == dim]  # what the artifact carries: anchor, the bank, D's
     for r in rules:
         x = r.apply(base)
         x2, cal = fold_isotonic(x, truth_t2, folds)
         ch.oof.append(x)
         ch.oof_t2.append(x2)
-        name = r.estimator if r.estimator != BANK or r.eps == eps else f"{BANK}_eps{r.eps:g}"  # the artifact's eps
-        ch.cv.append({"scenario": s, "n": n, "n_anchors": n_anchors, "estimator": name,  # is plain bank_joint
+        ch.cv.append({"scenario": s, "n": n, "n_anchors": n_anchors, "estimator": r.estimator,
                       "dim": r.dim if r.irt else 0, "lambda": np.nan if r.lam is None else r.lam,
                       "eps": np.nan if r.eps is None else r.eps,
                       "cv_mae_t1": mae(x, truth, rows), "cv_mae_t2": mae(x2, truth_t2, rows2) if cal else np.nan,
@@ -292,10 +295,9 @@ def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var:
         json_t2 = [i for i in at_dim if rules[i].estimator != BANK]
         i2 = min(json_t2 or at_dim, key=t2_mae)
         ch.t2_json = rules[i2].estimator if json_t2 else ch.t1_json
-        for ib in (i for i in at_dim if rules[i].estimator == BANK and json_t2):  # the bank: as for T1 (choose())
-            gain, se = fold_gain(ch.oof_t2[i2], ch.oof_t2[ib], truth_t2, rows2, folds)
-            if gain > BANK_SE * se:
-                i2 = ib
+        ib = next((i for i in at_dim if rules[i].estimator == BANK), None)  # the bank: as for T1 (choose())
+        if json_t2 and ib is not None and bank_wins(ch.oof_t2[i2], ch.oof_t2[ib], truth_t2, rows2, folds):
+            i2 = ib
         ch.t2, ch.cv[i2]["served_t2"] = rules[i2].estimator, True
         ch.interval_t2[ch.t2] = widest(list(ch.interval_t2.values()))
     ch.cv.append({"scenario": s, "n": n, "n_anchors": n_anchors, "estimator": "served", "dim": dim,

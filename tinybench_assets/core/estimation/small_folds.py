@@ -34,7 +34,7 @@ from .. import estimators as est
 from ..anchors import select_anchors
 from ..irt import IRTParams, estimate_ability, fit_irt, item_curve
 from .anchor_sets import AnchorSet, AnchorSetMixin
-from .bank import BANK_EPS, BankMixin, bank_values, soft_answers
+from .bank import BANK_EPS, BankMixin, bank_arrays
 
 __all__ = ["family_folds", "ScenarioFit", "fit_scenario", "base_estimates", "half_item_error", "half_split",
            "build_bank", "bank_estimates", "OutOfFold", "out_of_fold", "BANK_EPS", "CLUSTERING"]
@@ -169,17 +169,10 @@ class _BankView(AnchorSetMixin, BankMixin):
 
 
 def build_bank(Yb: np.ndarray, cols: dict, w: np.ndarray, anchors: dict) -> dict:
-    """The answer bank of ``Yb``'s rows, laid out as ``BankMixin._fit_bank`` lays it out (and the artifact stores it).
-
-    Yb : (F, I) the bank models' answers (a fold's TRAINING rows, or every model when serving); cols : {scenario:
-    (I_s,)}; w : (I,); anchors : {scenario: (local (k,), weights (k,))} of one budget. Returns {"answers": (F', A)
-    float32 soft answers at every scenario's anchors (scenario order), "values": (F', S)}, F' the rows with an
-    answer somewhere (soft answers' item means taken over all of ``Yb``, as there)."""
-    values = np.column_stack([bank_values(Yb, c, anchors[s][0], w[c]) for s, c in cols.items()])
-    keep = np.isfinite(values).any(1)
-    at = np.concatenate([cols[s][np.asarray(anchors[s][0])] for s in cols])
-    answers = np.ascontiguousarray(soft_answers(Yb)[keep][:, at], dtype=np.float32)
-    return {"answers": answers, "values": values[keep]}
+    """The answer bank of ``Yb``'s rows (bank.bank_arrays, as ``BankMixin._fit_bank`` builds it and the artifact
+    stores it). Yb : (F, I) the bank models' answers (a fold's TRAINING rows, or every model when serving); cols :
+    {scenario: (I_s,)}; w : (I,); anchors : {scenario: (local (k,), weights (k,))} of one budget."""
+    return bank_arrays(Yb, cols, w, {s: local for s, (local, _) in anchors.items()})
 
 
 def bank_estimates(Y: np.ndarray, cols: dict, w: np.ndarray, anchors: dict, bank: dict, eps: dict) -> dict:

@@ -13,6 +13,7 @@ import pandas as pd
 
 import dagster as dg
 
+from tinybench_assets.core.routing.select import DEFAULT_FAMILIES
 from tinybench_assets.defs.assets.irt import irt_model
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
@@ -37,7 +38,7 @@ class KNNConfig(dg.Config):
 class RouterConfig(dg.Config):
     """Router selection by cross-validation on training questions (see core/routing/select.py)."""
 
-    families: list[str] = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic"]  # add "mf" to try matrix factorization
+    families: list[str] = list(DEFAULT_FAMILIES)  # add "mf" to try matrix factorization
     n_folds: int = 5
     seed: int = 0
     margins: list[float] = [0.0, 0.02, 0.05, 0.1]
