@@ -51,7 +51,8 @@ def main(argv=None) -> int:
 
     from tinybench_assets import paths
     from tinybench_assets.core.routing import evaluate_routing, route
-    from tinybench_assets.core.routing.routers import load_router, model_accuracy
+    from tinybench_assets.core.routing.routers import model_accuracy
+    from tinybench_assets.core.routing.saved import load_router
     from tinybench_assets.defs.assets import irt, responses, router_eval, routing
     from tinybench_assets.defs.resources import EncoderResource, LandingResource, ModelStore, StoreResource, TorchDevice
     from tinybench_assets.io.store import Store
@@ -122,6 +123,9 @@ def main(argv=None) -> int:
         "aiq_delta_lo": float(cq.aiq_delta_lo), "aiq_delta_hi": float(cq.aiq_delta_hi),
         "served_objective": str(cq.objective), "served_family": str(cq.family),
         "served_lambda": None if cq["lambda"] is None or np.isnan(cq["lambda"]) else float(cq["lambda"]),
+        "served_policy": str(cq.policy),
+        "served_policy_value": None if cq.policy_value is None or np.isnan(cq.policy_value) else float(cq.policy_value),
+        "policies_tried": ["single", "lambda", "cascade"],
         "served_acc": float(cq.served_acc), "served_acc_ci": [float(cq.served_acc_lo), float(cq.served_acc_hi)],
         "served_cost": float(cq.served_cost), "served_cost_ci": [float(cq.served_cost_lo), float(cq.served_cost_hi)],
         "best_single_cost": float(cq.best_single_cost), "best_single_acc_cost_table": float(cq.best_single_acc),
@@ -131,7 +135,7 @@ def main(argv=None) -> int:
     print(f"  AIQ router {100 * cq.aiq_router:.2f} [{100 * cq.aiq_router_lo:.2f}, {100 * cq.aiq_router_hi:.2f}] vs zero router "
           f"{100 * cq.aiq_zero:.2f} [{100 * cq.aiq_zero_lo:.2f}, {100 * cq.aiq_zero_hi:.2f}]: delta {100 * cq.aiq_delta:+.2f} "
           f"[{100 * cq.aiq_delta_lo:+.2f}, {100 * cq.aiq_delta_hi:+.2f}] (bar: lower end > 0)")
-    print(f"  served ({cq.objective}: {cq.family}, lambda {cq['lambda']}): {100 * cq.served_acc:.2f} % "
+    print(f"  served ({cq.objective}: {cq.family}, {cq.policy} {cq.policy_value}): {100 * cq.served_acc:.2f} % "
           f"[{100 * cq.served_acc_lo:.2f}, {100 * cq.served_acc_hi:.2f}] at ${cq.served_cost:.6f} per question vs best single "
           f"{cq.best_single_model} {100 * cq.best_single_acc:.2f} % at ${cq.best_single_cost:.6f}: {below:+.2f} points below "
           f"(bar <= 1) at {100 * cq.cost_ratio:.1f} % of its cost (bar <= 25 %)")
@@ -139,7 +143,7 @@ def main(argv=None) -> int:
     # What the training questions allow: over every family's out-of-fold P and the lambda grid, the best training-CV
     # accuracy at <= 25 % of the best single model's training cost (the bar's cost), against the accuracy that
     # quality_at_min_cost needs (the best single model's, minus the tolerance). Training questions only.
-    from tinybench_assets.core.routing.cost import cascade_figures, lambda_grid, sweep_figures
+    from tinybench_assets.core.routing.cost import Policy, expected_cost, lambda_grid, policy_figures
     from tinybench_assets.core.routing.select import DEFAULT_FAMILIES, select_router
     from tinybench_assets.defs.assets.router_eval import cost_matrix, routing_data
 
@@ -154,9 +158,11 @@ def main(argv=None) -> int:
         return float(acc[cost <= quarter].max()) if (cost <= quarter).any() else float("nan")
 
     ceiling, cascade = {}, {}
+    lams = [Policy("lambda", float(v)) for v in lambda_grid(expected_cost(C_[tr_]))]
+    taus = [Policy("cascade", float(t)) for t in np.linspace(0.0, 1.0, 101)]
     for fam_, P_ in sel_.oof.items():
-        ceiling[fam_] = best_within(*sweep_figures(P_, Y_[tr_], C_[tr_], prior_, lambda_grid(C_[tr_])))
-        cascade[fam_] = best_within(*cascade_figures(P_, Y_[tr_], C_[tr_], prior_)[1:])  # cheapest confident first
+        ceiling[fam_] = best_within(*policy_figures(lams, P_, Y_[tr_], C_[tr_], prior_))
+        cascade[fam_] = best_within(*policy_figures(taus, P_, Y_[tr_], C_[tr_], prior_))  # cheapest confident first
     need = float(np.nan_to_num(Y_[tr_][:, int(np.argmax(prior_))]).mean()) - 0.01
     out["mbpp"].update({"cv_best_acc_at_quarter_cost": max(ceiling.values()), "cv_acc_needed": need,
                         "cv_best_acc_at_quarter_cost_by_family": ceiling,
@@ -197,7 +203,10 @@ def main(argv=None) -> int:
         parts = []
         for fam, spec in out[name]["routers"].items():
             cfg = {k: v for k, v in spec["config"].items() if k not in ("margin", "members")}
-            router = load_router(ModelStore().router_path(key))[0] if fam == out[name]["served_router"] else None
+            router = None
+            if fam == out[name]["served_router"]:  # the saved file holds it, unless a cost objective's family is saved
+                saved, saved_meta = load_router(ModelStore().router_path(key))
+                router = saved if saved_meta.get("served") == fam else None
             if router is None:
                 if fam == "ensemble":
                     continue

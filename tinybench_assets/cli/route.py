@@ -128,7 +128,7 @@ def read_questions(path) -> list[tuple[str, str]]:
 
 # --------------------------------------------------------------------------------------------- routing
 def _load_router(args):
-    from tinybench_assets.core.routing.routers import load_router
+    from tinybench_assets.core.routing.saved import load_router
 
     if args.router:
         path = Path(args.router)
@@ -190,12 +190,36 @@ def _offline_and_quiet():
             hf_logging.enable_progress_bar()
 
 
+def saved_points(cost: dict) -> list:
+    """The router file's training-CV operating points (core.routing.cost.OperatingPoint) of its served family. A file
+    written before cascades were served holds a lambda sweep and the best single model's figures instead."""
+    from tinybench_assets.core.routing.cost import OperatingPoint, Policy
+
+    if "points" in cost:
+        pts = cost["points"]
+        return [OperatingPoint(Policy(k, None if v is None else float(v)), float(a), float(c), "")
+                for k, v, a, c in zip(pts["policy"], pts["value"], pts["cv_acc"], pts["cv_cost"])]
+    sw, (acc, c) = cost["sweep"], cost["best_single"]
+    return [OperatingPoint(Policy("single"), float(acc), float(c), "")] + [
+        OperatingPoint(Policy("lambda", float(v)), float(a), float(k), "")
+        for v, a, k in zip(sw["lambda"], sw["cv_acc"], sw["cv_cost"])]
+
+
+def saved_policy(cost: dict):
+    """The router file's served cost policy (old files: ``lambda``, None for the best single model)."""
+    from tinybench_assets.core.routing.cost import Policy
+
+    if "policy" in cost:
+        return Policy(cost["policy"], None if cost["value"] is None else float(cost["value"]))
+    return Policy("single") if cost["lambda"] is None else Policy("lambda", float(cost["lambda"]))
+
+
 def cost_policy(meta: dict, objective: str | None, tolerance: float | None, max_cost: float | None,
-                min_accuracy: float | None) -> tuple[str, float | None, str]:
-    """(objective, lambda, rule) to route with. Without flags: the router file's own choice (its cost objective where
-    costs landed, else accuracy). A cost objective re-chooses lambda from the file's training-CV sweep (no data read):
-    ``tolerance`` and ``min_accuracy`` in accuracy points, ``max_cost`` in the drop's cost unit per question.
-    lambda None = the best single model for every question; 0 = accuracy routing."""
+                min_accuracy: float | None) -> tuple[str, object, str]:
+    """(objective, policy, rule) to route with; policy None: the accuracy objective (argmax of P with the router's
+    margin), else a core.routing.cost.Policy. Without flags: the router file's own choice (its cost objective where
+    costs landed, else accuracy). A cost objective re-chooses among the file's training-CV operating points (no data
+    read): ``tolerance`` and ``min_accuracy`` in accuracy points, ``max_cost`` in the drop's cost unit per question."""
     from tinybench_assets.core.routing.cost import OBJECTIVES, pick_point
 
     cost = meta.get("cost")
@@ -205,7 +229,7 @@ def cost_policy(meta: dict, objective: str | None, tolerance: float | None, max_
     if objective not in OBJECTIVES:
         raise UsageError(f"--objective {objective}: one of {', '.join(OBJECTIVES)}")
     if objective == "accuracy":
-        return objective, 0.0, "argmax of P(correct)"
+        return objective, None, "argmax of P(correct)"
     if not cost:
         raise UsageError(f"--objective {objective}: router {meta.get('partition', '?')} was trained without costs "
                          "(no per-question costs landed); only --objective accuracy")
@@ -215,31 +239,27 @@ def cost_policy(meta: dict, objective: str | None, tolerance: float | None, max_
         raise UsageError("--objective min_accuracy needs --min-accuracy")
     tol = cost.get("tolerance", 0.01) if tolerance is None else tolerance / 100
     if objective == cost["objective"] == "quality_at_min_cost" and abs(tol - cost.get("tolerance", 0.01)) < 1e-12:
-        return objective, cost["lambda"], cost["rule"]
-    sw = cost["sweep"]
-    point = pick_point(sw["lambda"], sw["cv_acc"], sw["cv_cost"], tuple(cost["best_single"]), objective, tolerance=tol,
-                       max_cost=max_cost, min_accuracy=None if min_accuracy is None else min_accuracy / 100)
-    return objective, point.lam, point.rule
+        return objective, saved_policy(cost), cost["rule"]
+    point = pick_point(saved_points(cost), objective, tolerance=tol, max_cost=max_cost,
+                       min_accuracy=None if min_accuracy is None else min_accuracy / 100)
+    return objective, point.policy, point.rule
 
 
-def route_questions(router, meta: dict, E, lam: float | None = 0.0):
-    """(P (n, M), picks (n,)) for embedded questions: ``lam`` 0 routes as ``router_accuracy`` routes its test questions
-    (argmax P with the router's margin); ``lam`` > 0 by P - lam x each model's mean training cost; None: the best
-    single model."""
+def route_questions(router, meta: dict, E, policy=None):
+    """(P (n, M), picks (n,)) for embedded questions: ``policy`` None routes as ``router_accuracy`` routes its test
+    questions (argmax P with the router's margin); a core.routing.cost.Policy routes with each model priced at its
+    mean training cost."""
     import numpy as np
 
-    from tinybench_assets.core.routing.metrics import route, route_with_cost
+    from tinybench_assets.core.routing.metrics import route
 
     P = np.asarray(router.predict_proba(E), dtype=float)
     if P.shape != (len(E), len(meta["models"])):
         raise UsageError(f"router gives P of shape {P.shape}, expected ({len(E)}, {len(meta['models'])})")
     prior = np.asarray(meta["prior"], dtype=float)
-    if lam is None:
-        return P, np.full(len(P), int(np.argmax(prior)))
-    if lam == 0.0:
+    if policy is None:
         return P, route(P, prior, margin=float(meta.get("margin", 0.0)))
-    C = np.tile(np.asarray(meta["cost"]["model_cost"], dtype=float), (len(P), 1))
-    return P, route_with_cost(P, C, lam, prior)
+    return P, policy.picks(P, np.asarray(meta["cost"]["model_cost"], dtype=float), prior)
 
 
 def _short(text: str, n: int) -> str:
@@ -251,11 +271,10 @@ def format_table(results: list[dict], meta: dict, source: str, policy: dict | No
     """The human-readable report: per question the chosen model, then every model's P(correct), highest first;
     the objective and, where costs landed, the expected accuracy and cost per question."""
     cfg = meta.get("config") or {}
-    policy = policy or {"objective": "accuracy", "lambda": 0.0, "rule": ""}
+    policy = policy or {"objective": "accuracy", "policy": None, "rule": ""}
     lines = [f"{meta.get('partition', '?')} router: {meta.get('served', '?')} {json.dumps(cfg)} "
              f"(margin {float(meta.get('margin', 0.0)):g}; {len(results)} question(s) from {source})",
-             f"objective {policy['objective']}" + (f", lambda {policy['lambda']:.4g}" if policy["lambda"] else
-                                                   " (best single model)" if policy["lambda"] is None else "")
+             f"objective {policy['objective']}" + (f", {policy['policy'].label()}" if policy["policy"] else "")
              + (f": {policy['rule']}" if policy["rule"] else "")]
     if results:
         mean_acc = sum(r["expected_accuracy"] for r in results) / len(results)
@@ -297,8 +316,8 @@ def route_cmd(args: argparse.Namespace) -> int:
                 E = enc.encode([t for _, t in questions])
         except (OSError, RuntimeError) as e:
             raise UsageError(f"cannot embed the questions: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
-        objective, lam, rule = cost_policy(meta, args.objective, args.tolerance, args.max_cost, args.min_accuracy)
-        P, picks = route_questions(router, meta, E, lam)
+        objective, chosen, rule = cost_policy(meta, args.objective, args.tolerance, args.max_cost, args.min_accuracy)
+        P, picks = route_questions(router, meta, E, chosen)
     except UsageError as e:
         print(f"tinybench route: error: {e}", file=sys.stderr)
         return 2
@@ -311,7 +330,7 @@ def route_cmd(args: argparse.Namespace) -> int:
                         "expected_accuracy": float(row[int(pick)]),
                         **({"expected_cost": float(model_cost[int(pick)])} if model_cost else {}),
                         "p": {models[j]: float(row[j]) for j in order}})
-    policy = {"objective": objective, "lambda": lam, "rule": rule}
+    policy = {"objective": objective, "policy": chosen, "rule": rule}
     if args.output:
         import pandas as pd
 

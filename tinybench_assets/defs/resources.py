@@ -84,7 +84,7 @@ class ModelStore(dg.ConfigurableResource):
     def save_router(self, key: str, router, meta: dict) -> Path:
         """Save a scenario partition's served router (``core.routing.routers.save_router``: arrays and JSON in one .npz,
         no pickle) atomically; returns its path."""
-        from tinybench_assets.core.routing.routers import save_router
+        from tinybench_assets.core.routing.saved import save_router
 
         board, scenario = split_partition_key(key)
         return self.save_file(board, model_files.router_file(scenario), lambda tmp: save_router(router, tmp, meta))

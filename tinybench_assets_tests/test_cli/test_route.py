@@ -13,7 +13,7 @@ import torch
 
 from tinybench_assets.cli import main
 from tinybench_assets.core.routing.metrics import route
-from tinybench_assets.core.routing.routers import load_router
+from tinybench_assets.core.routing.saved import load_router
 from tinybench_assets.defs.assets import irt, responses, router_eval, routing
 from tinybench_assets.defs.resources import ModelStore
 from tinybench_assets.io.embeddings import Encoder
@@ -137,7 +137,7 @@ def test_route_questions_csv_matches_the_assets_routes(routed, capsys, tmp_path)
         routed["db"].path.with_suffix(".moved").rename(routed["db"].path)
     assert rc == 0 and "60 question(s) from" in out and out.count("  chosen: ") == 60
     # the margin recorded with the router is honoured: a huge one keeps every question on the best prior model
-    from tinybench_assets.core.routing.routers import save_router
+    from tinybench_assets.core.routing.saved import save_router
 
     save_router(routed["router"], tmp_path / "r.npz", {**meta, "margin": 1.0})
     rc, out, _ = run(capsys, "route", "--router", str(tmp_path / "r.npz"), "--threads", "1", "--questions", str(f), "--json")
@@ -187,7 +187,7 @@ def test_route_errors_exit_2_with_one_line(routed, capsys, tmp_path, case, match
     elif case == "wrongpartition":
         argv = ["--leaderboard", "routerdc", "--scenario", "gsm8k", "--router", str(routed["path"]), QUESTION]
     elif case == "encoder":
-        from tinybench_assets.core.routing.routers import save_router
+        from tinybench_assets.core.routing.saved import save_router
 
         save_router(routed["router"], tmp_path / "r.npz", {**routed["meta"], "encoder": "local:my-encoder"})
         argv = ["--router", str(tmp_path / "r.npz"), QUESTION]
@@ -233,7 +233,7 @@ def test_route_on_cuda_without_cuda_is_a_clear_error(routed, capsys):
 def test_route_with_costs_serves_the_chosen_objective_and_prints_expected_cost(routed, capsys, tmp_path):
     """A router file saved where costs landed: the cost objective and lambda it carries, re-chosen from its training-CV
     sweep for --tolerance / --max-cost / --min-accuracy (no data read), expected accuracy and cost per question."""
-    from tinybench_assets.core.routing.routers import save_router
+    from tinybench_assets.core.routing.saved import save_router
 
     models = routed["meta"]["models"]
     cheapest = models[0]
@@ -260,3 +260,24 @@ def test_route_with_costs_serves_the_chosen_objective_and_prints_expected_cost(r
     assert main(["route", *BOARD, "--objective", "quality_at_min_cost", QUESTION]) == 2
     assert "trained without costs" in capsys.readouterr().err
 
+
+
+def test_route_serves_a_saved_cascade_and_rechooses_among_policies(routed, capsys, tmp_path):
+    """A router file whose training-CV points include a cascade: served as saved, and --tolerance re-chooses among
+    every saved policy (the cascade at P >= 0 sends every question to the cheapest model)."""
+    from tinybench_assets.core.routing.saved import save_router
+
+    models = routed["meta"]["models"]
+    cost = {"objective": "quality_at_min_cost", "tolerance": 0.02, "policy": "cascade", "value": 0.0,
+            "rule": "as saved", "model_cost": [0.001 * (j + 1) for j in range(len(models))],
+            "points": {"policy": ["single", "lambda", "cascade"], "value": [None, 0.0, 0.0],
+                       "cv_acc": [0.70, 0.72, 0.69], "cv_cost": [0.005, 0.004, 0.001]}}
+    path = tmp_path / "cascade.npz"
+    save_router(routed["router"], path, {**routed["meta"], "cost": cost})
+    assert main(["route", "--router", str(path), "--threads", "1", QUESTION]) == 0
+    out = capsys.readouterr().out
+    assert "cascade at P >= 0.00" in out and f"chosen: {models[0]}" in out
+    assert main(["route", "--router", str(path), "--threads", "1", "--json", "--tolerance", "0.5", QUESTION]) == 0
+    tight = json.loads(capsys.readouterr().out)[0]  # 0.69 < 0.70 - 0.005: the lambda-0 point (argmax of P)
+    plain = main(["route", "--router", str(path), "--threads", "1", "--json", "--objective", "accuracy", QUESTION])
+    assert plain == 0 and tight["chosen_model"] == json.loads(capsys.readouterr().out)[0]["chosen_model"]

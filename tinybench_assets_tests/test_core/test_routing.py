@@ -7,8 +7,9 @@ from tinybench_assets.core.routing import (
     select_router,
 )
 from tinybench_assets.core.routing.routers import (
-    BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, MFRouter, load_router, save_router,
+    BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, MFRouter,
 )
+from tinybench_assets.core.routing.saved import load_router, save_router
 
 
 def clustered(n_per=150, d=8, seed=0, noise=0.15):
@@ -182,3 +183,13 @@ def test_matrix_factorization_router_learns_who_answers_what_and_is_deterministi
     Ys = Y[np.random.default_rng(5).permutation(len(Y))]
     assert select_router(E, Ys, families=["best_single", "mf"], grid={"mf": {"rank": [2], "l2": [1e-3]}}, n_folds=3,
                          seed=0, n_boot=300).served == "best_single"
+
+
+def test_ensemble_of_fitted_members_equals_fitting_it():
+    """router_accuracy builds the ensemble from the members it already fitted: the same P as fitting the ensemble."""
+    E, Y, _ = clustered(seed=0)
+    Et, _, _ = clustered(seed=1)
+    members = [KNNVoteRouter(k=10).fit(E, Y), LogisticRouter(C=1.0).fit(E, Y)]
+    fresh = EnsembleRouter([KNNVoteRouter(k=10), LogisticRouter(C=1.0)]).fit(E, Y)
+    reused = EnsembleRouter.of_fitted(members, Y)
+    assert np.allclose(reused.predict_proba(Et), fresh.predict_proba(Et)) and np.array_equal(reused.acc_, fresh.acc_)

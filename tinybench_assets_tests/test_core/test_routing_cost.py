@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 from tinybench_assets.core.routing.cost import (
-    aiq, choose_point, cost_quality_report, hull_value, lambda_grid, nondecreasing_hull, serve_picks,
+    Policy, aiq, choose_point, cost_quality_report, expected_cost, hull_value, lambda_grid, nondecreasing_hull,
+    policy_figures,
 )
 
 
@@ -32,15 +33,15 @@ def test_a_router_that_knows_the_questions_beats_the_zero_router_and_serves_chea
     P, Y, C = _world()
     prior = Y.mean(axis=0)
     point = choose_point(P, Y, C, prior, "quality_at_min_cost", tolerance=0.02)
-    assert point.lam is not None and point.accuracy >= Y[:, 1].mean() - 0.02 and point.cost < 0.5 * C[:, 1].mean()
+    assert point.policy.kind != "single" and point.accuracy >= Y[:, 1].mean() - 0.02 and point.cost < 0.5 * C[:, 1].mean()
     P2, Y2, C2 = _world(seed=1)  # new questions
-    picks = serve_picks(point, P2, C2, prior)
-    rep = cost_quality_report(P2, Y2, C2, prior, picks, n_boot=200, seed=0)
+    picks = point.policy.picks(P2, expected_cost(C), prior)
+    rep = cost_quality_report(P2, Y2, C2, prior, picks, model_cost=expected_cost(C), n_boot=200, seed=0)
     assert rep["aiq_router"] > rep["aiq_zero"] and rep["aiq_delta_ci"][0] > 0
     assert rep["cost_ratio"] < 0.5 and rep["served_acc"] >= rep["best_single_acc"] - 0.05
     # a router whose P says nothing (constant) is no better than the zero router
     flat = np.tile(prior, (len(P2), 1))
-    rep0 = cost_quality_report(flat, Y2, C2, prior, serve_picks(point, flat, C2, prior), n_boot=200)
+    rep0 = cost_quality_report(flat, Y2, C2, prior, point.policy.picks(flat, expected_cost(C), prior), n_boot=200)
     assert rep0["aiq_delta"] <= 1e-9
 
 
@@ -51,10 +52,10 @@ def test_objectives_choose_on_training_figures_only():
     assert cheap.cost <= 0.0011
     strict = choose_point(P, Y, C, prior, "min_accuracy", min_accuracy=0.99)  # unreachable: the most accurate
     assert "none" in strict.rule and not strict.met and cheap.met
-    assert choose_point(P, Y, C, prior, "accuracy").lam == 0.0
+    assert choose_point(P, Y, C, prior, "accuracy").policy == Policy("lambda", 0.0)
     with pytest.raises(ValueError, match="unknown objective"):
         choose_point(P, Y, C, prior, "cheapest")
-    assert len(lambda_grid(C)) == 121 and lambda_grid(C)[0] == 0.0
+    assert len(lambda_grid(C[0])) == 121 and lambda_grid(C[0])[0] == 0.0
 
 
 def test_the_assets_cost_choice_never_reads_test_predictions():
@@ -74,19 +75,61 @@ def test_the_assets_cost_choice_never_reads_test_predictions():
     prior = Y.mean(axis=0)
     zeros = cost_choice(cfg, "quality_at_min_cost", sel, {f: np.zeros((7, 2)) for f in sel.oof}, Y, C, prior)
     noise = cost_choice(cfg, "quality_at_min_cost", sel, {f: g.random((7, 2)) for f in sel.oof}, Y, C, prior)
-    assert zeros == noise and zeros[1].lam is not None
+    assert zeros == noise and zeros[1].policy.kind != "single"
 
 
 def test_cascade_serves_the_cheapest_confident_model_and_escalates():
-    from tinybench_assets.core.routing.cost import cascade_figures, cascade_picks
-
     # model 0 cheap, model 1 dear and the best; the cheap one is confident on the first two questions only
     P = np.array([[0.9, 0.8], [0.7, 0.9], [0.2, 0.9], [0.1, 0.6]])
     C = np.tile([1.0, 10.0], (4, 1))
     Y = np.array([[1, 1], [1, 1], [0, 1], [0, 0]], dtype=float)
     prior = np.array([0.5, 0.75])
-    assert cascade_picks(P, C, prior, 0.65).tolist() == [0, 0, 1, 1]
-    assert cascade_picks(P, C, prior, 0.0).tolist() == [0, 0, 0, 0]       # everyone is confident enough
-    assert cascade_picks(P, C, prior, 0.95).tolist() == [1, 1, 1, 1]      # nobody is: the best single model
-    taus, acc, cost = cascade_figures(P, Y, C, prior, [0.0, 0.65, 0.95])
+    mc = expected_cost(C)
+    assert Policy("cascade", 0.65).picks(P, mc, prior).tolist() == [0, 0, 1, 1]
+    assert Policy("cascade", 0.0).picks(P, mc, prior).tolist() == [0, 0, 0, 0]   # everyone is confident enough
+    assert Policy("cascade", 0.95).picks(P, mc, prior).tolist() == [1, 1, 1, 1]  # nobody is: the best single model
+    acc, cost = policy_figures([Policy("cascade", t) for t in (0.0, 0.65, 0.95)], P, Y, C, prior)
     assert acc.tolist() == [0.5, 0.75, 0.75] and cost.tolist() == [1.0, 5.5, 10.0]
+    with pytest.raises(ValueError, match="unknown routing policy"):
+        Policy("greedy", 1.0)
+    with pytest.raises(ValueError, match="needs a value"):
+        Policy("cascade")
+
+
+def test_routing_prices_models_at_their_expected_cost_not_the_realized_one():
+    """A model's cost on a question is known only after it answers: routing uses each model's mean training cost, the
+    realized per-question costs only account for the picks. Shuffling the realized costs within each model moves no
+    pick, and the realized cost of a cheap answer never lures a question to a dear model."""
+    P, Y, C = _world(n=200)
+    g = np.random.default_rng(0)
+    C = C * g.uniform(0.2, 1.8, size=C.shape)  # per-question costs vary around each model's mean
+    prior = Y.mean(axis=0)
+    pols = [Policy("lambda", v) for v in lambda_grid(expected_cost(C))] + [Policy("cascade", 0.5)]
+    shuffled = np.column_stack([g.permutation(C[:, m]) for m in range(C.shape[1])])
+    for p in pols:
+        assert (p.picks(P, expected_cost(C), prior) == p.picks(P, expected_cost(shuffled), prior)).all()
+    acc, cost = policy_figures(pols, P, Y, C, prior)
+    acc2, cost2 = policy_figures(pols, P, Y, shuffled, prior)
+    assert (acc == acc2).all() and not np.allclose(cost, cost2)  # same picks, accounted at what they really cost
+
+
+def test_a_cascade_is_served_when_training_questions_say_it_is_cheapest():
+    """Model 0 is cheap and right exactly where P says it is confident; models 1 and 2 are dear, 1 the best. At the
+    tolerance, the cascade (cheap model when confident, else the best) is cheaper than any lambda point, which
+    trades model 0's confidence against model 2's lower price."""
+    from types import SimpleNamespace
+
+    from tinybench_assets.defs.assets.router_eval import cost_choice
+
+    n = 400
+    g = np.random.default_rng(1)
+    sure = g.random(n) < 0.5
+    Y = np.column_stack([sure, g.random(n) < 0.9, g.random(n) < 0.85]).astype(float)
+    P = np.column_stack([np.where(sure, 0.96, 0.3), np.full(n, 0.9), np.full(n, 0.85)])
+    C = np.tile([0.001, 0.02, 0.0195], (n, 1))
+    prior = Y.mean(axis=0)
+    sel = SimpleNamespace(oof={"knn_vote": P}, served="best_single")
+    cfg = SimpleNamespace(tolerance=0.01, max_cost=None, min_accuracy=None)
+    fam, point = cost_choice(cfg, "quality_at_min_cost", sel, {"knn_vote": P}, Y, C, prior)
+    assert fam == "knn_vote" and point.policy.kind == "cascade" and point.met
+    assert point.cost < 0.6 * C[:, 1].mean() and point.accuracy >= Y[:, 1].mean() - 0.01

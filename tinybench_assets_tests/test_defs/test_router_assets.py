@@ -157,3 +157,9 @@ def test_cost_aware_routing_from_a_wide_table(tmp_path, monkeypatch):
     assert cq.cv_acc >= Store(landing["db"]).query(
         "SELECT max(train_acc) AS a FROM router_picks WHERE partition_key = 'costly.mmlu'")["a"].iloc[0] - 0.01 - 1e-9
     assert "AIQ" not in md["aiq"].value and "zero router" in md["aiq"].value
+    # the router file serves the chosen policy (best single model, a lambda or a cascade) with every policy's CV figures
+    from tinybench_assets.core.routing.saved import load_router
+
+    _, meta = load_router(md["router_file"].value)
+    assert cq.policy in ("single", "lambda", "cascade") and meta["cost"]["policy"] == cq.policy
+    assert {"single", "lambda", "cascade"} == set(meta["cost"]["points"]["policy"])

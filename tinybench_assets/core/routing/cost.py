@@ -1,4 +1,4 @@
-"""Cost-quality routing (RouterBench, Hu et al., 2024): the zero router, AIQ, and the serving objectives.
+"""Cost-quality routing (RouterBench, Hu et al., 2024): serving policies, the zero router, AIQ, the objectives.
 
 A point is (mean cost per question, accuracy). The **zero router** mixes single models at random: its
 accuracy at a budget is the non-decreasing convex hull of the single models' points. A router's curve is its
@@ -6,7 +6,10 @@ points over a lambda sweep of ``argmax P(correct) - lambda * cost``; mixing two 
 every point between them, so a router too is read through its non-decreasing convex hull. **AIQ** is the area under
 a hull over the cost range the single models span, divided by that range: a mean accuracy over budgets.
 
-Arrays: P, Y, C are (questions, models): P(correct), 0/1 correctness, cost (same unit for every model).
+Routing decides before any model answers, so it prices each model at its **expected** cost per question (its mean
+training cost, ``model_cost``); the realized per-question costs (C) only account for what the picks cost.
+
+Arrays: P, Y, C are (questions, models): P(correct), 0/1 correctness, realized cost (same unit for every model).
 """
 from __future__ import annotations
 
@@ -17,14 +20,67 @@ import numpy as np
 from .metrics import route_with_cost
 
 OBJECTIVES = ("accuracy", "quality_at_min_cost", "max_cost", "min_accuracy")
+POLICIES = ("single", "lambda", "cascade")
+CASCADE_TAUS = np.round(np.linspace(0.0, 1.0, 51), 2)
 
 
-def lambda_grid(C: np.ndarray, n: int = 120) -> np.ndarray:
+@dataclass(frozen=True)
+class Policy:
+    """How new questions go to models, given P(correct) and each model's expected cost:
+
+    * ``single``: the best single model (by training accuracy) for every question;
+    * ``lambda``: argmax of P - ``value`` x expected cost (0: plain argmax of P);
+    * ``cascade``: the models cheapest first; a question goes to the first whose P is at least ``value``, else to
+      the best single model (RouteLLM / FrugalGPT's escalation, decided from P before any model answers)."""
+
+    kind: str
+    value: float | None = None
+
+    def __post_init__(self):
+        if self.kind not in POLICIES:
+            raise ValueError(f"unknown routing policy {self.kind!r}; one of {', '.join(POLICIES)}")
+        if (self.value is None) != (self.kind == "single"):
+            raise ValueError(f"policy {self.kind} {'takes no' if self.kind == 'single' else 'needs a'} value")
+
+    def picks(self, P: np.ndarray, model_cost: np.ndarray, prior: np.ndarray) -> np.ndarray:
+        """The chosen model (n,) of every question (P: (n, M); model_cost, prior: (M,))."""
+        P, model_cost = np.asarray(P, dtype=float), np.asarray(model_cost, dtype=float)
+        best = int(np.argmax(prior))
+        if self.kind == "single":
+            return np.full(len(P), best)
+        if self.kind == "lambda":
+            return route_with_cost(P, np.broadcast_to(model_cost, P.shape), self.value, prior)
+        order = np.argsort(model_cost, kind="stable")
+        ok = P[:, order] >= self.value
+        return np.where(ok.any(axis=1), order[np.argmax(ok, axis=1)], best)
+
+    def label(self) -> str:
+        if self.kind == "single":
+            return "best single model"
+        return f"lambda {self.value:.4g}" if self.kind == "lambda" else f"cascade at P >= {self.value:.2f}"
+
+    def as_dict(self) -> dict:
+        return {"policy": self.kind, "value": self.value}
+
+
+def lambda_grid(model_cost, n: int = 120) -> np.ndarray:
     """0 and a log grid of lambdas scaled to the costs, from 'cost barely matters' to 'the cheapest model always
     wins' (n points): fine enough that the curve has points between the single models' corners."""
-    C = np.asarray(C, dtype=float)
-    scale = max(float(np.median(C[C > 0])) if (C > 0).any() else 1.0, 1e-12)
+    c = np.asarray(model_cost, dtype=float)
+    scale = max(float(np.median(c[c > 0])) if (c > 0).any() else 1.0, 1e-12)
     return np.concatenate([[0.0], np.logspace(-4, 4, n) / scale])
+
+
+def policy_grid(model_cost, cascade: bool = True) -> list[Policy]:
+    """The policies a cost objective chooses among: the best single model, the lambda sweep and (``cascade``) the
+    cascade thresholds."""
+    out = [Policy("single")] + [Policy("lambda", float(v)) for v in lambda_grid(model_cost)]
+    return out + ([Policy("cascade", float(t)) for t in CASCADE_TAUS] if cascade else [])
+
+
+def expected_cost(C: np.ndarray) -> np.ndarray:
+    """Each model's expected cost per question (M,): its mean over the (training) questions with a cost."""
+    return np.nanmean(np.asarray(C, dtype=float), axis=0)
 
 
 def nondecreasing_hull(cost, acc) -> tuple[np.ndarray, np.ndarray]:
@@ -64,126 +120,95 @@ def aiq(cost, acc, lo: float, hi: float, n_grid: int = 400) -> float:
     return float(np.trapezoid(hull_value(hc, ha, grid), grid) / (hi - lo))
 
 
-def sweep(P: np.ndarray, C: np.ndarray, prior: np.ndarray, lambdas) -> np.ndarray:
-    """Picks (len(lambdas), questions) of cost-aware routing at every lambda."""
-    return np.stack([route_with_cost(P, C, lam, prior) for lam in lambdas])
+def policy_picks(policies, P, model_cost, prior) -> np.ndarray:
+    """Picks (len(policies), questions) of every policy."""
+    return np.stack([p.picks(P, model_cost, prior) for p in policies])
+
+
+def policy_figures(policies, P, Y, C, prior, model_cost=None) -> tuple[np.ndarray, np.ndarray]:
+    """(accuracy, mean realized cost) of every policy on questions with answers Y and costs C (missing answers count
+    as wrong); routed at ``model_cost`` (default: C's own means, for training questions)."""
+    Y = np.nan_to_num(np.asarray(Y, dtype=float), nan=0.0)
+    C = np.asarray(C, dtype=float)
+    mc = expected_cost(C) if model_cost is None else np.asarray(model_cost, dtype=float)
+    picks = policy_picks(policies, P, mc, prior)
+    rows = np.arange(len(Y))[None, :]
+    return Y[rows, picks].mean(axis=1), C[rows, picks].mean(axis=1)
 
 
 @dataclass
 class OperatingPoint:
-    """A served choice: ``lam`` (None: the best single model, no routing), its accuracy and mean cost, and why."""
-    lam: float | None
+    """A served choice: its ``policy``, training-CV accuracy and mean cost, and why it was chosen."""
+    policy: Policy
     accuracy: float
     cost: float
     rule: str
     met: bool = True  # the objective's target was reached (False: the fallback when no point reaches it)
 
 
-def sweep_figures(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.ndarray, lambdas) -> tuple[np.ndarray, np.ndarray]:
-    """(accuracy, mean cost) of cost-aware routing at every lambda (missing answers count as wrong)."""
-    Y = np.nan_to_num(np.asarray(Y, dtype=float), nan=0.0)
-    C = np.asarray(C, dtype=float)
-    rows = np.arange(len(Y))[None, :]
-    picks = sweep(P, C, prior, lambdas)
-    return Y[rows, picks].mean(axis=1), C[rows, picks].mean(axis=1)
-
-
-def cascade_picks(P: np.ndarray, C: np.ndarray, prior: np.ndarray, tau: float) -> np.ndarray:
-    """A cascade: the models in order of mean cost (cheapest first); each question goes to the first model whose
-    P(correct) is at least ``tau``, else to the best single model (by ``prior``)."""
-    return _cascade(np.asarray(P, dtype=float), _cost_order(C), int(np.argmax(prior)), tau)
-
-
-def _cost_order(C) -> np.ndarray:
-    return np.argsort(np.asarray(C, dtype=float).mean(axis=0), kind="stable")
-
-
-def _cascade(P: np.ndarray, order: np.ndarray, best: int, tau: float) -> np.ndarray:
-    ok = P[:, order] >= tau
-    return np.where(ok.any(axis=1), order[np.argmax(ok, axis=1)], best)
-
-
-def cascade_figures(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.ndarray, taus=None) -> tuple[np.ndarray, ...]:
-    """(taus, accuracy, mean cost) of the cascade at every threshold (default 0, 0.01, ..., 1); missing answers count
-    as wrong."""
-    taus = np.linspace(0.0, 1.0, 101) if taus is None else np.asarray(taus, dtype=float)
-    Y = np.nan_to_num(np.asarray(Y, dtype=float), nan=0.0)
-    C = np.asarray(C, dtype=float)
-    P, order, best = np.asarray(P, dtype=float), _cost_order(C), int(np.argmax(prior))
-    rows = np.arange(len(Y))
-    picks = np.array([_cascade(P, order, best, t) for t in taus])
-    return taus, Y[rows[None, :], picks].mean(axis=1), C[rows[None, :], picks].mean(axis=1)
-
-
-def pick_point(lambdas, acc, cost, single: tuple[float, float], objective: str = "quality_at_min_cost",
-               tolerance: float = 0.01, max_cost: float | None = None, min_accuracy: float | None = None) -> OperatingPoint:
-    """Choose among a sweep's (lambda, accuracy, cost) points and the best single model (``single``: its accuracy and
-    cost), all measured on TRAINING questions:
+def pick_point(points: list[OperatingPoint], objective: str = "quality_at_min_cost", tolerance: float = 0.01,
+               max_cost: float | None = None, min_accuracy: float | None = None) -> OperatingPoint:
+    """Choose among operating points measured on TRAINING questions (one of them the best single model's):
 
     * ``quality_at_min_cost``: the cheapest point whose accuracy is within ``tolerance`` of the best single model's;
     * ``max_cost``: the most accurate point whose mean cost is <= ``max_cost`` (none: the cheapest);
     * ``min_accuracy``: the cheapest point whose accuracy is >= ``min_accuracy`` (none: the most accurate);
     * ``accuracy``: lambda 0 (cost ignored).
-    The best single model is served (lambda None) when it is the choice."""
+    Ties go to the earlier point (the grid's order: single, lambdas, cascades)."""
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; one of {', '.join(OBJECTIVES)}")
-    lambdas, acc, cost = (np.asarray(x, dtype=float) for x in (lambdas, acc, cost))
-    best = OperatingPoint(None, float(single[0]), float(single[1]), "best single model")
+    single = next(p for p in points if p.policy.kind == "single")
     if objective == "accuracy":
-        j = int(np.flatnonzero(lambdas == 0.0)[0]) if (lambdas == 0.0).any() else int(np.argmin(lambdas))
-        return OperatingPoint(float(lambdas[j]), float(acc[j]), float(cost[j]), "accuracy objective: lambda 0")
-    cands = [OperatingPoint(float(lam), float(a), float(c), "") for lam, a, c in zip(lambdas, acc, cost)] + [best]
+        p = next((p for p in points if p.policy == Policy("lambda", 0.0)), None)
+        if p is None:
+            raise ValueError("the accuracy objective needs the lambda-0 point")
+        return OperatingPoint(p.policy, p.accuracy, p.cost, "accuracy objective: lambda 0")
     if objective == "quality_at_min_cost":
-        ok = [p for p in cands if p.accuracy >= best.accuracy - tolerance - 1e-12]
+        ok = [p for p in points if p.accuracy >= single.accuracy - tolerance - 1e-12]
         pick = min(ok, key=lambda p: (p.cost, -p.accuracy))
-        rule = f"cheapest with training CV accuracy >= best single {best.accuracy:.4f} - {tolerance:g}"
+        rule = f"cheapest with training CV accuracy >= best single {single.accuracy:.4f} - {tolerance:g}"
     elif objective == "min_accuracy":
         if min_accuracy is None:
             raise ValueError("objective min_accuracy needs min_accuracy")
-        ok = [p for p in cands if p.accuracy >= min_accuracy - 1e-12]
-        pick = min(ok, key=lambda p: (p.cost, -p.accuracy)) if ok else max(cands, key=lambda p: (p.accuracy, -p.cost))
+        ok = [p for p in points if p.accuracy >= min_accuracy - 1e-12]
+        pick = min(ok, key=lambda p: (p.cost, -p.accuracy)) if ok else max(points, key=lambda p: (p.accuracy, -p.cost))
         rule = f"cheapest with training CV accuracy >= {min_accuracy:g}" + ("" if ok else " (none: the most accurate)")
     else:
         if max_cost is None:
             raise ValueError("objective max_cost needs max_cost")
-        ok = [p for p in cands if p.cost <= max_cost + 1e-15]
-        pick = max(ok, key=lambda p: (p.accuracy, -p.cost)) if ok else min(cands, key=lambda p: p.cost)
+        ok = [p for p in points if p.cost <= max_cost + 1e-15]
+        pick = max(ok, key=lambda p: (p.accuracy, -p.cost)) if ok else min(points, key=lambda p: p.cost)
         rule = f"most accurate with training CV cost <= {max_cost:g}" + ("" if ok else " (none: the cheapest)")
-    return OperatingPoint(pick.lam, pick.accuracy, pick.cost, rule if pick.lam is not None else rule + ": best single",
-                          met=bool(ok))
+    return OperatingPoint(pick.policy, pick.accuracy, pick.cost, f"{rule}: {pick.policy.label()}", met=bool(ok))
 
 
-def choose_point(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.ndarray, objective: str = "quality_at_min_cost",
-                 tolerance: float = 0.01, max_cost: float | None = None, min_accuracy: float | None = None,
-                 lambdas=None) -> OperatingPoint:
-    """Choose lambda on TRAINING questions (P out-of-fold, Y, C training answers and costs): :func:`pick_point` over
-    the sweep of :func:`sweep_figures` and the best single model (by ``prior``)."""
+def training_points(P, Y, C, prior, policies=None) -> list[OperatingPoint]:
+    """Every policy's (training-CV accuracy, mean cost) on TRAINING questions (P out-of-fold, Y, C training answers
+    and realized costs), routed at the training mean costs."""
+    policies = policy_grid(expected_cost(C)) if policies is None else list(policies)
+    acc, cost = policy_figures(policies, P, Y, C, prior)
+    return [OperatingPoint(p, float(a), float(c), "") for p, a, c in zip(policies, acc, cost)]
+
+
+def choose_point(P, Y, C, prior, objective: str = "quality_at_min_cost", tolerance: float = 0.01,
+                 max_cost: float | None = None, min_accuracy: float | None = None, policies=None) -> OperatingPoint:
+    """Choose a policy on TRAINING questions: :func:`pick_point` over :func:`training_points`."""
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; one of {', '.join(OBJECTIVES)}")
-    C = np.asarray(C, dtype=float)
-    lambdas = lambda_grid(C) if lambdas is None else np.asarray(lambdas, dtype=float)
-    acc, cost = sweep_figures(P, Y, C, prior, lambdas)
-    b = int(np.argmax(prior))
-    single = (float(np.nan_to_num(np.asarray(Y, dtype=float)[:, b], nan=0.0).mean()), float(C[:, b].mean()))
-    return pick_point(lambdas, acc, cost, single, objective, tolerance, max_cost, min_accuracy)
-
-
-def serve_picks(point: OperatingPoint, P: np.ndarray, C: np.ndarray, prior: np.ndarray) -> np.ndarray:
-    """The picks of an operating point on new questions (P, C: (n, M))."""
-    if point.lam is None:
-        return np.full(len(P), int(np.argmax(prior)))
-    return route_with_cost(P, C, point.lam, prior)
+    return pick_point(training_points(P, Y, C, prior, policies), objective, tolerance, max_cost, min_accuracy)
 
 
 def cost_quality_report(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.ndarray, served_picks: np.ndarray,
-                        lambdas=None, n_boot: int = 1000, seed: int = 0, level: float = 0.90) -> dict:
-    """The cost-quality figures on TEST questions (complete Y and C): the router's sweep and hull, the zero router's
-    hull, AIQ of both over the single models' cost range and their difference, the served point against the best
-    single model (chosen by ``prior``), each with a percentile bootstrap interval over questions (``level``)."""
+                        model_cost=None, lambdas=None, n_boot: int = 1000, seed: int = 0, level: float = 0.90) -> dict:
+    """The cost-quality figures on TEST questions (complete Y and realized costs C): the router's lambda sweep (routed
+    at ``model_cost``, the training mean costs; default C's means) and its hull, the zero router's hull, AIQ of both
+    over the single models' cost range and their difference, the served point against the best single model (chosen
+    by ``prior``), each with a percentile bootstrap interval over questions (``level``)."""
     Y, C = np.asarray(Y, dtype=float), np.asarray(C, dtype=float)
     n, M = Y.shape
-    lambdas = lambda_grid(C) if lambdas is None else np.asarray(lambdas, dtype=float)
-    picks = sweep(P, C, prior, lambdas)  # (L, n)
+    mc = expected_cost(C) if model_cost is None else np.asarray(model_cost, dtype=float)
+    lambdas = lambda_grid(mc) if lambdas is None else np.asarray(lambdas, dtype=float)
+    picks = policy_picks([Policy("lambda", float(v)) for v in lambdas], P, mc, prior)  # (L, n)
     rows = np.arange(n)[None, :]
     Yp, Cp = Y[rows, picks], C[rows, picks]  # (L, n) per-question correctness and cost of each lambda's picks
     best = int(np.argmax(prior))

@@ -3,12 +3,10 @@
 Every router follows one shape (scikit-learn style): parameters in ``__init__``, ``fit(E, Y)`` on
 training questions (E: (n, d) sentence embeddings, Y: (n, M) 0/1 correctness, NaN = missing),
 fitted state in attributes with a trailing underscore, ``predict_proba(E) -> (n, M)`` and
-``state() / router_from_state(state)`` to save and load it as plain arrays and numbers (no pickle).
+``state()`` to save it as plain arrays and numbers (no pickle; core/routing/saved.py writes and reads the files).
 Routing itself (argmax with the tie-break) is :func:`tinybench_assets.core.routing.metrics.route`.
 """
 from __future__ import annotations
-
-import json
 
 import numpy as np
 
@@ -20,6 +18,15 @@ def model_accuracy(Y: np.ndarray) -> np.ndarray:
     Y = np.asarray(Y, dtype=float)
     n = np.sum(~np.isnan(Y), axis=0)
     return np.where(n > 0, np.nansum(Y, axis=0) / np.maximum(n, 1), 0.5)
+
+
+def cv_folds(n: int, n_folds: int, seed: int) -> np.ndarray:
+    """Fold id (n,) of every question: a seeded permutation cut into ``n_folds`` near-equal parts."""
+    if n < n_folds:
+        raise ValueError(f"{n} training questions cannot make {n_folds} folds")
+    fold = np.empty(n, dtype=np.int64)
+    fold[np.random.default_rng(seed).permutation(n)] = np.arange(n) % n_folds
+    return fold
 
 
 class BaseRouter:
@@ -240,60 +247,16 @@ class EnsembleRouter(BaseRouter):
             m.fit(E, Y)
         return self
 
+    @classmethod
+    def of_fitted(cls, members: list[BaseRouter], Y) -> EnsembleRouter:
+        """The ensemble of routers already fitted on the training answers ``Y`` (they are not fitted again)."""
+        r = cls(members)
+        r._fit_common(Y)
+        return r
+
     def predict_proba(self, E):
         return np.mean([m.predict_proba(E) for m in self.members], axis=0)
 
     def state(self):
         return {"router": self.name, "params": {}, "arrays": {"acc_": self.acc_},
                 "members": [m.state() for m in self.members]}
-
-
-_CLASSES = {c.name: c for c in (BestSingleRouter, KNNVoteRouter, KNNIRTRouter, LogisticRouter, MFRouter)}
-
-
-def router_from_state(state: dict) -> BaseRouter:
-    """Rebuild a fitted router from :meth:`BaseRouter.state` (arrays and JSON-able params)."""
-    name = state["router"]
-    if name == "ensemble":
-        r = EnsembleRouter([router_from_state(s) for s in state["members"]])
-    elif name in _CLASSES:
-        params = dict(state.get("params") or {})
-        r = _CLASSES[name](**params)
-    else:
-        raise ValueError(f"unknown router {name!r}")
-    for key, value in state["arrays"].items():
-        setattr(r, key, np.asarray(value))
-    return r
-
-
-def save_router(router: BaseRouter, path, meta: dict) -> None:
-    """Write a fitted router as one .npz (arrays, flattened keys) with its JSON description inside."""
-    flat, desc = {}, []
-
-    def walk(st, prefix):
-        entry = {"router": st["router"], "params": st["params"], "arrays": sorted(st["arrays"]), "members": []}
-        for key, arr in st["arrays"].items():
-            flat[f"{prefix}{key}"] = np.asarray(arr)
-        for i, sub in enumerate(st.get("members", [])):
-            entry["members"].append(walk(sub, f"{prefix}m{i}."))
-        return entry
-
-    desc = walk(router.state(), "")
-    flat["__meta__"] = np.frombuffer(json.dumps({"router": desc, **meta}).encode(), dtype=np.uint8)
-    with open(path, "wb") as fh:
-        np.savez_compressed(fh, **flat)
-
-
-def load_router(path) -> tuple[BaseRouter, dict]:
-    """Read a router written by :func:`save_router`; returns (router, meta)."""
-    with np.load(path, allow_pickle=False) as z:
-        meta = json.loads(bytes(z["__meta__"]).decode())
-
-        def build(entry, prefix):
-            st = {"router": entry["router"], "params": entry["params"],
-                  "arrays": {k: z[f"{prefix}{k}"] for k in entry["arrays"]},
-                  "members": [build(sub, f"{prefix}m{i}.") for i, sub in enumerate(entry["members"])]}
-            return st
-
-        state = build(meta.pop("router"), "")
-    return router_from_state(state), meta

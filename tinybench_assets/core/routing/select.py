@@ -22,7 +22,11 @@ Families and their grids (all configurable):
 - ``knn_vote``: k nearest training questions vote (k, weighting);
 - ``knn_shrunk``: the vote shrunk toward each model's training accuracy (k, shrink);
 - ``knn_irt``: the tutorial's KNN-imputed 2PL (D, k) -- one IRT fit per fold and D;
-- ``logistic``: per-model logistic regression on embeddings (C).
+- ``logistic``: per-model logistic regression on embeddings (C);
+- ``mf``: matrix factorization (rank, l2), offered, not a default;
+- ``<family>_cal`` (default: ``knn_irt_cal``): the family's P through a per-model Platt calibration
+  (core/routing/calibrated.py), same grid; in CV each fold is calibrated on the other folds' out-of-fold P, and the
+  served router's calibrator is fitted on all of them.
 """
 from __future__ import annotations
 
@@ -33,9 +37,11 @@ import numpy as np
 import pandas as pd
 
 from .knn import nearest
+from .calibrated import CalibratedRouter, PlattCalibrator, crossfit_calibrated
 from .metrics import paired_bootstrap_ci, route
-from .routers import (
-    BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, MFRouter, model_accuracy, vote_proba,
+from .routers import (  # noqa: F401  (cv_folds: imported from here too)
+    BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, MFRouter, cv_folds, model_accuracy,
+    vote_proba,
 )
 
 DEFAULT_GRID = {
@@ -48,18 +54,23 @@ DEFAULT_GRID = {
 # "mf" (matrix factorization) is offered, not a default: on RouterBench MBPP it was served for quality_at_min_cost
 # by a training-cost margin and cost the router its AIQ gain on test (+0.95 [+0.17, +3.99] -> +2.06 [-0.77, ...]
 # points); on RouterDC it changed no choice
-DEFAULT_FAMILIES = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic"]
+DEFAULT_FAMILIES = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "knn_irt_cal", "logistic"]
 DEFAULT_MARGINS = [0.0, 0.02, 0.05, 0.1]
 SIMPLICITY = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic", "mf", "ensemble"]
+CAL = "_cal"
+FITTED = ("best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic", "mf")
 
 
-def cv_folds(n: int, n_folds: int, seed: int) -> np.ndarray:
-    """Fold id (n,) of every question: a seeded permutation cut into ``n_folds`` near-equal parts."""
-    if n < n_folds:
-        raise ValueError(f"{n} training questions cannot make {n_folds} folds")
-    fold = np.empty(n, dtype=np.int64)
-    fold[np.random.default_rng(seed).permutation(n)] = np.arange(n) % n_folds
-    return fold
+def base_family(family: str) -> str:
+    """The family a calibrated family (``<family>_cal``) calibrates; a plain family itself."""
+    return family[:-len(CAL)] if family.endswith(CAL) else family
+
+
+def simplicity(family: str) -> float:
+    """Tie-break rank: simpler first; a calibrated family just after its base (unknown names last)."""
+    base = base_family(family)
+    rank = SIMPLICITY.index(base) if base in SIMPLICITY else 99
+    return rank + (0.5 if family != base else 0.0)
 
 
 @dataclass
@@ -74,6 +85,7 @@ class RouterSelection:
     fold: np.ndarray = field(repr=False)
     gate: dict = field(default_factory=dict)
     seconds: float = 0.0
+    calibrators: dict = field(default_factory=dict, repr=False)  # calibrated family -> its PlattCalibrator (all OOF)
 
     @property
     def margin(self) -> float:
@@ -84,10 +96,16 @@ class RouterSelection:
         """An unfitted router of a family in its CV-chosen configuration."""
         if family == "ensemble":
             return EnsembleRouter([self.make(f, device, seed) for f in self.best["ensemble"][0]["members"]])
-        return make_router(family, {k: v for k, v in self.best[family][0].items() if k != "margin"}, device=device, seed=seed)
+        cfg = {k: v for k, v in self.best[family][0].items() if k != "margin"}
+        if family in self.calibrators:
+            return CalibratedRouter(make_router(base_family(family), cfg, device=device, seed=seed),
+                                    calibrator=self.calibrators[family])
+        return make_router(family, cfg, device=device, seed=seed)
 
 
 def make_router(family: str, config: dict, device: str = "cpu", seed: int = 0):
+    if family.endswith(CAL):
+        return CalibratedRouter(make_router(base_family(family), config, device=device, seed=seed), seed=seed)
     if family == "best_single":
         return BestSingleRouter()
     if family in ("knn_vote", "knn_shrunk"):
@@ -127,6 +145,10 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, families=None, grid: dict | N
     n, M = Y.shape
     grid = {**DEFAULT_GRID, **(grid or {})}
     families = list(families or DEFAULT_FAMILIES)
+    unknown = [f for f in families if base_family(f) not in FITTED or f == "best_single" + CAL]
+    if unknown:
+        raise ValueError(f"unknown router families {unknown}; known: {', '.join(FITTED)} (and <family>{CAL})")
+    fitted = {base_family(f) for f in families}  # the families whose routers are fitted per fold
     fold = cv_folds(n, n_folds, seed)
     oof: dict[tuple, np.ndarray] = {}
 
@@ -138,32 +160,38 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, families=None, grid: dict | N
         tr, va = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
         Etr, Ytr, Eva = E[tr], Y[tr], E[va]
         acc = model_accuracy(Ytr)
-        if "best_single" in families:
+        if "best_single" in fitted:
             put("best_single", {}, va, np.tile(acc, (len(va), 1)))
         kmax = max([*grid["knn_vote"]["k"], *grid["knn_shrunk"]["k"]])
-        if {"knn_vote", "knn_shrunk"} & set(families):
+        if {"knn_vote", "knn_shrunk"} & fitted:
             idx, sim = nearest(Eva, Etr, kmax)
             Yf = Ytr.astype(np.float32)
-            if "knn_vote" in families:
+            if "knn_vote" in fitted:
                 for cfg in _grid(grid["knn_vote"]):
                     put("knn_vote", cfg, va, vote_proba(idx, sim, Yf, acc, cfg["k"], cfg["weighting"], 0.0))
-            if "knn_shrunk" in families:
+            if "knn_shrunk" in fitted:
                 for cfg in _grid(grid["knn_shrunk"]):
                     put("knn_shrunk", cfg, va, vote_proba(idx, sim, Yf, acc, cfg["k"], "uniform", cfg["shrink"]))
-        if "knn_irt" in families:
+        if "knn_irt" in fitted:
             for dim in grid["knn_irt"]["dim"]:
                 r = KNNIRTRouter(dim=dim, seed=seed, device=device).fit(Etr, Ytr)
                 for k in grid["knn_irt"]["k"]:
                     r.k = k
                     put("knn_irt", {"dim": dim, "k": k}, va, r.predict_proba(Eva))
-        if "logistic" in families:
+        if "logistic" in fitted:
             for cfg in _grid(grid["logistic"]):
                 put("logistic", cfg, va, LogisticRouter(C=cfg["C"]).fit(Etr, Ytr).predict_proba(Eva))
-        if "mf" in families:
+        if "mf" in fitted:
             for cfg in _grid(grid["mf"]):
                 put("mf", cfg, va, MFRouter(rank=cfg["rank"], l2=cfg["l2"], seed=seed).fit(Etr, Ytr).predict_proba(Eva))
         log(f"router CV fold {f + 1}/{n_folds} done ({time.perf_counter() - t0:.1f} s)")
 
+    for fam in families:
+        if fam != base_family(fam):
+            for (f0, cfg), P in list(oof.items()):
+                if f0 == base_family(fam):
+                    oof[(fam, cfg)] = crossfit_calibrated(P, Y, fold)
+    raw, oof = oof, {key: P for key, P in oof.items() if key[0] in families}
     prior = model_accuracy(Y)
     Yz = np.nan_to_num(Y, nan=0.0)
     margins = list(DEFAULT_MARGINS if margins is None else margins)
@@ -190,13 +218,15 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, families=None, grid: dict | N
             out[fold == f] = options[j][-1][fold == f]
         return out
 
-    best, best_oof, nested_correct = {}, {}, {}
+    best, best_oof, nested_correct, calibrators = {}, {}, {}, {}
     for fam in families:
         opts = cand[fam]
         j = int(np.argmax([o[-1].mean() for o in opts]))  # first maximum: the grid's earlier (simpler) configuration
         nested_correct[fam] = nested(opts)
         best[fam] = (opts[j][0], float(nested_correct[fam].mean()))
         best_oof[fam] = oof[opts[j][1]]
+        if fam != base_family(fam):  # the served calibrator: fitted on every fold's out-of-fold base P
+            calibrators[fam] = PlattCalibrator().fit(raw[(base_family(fam), opts[j][1][1])], Y)
     members = [f for f in families if f != "best_single"]
     if len(members) >= 2:
         # the ensemble averages each member's best configuration; nested: members and margin chosen without fold f
@@ -237,11 +267,11 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, families=None, grid: dict | N
         lo, _ = paired_bootstrap_ci(nested_correct[fam], base, n_boot=n_boot, seed=seed, level=1 - 2 * (1 - gate_level) / n_cand) \
             if gate_level > 0 else (float("inf"), None)
         gate[fam] = lo
-    order = sorted(best, key=lambda f: (-best[f][1], SIMPLICITY.index(f) if f in SIMPLICITY else 99))
+    order = sorted(best, key=lambda f: (-best[f][1], simplicity(f)))
     served = next((f for f in order if f == "best_single" or gate[f] > 0), order[0])
     table["chosen_in_family"] = [best[r.family][0] == r.config for r in table.itertuples()]
     table["served"] = table["family"].eq(served) & table["chosen_in_family"]
     table["nested_cv_acc"] = table["family"].map({f: v[1] for f, v in best.items()}).where(table["chosen_in_family"])
     table["gate_lower"] = table["family"].map(gate).where(table["chosen_in_family"])
     return RouterSelection(table=table, best=best, served=served, oof=best_oof, fold=fold, gate=gate,
-                           seconds=time.perf_counter() - t0)
+                           seconds=time.perf_counter() - t0, calibrators=calibrators)

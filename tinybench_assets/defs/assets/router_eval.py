@@ -57,9 +57,10 @@ def cost_matrix(db: Store, key: str, items, models) -> np.ndarray | None:
 
 
 def cost_choice(config, objective: str, sel, test_P: dict, Ytr, Ctr, prior):
-    """(family, OperatingPoint) to serve where costs landed, chosen on TRAINING questions: each fitted family's
-    out-of-fold P through ``core.routing.cost.choose_point``; across families the same rule (cheapest point that meets
-    the target; for max_cost the most accurate within it)."""
+    """(family, OperatingPoint) to serve where costs landed, chosen on TRAINING questions: every policy (the best single
+    model, the lambda sweep, the cascade thresholds) of each fitted family's out-of-fold P through
+    ``core.routing.cost.choose_point``; across families the same rule (cheapest point that meets the target; for
+    max_cost the most accurate within it)."""
     from tinybench_assets.core.routing.cost import choose_point
 
     points = {f: choose_point(sel.oof[f], Ytr, Ctr, prior, objective, tolerance=config.tolerance,
@@ -70,30 +71,29 @@ def cost_choice(config, objective: str, sel, test_P: dict, Ytr, Ctr, prior):
     elif objective == "accuracy":
         fam = sel.served if sel.served in points else next(iter(points))
     else:
-        met = [f for f in points if points[f].lam is not None and points[f].met]
+        met = [f for f in points if points[f].policy.kind != "single" and points[f].met]
         fam = min(met or points, key=lambda f: (points[f].cost, -points[f].accuracy))
     return fam, points[fam]
 
 
 def cost_file_meta(objective: str, config, choice, P_oof, Ytr, Ctr, prior) -> dict:
     """What ``tinybench route`` needs to serve a cost objective without data: each model's mean training cost per
-    question, the served lambda, and the served family's training-CV sweep (lambda, accuracy, cost), from which
-    ``--tolerance`` / ``--max-cost`` / ``--min-accuracy`` choose another lambda."""
-    from tinybench_assets.core.routing.cost import lambda_grid, sweep_figures
+    question (what routing prices it at), the served policy, and every policy of the served family with its
+    training-CV accuracy and cost, from which ``--tolerance`` / ``--max-cost`` / ``--min-accuracy`` choose another."""
+    from tinybench_assets.core.routing.cost import expected_cost, training_points
 
-    lambdas = lambda_grid(Ctr)
-    acc, cost = sweep_figures(P_oof, Ytr, Ctr, prior, lambdas)
-    b = int(np.argmax(prior))
-    return {"objective": objective, "tolerance": config.tolerance, "lambda": choice[1].lam, "rule": choice[1].rule,
-            "model_cost": [float(c) for c in np.asarray(Ctr, dtype=float).mean(axis=0)],
-            "best_single": [float(np.nan_to_num(Ytr[:, b], nan=0.0).mean()), float(np.asarray(Ctr)[:, b].mean())],
-            "sweep": {"lambda": lambdas.tolist(), "cv_acc": acc.tolist(), "cv_cost": cost.tolist()}}
+    pts = training_points(P_oof, Ytr, Ctr, prior)
+    return {"objective": objective, "tolerance": config.tolerance, **choice[1].policy.as_dict(), "rule": choice[1].rule,
+            "model_cost": [float(c) for c in expected_cost(Ctr)],
+            "points": {"policy": [p.policy.kind for p in pts], "value": [p.policy.value for p in pts],
+                       "cv_acc": [p.accuracy for p in pts], "cv_cost": [p.cost for p in pts]}}
 
 
 def cost_row(objective: str, choice, rep: dict, models, best: int) -> dict:
     """The one-row router_cost_quality table."""
     fam, point = choice
-    return {"objective": objective, "family": fam, "lambda": point.lam, "rule": point.rule,
+    return {"objective": objective, "family": fam, "policy": point.policy.kind, "policy_value": point.policy.value,
+            "lambda": point.policy.value if point.policy.kind == "lambda" else None, "rule": point.rule,
             "cv_acc": point.accuracy, "cv_cost": point.cost, "served_acc": rep["served_acc"],
             "served_acc_lo": rep["served_acc_ci"][0], "served_acc_hi": rep["served_acc_ci"][1],
             "served_cost": rep["served_cost"], "served_cost_lo": rep["served_cost_ci"][0],
@@ -117,8 +117,8 @@ def cost_row(objective: str, choice, rep: dict, models, best: int) -> dict:
 def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, store: StoreResource,
                     torch_device: TorchDevice, model_store: ModelStore) -> dg.MaterializeResult:
     from tinybench_assets.core.routing import evaluate_routing, route, select_router
-    from tinybench_assets.core.routing.cost import cost_quality_report, serve_picks
-    from tinybench_assets.core.routing.routers import model_accuracy
+    from tinybench_assets.core.routing.cost import cost_quality_report, expected_cost
+    from tinybench_assets.core.routing.routers import EnsembleRouter, model_accuracy
 
     key, db, t0 = context.partition_key, store.get(), time.perf_counter()
     if partition_rows(db, "question_embeddings", key, "item").empty:
@@ -138,7 +138,11 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
     for fam, (cfg, cv_acc) in sel.best.items():
         if fam != sel.served and not config.evaluate_all:
             continue
-        router = sel.make(fam, device=device, seed=config.seed).fit(Etr, Ytr)
+        members = sel.best[fam][0].get("members", []) if fam == "ensemble" else []
+        if members and all(m in fitted for m in members):  # the members were fitted above: not again
+            router = EnsembleRouter.of_fitted([fitted[m] for m in members], Ytr)
+        else:
+            router = sel.make(fam, device=device, seed=config.seed).fit(Etr, Ytr)
         margin = float(cfg.get("margin", 0.0))
         test_P[fam], fitted[fam] = router.predict_proba(Ete), router
         picks = route(test_P[fam], prior, margin=margin)
@@ -170,13 +174,14 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
     objective = config.objective if config.objective != "auto" else ("quality_at_min_cost" if Ctr is not None else "accuracy")
     meta["objective"] = objective if Ctr is not None or objective == "accuracy" else f"{objective} (no costs landed: accuracy)"
     if Ctr is not None:
-        choice = cost_choice(config, objective, sel, test_P, Ytr, Ctr, prior)
-        rep = cost_quality_report(test_P[choice[0]], Yte, C, prior, serve_picks(choice[1], test_P[choice[0]], C, prior),
+        choice, model_cost = cost_choice(config, objective, sel, test_P, Ytr, Ctr, prior), expected_cost(Ctr)
+        cost_picks = choice[1].policy.picks(test_P[choice[0]], model_cost, prior)  # priced at training mean costs
+        rep = cost_quality_report(test_P[choice[0]], Yte, C, prior, cost_picks, model_cost=model_cost,
                                   n_boot=min(config.n_boot, 1000), seed=config.seed)
         tables["router_cost_curve"] = pd.DataFrame({"lambda": rep["lambdas"], "accuracy": rep["curve_acc"],
                                                     "cost": rep["curve_cost"]}).sort_values(["cost", "accuracy"])
         tables["router_cost_quality"] = pd.DataFrame([cost_row(objective, choice, rep, models, best)])
-        label = f"{choice[0]}, lambda {choice[1].lam:.3g}" if choice[1].lam is not None else "best single model"
+        label = choice[1].policy.label() if choice[1].policy.kind == "single" else f"{choice[0]}, {choice[1].policy.label()}"
         meta.update({
             "served_for_cost": f"{label}: {100 * rep['served_acc']:.2f} % at {rep['served_cost']:.6g} per question "
                                f"({100 * rep['cost_ratio']:.1f} % of the best single model's {rep['best_single_cost']:.6g}); "

@@ -1,0 +1,63 @@
+"""Saved routers: one .npz per router (its arrays, flattened keys) with its JSON description inside; no pickle."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from .calibrated import CalibratedRouter
+from .routers import (
+    BaseRouter, BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, MFRouter,
+)
+
+_CLASSES = {c.name: c for c in (BestSingleRouter, KNNVoteRouter, KNNIRTRouter, LogisticRouter, MFRouter)}
+
+
+def router_from_state(state: dict) -> BaseRouter:
+    """Rebuild a fitted router from :meth:`BaseRouter.state` (arrays and JSON-able params)."""
+    name = state["router"]
+    if name == "calibrated":
+        return CalibratedRouter.from_state(router_from_state(state["members"][0]), state["arrays"])
+    if name == "ensemble":
+        r = EnsembleRouter([router_from_state(s) for s in state["members"]])
+    elif name in _CLASSES:
+        params = dict(state.get("params") or {})
+        r = _CLASSES[name](**params)
+    else:
+        raise ValueError(f"unknown router {name!r}")
+    for key, value in state["arrays"].items():
+        setattr(r, key, np.asarray(value))
+    return r
+
+
+def save_router(router: BaseRouter, path, meta: dict) -> None:
+    """Write a fitted router as one .npz (arrays, flattened keys) with its JSON description inside."""
+    flat, desc = {}, []
+
+    def walk(st, prefix):
+        entry = {"router": st["router"], "params": st["params"], "arrays": sorted(st["arrays"]), "members": []}
+        for key, arr in st["arrays"].items():
+            flat[f"{prefix}{key}"] = np.asarray(arr)
+        for i, sub in enumerate(st.get("members", [])):
+            entry["members"].append(walk(sub, f"{prefix}m{i}."))
+        return entry
+
+    desc = walk(router.state(), "")
+    flat["__meta__"] = np.frombuffer(json.dumps({"router": desc, **meta}).encode(), dtype=np.uint8)
+    with open(path, "wb") as fh:
+        np.savez_compressed(fh, **flat)
+
+
+def load_router(path) -> tuple[BaseRouter, dict]:
+    """Read a router written by :func:`save_router`; returns (router, meta)."""
+    with np.load(path, allow_pickle=False) as z:
+        meta = json.loads(bytes(z["__meta__"]).decode())
+
+        def build(entry, prefix):
+            st = {"router": entry["router"], "params": entry["params"],
+                  "arrays": {k: z[f"{prefix}{k}"] for k in entry["arrays"]},
+                  "members": [build(sub, f"{prefix}m{i}.") for i, sub in enumerate(entry["members"])]}
+            return st
+
+        state = build(meta.pop("router"), "")
+    return router_from_state(state), meta
