@@ -161,11 +161,14 @@ SECTIONS = (
             + (Figure("mbpp: AIQ of the router minus the zero router's", at("mbpp/aiq_delta"), lambda v: f"{100 * v:+.2f} points",
                       "lower end of its 90 % interval > 0", lambda d: get(d, "mbpp/aiq_delta_lo") > 0,
                       lambda d: f"interval [{100 * get(d, 'mbpp/aiq_delta_lo'):+.2f}, {100 * get(d, 'mbpp/aiq_delta_hi'):+.2f}]; "
-                                "RouterBench's AIQ (Hu et al., 2024)",
+                                f"the {get(d, 'mbpp/served_family')} router's lambda sweep, each model priced at its mean "
+                                "training cost; RouterBench's AIQ (Hu et al., 2024)",
                       headline="Routing with costs (RouterBench MBPP): AIQ gain over the zero router"),
                Figure("mbpp: served quality_at_min_cost point, accuracy", at("mbpp/served_acc"), pct,
                       ">= best single - 1 point", lambda d: get(d, "mbpp/served_acc") >= get(d, "mbpp/best_single_acc") - 0.01,
-                      lambda d: f"best single {100 * get(d, 'mbpp/best_single_acc'):.2f} %"),
+                      lambda d: f"best single {100 * get(d, 'mbpp/best_single_acc'):.2f} %; served: "
+                                f"{get(d, 'mbpp/served_family')}, {get(d, 'mbpp/served_policy')} "
+                                f"{get(d, 'mbpp/served_policy_value')}"),
                Figure("mbpp: served point's cost / best single's cost", at("mbpp/cost_ratio"), lambda v: f"{100 * v:.1f} %",
                       "<= 25 %", lambda d: get(d, "mbpp/cost_ratio") <= 0.25),
                Figure("mbpp: best training-CV accuracy at <= 25 % of the best single's cost (any family, any lambda)",
