@@ -177,6 +177,10 @@ SECTIONS = (
                                        "on training questions"),
                Figure("mbpp: the same for a cascade (cheapest confident model first)",
                       at("mbpp/cv_cascade_best_acc_at_quarter_cost"), pct),
+               Figure("mbpp: best training-CV AIQ gain over the zero router, any family",
+                      lambda d: max(get(d, "mbpp/cv_aiq_delta_by_family").values()), lambda v: f"{100 * v:+.2f} points",
+                      anchor=lambda d: "out-of-fold lambda sweeps on the training questions; by family: " + ", ".join(
+                          f"{f} {100 * v:+.2f}" for f, v in sorted(get(d, "mbpp/cv_aiq_delta_by_family").items()))),
                Figure("router stage cold, four benchmarks", at("seconds"), secs, "< 300 s", lambda d: get(d, "seconds") < 300),
                Figure("question embeddings per second", at("embed_questions_per_s"), lambda v: f"{v:.0f}", ">= 40",
                       lambda d: get(d, "embed_questions_per_s") >= 40))),

@@ -78,3 +78,15 @@ def test_selection_offers_the_calibrated_knn_irt_family():
     assert np.array_equal(r.calibrator.slope_, slope)  # the prefitted calibrator is kept
     with pytest.raises(ValueError, match="unknown router families"):
         select_router(E, Y, families=["best_single", "knn_magic"], n_folds=3)
+
+
+def test_a_calibrated_router_reuses_a_fitted_base():
+    """router_accuracy composes knn_irt_cal from the knn_irt router it already fitted when their configurations match:
+    the same P as fitting the calibrated router, with no second IRT fit."""
+    E, Y, _ = clustered(seed=0)
+    Et, _, _ = clustered(seed=1)
+    sel = select_router(E, Y, families=["best_single", "knn_irt", "knn_irt_cal"], n_folds=3, n_boot=50,
+                        grid={"knn_irt": {"dim": [1], "k": [10]}})
+    fresh = sel.make("knn_irt_cal").fit(E, Y)
+    reused = CalibratedRouter.of_fitted(sel.make("knn_irt").fit(E, Y), sel.calibrators["knn_irt_cal"], Y)
+    assert np.allclose(reused.predict_proba(Et), fresh.predict_proba(Et))

@@ -94,6 +94,13 @@ class CalibratedRouter(BaseRouter):
         self.base.fit(E, Y)
         return self
 
+    @classmethod
+    def of_fitted(cls, base: BaseRouter, calibrator: PlattCalibrator, Y) -> CalibratedRouter:
+        """A base router already fitted on the training answers ``Y`` with a fitted calibrator (nothing is fitted)."""
+        r = cls(base, calibrator=calibrator)
+        r._fit_common(Y)
+        return r
+
     def predict_proba(self, E):
         return self.calibrator.transform(self.base.predict_proba(E))
 

@@ -66,6 +66,11 @@ def base_family(family: str) -> str:
     return family[:-len(CAL)] if family.endswith(CAL) else family
 
 
+def same_config(a: dict, b: dict) -> bool:
+    """Two families' configurations fit the same router (routing margins aside)."""
+    return {k: v for k, v in a.items() if k != "margin"} == {k: v for k, v in b.items() if k != "margin"}
+
+
 def simplicity(family: str) -> float:
     """Tie-break rank: simpler first; a calibrated family just after its base (unknown names last)."""
     base = base_family(family)

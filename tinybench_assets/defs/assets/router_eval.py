@@ -118,7 +118,9 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
                     torch_device: TorchDevice, model_store: ModelStore) -> dg.MaterializeResult:
     from tinybench_assets.core.routing import evaluate_routing, route, select_router
     from tinybench_assets.core.routing.cost import cost_quality_report, expected_cost
+    from tinybench_assets.core.routing.calibrated import CalibratedRouter
     from tinybench_assets.core.routing.routers import EnsembleRouter, model_accuracy
+    from tinybench_assets.core.routing.select import base_family, same_config
 
     key, db, t0 = context.partition_key, store.get(), time.perf_counter()
     if partition_rows(db, "question_embeddings", key, "item").empty:
@@ -139,8 +141,11 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
         if fam != sel.served and not config.evaluate_all:
             continue
         members = sel.best[fam][0].get("members", []) if fam == "ensemble" else []
+        base = base_family(fam)
         if members and all(m in fitted for m in members):  # the members were fitted above: not again
             router = EnsembleRouter.of_fitted([fitted[m] for m in members], Ytr)
+        elif fam in sel.calibrators and base in fitted and same_config(sel.best[base][0], cfg):
+            router = CalibratedRouter.of_fitted(fitted[base], sel.calibrators[fam], Ytr)  # its base is fitted above
         else:
             router = sel.make(fam, device=device, seed=config.seed).fit(Etr, Ytr)
         margin = float(cfg.get("margin", 0.0))
