@@ -161,7 +161,8 @@ SECTIONS = (
             + (Figure("mbpp: AIQ of the router minus the zero router's", at("mbpp/aiq_delta"), lambda v: f"{100 * v:+.2f} points",
                       "lower end of its 90 % interval > 0", lambda d: get(d, "mbpp/aiq_delta_lo") > 0,
                       lambda d: f"interval [{100 * get(d, 'mbpp/aiq_delta_lo'):+.2f}, {100 * get(d, 'mbpp/aiq_delta_hi'):+.2f}]; "
-                                f"the {get(d, 'mbpp/served_family')} router's lambda sweep, each model priced at its mean "
+                                f"the {get(d, 'mbpp/aiq_family')} router's lambda sweep (the best training-CV AIQ gain), "
+                                "each model priced at its mean "
                                 "training cost; RouterBench's AIQ (Hu et al., 2024)",
                       headline="Routing with costs (RouterBench MBPP): AIQ gain over the zero router"),
                Figure("mbpp: served quality_at_min_cost point, accuracy", at("mbpp/served_acc"), pct,

@@ -121,7 +121,7 @@ def main(argv=None) -> int:
     out["mbpp"].update({
         "aiq_router": float(cq.aiq_router), "aiq_zero": float(cq.aiq_zero), "aiq_delta": float(cq.aiq_delta),
         "aiq_delta_lo": float(cq.aiq_delta_lo), "aiq_delta_hi": float(cq.aiq_delta_hi),
-        "served_objective": str(cq.objective), "served_family": str(cq.family),
+        "served_objective": str(cq.objective), "served_family": str(cq.family), "aiq_family": str(cq.curve_family),
         "served_lambda": None if cq["lambda"] is None or np.isnan(cq["lambda"]) else float(cq["lambda"]),
         "served_policy": str(cq.policy),
         "served_policy_value": None if cq.policy_value is None or np.isnan(cq.policy_value) else float(cq.policy_value),

@@ -76,6 +76,10 @@ def test_the_assets_cost_choice_never_reads_test_predictions():
     zeros = cost_choice(cfg, "quality_at_min_cost", sel, {f: np.zeros((7, 2)) for f in sel.oof}, Y, C, prior)
     noise = cost_choice(cfg, "quality_at_min_cost", sel, {f: g.random((7, 2)) for f in sel.oof}, Y, C, prior)
     assert zeros == noise and zeros[1].policy.kind != "single"
+    from tinybench_assets.defs.assets.router_eval import curve_family
+
+    fam, gains = curve_family(sel, {f: g.random((7, 2)) for f in sel.oof}, Y, C, prior)
+    assert fam == "knn_vote" and gains["knn_vote"] > 0.02 and abs(gains["best_single"]) < 1e-9  # P knows the questions
 
 
 def test_cascade_serves_the_cheapest_confident_model_and_escalates():

@@ -198,6 +198,17 @@ def choose_point(P, Y, C, prior, objective: str = "quality_at_min_cost", toleran
     return pick_point(training_points(P, Y, C, prior, policies), objective, tolerance, max_cost, min_accuracy)
 
 
+def training_aiq_gain(P, Y, C, prior) -> float:
+    """AIQ of the lambda sweep minus the zero router's, on TRAINING questions (P out-of-fold, Y, C training answers and
+    realized costs; routed at the training mean costs), over the single models' training cost range."""
+    Y = np.nan_to_num(np.asarray(Y, dtype=float), nan=0.0)
+    C = np.asarray(C, dtype=float)
+    acc, cost = policy_figures([Policy("lambda", float(v)) for v in lambda_grid(expected_cost(C))], P, Y, C, prior)
+    s_acc, s_cost = Y.mean(axis=0), C.mean(axis=0)
+    lo, hi = float(s_cost.min()), float(s_cost.max())
+    return aiq(cost, acc, lo, hi) - aiq(s_cost, s_acc, lo, hi)
+
+
 def cost_quality_report(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.ndarray, served_picks: np.ndarray,
                         model_cost=None, lambdas=None, n_boot: int = 1000, seed: int = 0, level: float = 0.90) -> dict:
     """The cost-quality figures on TEST questions (complete Y and realized costs C): the router's lambda sweep (routed

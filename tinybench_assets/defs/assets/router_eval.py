@@ -76,6 +76,16 @@ def cost_choice(config, objective: str, sel, test_P: dict, Ytr, Ctr, prior):
     return fam, points[fam]
 
 
+def curve_family(sel, families, Ytr, Ctr, prior) -> tuple[str, dict]:
+    """The family whose cost-quality curve the report shows: the highest AIQ gain over the zero router on TRAINING
+    questions (out-of-fold P), ties to the simpler family; with every family's gain."""
+    from tinybench_assets.core.routing.cost import training_aiq_gain
+    from tinybench_assets.core.routing.select import simplicity
+
+    gains = {f: training_aiq_gain(sel.oof[f], Ytr, Ctr, prior) for f in families if f in sel.oof}
+    return min(gains, key=lambda f: (-round(gains[f], 12), simplicity(f))), gains
+
+
 def cost_file_meta(objective: str, config, choice, P_oof, Ytr, Ctr, prior) -> dict:
     """What ``tinybench route`` needs to serve a cost objective without data: each model's mean training cost per
     question (what routing prices it at), the served policy, and every policy of the served family with its
@@ -89,10 +99,10 @@ def cost_file_meta(objective: str, config, choice, P_oof, Ytr, Ctr, prior) -> di
                        "cv_acc": [p.accuracy for p in pts], "cv_cost": [p.cost for p in pts]}}
 
 
-def cost_row(objective: str, choice, rep: dict, models, best: int) -> dict:
+def cost_row(objective: str, choice, rep: dict, models, best: int, curve: tuple[str, dict]) -> dict:
     """The one-row router_cost_quality table."""
     fam, point = choice
-    return {"objective": objective, "family": fam, "policy": point.policy.kind, "policy_value": point.policy.value,
+    return {"objective": objective, "family": fam, "curve_family": curve[0], "curve_cv_aiq_gain": curve[1][curve[0]], "policy": point.policy.kind, "policy_value": point.policy.value,
             "lambda": point.policy.value if point.policy.kind == "lambda" else None, "rule": point.rule,
             "cv_acc": point.accuracy, "cv_cost": point.cost, "served_acc": rep["served_acc"],
             "served_acc_lo": rep["served_acc_ci"][0], "served_acc_hi": rep["served_acc_ci"][1],
@@ -181,22 +191,24 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
     if Ctr is not None:
         choice, model_cost = cost_choice(config, objective, sel, test_P, Ytr, Ctr, prior), expected_cost(Ctr)
         cost_picks = choice[1].policy.picks(test_P[choice[0]], model_cost, prior)  # priced at training mean costs
-        rep = cost_quality_report(test_P[choice[0]], Yte, C, prior, cost_picks, model_cost=model_cost,
+        curve = curve_family(sel, test_P, Ytr, Ctr, prior)
+        rep = cost_quality_report(test_P[curve[0]], Yte, C, prior, cost_picks, model_cost=model_cost,
                                   n_boot=min(config.n_boot, 1000), seed=config.seed)
         tables["router_cost_curve"] = pd.DataFrame({"lambda": rep["lambdas"], "accuracy": rep["curve_acc"],
                                                     "cost": rep["curve_cost"]}).sort_values(["cost", "accuracy"])
-        tables["router_cost_quality"] = pd.DataFrame([cost_row(objective, choice, rep, models, best)])
+        tables["router_cost_quality"] = pd.DataFrame([cost_row(objective, choice, rep, models, best, curve)])
         label = choice[1].policy.label() if choice[1].policy.kind == "single" else f"{choice[0]}, {choice[1].policy.label()}"
         meta.update({
             "served_for_cost": f"{label}: {100 * rep['served_acc']:.2f} % at {rep['served_cost']:.6g} per question "
                                f"({100 * rep['cost_ratio']:.1f} % of the best single model's {rep['best_single_cost']:.6g}); "
                                f"rule: {choice[1].rule}",
-            "aiq": f"router {100 * rep['aiq_router']:.2f} vs zero router {100 * rep['aiq_zero']:.2f}: "
+            "aiq": f"router ({curve[0]}, the best gain on training CV: {100 * curve[1][curve[0]]:+.2f}) "
+                   f"{100 * rep['aiq_router']:.2f} vs zero router {100 * rep['aiq_zero']:.2f}: "
                    f"{100 * rep['aiq_delta']:+.2f} [{100 * rep['aiq_delta_ci'][0]:+.2f}, {100 * rep['aiq_delta_ci'][1]:+.2f}] "
                    f"points ({int(100 * rep['level'])} % bootstrap over test questions)",
             "cost_auc": rep["aiq_router"],
             "cost_curve": dg.MetadataValue.md(plots.markdown_image(router_plots.cost_quality(
-                f"{key}: accuracy vs cost ({len(Yte)} test questions)", rep, models, label), "accuracy vs cost")),
+                f"{key}: accuracy vs cost ({len(Yte)} test questions; curve: {curve[0]})", rep, models, label), "accuracy vs cost")),
         })
     db.replace_partition(tables, key)
     saved, file_meta = served_router, {"served": sel.served, "margin": sel.margin, "config": sel.best[sel.served][0],
