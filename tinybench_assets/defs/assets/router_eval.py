@@ -102,7 +102,8 @@ def cost_file_meta(objective: str, config, choice, P_oof, Ytr, Ctr, prior) -> di
 def cost_row(objective: str, choice, rep: dict, models, best: int, curve: tuple[str, dict]) -> dict:
     """The one-row router_cost_quality table."""
     fam, point = choice
-    return {"objective": objective, "family": fam, "curve_family": curve[0], "curve_cv_aiq_gain": curve[1][curve[0]], "policy": point.policy.kind, "policy_value": point.policy.value,
+    return {"objective": objective, "family": fam, "curve_family": curve[0], "curve_cv_aiq_gain": curve[1][curve[0]],
+            "policy": point.policy.kind, "policy_value": point.policy.value,
             "lambda": point.policy.value if point.policy.kind == "lambda" else None, "rule": point.rule,
             "cv_acc": point.accuracy, "cv_cost": point.cost, "served_acc": rep["served_acc"],
             "served_acc_lo": rep["served_acc_ci"][0], "served_acc_hi": rep["served_acc_ci"][1],
