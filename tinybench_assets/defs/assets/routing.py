@@ -38,7 +38,7 @@ class KNNConfig(dg.Config):
 class RouterConfig(dg.Config):
     """Router selection by cross-validation on training questions (see core/routing/select.py)."""
 
-    families: list[str] = list(DEFAULT_FAMILIES)  # add "mf" to try matrix factorization
+    families: list[str] = list(DEFAULT_FAMILIES)  # add "mf" for matrix factorization, "<family>_cal" to calibrate one
     n_folds: int = 5
     seed: int = 0
     margins: list[float] = [0.0, 0.02, 0.05, 0.1]
