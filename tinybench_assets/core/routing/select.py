@@ -53,7 +53,7 @@ DEFAULT_GRID = {
 }
 # "mf" (matrix factorization) is offered, not a default: on RouterBench MBPP it was served for quality_at_min_cost
 # by a training-cost margin and cost the router its AIQ gain on test (+0.95 [+0.17, +3.99] -> +2.06 [-0.77, ...]
-# points); on RouterDC it changed no choice
+# points, measured while routing priced each answer at its realized cost); on RouterDC it changed no choice
 DEFAULT_FAMILIES = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "knn_irt_cal", "logistic"]
 DEFAULT_MARGINS = [0.0, 0.02, 0.05, 0.1]
 SIMPLICITY = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic", "mf", "ensemble"]
