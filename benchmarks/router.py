@@ -143,7 +143,9 @@ def main(argv=None) -> int:
     # What the training questions allow: over every family's out-of-fold P and the lambda grid, the best training-CV
     # accuracy at <= 25 % of the best single model's training cost (the bar's cost), against the accuracy that
     # quality_at_min_cost needs (the best single model's, minus the tolerance). Training questions only.
-    from tinybench_assets.core.routing.cost import Policy, aiq, expected_cost, lambda_grid, policy_figures
+    from tinybench_assets.core.routing.cost import (
+        Policy, expected_cost, lambda_grid, lambda_policies, policy_figures, training_aiq_gain,
+    )
     from tinybench_assets.core.routing.select import DEFAULT_FAMILIES, select_router
     from tinybench_assets.defs.assets.router_eval import cost_matrix, routing_data
 
@@ -158,15 +160,12 @@ def main(argv=None) -> int:
         return float(acc[cost <= quarter].max()) if (cost <= quarter).any() else float("nan")
 
     ceiling, cascade, cv_aiq = {}, {}, {}
-    lams = [Policy("lambda", float(v)) for v in lambda_grid(expected_cost(C_[tr_]))]
+    lams = lambda_policies(lambda_grid(expected_cost(C_[tr_])))
     taus = [Policy("cascade", float(t)) for t in np.linspace(0.0, 1.0, 101)]
-    s_acc_, s_cost_ = np.nan_to_num(Y_[tr_]).mean(axis=0), C_[tr_].mean(axis=0)
-    zero_ = aiq(s_cost_, s_acc_, s_cost_.min(), s_cost_.max())
     for fam_, P_ in sel_.oof.items():
-        sweep_ = policy_figures(lams, P_, Y_[tr_], C_[tr_], prior_)
-        ceiling[fam_] = best_within(*sweep_)
+        ceiling[fam_] = best_within(*policy_figures(lams, P_, Y_[tr_], C_[tr_], prior_))
         cascade[fam_] = best_within(*policy_figures(taus, P_, Y_[tr_], C_[tr_], prior_))  # cheapest confident first
-        cv_aiq[fam_] = aiq(sweep_[1], sweep_[0], s_cost_.min(), s_cost_.max()) - zero_  # out-of-fold, training only
+        cv_aiq[fam_] = training_aiq_gain(P_, Y_[tr_], C_[tr_], prior_)  # out-of-fold, training only
     need = float(np.nan_to_num(Y_[tr_][:, int(np.argmax(prior_))]).mean()) - 0.01
     out["mbpp"].update({"cv_best_acc_at_quarter_cost": max(ceiling.values()), "cv_acc_needed": need,
                         "cv_best_acc_at_quarter_cost_by_family": ceiling,

@@ -71,10 +71,15 @@ def lambda_grid(model_cost, n: int = 120) -> np.ndarray:
     return np.concatenate([[0.0], np.logspace(-4, 4, n) / scale])
 
 
+def lambda_policies(lambdas) -> list[Policy]:
+    """A lambda sweep as policies, one per lambda."""
+    return [Policy("lambda", float(v)) for v in lambdas]
+
+
 def policy_grid(model_cost, cascade: bool = True) -> list[Policy]:
     """The policies a cost objective chooses among: the best single model, the lambda sweep and (``cascade``) the
     cascade thresholds."""
-    out = [Policy("single")] + [Policy("lambda", float(v)) for v in lambda_grid(model_cost)]
+    out = [Policy("single")] + lambda_policies(lambda_grid(model_cost))
     return out + ([Policy("cascade", float(t)) for t in CASCADE_TAUS] if cascade else [])
 
 
@@ -203,7 +208,7 @@ def training_aiq_gain(P, Y, C, prior) -> float:
     realized costs; routed at the training mean costs), over the single models' training cost range."""
     Y = np.nan_to_num(np.asarray(Y, dtype=float), nan=0.0)
     C = np.asarray(C, dtype=float)
-    acc, cost = policy_figures([Policy("lambda", float(v)) for v in lambda_grid(expected_cost(C))], P, Y, C, prior)
+    acc, cost = policy_figures(lambda_policies(lambda_grid(expected_cost(C))), P, Y, C, prior)
     s_acc, s_cost = Y.mean(axis=0), C.mean(axis=0)
     lo, hi = float(s_cost.min()), float(s_cost.max())
     return aiq(cost, acc, lo, hi) - aiq(s_cost, s_acc, lo, hi)
@@ -219,7 +224,7 @@ def cost_quality_report(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.n
     n, M = Y.shape
     mc = expected_cost(C) if model_cost is None else np.asarray(model_cost, dtype=float)
     lambdas = lambda_grid(mc) if lambdas is None else np.asarray(lambdas, dtype=float)
-    picks = policy_picks([Policy("lambda", float(v)) for v in lambdas], P, mc, prior)  # (L, n)
+    picks = policy_picks(lambda_policies(lambdas), P, mc, prior)  # (L, n)
     rows = np.arange(n)[None, :]
     Yp, Cp = Y[rows, picks], C[rows, picks]  # (L, n) per-question correctness and cost of each lambda's picks
     best = int(np.argmax(prior))

@@ -39,7 +39,7 @@ import pandas as pd
 from .knn import nearest
 from .calibrated import CalibratedRouter, PlattCalibrator, crossfit_calibrated
 from .metrics import paired_bootstrap_ci, route
-from .routers import (  # noqa: F401  (cv_folds: imported from here too)
+from .routers import (
     BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, MFRouter, cv_folds, model_accuracy,
     vote_proba,
 )
@@ -66,9 +66,14 @@ def base_family(family: str) -> str:
     return family[:-len(CAL)] if family.endswith(CAL) else family
 
 
+def router_config(config: dict) -> dict:
+    """A family's configuration without its routing margin: what the router is built and fitted with."""
+    return {k: v for k, v in config.items() if k != "margin"}
+
+
 def same_config(a: dict, b: dict) -> bool:
     """Two families' configurations fit the same router (routing margins aside)."""
-    return {k: v for k, v in a.items() if k != "margin"} == {k: v for k, v in b.items() if k != "margin"}
+    return router_config(a) == router_config(b)
 
 
 def simplicity(family: str) -> float:
@@ -101,7 +106,7 @@ class RouterSelection:
         """An unfitted router of a family in its CV-chosen configuration."""
         if family == "ensemble":
             return EnsembleRouter([self.make(f, device, seed) for f in self.best["ensemble"][0]["members"]])
-        cfg = {k: v for k, v in self.best[family][0].items() if k != "margin"}
+        cfg = router_config(self.best[family][0])
         if family in self.calibrators:
             return CalibratedRouter(make_router(base_family(family), cfg, device=device, seed=seed),
                                     calibrator=self.calibrators[family])
