@@ -223,6 +223,7 @@ from tinybench_assets.io.landing import ingest_landing
 class Announcing:
     def __init__(self, con): self._con = con
     def __getattr__(self, name): return getattr(self._con, name)
+    def cursor(self): return Announcing(self._con.cursor())  # the store's accesses are cursors of one instance
     def register(self, name, df):
         print(f"WRITE {name} {len(df)}", flush=True)
         return self._con.register(name, df)

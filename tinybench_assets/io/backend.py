@@ -66,7 +66,8 @@ class StoreBackend:
 
     def tables(self) -> list[str]:
         """The store's tables (its own schema only), sorted."""
-        return self.query("SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() "
+        return self.query("SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database() "
+                          "AND table_schema = current_schema() "
                           "ORDER BY 1")["table_name"].tolist()
 
     @contextlib.contextmanager

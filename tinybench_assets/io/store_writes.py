@@ -109,7 +109,8 @@ class StoreWrites(StoreBackend):
     def _columns(con, table: str) -> dict[str, str]:
         """The table's columns and their types ({} when there is no such table)."""
         return {r[0]: r[1] for r in con.execute("SELECT column_name, data_type FROM information_schema.columns WHERE "
-                                                "table_name = ? AND table_schema = current_schema()", [table]).fetchall()}
+                                                "table_name = ? AND table_catalog = current_database() AND "
+                                                "table_schema = current_schema()", [table]).fetchall()}
 
     @staticmethod
     def _needs_ddl(have: dict[str, str], df: pd.DataFrame) -> bool:

@@ -40,6 +40,7 @@ db, home, key, pause_after, pause = sys.argv[1], sys.argv[2], sys.argv[3], sys.a
 class Announcing:
     def __init__(self, con): self._con = con
     def __getattr__(self, name): return getattr(self._con, name)
+    def cursor(self): return Announcing(self._con.cursor())  # the store's accesses are cursors of one instance
     def execute(self, sql, *args, **kw):
         words = sql.split()
         what = None

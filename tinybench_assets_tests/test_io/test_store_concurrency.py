@@ -68,3 +68,62 @@ def test_a_column_first_written_all_null_takes_later_values(tmp_path):
     old.replace_partition({"results": pd.DataFrame({"x": [2.0], "calibration": ['{"x": [0, 1]}']})}, "big")
     got = old.query("SELECT * FROM results ORDER BY x")
     assert got.partition_key.tolist() == ["small", "big"] and got.calibration.tolist() == [None, '{"x": [0, 1]}']
+
+
+def _write_once(path: str, q) -> None:
+    import duckdb
+
+    try:
+        con = duckdb.connect(path)
+        con.execute("INSERT INTO t VALUES (2)")
+        con.close()
+        q.put("wrote")
+    except duckdb.IOException as exc:
+        q.put(f"locked: {exc}")
+
+
+def test_an_access_holds_the_file_only_while_it_lasts_and_accesses_of_one_process_share_it(tmp_path):
+    """The store's accesses attach the file to the process's one DuckDB instance: another process cannot write while
+    one lasts and can right after; nested accesses and threads of one process share it; two spellings of one path
+    are one file; a write inside a read-only access of the same thread is a clear error, not a wait for itself."""
+    import os
+    import threading
+
+    import pytest
+
+    from tinybench_assets.io.connection import DuckDBFile, _ATTACHMENTS
+
+    path = tmp_path / "a.duckdb"
+    db = DuckDBFile(path, schema="CREATE TABLE IF NOT EXISTS t (x INTEGER)")
+    db.execute("INSERT INTO t VALUES (1)")
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    with db.connect() as con:
+        p = ctx.Process(target=_write_once, args=(str(path), q))
+        p.start()
+        p.join(60)
+        assert q.get(timeout=5).startswith("locked")  # held while the access lasts
+        with DuckDBFile(tmp_path / "." / "a.duckdb").connect(read_only=True) as inner:  # nested, another spelling
+            assert inner.execute("SELECT count(*) FROM t").fetchone() == (1,)
+        assert con.execute("SELECT count(*) FROM t").fetchone() == (1,)
+    assert _ATTACHMENTS._attached == {}  # detached: the lock is released
+    p = ctx.Process(target=_write_once, args=(str(path), q))
+    p.start()
+    p.join(60)
+    assert q.get(timeout=5) == "wrote"
+
+    def insert(i):
+        for _ in range(10):
+            db.execute("INSERT INTO t VALUES (?)", [i])
+
+    threads = [threading.Thread(target=insert, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert db.query("SELECT count(*) AS n FROM t")["n"].iloc[0] == 32
+    with db.connect(read_only=True):
+        with pytest.raises(RuntimeError, match="write access inside a read-only access"):
+            with db.connect():
+                pass
+    assert _ATTACHMENTS._attached == {} and os.path.exists(path)
