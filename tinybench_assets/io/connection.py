@@ -69,7 +69,7 @@ class DuckDBFile(StoreBackend):
         deadline, delay = time.monotonic() + self.lock_timeout, 0.05
         while True:
             try:
-                con = _ATTACHMENTS.open(self.path, read_only)
+                key, con = _ATTACHMENTS.open(self.path, read_only)
                 break
             except (duckdb.IOException, _Busy) as exc:
                 if isinstance(exc, duckdb.IOException) and "lock" not in str(exc).lower():
@@ -81,7 +81,7 @@ class DuckDBFile(StoreBackend):
         try:
             yield con
         finally:
-            _ATTACHMENTS.close(self.path, con)
+            _ATTACHMENTS.close(key, con)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -124,9 +124,10 @@ class _Busy(RuntimeError):
 class _Attachments:
     """The process's in-memory DuckDB instance and the store files attached to it, with the accesses using each.
 
-    ``open`` attaches a file on its first access (read-only or not) and answers a cursor whose default catalog is the
-    file; ``close`` closes the cursor and DETACHes the file when no access of the process uses it any more (DuckDB
-    releases the file's lock then). One lock guards the bookkeeping; a forked child starts its own instance."""
+    ``open`` attaches a file on its first access (read-only or not) and answers its key and a cursor whose default
+    catalog is the file; ``close`` closes the cursor and DETACHes the file when no access of the process uses it any
+    more (DuckDB releases the file's lock then). One lock guards the bookkeeping; a forked child starts its own
+    instance."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -134,7 +135,7 @@ class _Attachments:
         self._base: duckdb.DuckDBPyConnection | None = None
         self._attached: dict[str, list] = {}  # real path -> [alias, read_only, the users' thread idents]
 
-    def open(self, path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    def open(self, path: Path, read_only: bool) -> tuple[str, duckdb.DuckDBPyConnection]:
         key, me = os.path.realpath(path), threading.get_ident()
         with self._lock:
             if self._pid != os.getpid():  # first use, or a forked child: never touch the parent's instance
@@ -156,23 +157,30 @@ class _Attachments:
             except BaseException:
                 self._release(key, me)
                 raise
-            return con
+            return key, con
 
-    def close(self, path: Path, con: duckdb.DuckDBPyConnection) -> None:
+    def close(self, key: str, con: duckdb.DuckDBPyConnection) -> None:
         try:
             con.close()
         finally:
             with self._lock:
-                self._release(os.path.realpath(path), threading.get_ident())
+                self._release(key, threading.get_ident())
 
     def _release(self, key: str, thread: int) -> None:
         entry = self._attached.get(key)
         if entry is None or self._pid != os.getpid():
             return
-        entry[2].remove(thread)
-        if not entry[2]:
+        users = entry[2]
+        users.remove(thread if thread in users else users[0])  # a block may end in another thread than it began
+        if not users:
             del self._attached[key]
-            self._base.execute(f"DETACH {entry[0]}")
+            try:
+                self._base.execute(f"DETACH {entry[0]}")
+            except Exception:
+                if self._attached:  # other files are in use: the instance stays
+                    raise
+                self._base.close()  # closing the instance detaches everything; the next access starts a new one
+                self._pid = None
 
 
 _ATTACHMENTS = _Attachments()

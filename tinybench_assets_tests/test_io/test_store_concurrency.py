@@ -127,3 +127,23 @@ def test_an_access_holds_the_file_only_while_it_lasts_and_accesses_of_one_proces
             with db.connect():
                 pass
     assert _ATTACHMENTS._attached == {} and os.path.exists(path)
+
+
+def test_an_access_ended_in_another_thread_still_detaches_the_file(tmp_path):
+    """A block may end in another thread than it began (a generator finished elsewhere): the file is detached all
+    the same, and the next access attaches it afresh."""
+    import threading
+
+    from tinybench_assets.io.connection import DuckDBFile, _ATTACHMENTS
+
+    db = DuckDBFile(tmp_path / "b.duckdb", schema="CREATE TABLE IF NOT EXISTS t (x INTEGER)")
+    db.execute("INSERT INTO t VALUES (1)")
+    block = db.connect(read_only=True)
+    con = block.__enter__()
+    assert con.execute("SELECT count(*) FROM t").fetchone() == (1,)
+    t = threading.Thread(target=block.__exit__, args=(None, None, None))
+    t.start()
+    t.join(30)
+    assert _ATTACHMENTS._attached == {}
+    db.execute("INSERT INTO t VALUES (2)")
+    assert db.query("SELECT count(*) AS n FROM t")["n"].iloc[0] == 2
