@@ -143,18 +143,17 @@ class DaemonProject:
         it) has no work for ``settle_s``; raises TimeoutError (with the daemon's log) otherwise."""
         # the decision checked here is the sensor's own, so one tick's worth of quiet is enough
         settle_s = settle_s if settle_s is not None else 2.0
-        t0, quiet_since, work, decided, pending = time.monotonic(), None, None, 0.0, []
+        t0, quiet_since, pending, decided = time.monotonic(), None, None, 0.0  # pending: the last decision's work
         while time.monotonic() - t0 < timeout_s:
             busy = bool(self.live_runs())
             # the decision (about a CPU-second on a small project) only when no run is live, and at most every 2 s
             # (polled every second it took a core from the daemon it waits for); a live run forces a fresh one
             if busy:
-                work = None
+                pending = None
             else:
-                if work is None or time.monotonic() - decided >= 2.0:
-                    pending = self.decision().work
-                    work, decided = bool(pending), time.monotonic()
-                busy = work
+                if pending is None or time.monotonic() - decided >= 2.0:
+                    pending, decided = self.decision().work, time.monotonic()
+                busy = bool(pending)
             if busy:
                 quiet_since = None
             elif quiet_since is None:
@@ -164,7 +163,7 @@ class DaemonProject:
             time.sleep(1.0)
         raise TimeoutError(f"the daemon did not converge in {timeout_s:.0f} s; live runs "
                            f"{[(r.job_name, r.tags.get('dagster/partition'), r.status.value) for r in self.live_runs()]}; "
-                           f"the last decision's work {pending}; "
+                           f"the last decision's work {'none taken since a run was live' if pending is None else pending}; "
                            f"daemon log:\n{self.tail()}")
 
     def run_all(self, *args: str, timeout_s: float = 900.0) -> subprocess.CompletedProcess:
