@@ -136,11 +136,17 @@ def pytest_itemcollected(item):
         item.add_marker(pytest.mark.xdist_group("pg_server"))
 
 
+#: test modules that mostly wait on the servers they start (dagster dev, a gRPC code server, step processes)
+WAITING = ("tinybench_assets_tests/test_ui/test_ui_cli.py", "tinybench_assets_tests/test_deploy/test_profiles.py")
+
+
 def pytest_collection_modifyitems(config, items):
     """Modules holding long tests (a ``pytest.mark.timeout`` above the default) run first, the longest budget first,
     every module's tests kept together and in order: the two xdist workers then pick the short tests up at the end
     instead of one worker finishing a long test alone while the other idles (scripts/run_tests.sh keeps this order:
-    --no-loadscope-reorder)."""
+    --no-loadscope-reorder). Of the rest, the modules that mostly wait on servers they start (WAITING) go first: run
+    beside the other worker's CPU-bound tests, their waits overlap its work, where at the end of the suite one ran
+    alone for half a minute (the ``tinybench ui`` start-and-stop test: 33 s, under 2 CPU-s in the test process)."""
     def budget(item) -> float:
         m = item.get_closest_marker("timeout")
         return float(m.args[0]) if m is not None and m.args else 0.0
@@ -148,4 +154,4 @@ def pytest_collection_modifyitems(config, items):
     by_module: dict[str, float] = {}
     for it in items:
         by_module[it.nodeid.split("::")[0]] = max(by_module.get(it.nodeid.split("::")[0], 0.0), budget(it))
-    items.sort(key=lambda it: -by_module[it.nodeid.split("::")[0]])  # stable: the rest keep their order
+    items.sort(key=lambda it: (-by_module[it.nodeid.split("::")[0]], not it.nodeid.startswith(WAITING)))  # stable
