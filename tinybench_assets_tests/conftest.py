@@ -1,10 +1,22 @@
 """Shared fixtures: small real slices of ../shared/data, written into a temporary landing folder."""
 from __future__ import annotations
 
-import json
 import os
-import pickle
-from pathlib import Path
+
+# Two xdist workers share two cores, so each worker's thread pools (torch, OpenMP, BLAS), and those of the processes it
+# starts, take one thread, as run-all's worker processes do (core.parallel). With two threads in both workers, three
+# estimation tests that take 6-12 s alone took 47-53 s each in one suite run (OpenMP threads spinning on a busy core).
+if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1) > 1:
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TINYBENCH_TORCH_THREADS"):
+        os.environ.setdefault(_var, "1")
+    ONE_THREAD = True
+else:
+    ONE_THREAD = False
+
+import json  # noqa: E402 - after the thread budget: BLAS reads it when numpy loads
+import pickle  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 import numpy as np
 import pandas as pd
@@ -108,6 +120,17 @@ def synthetic_2pl(n_models: int, n_items: int, dim: int = 1, seed: int = 0):
     b = rng.normal(size=n_items)
     p = 1 / (1 + np.exp(-(theta @ a.T - b)))
     return (rng.random(p.shape) < p).astype(float), theta, a, b
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Under two workers, torch goes back to one thread after a test that raised it (an encoder or a resource sets
+    its own count in the test's process)."""
+    yield
+    if ONE_THREAD and "torch" in sys.modules:
+        torch = sys.modules["torch"]
+        if torch.get_num_threads() != 1:
+            torch.set_num_threads(1)
 
 
 @pytest.fixture(autouse=True)
