@@ -6,12 +6,12 @@ import os
 # Two xdist workers share two cores, so each worker's thread pools (torch, OpenMP, BLAS), and those of the processes it
 # starts, take one thread, as run-all's worker processes do (core.parallel). With two threads in both workers, three
 # estimation tests that take 6-12 s alone took 47-53 s each in one suite run (OpenMP threads spinning on a busy core).
-if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1) > 1:
-    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TINYBENCH_TORCH_THREADS"):
+THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TINYBENCH_TORCH_THREADS")
+USER_THREADS = {v: os.environ[v] for v in THREAD_VARS if v in os.environ}  # a budget the user set is kept
+ONE_THREAD = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1) > 1
+if ONE_THREAD:
+    for _var in THREAD_VARS:
         os.environ.setdefault(_var, "1")
-    ONE_THREAD = True
-else:
-    ONE_THREAD = False
 
 import json  # noqa: E402 - after the thread budget: BLAS reads it when numpy loads
 import pickle  # noqa: E402
