@@ -3,10 +3,12 @@ from __future__ import annotations
 
 import os
 
+from tinybench_assets.core.parallel import THREAD_ENV  # imports nothing that loads BLAS
+
 # Two xdist workers share two cores, so each worker's thread pools (torch, OpenMP, BLAS), and those of the processes it
 # starts, take one thread, as run-all's worker processes do (core.parallel). With two threads in both workers, three
 # estimation tests that take 6-12 s alone took 47-53 s each in one suite run (OpenMP threads spinning on a busy core).
-THREAD_VARS = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TINYBENCH_TORCH_THREADS")
+THREAD_VARS = (*THREAD_ENV, "TINYBENCH_TORCH_THREADS")
 USER_THREADS = {v: os.environ[v] for v in THREAD_VARS if v in os.environ}  # a budget the user set is kept
 ONE_THREAD = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1) > 1
 if ONE_THREAD:

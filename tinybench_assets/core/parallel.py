@@ -12,12 +12,15 @@ import os
 from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence
 
-__all__ = ["init_worker", "resolve_jobs", "run_tasks", "worker_pool"]
+__all__ = ["THREAD_ENV", "init_worker", "resolve_jobs", "run_tasks", "worker_pool"]
+
+#: the environment variables that size OpenMP's (scikit-learn's, torch's) and BLAS's thread pools when they load
+THREAD_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def init_worker(threads: int) -> None:
     """Give a worker process its own thread budget for torch, OpenMP (scikit-learn) and BLAS."""
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    for var in THREAD_ENV:
         os.environ[var] = str(threads)
     import torch
     from threadpoolctl import threadpool_limits

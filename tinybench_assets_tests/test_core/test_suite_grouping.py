@@ -27,9 +27,9 @@ def test_under_two_workers_every_thread_pool_takes_one_thread():
     import sklearn.ensemble  # noqa: F401 - loads the OpenMP runtime
     from threadpoolctl import threadpool_info
 
-    from tinybench_assets_tests.conftest import USER_THREADS
+    from tinybench_assets_tests.conftest import ONE_THREAD, USER_THREADS
 
-    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1") or 1) < 2:
+    if not ONE_THREAD:
         pytest.skip("not run in two or more xdist workers")
     if USER_THREADS:
         pytest.skip(f"the thread budget was set before the run: {USER_THREADS}")
