@@ -19,6 +19,8 @@ RESPONSE_COLUMNS = ["leaderboard", "scenario", "subscenario", "item", "model", "
 ITEM_COLUMNS = ["leaderboard", "scenario", "subscenario", "item", "text", "split"]
 FULL_SCORE_COLUMNS = ["leaderboard", "scenario", "model", "full_score", "split"]
 COST_COLUMNS = ["leaderboard", "scenario", "item", "model", "cost"]
+#: a leaderboard's prices file (``prices.csv``): a price per model, per question or per million tokens
+PRICE_COLUMNS = ["leaderboard", "model", "cost_per_question", "input_per_mtok", "output_per_mtok"]
 TEXT_COLUMNS = ("prompt", "text", "question")
 NAME_RE = re.compile(r"[^a-z0-9_\-]+")
 ROUTERDC_NAME_RE = re.compile(r"^(?P<scenario>.+?)[-_](?P<split>train|test)$", re.IGNORECASE)
@@ -50,6 +52,11 @@ class Drop:
     full_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FULL_SCORE_COLUMNS))
     # per-(model, item) cost of answering (wide tables' <model>|total_cost): finite, >= 0
     costs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COST_COLUMNS))
+    # a prices file's rows (PRICE_COLUMNS): each model's price where the drop carries no per-question costs
+    prices: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PRICE_COLUMNS))
+    # rows a reader left out of an otherwise good file: ``row`` (1 = first data row), ``reason``, then the row's cells
+    # as read; the ingest writes them to ``<quarantine>/<leaderboard>/<file>.rejected.csv``
+    rejected: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=["row", "reason"]))
     # scenario -> binarization rule ("auto" = tutorial threshold unless already 0/1, "positive" = score > 0)
     binarize_rules: dict[str, str] = field(default_factory=dict)
     # what the reader decided on its own (detected matrix orientation, ignored columns); logged by the ingest
