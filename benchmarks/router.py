@@ -1,7 +1,10 @@
-"""Router benchmark on RouterDC (MMLU, ARC-Challenge, GSM8K) and RouterBench MBPP (11 models with per-question dollar
-costs): the router assets run cold on a fresh store, then again to show the embedding cache, then a shuffled-answers
-check of the served routers. On MBPP, the cost-quality report: AIQ of the router against the zero router (RouterBench's
-non-decreasing convex hull of the single models) and the point served for quality_at_min_cost.
+"""Router benchmark on RouterDC (MMLU, ARC-Challenge, GSM8K), RouterBench MBPP (11 models with per-question dollar
+costs) and RouteLLM's evaluation data (MMLU, GSM8K; Mixtral vs GPT-4, no split landed: the assets split the questions
+themselves): the router assets run cold on a fresh store, then again to show the embedding cache, then a
+shuffled-answers check of the served routers. On MBPP, the cost-quality report: AIQ of the router against the zero
+router (RouterBench's non-decreasing convex hull of the single models) and the point served for quality_at_min_cost.
+RouterDC's mixed traffic: the leaderboard router (no scenario label) per task beside the best single model overall,
+the per-task best model and the oracle. RouteLLM: APGR, CPT(50 %), CPT(80 %) with bootstrap intervals.
 
     .venv/bin/python benchmarks/router.py --json benchmarks/results/router.json
 
@@ -31,7 +34,9 @@ from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, mach
 REFERENCE_MMLU = {"best_single_acc": 0.6459, "oracle_acc": 0.8526, "random_acc": 0.6054, "tutorial_knn_irt_acc": 0.623,
                   "router_acc": 0.6478}
 BENCHMARKS = {"mmlu": "routerdc.mmlu", "arc_challenge": "routerdc.arc_challenge", "gsm8k": "routerdc.gsm8k",
-              "mbpp": "routerbench.mbpp"}
+              "mbpp": "routerbench.mbpp", "routellm_mmlu": "routellm.mmlu", "routellm_gsm8k": "routellm.gsm8k"}
+BOARDS = ("routerdc", "routellm")  # the leaderboard routers (mixed traffic)
+ROUTELLM_BARS = {"mmlu": {"apgr": 0.63, "cpt50": 0.33, "cpt50_hi": 0.50}, "gsm8k": {"apgr": 0.58}}
 COST_BARS = {"aiq_delta_lo": 0.0, "accuracy_below_best_single_points": 1.0, "cost_ratio": 0.25}
 
 
@@ -53,7 +58,8 @@ def main(argv=None) -> int:
     from tinybench_assets.core.routing import evaluate_routing, route
     from tinybench_assets.core.routing.routers import model_accuracy
     from tinybench_assets.core.routing.saved import load_router
-    from tinybench_assets.defs.assets import irt, responses, router_eval, routing
+    from tinybench_assets.defs.assets import irt, responses, router_board, router_eval, routing
+    from tinybench_assets.defs.partitions import register_partitions
     from tinybench_assets.defs.resources import EncoderResource, LandingResource, ModelStore, StoreResource, TorchDevice
     from tinybench_assets.io.store import Store
 
@@ -65,6 +71,9 @@ def main(argv=None) -> int:
     (root / "incoming" / "routerbench").mkdir(parents=True, exist_ok=True)
     for f in sorted((Path(paths.default_data_dir()) / "routerbench").glob("mbpp_*.csv")):
         shutil.copy(f, root / "incoming" / "routerbench" / f.name)
+    (root / "incoming" / "routellm").mkdir(parents=True, exist_ok=True)
+    for f in sorted((Path(paths.default_data_dir()) / "routellm").glob("*.csv")):
+        shutil.copy(f, root / "incoming" / "routellm" / f.name)
     os.environ["TINYBENCH_ARTIFACTS"] = str(root / "artifacts")
     res = {"store": StoreResource(database=str(root / "tb.duckdb")),
            "landing": LandingResource(incoming=str(root / "incoming"), quarantine=str(root / "quarantine")),
@@ -74,6 +83,7 @@ def main(argv=None) -> int:
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     t0 = time.perf_counter()
     assert dg.materialize([responses.landing_ingest], instance=instance, resources=res, run_config=quiet).success
+    register_partitions(instance, BENCHMARKS.values())
     up = [responses.raw_responses, responses.response_matrix, responses.binarized_responses, irt.irt_model]
     for key in BENCHMARKS.values():
         assert dg.materialize(up, partition_key=key, instance=instance, resources=res, run_config=quiet).success
@@ -91,6 +101,12 @@ def main(argv=None) -> int:
         embedded += md["embedded_now"].value
         encode_s += md["encode_seconds"].value
         print(f"router stage {key}: {step_s[name]:.1f} s ({md['embedded_now'].value} texts embedded)", flush=True)
+    for board in BOARDS:
+        ts = time.perf_counter()
+        assert dg.materialize([router_board.leaderboard_router], partition_key=board, instance=instance, resources=res,
+                              run_config=quiet).success, board
+        step_s[f"board_{board}"] = time.perf_counter() - ts
+        print(f"leaderboard router {board}: {step_s[f'board_{board}']:.1f} s", flush=True)
     stage_s = time.perf_counter() - t1
     second = 0
     for key in BENCHMARKS.values():
@@ -178,6 +194,39 @@ def main(argv=None) -> int:
           + ", ".join(f"{f} {100 * v:.2f}/{100 * cascade[f]:.2f}" for f, v in sorted(ceiling.items())))
     print("  training CV, AIQ gain over the zero router of each family's out-of-fold lambda sweep (points): "
           + ", ".join(f"{f} {100 * v:+.2f}" for f, v in sorted(cv_aiq.items())))
+    # RouterDC's mixed traffic: the leaderboard router (no scenario label), per task and macro
+    bm = store.query("SELECT * FROM board_router_metrics WHERE partition_key = 'routerdc'")
+    per = {r.scenario: {"router": float(r.router), "best_overall": float(r.best_overall),
+                        "per_task_best": float(r.per_task_best), "oracle": float(r.oracle), "n": int(r.n)}
+           for r in bm.itertuples() if r.scenario != "macro"}
+    mac = bm[bm["scenario"] == "macro"].iloc[0]
+    out["routerdc_mixed"] = {"macro_router": float(mac.router), "macro_best_overall": float(mac.best_overall),
+                             "macro_per_task_best": float(mac.per_task_best), "macro_oracle": float(mac.oracle),
+                             "served_router": str(mac.served_router), "best_overall_model": str(mac.best_overall_model),
+                             "ood_test_share": float(mac.ood_test_share), "per_task": per,
+                             "stage_seconds": round(step_s["board_routerdc"], 1)}
+    print(f"\nRouterDC mixed traffic (leaderboard router {mac.served_router}, no scenario label; test questions, %):")
+    print(f"  {'task':<16}{'router':>8}{'best1':>8}{'per-task':>10}{'oracle':>8}{'n':>6}")
+    for t, v in [*per.items(), ("macro", {"router": mac.router, "best_overall": mac.best_overall,
+                                          "per_task_best": mac.per_task_best, "oracle": mac.oracle, "n": mac.n})]:
+        print(f"  {t:<16}{100 * v['router']:8.2f}{100 * v['best_overall']:8.2f}{100 * v['per_task_best']:10.2f}"
+              f"{100 * v['oracle']:8.2f}{int(v['n']):6d}")
+    print(f"  bars: macro >= per-task best ({100 * mac.per_task_best:.2f}): "
+          f"{'met' if mac.router >= mac.per_task_best else 'NOT met'}; >= best overall + 3 ({100 * mac.best_overall + 3:.2f}): "
+          f"{'met' if mac.router >= mac.best_overall + 0.03 else 'NOT met'}")
+    # RouteLLM's measures on its own data (tinybench's own split of the questions)
+    out["routellm"] = {}
+    print("\nRouteLLM (Mixtral vs GPT-4; shares of calls to GPT-4, 95 % bootstrap over test questions):")
+    for task in ("mmlu", "gsm8k"):
+        g = store.query("SELECT * FROM router_gap WHERE partition_key = ?", [f"routellm.{task}"]).iloc[0]
+        out["routellm"][task] = {k: float(g[k]) for k in ("apgr", "apgr_lo", "apgr_hi", "cpt50", "cpt50_lo", "cpt50_hi",
+                                                          "cpt80", "weak_acc", "strong_acc")}
+        out["routellm"][task].update(n_test=int(g.n_test), family=str(g.family))
+        bars = ROUTELLM_BARS[task]
+        ok = all(g[k] >= v if k == "apgr" else g[k] <= v for k, v in bars.items())
+        print(f"  {task}: {g.family}: APGR {g.apgr:.3f} [{g.apgr_lo:.3f}, {g.apgr_hi:.3f}], CPT(50 %) {100 * g.cpt50:.1f} % "
+              f"[{100 * g.cpt50_lo:.1f}, {100 * g.cpt50_hi:.1f}], CPT(80 %) {100 * g.cpt80:.1f} %; weak {100 * g.weak_acc:.2f} "
+              f"strong {100 * g.strong_acc:.2f} on {int(g.n_test)} test questions; bars {bars}: {'met' if ok else 'NOT met'}")
     print("\nevery CV-chosen router on test (cv = selection-aware cross-validated accuracy on training questions; "
           "the best single model's cv is in-sample):")
     for name, key in BENCHMARKS.items():
@@ -194,6 +243,7 @@ def main(argv=None) -> int:
           "shuffled = mean over 20 permutations of the test answers:")
     from tinybench_assets.core.routing.routers import KNNIRTRouter
     from tinybench_assets.core.routing.select import make_router
+    from tinybench_assets.defs.assets.router_eval import question_groups
 
     for name, key in BENCHMARKS.items():
         emb, E, Y, models, test = routing_data(store, key)
@@ -201,9 +251,11 @@ def main(argv=None) -> int:
         best = int(np.argmax(prior))
         ok = ~np.isnan(Y[test]).any(axis=1)
         Etr, Ytr, Ete, Yte = E[~test], Y[~test], E[test][ok], Y[test][ok]
-        tut10 = KNNIRTRouter(dim=10, k=20).fit(Etr, Ytr)
-        out[name]["tutorial_knn_irt_acc_d10"] = evaluate_routing(Yte, route(tut10.predict_proba(Ete), prior), best, models,
-                                                                 n_boot=10)["router_acc"]
+        gtr = question_groups(store, key, emb["item"])[~test]
+        if len(models) >= 3:
+            tut10 = KNNIRTRouter(dim=10, k=20).fit(Etr, Ytr)
+            out[name]["tutorial_knn_irt_acc_d10"] = evaluate_routing(Yte, route(tut10.predict_proba(Ete), prior), best,
+                                                                     models, n_boot=10)["router_acc"]
         g = np.random.default_rng(0)
         perms = [g.permutation(len(Yte)) for _ in range(20)]
         parts = []
@@ -216,7 +268,7 @@ def main(argv=None) -> int:
             if router is None:
                 if fam == "ensemble":
                     continue
-                router = make_router(fam, cfg).fit(Etr, Ytr)
+                router = make_router(fam, cfg).fit(Etr, Ytr, gtr)
             picks = route(router.predict_proba(Ete), prior, margin=spec["config"].get("margin", 0.0))
             ev = evaluate_routing(Yte, picks, best, models, n_boot=10)
             shuf = [evaluate_routing(Yte[p], picks, best, models, n_boot=10) for p in perms]
@@ -226,15 +278,17 @@ def main(argv=None) -> int:
         out[name]["shuffled_delta_mean"] = float(np.mean([evaluate_routing(Yte[p], np.full(len(Yte), best), best, models,
                                                                           n_boot=10)["delta"] for p in perms]))
         print(f"  {name}: " + "; ".join(parts))
-        print(f"  {name}: tutorial KNN-IRT with the irt_model asset's D: {100 * out[name]['tutorial_knn_irt_acc']:.2f}; "
-              f"with D = 10, k = 20: {100 * out[name]['tutorial_knn_irt_acc_d10']:.2f} (reference, MMLU: 62.30)")
+        if "tutorial_knn_irt_acc_d10" in out[name]:
+            print(f"  {name}: tutorial KNN-IRT with the irt_model asset's D: {100 * out[name]['tutorial_knn_irt_acc']:.2f}; "
+                  f"with D = 10, k = 20: {100 * out[name]['tutorial_knn_irt_acc_d10']:.2f} (reference, MMLU: 62.30)")
 
     rate = embedded / encode_s if encode_s > 0 else float("nan")
     top = {**out, "embed_questions_per_s": round(rate, 1), "second_run_embedded": int(second),
            "seconds": round(stage_s, 1), "upstream_seconds": round(upstream_s, 1), "embedded_first_run": int(embedded),
            "device": args.device, "threads": args.threads}
     print(f"\nembedding: {embedded} texts at {rate:.1f} texts/s (bar >= 40); second run embedded {second} (bar 0)")
-    print(f"router stage, RouterDC x 3 + MBPP, cold: {stage_s:.1f} s (bar < 300 s); upstream {upstream_s:.1f} s")
+    print(f"router stage, RouterDC x 3 + MBPP + RouteLLM x 2 + 2 leaderboard routers, cold: {stage_s:.1f} s (bar < 300 s); "
+          f"upstream {upstream_s:.1f} s")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({**top, "meta": run_meta()}, indent=2))

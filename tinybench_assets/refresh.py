@@ -4,13 +4,14 @@ For one partition of one asset job, :func:`refresh` asks Dagster's stale-status 
 uses for its "stale" badges) which of the job's assets are MISSING or STALE, and runs those together with their
 descendants in the job, in one run. Assets with logical data versions (code version + upstream versions) change
 whenever a stale ancestor re-runs, so they go in the same run. The roots report content hashes
-(``landing_ingest``, ``raw_responses``, see ``defs/versions.py``): when a root re-runs to the version it had,
-nothing below it is stale, so a second look after each run decides what else to do. A run with nothing new
+(``landing_ingest``, ``raw_responses``, ``model_prices``, see ``defs/versions.py``): when a root re-runs to the
+version it had, nothing below it is stale, so a second look after each run decides what else to do. A run with nothing new
 materializes nothing.
 
 Two corrections to Dagster's answer (:func:`assess`), shared with the daemon's sensor and the schedule
-(``refresh_plan.py``). First: ``raw_responses`` reads the unpartitioned ``landing_ingest``, so Dagster calls every
-scenario's raw responses stale after any drop; a partition whose own drops are unchanged stays fresh. Second: a leaderboard partition (``openllm``) reads the scenario partitions through an
+(``refresh_plan.py``). First: ``raw_responses`` and ``model_prices`` read the unpartitioned ``landing_ingest``, so
+Dagster calls every scenario's raw responses and prices stale after any drop; a partition whose own drops (for
+``model_prices``: its leaderboard's prices drops) are unchanged stays fresh. Second: a leaderboard partition (``openllm``) reads the scenario partitions through an
 ``AllPartitionMapping`` (Dagster has no built-in mapping from dynamic ``openllm.arc`` keys to ``openllm``), so Dagster
 calls every leaderboard stale when any leaderboard's scenario changes. :func:`assess` keeps a STALE verdict
 only when one of its root causes lies in the partition's own leaderboard (or in an unpartitioned asset, or is a code
@@ -25,7 +26,9 @@ from dataclasses import dataclass, field
 import dagster as dg
 
 # assets whose data version is a content hash (not derived from their inputs): a re-run may leave it unchanged
-CONTENT_VERSIONED = frozenset({"landing_ingest", "raw_responses"})
+CONTENT_VERSIONED = frozenset({"landing_ingest", "raw_responses", "model_prices"})
+#: the scenario-partitioned ones, which read landing_ingest: fresh after an ingest that left their content as it was
+SCENARIO_CONTENT = ("raw_responses", "model_prices")
 
 
 @dataclass
@@ -91,9 +94,9 @@ def assess(instance: dg.DagsterInstance, asset_graph, keys, partition: str | Non
     """Dagster's verdict for ``keys`` at one partition, with two corrections that run-all and the daemon share:
 
     * a STALE verdict none of whose root causes concerns the partition's own leaderboard is FRESH (module docstring);
-    * ``raw_responses`` (given the ``store``) made STALE only by a new ``landing_ingest`` version is FRESH when the
-      partition's own drops are unchanged (its content version, ``defs.versions.partition_version``, equals the
-      stored one), and certain to change otherwise: a drop refreshes its own partitions, not every partition.
+    * ``raw_responses`` / ``model_prices`` (given the ``store``) made STALE only by a new ``landing_ingest`` version
+      are FRESH when their content is unchanged (:func:`content_version` equals the stored version), and certain to
+      change otherwise: a drop refreshes its own partitions, a prices file its leaderboard's cost assets.
     """
     from dagster._core.definitions.data_version import StaleStatus
 
@@ -108,20 +111,29 @@ def assess(instance: dg.DagsterInstance, asset_graph, keys, partition: str | Non
             causes = resolver.get_stale_root_causes(k, part)
             if part is not None and causes and not any(own_cause(c, part) for c in causes):
                 status = StaleStatus.FRESH
-            elif part is not None and store is not None and k.to_user_string() == "raw_responses" and causes and all(
+            elif part is not None and store is not None and k.to_user_string() in SCENARIO_CONTENT and causes and all(
                     c.key.asset_key.to_user_string() == "landing_ingest" for c in causes):
-                from tinybench_assets.defs.versions import partition_version
-
-                landed = partition_version(store, part)
+                landed = content_version(k.to_user_string(), store, part)
                 if resolver.get_current_data_version(k, part).value == landed:
                     status = StaleStatus.FRESH
                 else:
                     out.certain.add(k)
-                    out.why[k] = f"its drops changed (content version {landed})"
+                    what = "its drops" if k.to_user_string() == "raw_responses" else "its leaderboard's prices"
+                    out.why[k] = f"{what} changed (content version {landed})"
             if status == StaleStatus.STALE and k not in out.why:
                 out.why[k] = "; ".join(sorted({_cause_text(c) for c in causes})) or "stale"
         out.status[k] = status
     return out
+
+
+def content_version(name: str, store, partition: str) -> str:
+    """The version a scenario partition's content-versioned asset (``SCENARIO_CONTENT``) would report now:
+    ``raw_responses`` the partition's drops, ``model_prices`` its leaderboard's prices drops."""
+    from tinybench_assets.defs.versions import partition_version, prices_version
+
+    if name == "raw_responses":
+        return partition_version(store, partition)
+    return prices_version(store, leaderboard_of_key(partition))
 
 
 def _descendants(asset_graph, roots: set, within: set) -> set:

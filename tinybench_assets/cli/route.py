@@ -1,12 +1,15 @@
 """``tinybench route``: send questions to the model most likely to answer them, from a stored router, offline.
 
     tinybench route --leaderboard routerdc --scenario mmlu "question text" ["another question" ...]
+    tinybench route --leaderboard routerdc "question of any scenario"     (the leaderboard's mixed-traffic router)
     tinybench route --leaderboard routerdc --scenario mmlu --questions questions.csv [--json] [--output routes.csv]
     tinybench route --leaderboard routerbench --scenario mbpp --objective quality_at_min_cost --tolerance 1 "..."
     tinybench route --leaderboard routerbench --scenario mbpp --max-cost 0.001 "..."
 
 The router is the one ``router_accuracy`` saved for partition ``BOARD.SCENARIO``
-(``$TINYBENCH_ARTIFACTS/BOARD/router_SCENARIO.npz``; ``--router FILE`` overrides it). Questions are embedded
+(``$TINYBENCH_ARTIFACTS/BOARD/router_SCENARIO.npz``; ``--router FILE`` overrides it); without ``--scenario``, the one
+``leaderboard_router`` saved for the leaderboard (``$TINYBENCH_ARTIFACTS/BOARD/router.npz``), which also flags a
+question unlike every training question as out of distribution and sends it to the model it trusts most overall. Questions are embedded
 with the encoder recorded in the router (the packaged all-MiniLM-L6-v2, no hub access) and routed exactly as
 the asset routes its test questions: argmax of P(correct) with the router's margin and the tie-break by
 training accuracy. No DuckDB store is read. Bad input exits with code 2 and a one-line error on stderr.
@@ -30,13 +33,14 @@ PACKAGED_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 JSON_TEXT_CHARS = 200
 
 
-def default_router_path(board: str, scenario: str) -> Path:
-    """Where ``router_accuracy`` saves the partition's router: the rule of ``io.model_files`` that the ``ModelStore``
-    resource uses, without importing Dagster. A name with ``/``, ``..`` or a NUL byte is a UsageError."""
-    from tinybench_assets.io.model_files import UnsafeNameError, model_path, router_file
+def default_router_path(board: str, scenario: str | None) -> Path:
+    """Where ``router_accuracy`` saves the partition's router (``leaderboard_router`` the leaderboard's, scenario None):
+    the rule of ``io.model_files`` that the ``ModelStore`` resource uses, without importing Dagster. A name with ``/``,
+    ``..`` or a NUL byte is a UsageError."""
+    from tinybench_assets.io.model_files import BOARD_ROUTER_FILE, UnsafeNameError, model_path, router_file
 
     try:
-        return model_path(paths.artifacts_dir(), board, router_file(scenario))
+        return model_path(paths.artifacts_dir(), board, BOARD_ROUTER_FILE if scenario is None else router_file(scenario))
     except UnsafeNameError as e:
         raise UsageError(str(e)) from None
 
@@ -133,13 +137,15 @@ def _load_router(args):
     if args.router:
         path = Path(args.router)
     else:
-        if not (args.leaderboard and args.scenario):
-            raise UsageError("give --leaderboard and --scenario (or --router FILE)")
+        if not args.leaderboard:
+            raise UsageError("give --leaderboard (and --scenario for a scenario's router), or --router FILE")
         path = default_router_path(args.leaderboard, args.scenario)
-    want = f"{args.leaderboard}.{args.scenario}" if args.leaderboard and args.scenario else None
+    want = (f"{args.leaderboard}.{args.scenario}" if args.scenario else args.leaderboard) if args.leaderboard else None
     if not path.is_file():
-        part = want or "BOARD.SCENARIO"
-        raise UsageError(f"no router at {path}: materialize router_accuracy for partition {part} first")
+        if args.router:
+            raise UsageError(f"no router at {path}")
+        what = f"router_accuracy for partition {want}" if args.scenario else f"leaderboard_router for leaderboard {want}"
+        raise UsageError(f"no router at {path}: materialize {what} first")
     try:
         router, meta = load_router(path)
     except Exception as e:  # a truncated or foreign file
@@ -246,9 +252,10 @@ def cost_policy(meta: dict, objective: str | None, tolerance: float | None, max_
 
 
 def route_questions(router, meta: dict, E, policy=None):
-    """(P (n, M), picks (n,)) for embedded questions: ``policy`` None routes as ``router_accuracy`` routes its test
-    questions (argmax P with the router's margin); a core.routing.cost.Policy routes with each model priced at its
-    mean training cost."""
+    """(P (n, M), picks (n,), out-of-distribution flags (n,) or None) for embedded questions: ``policy`` None routes
+    as ``router_accuracy`` routes its test questions (argmax P with the router's margin); a core.routing.cost.Policy
+    routes with each model priced at its mean training cost. A guarded router (the leaderboard's) flags questions
+    unlike every training question and sends them to the model with the best training accuracy."""
     import numpy as np
 
     from tinybench_assets.core.routing.metrics import route
@@ -258,8 +265,13 @@ def route_questions(router, meta: dict, E, policy=None):
         raise UsageError(f"router gives P of shape {P.shape}, expected ({len(E)}, {len(meta['models'])})")
     prior = np.asarray(meta["prior"], dtype=float)
     if policy is None:
-        return P, route(P, prior, margin=float(meta.get("margin", 0.0)))
-    return P, policy.picks(P, np.asarray(meta["cost"]["model_cost"], dtype=float), prior)
+        picks = route(P, prior, margin=float(meta.get("margin", 0.0)))
+    else:
+        picks = policy.picks(P, np.asarray(meta["cost"]["model_cost"], dtype=float), prior)
+    if not hasattr(router, "novelty"):
+        return P, picks, None
+    _, ood = router.novelty(E)
+    return P, np.where(ood, int(np.argmax(prior)), picks), ood
 
 
 def _short(text: str, n: int) -> str:
@@ -287,6 +299,9 @@ def format_table(results: list[dict], meta: dict, source: str, policy: dict | No
         lines.append(f"[{r['id']}] {_short(r['question'], 100)}")
         lines.append(f"  chosen: {r['chosen_model']} (expected P(correct) {r['expected_accuracy']:.3f}"
                      + (f", expected cost {r['expected_cost']:.6g})" if "expected_cost" in r else ")"))
+        if r.get("out_of_distribution"):
+            lines.append("  OUT OF DISTRIBUTION: unlike every training question; sent to the model with the best "
+                         "training accuracy")
         for m, p in r["p"].items():
             mark = "*" if m == r["chosen_model"] else " "
             lines.append(f"  {mark} {m:<{w}}  P(correct) {p:.3f}")
@@ -317,17 +332,18 @@ def route_cmd(args: argparse.Namespace) -> int:
         except (OSError, RuntimeError) as e:
             raise UsageError(f"cannot embed the questions: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
         objective, chosen, rule = cost_policy(meta, args.objective, args.tolerance, args.max_cost, args.min_accuracy)
-        P, picks = route_questions(router, meta, E, chosen)
+        P, picks, ood = route_questions(router, meta, E, chosen)
     except UsageError as e:
         print(f"tinybench route: error: {e}", file=sys.stderr)
         return 2
     models = list(meta["models"])
     model_cost = (meta.get("cost") or {}).get("model_cost")
     results = []
-    for (ident, text), row, pick in zip(questions, P, picks):
+    for i, ((ident, text), row, pick) in enumerate(zip(questions, P, picks)):
         order = sorted(range(len(models)), key=lambda j: (-row[j], j))
         results.append({"id": ident, "question": text, "chosen_model": models[int(pick)],
                         "expected_accuracy": float(row[int(pick)]),
+                        **({"out_of_distribution": bool(ood[i])} if ood is not None else {}),
                         **({"expected_cost": float(model_cost[int(pick)])} if model_cost else {}),
                         "p": {models[j]: float(row[j]) for j in order}})
     policy = {"objective": objective, "policy": chosen, "rule": rule}
@@ -337,6 +353,8 @@ def route_cmd(args: argparse.Namespace) -> int:
         df = pd.DataFrame({"id": [r["id"] for r in results], "question": [r["question"] for r in results],
                            "chosen_model": [r["chosen_model"] for r in results],
                            "expected_accuracy": [r["expected_accuracy"] for r in results]})
+        if ood is not None:
+            df["out_of_distribution"] = ood
         if model_cost:
             df["expected_cost"] = [r["expected_cost"] for r in results]
         for j, m in enumerate(models):
@@ -361,8 +379,10 @@ def add_parsers(sub) -> None:
                                    "every model's P(correct) per question. Offline; no DuckDB store needed.")
     p.add_argument("texts", nargs="*", metavar="QUESTION", help="question text(s)")
     p.add_argument("--leaderboard", help="leaderboard of the router's partition (e.g. routerdc)")
-    p.add_argument("--scenario", help="scenario of the router's partition (e.g. mmlu)")
-    p.add_argument("--router", help="router file (default: $TINYBENCH_ARTIFACTS/LEADERBOARD/router_SCENARIO.npz)")
+    p.add_argument("--scenario", help="scenario of the router's partition (e.g. mmlu); without it, the leaderboard's "
+                                      "mixed-traffic router (questions of any scenario)")
+    p.add_argument("--router", help="router file (default: $TINYBENCH_ARTIFACTS/LEADERBOARD/router_SCENARIO.npz, "
+                                    "or LEADERBOARD/router.npz without --scenario)")
     p.add_argument("--questions", help="questions file: .csv/.parquet with a question/prompt/text column "
                                        "(optional id/item), .jsonl/.json, or .txt with one question per line")
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")

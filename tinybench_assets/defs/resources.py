@@ -89,6 +89,12 @@ class ModelStore(dg.ConfigurableResource):
         board, scenario = split_partition_key(key)
         return self.save_file(board, model_files.router_file(scenario), lambda tmp: save_router(router, tmp, meta))
 
+    def save_board_router(self, board: str, router, meta: dict) -> Path:
+        """Save a leaderboard's mixed-traffic router (``leaderboard_router``) as ``<board>/router.npz``; returns its path."""
+        from tinybench_assets.core.routing.saved import save_router
+
+        return self.save_file(board, model_files.BOARD_ROUTER_FILE, lambda tmp: save_router(router, tmp, meta))
+
     def save_predictor(self, board: str, predictor) -> Path:
         return self.save_pickle(board, model_files.PREDICTOR_FILE, predictor)
 

@@ -4,7 +4,9 @@
   module and the core modules it calls). Editing one of them marks that asset stale in the UI, and ``tinybench
   run-all`` re-materializes it. A pattern that matches no file fails at load, so a moved module is not forgotten.
 * Data versions: the roots report content hashes: ``landing_ingest`` the set of active drops, ``raw_responses``
-  the active drops (in landing order) that touch its partition. Every other asset leaves its data version to
+  the active drops (in landing order) that touch its partition, ``model_prices`` its leaderboard's active prices
+  drops (a prices file touches no partition, so a changed price leaves ``raw_responses`` and every fit on it as they
+  are, and refreshes only what reads the prices). Every other asset leaves its data version to
   Dagster, which derives it from the code version and the upstream data versions: a re-run on unchanged inputs
   yields the same version, and nothing downstream turns stale.
 Config is not part of a version: after changing an asset's config, re-materialize it (``run-all --force``).
@@ -18,8 +20,9 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent
 
 SOURCES = {
-    "ingest": ("defs/assets/responses.py", "io/drops.py", "io/drop_types.py", "io/*_drops.py", "io/landing.py",
-               "io/connection.py", "io/store*.py", "io/queries.py", "core/responses.py"),
+    "ingest": ("defs/assets/responses.py", "defs/assets/prices.py", "io/drops.py", "io/drop_types.py", "io/*_drops.py",
+               "io/landing.py", "io/connection.py", "io/store*.py", "io/queries.py", "io/cost_queries.py",
+               "core/responses.py"),
     "irt": ("defs/assets/irt.py", "core/irt/*.py", "core/splits.py",
             "core/responses.py"),
     "estimation": ("defs/assets/estimation.py", "defs/assets/estimation_small.py", "core/predictor.py", "core/estimation/*.py", "core/anchors.py",
@@ -27,7 +30,8 @@ SOURCES = {
                    "core/irt/*.py", "core/splits.py",
                    "core/groups.py", "core/adaptive.py", "core/adaptive_bank.py", "core/subsets/voters.py",
                    "core/responses.py"),
-    "router": ("defs/assets/routing.py", "defs/assets/router_eval.py", "core/routing/*.py", "io/embeddings.py",
+    "router": ("defs/assets/routing.py", "defs/assets/router_eval.py", "defs/assets/router_board.py", "core/routing/*.py",
+               "io/embeddings.py", "io/cost_queries.py", "io/price_drops.py",
                "core/irt/*.py"),
     "magi": ("defs/assets/subsets.py", "core/subsets/*.py", "core/irt/*.py", "core/responses.py"),
 }
@@ -68,3 +72,9 @@ def partition_version(store, key: str) -> str:
     df = store.active_drops()
     rows = [(d, s) for d, s, parts in df.itertuples(index=False) if key in str(parts).split(",")]
     return _digest(rows)
+
+
+def prices_version(store, leaderboard: str) -> str:
+    """Content version of a leaderboard's prices: its active prices drops in landing order (the same for every
+    leaderboard without a prices file)."""
+    return _digest(store.price_drops(leaderboard).itertuples(index=False))

@@ -3,8 +3,8 @@ cleaning, the scenario partition key (``partition_key`` / ``split_partition_key`
 ``leaderboard.scenario`` keys), matrix sidecars and response de-duplication.
 
 ``io.drops`` (the entry point, long tables, RouterDC JSON) and the format readers ``io.wide_drops``,
-``io.matrix_drops`` and ``io.pickle_drops`` import these from here, so the dispatcher and its readers form no import
-circle; ``io.drops`` re-exports every name, so ``from tinybench_assets.io.drops import Drop, DropError`` keeps working.
+``io.matrix_drops``, ``io.pickle_drops`` and ``io.price_drops`` import these from here, so the dispatcher and its
+readers form no import circle; ``io.drops`` re-exports every name, so ``from tinybench_assets.io.drops import Drop, DropError`` keeps working.
 """
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ RESPONSE_COLUMNS = ["leaderboard", "scenario", "subscenario", "item", "model", "
 ITEM_COLUMNS = ["leaderboard", "scenario", "subscenario", "item", "text", "split"]
 FULL_SCORE_COLUMNS = ["leaderboard", "scenario", "model", "full_score", "split"]
 COST_COLUMNS = ["leaderboard", "scenario", "item", "model", "cost"]
-#: a leaderboard's prices file (``prices.csv``): a price per model, per question or per million tokens
-PRICE_COLUMNS = ["leaderboard", "model", "cost_per_question", "input_per_mtok", "output_per_mtok"]
+#: a leaderboard's prices file (``prices.csv``, read by ``io.price_drops``): a price per model, per question or per
+#: million tokens, and the answer's length in tokens (NaN where not given)
+PRICE_COLUMNS = ["leaderboard", "model", "cost_per_question", "input_per_mtok", "output_per_mtok", "output_tokens"]
 TEXT_COLUMNS = ("prompt", "text", "question")
 NAME_RE = re.compile(r"[^a-z0-9_\-]+")
 ROUTERDC_NAME_RE = re.compile(r"^(?P<scenario>.+?)[-_](?P<split>train|test)$", re.IGNORECASE)
@@ -52,7 +53,7 @@ class Drop:
     full_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FULL_SCORE_COLUMNS))
     # per-(model, item) cost of answering (wide tables' <model>|total_cost): finite, >= 0
     costs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COST_COLUMNS))
-    # a prices file's rows (PRICE_COLUMNS): each model's price where the drop carries no per-question costs
+    # a prices file's rows (PRICE_COLUMNS): each model's price, for the questions no drop gives a cost
     prices: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PRICE_COLUMNS))
     # rows a reader left out of an otherwise good file: ``row`` (1 = first data row), ``reason``, then the row's cells
     # as read; the ingest writes them to ``<quarantine>/<leaderboard>/<file>.rejected.csv``
@@ -64,14 +65,16 @@ class Drop:
 
     @property
     def kind(self) -> str:
-        return "responses" if len(self.responses) else "items" if len(self.items) else "full_scores"
+        """What the drop adds, its first non-empty frame: ``responses``, ``items``, ``full_scores`` or ``prices``."""
+        return next((k for k in ("responses", "items", "full_scores", "prices") if len(getattr(self, k))), "full_scores")
 
     @property
     def n_rows(self) -> int:
-        return len(self.responses) + len(self.items) + len(self.full_scores)
+        return len(self.responses) + len(self.items) + len(self.full_scores) + len(self.prices)
 
     def partition_keys(self) -> list[str]:
-        """Scenario partition keys (``leaderboard.scenario``) this drop touches."""
+        """Scenario partition keys (``leaderboard.scenario``) this drop touches; none for a prices file, whose prices
+        hold for the whole leaderboard and change no partition's responses."""
         frames = [f for f in (self.responses, self.items, self.full_scores, self.costs) if len(f)]
         scen = sorted(set().union(*[set(f["scenario"].unique()) for f in frames])) if frames else []
         return [partition_key(self.leaderboard, s) for s in scen]

@@ -15,6 +15,8 @@ A *drop* is one file in the landing folder, ``<incoming>/<leaderboard>/<file>`` 
   harness's ``--output_path`` layout with ``--log_samples``): read by :mod:`tinybench_assets.io.harness_drops`.
 - **wide table** and **plain 0/1 matrix** (``.csv``, ``.parquet``): read by :mod:`tinybench_assets.io.wide_drops`
   and :mod:`tinybench_assets.io.matrix_drops`; ``wide_drops.table_layout`` decides which reader a table goes to.
+- **prices file** (``prices.csv`` / ``prices.parquet``): each model's price, read by
+  :mod:`tinybench_assets.io.price_drops` (recognised by its name, before any table layout is detected).
 
 Every reader returns a :class:`Drop` or raises :class:`DropError`, whose message names the file,
 the row or column, and the problem; both live in :mod:`tinybench_assets.io.drop_types` with the other names every
@@ -32,7 +34,7 @@ import pandas as pd
 
 from tinybench_assets.hashing import file_sha256
 
-from . import harness_drops, matrix_drops, wide_drops
+from . import harness_drops, matrix_drops, price_drops, wide_drops
 from .drop_types import (  # re-exported: importers write ``from tinybench_assets.io.drops import Drop, DropError``
     COST_COLUMNS,
     FULL_SCORE_COLUMNS,
@@ -165,8 +167,10 @@ def _load_table(path: Path, nrows: int | None = None) -> pd.DataFrame:
             first = next(pf.iter_batches(batch_size=nrows), None)
             return first.to_pandas() if first is not None else pf.schema_arrow.empty_table().to_pandas()
         sep, header = _csv_header(path)
+        if matrix_drops.headerless(path, header):  # a matrix whose first line is data: every line is a row
+            return pd.read_csv(path, sep=sep, header=None, encoding="utf-8-sig", nrows=nrows)
         if dup := next((h for i, h in enumerate(header) if h.strip() and h in header[:i]), None):
-            raise DropError(path, "column listed twice in the header", column=dup)
+            raise DropError(path, "column listed twice in the header" + matrix_drops.header_hint(path, header), column=dup)
         return pd.read_csv(path, sep=sep, encoding="utf-8-sig", nrows=nrows)
     except DropError:
         raise
@@ -208,10 +212,13 @@ def _scores(df: pd.DataFrame, path: Path, column: str) -> np.ndarray:
 
 
 def _read_table(path: Path, leaderboard: str, sha: str, nrows: int | None = None) -> Drop:
-    """A .csv/.parquet drop: long table, wide table or 0/1 matrix, as ``wide_drops.table_layout`` decides."""
+    """A .csv/.parquet drop: a prices file (stem ``prices``), else a long table, wide table or 0/1 matrix, as
+    ``wide_drops.table_layout`` decides."""
     df = _load_table(path, nrows)
     if len(df) == 0:
         raise DropError(path, "empty file: header but no data rows")
+    if price_drops.is_prices_file(path):
+        return price_drops.read_prices(path, leaderboard, sha, df)
     reader = {"wide": wide_drops.read_wide, "matrix": matrix_drops.read_matrix}.get(wide_drops.table_layout(path, df), _read_long)
     return reader(path, leaderboard, sha, df)
 

@@ -1,4 +1,5 @@
-"""The landing folder: ingest new or changed drops into the store, quarantine bad ones."""
+"""The landing folder: ingest new or changed drops into the store, quarantine bad ones, and write the rows a reader
+rejected from a file that landed to ``<quarantine>/<leaderboard>/<file name>.rejected.csv``."""
 from __future__ import annotations
 
 import logging
@@ -6,6 +7,8 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import pandas as pd
 
 from .drops import DropError, drop_sha256, file_sha256, landing_files, leaderboard_of, read_drop
 from .store import Store
@@ -21,12 +24,16 @@ class IngestReport:
     partitions: set[str] = field(default_factory=set)
     #: what a reader decided on its own per ingested file (detected matrix orientation, ignored columns)
     notes: dict[str, list[str]] = field(default_factory=dict)
+    #: per ingested file that lost rows: (how many rows were rejected, the ``.rejected.csv`` that holds them)
+    rejected: dict[str, tuple[int, str]] = field(default_factory=dict)
 
     def summary(self) -> str:
         text = (
             f"{len(self.ingested)} drop(s) ingested, {len(self.skipped)} unchanged, "
             f"{len(self.quarantined)} quarantined; partitions touched: {sorted(self.partitions)}"
         )
+        if self.rejected:
+            text += f"; {sum(n for n, _ in self.rejected.values())} row(s) rejected from {len(self.rejected)} file(s)"
         return text + "".join(f"\n  {rel}: {note}" for rel, notes in self.notes.items() for note in notes)
 
 
@@ -45,6 +52,19 @@ def quarantine_file(path: Path, incoming: Path, quarantine_dir: Path, error: str
         "Fix the file and drop it into the landing folder again.\n",
         encoding="utf-8",
     )
+    return target
+
+
+def write_rejected(rejected: pd.DataFrame, path: Path, incoming: Path, quarantine_dir: Path) -> Path:
+    """Write a landed drop's rejected rows (``row``, ``reason``, then the row's cells) to
+    ``<quarantine>/<leaderboard>/<file name>.rejected.csv`` (timestamped when an earlier version's file is there)."""
+    rel = path.relative_to(incoming)
+    target_dir = quarantine_dir / rel.parent
+    target_dir.mkdir(parents=True, exist_ok=True)
+    target = target_dir / f"{rel.name}.rejected.csv"
+    if target.exists():
+        target = target_dir / f"{rel.name}.{time.strftime('%Y%m%dT%H%M%S')}.rejected.csv"
+    rejected.to_csv(target, index=False)
     return target
 
 
@@ -92,7 +112,9 @@ def ingest_landing(store: Store, incoming: Path | str, quarantine_dir: Path | st
     """Ingest every new or changed drop under ``incoming`` (one transaction per drop).
 
     Idempotent: a file whose bytes were ingested before is skipped. A bad file is moved to
-    ``quarantine_dir`` with an error report, and the other files still ingest. ``trust_pickles``: see
+    ``quarantine_dir`` with an error report, and the other files still ingest. The rows a reader rejected from a file
+    that lands (``Drop.rejected``) are written beside the quarantined files (:func:`write_rejected`), counted in
+    ``report.rejected`` and noted. ``trust_pickles``: see
     :func:`tinybench_assets.io.pickle_drops.pickles_trusted` (None: the environment's setting, default off).
     """
     incoming, quarantine_dir = Path(incoming), Path(quarantine_dir)
@@ -128,6 +150,11 @@ def ingest_landing(store: Store, incoming: Path | str, quarantine_dir: Path | st
         if store.ingest_drop(drop, rel):
             report.ingested.append(rel)
             report.partitions.update(drop.partition_keys())
+            if len(drop.rejected):
+                saved = write_rejected(drop.rejected, path, incoming, quarantine_dir)
+                report.rejected[rel] = (len(drop.rejected), str(saved))
+                drop.notes.append(f"{len(drop.rejected)} rejected row(s) written to {saved}")
+                log.warning("%s: %d row(s) rejected, written to %s", rel, len(drop.rejected), saved)
             if drop.notes:
                 report.notes[rel] = list(drop.notes)
                 for note in drop.notes:

@@ -44,6 +44,10 @@ def router_file(scenario: str) -> str:
     return f"router_{safe_name(scenario, 'scenario')}.npz"
 
 
+#: the file name of a leaderboard's mixed-traffic router (``router_<scenario>.npz`` never spells it)
+BOARD_ROUTER_FILE = "router.npz"
+
+
 def model_folder(root: str | Path, board: str) -> Path:
     """``<root>/<board>``, the leaderboard's folder of saved models (board checked by ``safe_name``)."""
     return Path(root) / safe_name(board, "leaderboard")

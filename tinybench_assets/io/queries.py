@@ -14,16 +14,6 @@ import pandas as pd
 from .backend import StoreBackend
 from .drops import split_partition_key
 
-# a partition's landed costs, the latest active drop winning per (model, item); params: leaderboard, scenario
-LATEST_COSTS = """
-    SELECT model, item, cost FROM (
-        SELECT l.model, l.item, l.cost, row_number() OVER (PARTITION BY l.model, l.item ORDER BY d.seq DESC) AS latest
-        FROM landed_costs l JOIN drops d USING (drop_id)
-        WHERE l.leaderboard = ? AND l.scenario = ? AND d.status = 'active') AS landed
-    WHERE latest = 1
-    ORDER BY model, item
-"""
-
 
 class StoreQueries(StoreBackend):
     """Named reads on the tinybench tables (mixed into ``Store``; ``query`` and ``tables`` come from its engine)."""
@@ -96,14 +86,6 @@ class StoreQueries(StoreBackend):
                           [board, scenario]).set_index("item")["split"]
 
     # ------------------------------------------------------------------ responses
-    def costs(self, key: str) -> pd.DataFrame:
-        """Per-(model, item) costs of one scenario partition (``leaderboard.scenario``): columns ``model, item, cost``.
-
-        From the active drops; where several drops give a cell, the latest drop wins (as in ``responses``).
-        Empty (same columns) when no drop of the partition carried costs.
-        """
-        return self.query(LATEST_COSTS, list(split_partition_key(key)))
-
     def responses(self, key: str) -> pd.DataFrame:
         return self.query(
             "SELECT model, scenario, subscenario, item, score FROM responses WHERE partition_key = ?", [key]

@@ -1,6 +1,8 @@
 """Router figures for the Dagster UI: accuracy bars beside the baselines, pick shares, accuracy-cost curve."""
 from __future__ import annotations
 
+import numpy as np
+
 from tinybench_assets.io.plots import _plt, _png
 
 
@@ -54,4 +56,25 @@ def cost_quality(title: str, rep: dict, models: list[str], served_label: str) ->
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=6, loc="lower right")
     ax.grid(alpha=0.3, which="both")
+    return _png(fig)
+
+
+def gap_curve(title: str, rep: dict) -> bytes:
+    """RouteLLM's view of a two-model router: performance gap recovered against the share of calls sent to the strong
+    model, beside a random router's diagonal, with CPT(50 %), CPT(80 %) and APGR (``rep``: core.routing.gap)."""
+    fig, ax = _plt().subplots(figsize=(5.2, 4))
+    ax.plot([0, 100], [0, 100], color="tab:gray", ls="--", lw=1, label="random router (APGR 0.50)")
+    ax.plot(100 * np.asarray(rep["curve_share"]), 100 * np.asarray(rep["curve_pgr"]), color="tab:blue",
+            label=f"router (APGR {rep['apgr']:.3f} [{rep['apgr_lo']:.3f}, {rep['apgr_hi']:.3f}])")
+    for x, name in ((50, "cpt50"), (80, "cpt80")):
+        ax.axhline(x, color="tab:green", lw=0.6, alpha=0.5)
+        ax.plot([100 * rep[name]], [x], "o", color="tab:green")
+        ax.annotate(f"CPT({x} %) {100 * rep[name]:.1f} %", (100 * rep[name], x), textcoords="offset points",
+                    xytext=(6, -12), fontsize=7)
+    ax.set_xlabel(f"calls to the strong model ({rep.get('strong_model', 'strong')}) (%)")
+    ax.set_ylabel("performance gap recovered (%)")
+    ax.set_xlim(0, 100)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
     return _png(fig)

@@ -3,9 +3,10 @@
 ``Store(target)`` opens the engine its target names (``io.backend``): a path is a DuckDB file (``DuckDBStore``), a
 ``postgresql://`` URL a PostgreSQL database (``PostgresStore``, the scale-out profile of deploy/postgres.md). Both are
 ``Store`` instances with the same methods: the writes of ``io.store_writes.StoreWrites`` (drops, quarantine,
-consolidated responses, partition replacements), the named reads of ``io.queries.StoreQueries``, the tables of
-``io.store_schema.SCHEMA`` (docs/schema.md), over the engine's connections (``io.connection.DuckDBFile``: short-lived
-connections that wait for another process's lock; ``io.pg_connection.PostgresDB``).
+consolidated responses, partition replacements), the named reads of ``io.queries.StoreQueries`` and
+``io.cost_queries.CostQueries`` (costs and prices), the tables of ``io.store_schema.SCHEMA`` (docs/schema.md), over
+the engine's connections (``io.connection.DuckDBFile``: short-lived connections that wait for another process's lock;
+``io.pg_connection.PostgresDB``).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from .backend import StoreUnavailable, is_postgres_url, mask_url
 from .connection import DuckDBFile, StoreLockTimeout
+from .cost_queries import CostQueries
 from .pg_connection import PostgresDB
 from .queries import StoreQueries
 from .store_schema import SCHEMA
@@ -24,7 +26,7 @@ __all__ = ["SCHEMA", "DuckDBStore", "PostgresStore", "Store", "StoreLockTimeout"
            "is_postgres_url", "load_matrix", "mask_url"]
 
 
-class Store(StoreWrites, StoreQueries):
+class Store(StoreWrites, StoreQueries, CostQueries):
     """tinybench's tables (``SCHEMA``, created on first use) on the engine ``target`` names.
 
     Parameters

@@ -14,7 +14,8 @@ CREATE TABLE IF NOT EXISTS drops (
     leaderboard VARCHAR NOT NULL,
     format VARCHAR NOT NULL,              -- long_csv | long_parquet | routerdc_json | tinybenchmarks_pickle
                                           -- | wide_csv | wide_parquet | matrix_csv | matrix_parquet
-    kind VARCHAR NOT NULL,                -- responses | items | full_scores
+                                          -- | harness_jsonl | prices_csv | prices_parquet
+    kind VARCHAR NOT NULL,                -- responses | items | full_scores | prices
     n_rows BIGINT NOT NULL,
     partitions VARCHAR NOT NULL,          -- comma-separated scenario partition keys
     status VARCHAR NOT NULL,              -- active | superseded (a newer version of the same path landed)
@@ -27,6 +28,13 @@ CREATE TABLE IF NOT EXISTS landed_responses (
 CREATE TABLE IF NOT EXISTS landed_costs (  -- per-(model, item) cost from wide tables' <model>|total_cost columns
     drop_id VARCHAR NOT NULL, leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL,
     item VARCHAR NOT NULL, model VARCHAR NOT NULL, cost DOUBLE NOT NULL CHECK (cost >= 0 AND isfinite(cost))
+);
+CREATE TABLE IF NOT EXISTS landed_prices (  -- a leaderboard's prices file (prices.csv), one row per model; NULL = not given
+    drop_id VARCHAR NOT NULL, leaderboard VARCHAR NOT NULL, model VARCHAR NOT NULL,
+    cost_per_question DOUBLE CHECK (cost_per_question >= 0 AND isfinite(cost_per_question)),
+    input_per_mtok DOUBLE CHECK (input_per_mtok >= 0 AND isfinite(input_per_mtok)),
+    output_per_mtok DOUBLE CHECK (output_per_mtok >= 0 AND isfinite(output_per_mtok)),
+    output_tokens DOUBLE CHECK (output_tokens >= 0 AND isfinite(output_tokens))
 );
 CREATE TABLE IF NOT EXISTS items (
     leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL, item VARCHAR NOT NULL,

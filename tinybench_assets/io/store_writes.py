@@ -11,6 +11,7 @@ import pandas as pd
 
 from .backend import NULL_TYPE, StoreBackend
 from .drops import Drop, partition_key, split_partition_key
+from .price_drops import PRICE_VALUES
 
 
 class StoreWrites(StoreBackend):
@@ -32,6 +33,7 @@ class StoreWrites(StoreBackend):
             for old_id in old:
                 con.execute("DELETE FROM landed_responses WHERE drop_id = ?", [old_id])
                 con.execute("DELETE FROM landed_costs WHERE drop_id = ?", [old_id])
+                con.execute("DELETE FROM landed_prices WHERE drop_id = ?", [old_id])
                 con.execute("UPDATE drops SET status = 'superseded' WHERE drop_id = ?", [old_id])
             seq = con.execute("SELECT nextval('drop_seq')").fetchone()[0]
             con.execute(
@@ -46,6 +48,9 @@ class StoreWrites(StoreBackend):
             self._insert_frame(con, "costs_df", drop.costs, drop.sha256,
                                "INSERT INTO landed_costs SELECT drop_id, leaderboard, scenario, item, model, "
                                "CAST(cost AS DOUBLE PRECISION) FROM costs_df")
+            self._insert_frame(con, "prices_df", drop.prices, drop.sha256,
+                               "INSERT INTO landed_prices SELECT drop_id, leaderboard, model, "
+                               + ", ".join(f"CAST({c} AS DOUBLE PRECISION)" for c in PRICE_VALUES) + " FROM prices_df")
             # a drop without text or split for an item (a 0/1 matrix) keeps the text/split stored before
             self._insert_frame(con, "items_df", drop.items, drop.sha256,
                           "INSERT INTO items SELECT leaderboard, scenario, item, subscenario, CAST(text AS VARCHAR), CAST(split AS VARCHAR), "

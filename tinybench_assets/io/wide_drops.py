@@ -11,8 +11,8 @@ One row per question. Columns (names matched case-insensitively):
 
 - item id, optional: the first of ``sample_id``, ``item``, ``id``. Without one, item ids are
   ``<scenario>.<split>.<row>`` (``<scenario>.<row>`` when there is no split), row counted from 0: the
-  RouterDC JSON rule, so the same questions get the same ids in either format. Ids must be unique
-  within a scenario.
+  RouterDC JSON rule, so the same questions get the same ids in either format. Rows that repeat an id
+  within a scenario are merged into one, or rejected when they conflict (:mod:`~tinybench_assets.io.wide_rows`).
 - text, required: the first of ``prompt``, ``question``, ``text``; no empty cells.
 - scenario, optional: ``eval_name`` or ``scenario`` (per row). Without it the scenario comes from the
   file name, the RouterDC rule: ``mmlu_train.csv`` -> scenario ``mmlu``, split ``train``;
@@ -42,7 +42,7 @@ Plain 0/1 matrices are read by :mod:`tinybench_assets.io.matrix_drops`.
 
 Layout detection for ``.csv`` / ``.parquet`` (:func:`table_layout`)
 -------------------------------------------------------------------
-- a sidecar exists -> matrix;
+- a sidecar exists, or the CSV has no header row (:func:`~tinybench_assets.io.matrix_drops.headerless`) -> matrix;
 - a ``model`` column next to ``score``/``full_benchmark_score``/``item``/``scenario`` -> long table
   (today's reader: responses, full scores);
 - a text column and no ``model`` column: with >= 2 model columns (rule above) -> wide table; else with
@@ -61,7 +61,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .wide_rows import _numeric, _present, merge_duplicate_rows
+from .wide_rows import _numeric, _present, merge_duplicate_rows, rejected_rows
 from .drop_types import (
     COST_COLUMNS,
     ITEM_COLUMNS,
@@ -149,6 +149,12 @@ def _ids(df: pd.DataFrame, column: str, path: Path) -> np.ndarray:
     return s.astype(str).str.strip().to_numpy(dtype=object)
 
 
+def read_without_header(df: pd.DataFrame) -> bool:
+    """Whether a table was read without a header row: pandas then numbers its columns 0, 1, ... (integers, which no
+    CSV header or parquet schema gives)."""
+    return pd.api.types.is_integer_dtype(df.columns)
+
+
 def frame_with_index(df: pd.DataFrame) -> pd.DataFrame:
     """A parquet file written with a pandas index comes back with it as the index: make it a column again."""
     if isinstance(df.index, pd.RangeIndex) and df.index.name is None:
@@ -216,7 +222,7 @@ def _mostly_binary(df: pd.DataFrame) -> bool:
 
 def table_layout(path: Path, df: pd.DataFrame) -> str:
     """``"long"``, ``"wide"`` or ``"matrix"`` for a loaded ``.csv``/``.parquet`` table; raises DropError for an unknown layout."""
-    if sidecar_path(path) is not None:
+    if sidecar_path(path) is not None or read_without_header(df):
         return "matrix"
     lower = {str(c).strip().lower() for c in df.columns}
     if "model" in lower and lower & {"score", "full_benchmark_score", "item", "scenario"}:
@@ -308,8 +314,9 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
     else:
         items = np.array([f"{s}.{sp}.{i}" if sp else f"{s}.{i}" for i, (s, sp) in enumerate(zip(scen, split))], dtype=object)
     key = pd.Series([f"{s}\x00{i}" for s, i in zip(scen, items)])
-    keep, row_notes = merge_duplicate_rows(df, key, items, models, cost_of, [text_col, split_col, sub_col], path,
-                                           id_col or "(generated id)")
+    keep, conflicts, row_notes = merge_duplicate_rows(df, key, items, models, cost_of, [text_col, split_col, sub_col],
+                                                      path, id_col or "(generated id)")
+    rejected, rejected_notes = rejected_rows(df, conflicts, path)
     # scores and costs
     resp_frames, cost_frames = [], []
     for m in models:
@@ -350,7 +357,8 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
     drop.notes.append(f"wide table: {len(models)} model column(s) [{shown}], cost columns for {len(cost_of)}")
     if ignored:
         drop.notes.append("ignored columns: " + "; ".join(f"{c!r} ({why})" for c, why in list(ignored.items())[:20]))
-    drop.notes.extend(row_notes)
+    drop.notes.extend(row_notes + rejected_notes)
+    drop.rejected = rejected
     drop.notes.append(f"scenario from {'column ' + repr(scen_col) if scen_col else 'the file name'}; "
                       f"item ids from {'column ' + repr(id_col) if id_col else 'scenario.split.row'}")
     return drop

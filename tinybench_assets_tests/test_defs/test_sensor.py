@@ -11,6 +11,7 @@ from dagster._core.test_utils import create_run_for_test
 
 from tinybench_assets import paths
 from tinybench_assets.definitions import build_defs
+from tinybench_assets.defs.assets import scenario_assets
 from tinybench_assets.defs.resources import LandingResource, StoreResource
 from tinybench_assets.defs.schedules import schedules
 from tinybench_assets.defs.sensors import refresh_sensor
@@ -78,7 +79,7 @@ def test_ticks_follow_the_one_refresh_decision(project):
 
     reqs, _ = tick(project)  # every scenario partition, in full; the leaderboard waits for them
     assert summary(reqs) == [("refresh_scenario", "lb.exam"), ("refresh_scenario", "lb.quiz")]
-    assert all(r.asset_selection and len(r.asset_selection) == 8 for r in reqs)
+    assert all(r.asset_selection and len(r.asset_selection) == len(scenario_assets) for r in reqs)
     assert set(project["instance"].get_dynamic_partitions("scenarios")) == {"lb.exam", "lb.quiz"}
     assert summary(scheduled(project, "refresh_scenario")) == summary(reqs)  # the nightly schedule: the same answer
     assert scheduled(project, "refresh_leaderboard") == []
@@ -106,6 +107,25 @@ def test_ticks_follow_the_one_refresh_decision(project):
     assert summary(reqs) == [("refresh_leaderboard", "lb")]
     execute(project, reqs)
     assert tick(project)[0] == []
+
+    # a prices file: ingest, then in every scenario partition of its leaderboard only the prices and what reads them
+    (project["incoming"] / "lb" / "prices.csv").write_text("model,cost_per_question\nm0,1\n")
+    reqs, _ = tick(project)
+    assert summary(reqs) == [("ingest_landing", None)]
+    execute(project, reqs)
+    reqs, _ = tick(project)
+    assert summary(reqs) == [("refresh_scenario", "lb.exam"), ("refresh_scenario", "lb.quiz")]
+    fits = {"raw_responses", "response_matrix", "binarized_responses", "irt_model", "anchor_sets", "irt_joint"}
+    for _ in range(3):  # the scenario partitions, then the leaderboard where a leaderboard asset reads the prices
+        if not reqs:
+            break
+        assert all("model_prices" in {k.to_user_string() for k in r.asset_selection} for r in reqs
+                   if r.job_name == "refresh_scenario"), reqs
+        assert not fits & {k.to_user_string() for r in reqs for k in r.asset_selection}, reqs
+        assert "its leaderboard's prices changed" in reqs[0].tags[REASON_TAG] or reqs[0].job_name != "refresh_scenario"
+        execute(project, reqs)
+        reqs, _ = tick(project)
+    assert reqs == []
 
 
 def test_run_all_live_runs_and_failures_hold_requests_back(project):

@@ -82,16 +82,17 @@ class CalibratedRouter(BaseRouter):
     def params(self):
         return {"base": self.base.describe()}
 
-    def fit(self, E, Y):
+    def fit(self, E, Y, groups=None):
         Y = self._fit_common(Y)
         if self.calibrator is None or not hasattr(self.calibrator, "slope_"):
             fold = cv_folds(len(Y), self.n_folds, self.seed)
             P = np.empty(Y.shape)
             for f in range(self.n_folds):
                 tr = fold != f
-                P[~tr] = copy.deepcopy(self.base).fit(E[tr], Y[tr]).predict_proba(E[~tr])
+                g = None if groups is None else np.asarray(groups)[tr]
+                P[~tr] = copy.deepcopy(self.base).fit(E[tr], Y[tr], g).predict_proba(E[~tr])
             self.calibrator = (self.calibrator or PlattCalibrator()).fit(P, Y)
-        self.base.fit(E, Y)
+        self.base.fit(E, Y, groups)
         return self
 
     @classmethod

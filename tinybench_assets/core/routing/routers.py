@@ -1,7 +1,8 @@
 """Routers: small fit / predict objects that give P(correct) for every (question, model).
 
-Every router follows one shape (scikit-learn style): parameters in ``__init__``, ``fit(E, Y)`` on
-training questions (E: (n, d) sentence embeddings, Y: (n, M) 0/1 correctness, NaN = missing),
+Every router follows one shape (scikit-learn style): parameters in ``__init__``, ``fit(E, Y, groups)`` on
+training questions (E: (n, d) sentence embeddings, Y: (n, M) 0/1 correctness, NaN = missing; ``groups``: each
+question's task, used by the task-aware routers of :mod:`.task` and ignored by the others),
 fitted state in attributes with a trailing underscore, ``predict_proba(E) -> (n, M)`` and
 ``state()`` to save it as plain arrays and numbers (no pickle; core/routing/saved.py writes and reads the files).
 Routing itself (argmax with the tie-break) is :func:`tinybench_assets.core.routing.metrics.route`.
@@ -56,7 +57,7 @@ class BestSingleRouter(BaseRouter):
 
     name = "best_single"
 
-    def fit(self, E, Y):
+    def fit(self, E, Y, groups=None):
         self._fit_common(Y)
         return self
 
@@ -79,7 +80,7 @@ class KNNVoteRouter(BaseRouter):
     def params(self):
         return {"k": self.k, "weighting": self.weighting, "shrink": self.shrink}
 
-    def fit(self, E, Y):
+    def fit(self, E, Y, groups=None):
         Y = self._fit_common(Y)
         self.E_ = normalize_rows(E)
         self.Y_ = Y.astype(np.float32)
@@ -113,7 +114,7 @@ class KNNIRTRouter(BaseRouter):
     def params(self):
         return {"dim": self.dim, "k": self.k, "weighting": self.weighting}
 
-    def fit(self, E, Y):
+    def fit(self, E, Y, groups=None):
         from tinybench_assets.core.irt import fit_irt
 
         Y = self._fit_common(Y)
@@ -156,7 +157,7 @@ class LogisticRouter(BaseRouter):
     def params(self):
         return {"C": self.C}
 
-    def fit(self, E, Y):
+    def fit(self, E, Y, groups=None):
         from sklearn.linear_model import LogisticRegression
 
         Y = self._fit_common(Y)
@@ -194,7 +195,7 @@ class MFRouter(BaseRouter):
     def params(self):
         return {"rank": self.rank, "l2": self.l2}
 
-    def fit(self, E, Y):
+    def fit(self, E, Y, groups=None):
         from scipy.optimize import minimize
 
         Y = self._fit_common(Y)
@@ -241,10 +242,10 @@ class EnsembleRouter(BaseRouter):
     def params(self):
         return {"members": [m.describe() for m in self.members]}
 
-    def fit(self, E, Y):
+    def fit(self, E, Y, groups=None):
         self._fit_common(Y)
         for m in self.members:
-            m.fit(E, Y)
+            m.fit(E, Y, groups)
         return self
 
     @classmethod

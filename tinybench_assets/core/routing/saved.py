@@ -6,11 +6,14 @@ import json
 import numpy as np
 
 from .calibrated import CalibratedRouter
+from .guard import GuardedRouter
 from .routers import (
     BaseRouter, BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, MFRouter,
 )
+from .task import TaskRouter
 
 _CLASSES = {c.name: c for c in (BestSingleRouter, KNNVoteRouter, KNNIRTRouter, LogisticRouter, MFRouter)}
+_CLASSES.update({"task_prior": TaskRouter, "knn_task": TaskRouter})
 
 
 def router_from_state(state: dict) -> BaseRouter:
@@ -18,7 +21,9 @@ def router_from_state(state: dict) -> BaseRouter:
     name = state["router"]
     if name == "calibrated":
         return CalibratedRouter.from_state(router_from_state(state["members"][0]), state["arrays"])
-    if name == "ensemble":
+    if name == "guarded":
+        r = GuardedRouter(router_from_state(state["members"][0]), **(state.get("params") or {}))
+    elif name == "ensemble":
         r = EnsembleRouter([router_from_state(s) for s in state["members"]])
     elif name in _CLASSES:
         params = dict(state.get("params") or {})

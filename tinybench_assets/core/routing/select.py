@@ -24,9 +24,17 @@ Families and their grids (all configurable):
 - ``knn_irt``: the tutorial's KNN-imputed 2PL (D, k) -- one IRT fit per fold and D;
 - ``logistic``: per-model logistic regression on embeddings (C);
 - ``mf``: matrix factorization (rank, l2), offered, not a default;
+- ``task_prior`` / ``knn_task`` (core/routing/task.py): the task recognised from the nearest training questions and
+  each model's accuracy on it (alpha: the classifier's ridge), and the neighbour vote shrunk toward that prior (k,
+  shrink). They need each
+  training question's task (``groups``: a leaderboard's scenarios, a scenario's subscenarios) and sit out without two
+  tasks or more;
 - ``<family>_cal`` (default: ``knn_irt_cal``): the family's P through a per-model Platt calibration
   (core/routing/calibrated.py), same grid; in CV each fold is calibrated on the other folds' out-of-fold P, and the
   served router's calibrator is fitted on all of them.
+
+Families that cannot run on the data sit out, with the reason in ``RouterSelection.sat_out``: the KNN-IRT families
+below ``MIN_IRT_MODELS`` models (a 2PL needs at least three), the task families with fewer than two tasks.
 """
 from __future__ import annotations
 
@@ -43,6 +51,7 @@ from .routers import (
     BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, MFRouter, cv_folds, model_accuracy,
     vote_proba,
 )
+from .task import TaskRouter, fit_task_classifier, recognise, task_accuracy, task_index, task_vote
 
 DEFAULT_GRID = {
     "knn_vote": {"k": [5, 10, 20, 50, 100], "weighting": ["uniform", "similarity"]},
@@ -50,15 +59,31 @@ DEFAULT_GRID = {
     "knn_irt": {"dim": [1, 2, 5, 10], "k": [10, 20, 50]},
     "logistic": {"C": [0.1, 1.0, 10.0]},
     "mf": {"rank": [4, 16], "l2": [1e-3, 1e-2]},
+    "task_prior": {"alpha": [0.03, 0.1, 0.3]},
+    "knn_task": {"alpha": [0.1], "k": [20, 50, 100], "shrink": [5.0, 20.0, 50.0]},
 }
 # "mf" (matrix factorization) is offered, not a default: on RouterBench MBPP it was served for quality_at_min_cost
 # by a training-cost margin and cost the router its AIQ gain on test (+0.95 [+0.17, +3.99] -> +2.06 [-0.77, ...]
 # points, measured while routing priced each answer at its realized cost); on RouterDC it changed no choice
-DEFAULT_FAMILIES = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "knn_irt_cal", "logistic"]
+DEFAULT_FAMILIES = ["best_single", "task_prior", "knn_vote", "knn_shrunk", "knn_task", "knn_irt", "knn_irt_cal",
+                    "logistic"]
 DEFAULT_MARGINS = [0.0, 0.02, 0.05, 0.1]
-SIMPLICITY = ["best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic", "mf", "ensemble"]
+SIMPLICITY = ["best_single", "task_prior", "knn_vote", "knn_shrunk", "knn_task", "knn_irt", "logistic", "mf", "ensemble"]
 CAL = "_cal"
-FITTED = ("best_single", "knn_vote", "knn_shrunk", "knn_irt", "logistic", "mf")
+FITTED = ("best_single", "task_prior", "knn_vote", "knn_shrunk", "knn_task", "knn_irt", "logistic", "mf")
+TASK_FAMILIES = ("task_prior", "knn_task")
+MIN_IRT_MODELS = 3  # a 2PL fit needs at least three models (defs/assets/irt.py's MIN_FIT_MODELS)
+
+
+def sit_out(families, n_models: int, n_tasks: int) -> dict:
+    """family -> why it cannot run on this data (KNN-IRT below MIN_IRT_MODELS models, task families without 2 tasks)."""
+    out = {}
+    for f in families:
+        if base_family(f) == "knn_irt" and n_models < MIN_IRT_MODELS:
+            out[f] = (f"needs an IRT fit of at least {MIN_IRT_MODELS} models; this data has {n_models}")
+        elif base_family(f) in TASK_FAMILIES and n_tasks < 2:
+            out[f] = f"needs questions of at least two tasks (scenarios or subscenarios); this data has {n_tasks}"
+    return out
 
 
 def base_family(family: str) -> str:
@@ -96,6 +121,7 @@ class RouterSelection:
     gate: dict = field(default_factory=dict)
     seconds: float = 0.0
     calibrators: dict = field(default_factory=dict, repr=False)  # calibrated family -> its PlattCalibrator (all OOF)
+    sat_out: dict = field(default_factory=dict)  # family -> why it could not run on this data
 
     @property
     def margin(self) -> float:
@@ -118,6 +144,8 @@ def make_router(family: str, config: dict, device: str = "cpu", seed: int = 0):
         return CalibratedRouter(make_router(base_family(family), config, device=device, seed=seed), seed=seed)
     if family == "best_single":
         return BestSingleRouter()
+    if family in TASK_FAMILIES:
+        return TaskRouter(alpha=config["alpha"], k=config.get("k", 0), shrink=config.get("shrink", 0.0))
     if family in ("knn_vote", "knn_shrunk"):
         r = KNNVoteRouter(k=config["k"], weighting=config.get("weighting", "uniform"), shrink=config.get("shrink", 0.0))
         r.name = family
@@ -139,10 +167,12 @@ def _grid(spec: dict) -> list[dict]:
     return out
 
 
-def select_router(E: np.ndarray, Y: np.ndarray, *, families=None, grid: dict | None = None, n_folds: int = 5,
-                  seed: int = 0, device: str = "cpu", margins=None, gate_level: float = 0.95,
+def select_router(E: np.ndarray, Y: np.ndarray, *, groups=None, families=None, grid: dict | None = None,
+                  n_folds: int = 5, seed: int = 0, device: str = "cpu", margins=None, gate_level: float = 0.95,
                   n_boot: int = 2000, log=None) -> RouterSelection:
     """Cross-validate router families on training questions E (n, d), Y (n, M) and choose one to serve.
+
+    ``groups``: each training question's task (the task families' input; None: they sit out).
 
     ``gate_level``: a router is served instead of the best single model only when the one-sided
     ``gate_level`` lower bound of its paired-bootstrap CV gain is > 0 (0 disables the gate: the plain
@@ -158,6 +188,11 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, families=None, grid: dict | N
     unknown = [f for f in families if base_family(f) not in FITTED or f == "best_single" + CAL]
     if unknown:
         raise ValueError(f"unknown router families {unknown}; known: {', '.join(FITTED)} (and <family>{CAL})")
+    names, task = task_index(groups) if groups is not None else (np.array([]), None)
+    sat_out = sit_out(families, M, len(names))
+    families = [f for f in families if f not in sat_out]
+    for f, why in sat_out.items():
+        log(f"router family {f} sits out: {why}")
     fitted = {base_family(f) for f in families}  # the families whose routers are fitted per fold
     fold = cv_folds(n, n_folds, seed)
     oof: dict[tuple, np.ndarray] = {}
@@ -172,8 +207,8 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, families=None, grid: dict | N
         acc = model_accuracy(Ytr)
         if "best_single" in fitted:
             put("best_single", {}, va, np.tile(acc, (len(va), 1)))
-        kmax = max([*grid["knn_vote"]["k"], *grid["knn_shrunk"]["k"]])
-        if {"knn_vote", "knn_shrunk"} & fitted:
+        kmax = max([*grid["knn_vote"]["k"], *grid["knn_shrunk"]["k"], *grid["knn_task"]["k"]])
+        if {"knn_vote", "knn_shrunk", "task_prior", "knn_task"} & fitted:
             idx, sim = nearest(Eva, Etr, kmax)
             Yf = Ytr.astype(np.float32)
             if "knn_vote" in fitted:
@@ -182,6 +217,14 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, families=None, grid: dict | N
             if "knn_shrunk" in fitted:
                 for cfg in _grid(grid["knn_shrunk"]):
                     put("knn_shrunk", cfg, va, vote_proba(idx, sim, Yf, acc, cfg["k"], "uniform", cfg["shrink"]))
+            if {"task_prior", "knn_task"} & fitted:
+                acc_t, seen = task_accuracy(Ytr, task[tr], len(names)), {}
+                for fam in ("task_prior", "knn_task"):
+                    for cfg in _grid(grid[fam]) if fam in fitted else []:
+                        if cfg["alpha"] not in seen:  # one classifier per fold and alpha
+                            seen[cfg["alpha"]] = recognise(Eva, *fit_task_classifier(Etr, task[tr], len(names), cfg["alpha"]))
+                        put(fam, cfg, va, task_vote(idx, sim, Yf, seen[cfg["alpha"]], acc_t, cfg.get("k", 0),
+                                                    cfg.get("shrink", 0.0)))
         if "knn_irt" in fitted:
             for dim in grid["knn_irt"]["dim"]:
                 r = KNNIRTRouter(dim=dim, seed=seed, device=device).fit(Etr, Ytr)
@@ -284,4 +327,4 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, families=None, grid: dict | N
     table["nested_cv_acc"] = table["family"].map({f: v[1] for f, v in best.items()}).where(table["chosen_in_family"])
     table["gate_lower"] = table["family"].map(gate).where(table["chosen_in_family"])
     return RouterSelection(table=table, best=best, served=served, oof=best_oof, fold=fold, gate=gate,
-                           seconds=time.perf_counter() - t0, calibrators=calibrators)
+                           seconds=time.perf_counter() - t0, calibrators=calibrators, sat_out=sat_out)

@@ -45,6 +45,7 @@ def landing_ingest(context: dg.AssetExecutionContext, store: StoreResource, land
             "ingested": dg.MetadataValue.json(report.ingested),
             "unchanged": len(report.skipped),
             "quarantined": dg.MetadataValue.json(report.quarantined),
+            "rejected_rows": dg.MetadataValue.json({rel: {"rows": n, "file": f} for rel, (n, f) in report.rejected.items()}),
             "notes": dg.MetadataValue.json({rel: list(notes) for rel, notes in report.notes.items()}),
             "partitions_touched": dg.MetadataValue.json(sorted(report.partitions)),
             "active_drops": int(drops),

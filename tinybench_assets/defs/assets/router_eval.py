@@ -8,6 +8,7 @@ import pandas as pd
 
 import dagster as dg
 
+from tinybench_assets.defs.assets.prices import model_prices
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.assets.routing import (
     GROUP, RouterConfig, load_embeddings, partition_rows, pirt_predictions, question_embeddings,
@@ -32,6 +33,34 @@ def routing_data(db: Store, key: str):
     Y = matrix.scores[:, [col[i] for i in emb["item"]]].T  # (questions, models)
     test = (emb["split"] == "test").to_numpy()
     return emb, E, Y, list(matrix.models), test
+
+
+def question_groups(db: Store, key: str, items) -> np.ndarray:
+    """Each question's subscenario (the task families' groups), in ``items`` order."""
+    sub = db.matrix_items(key).set_index("item")["subscenario"]
+    return sub.reindex(list(items)).fillna("").astype(str).to_numpy()
+
+
+def gap_table(rep: dict, key: str) -> pd.DataFrame:
+    """The one-row router_gap table (RouteLLM's measures; shares as fractions)."""
+    cols = ["family", "apgr", "apgr_lo", "apgr_hi", "cpt50", "cpt50_lo", "cpt50_hi", "cpt80", "cpt80_lo", "cpt80_hi",
+            "weak_acc", "strong_acc", "n_test", "level"]
+    return pd.DataFrame([{**{c: rep[c] for c in cols}, "strong_model": rep["strong_model"], "weak_model": rep["weak_model"]}])
+
+
+def gap_metadata(rep: dict, key: str) -> dict:
+    """The UI's view of RouteLLM's measures: a line each and the gap-recovered curve."""
+    def ci(name, pct=True):
+        f = 100 if pct else 1
+        return f"{f * rep[name]:.{1 if pct else 3}f} [{f * rep[name + '_lo']:.{1 if pct else 3}f}, {f * rep[name + '_hi']:.{1 if pct else 3}f}]"
+
+    png = router_plots.gap_curve(f"{key}: {rep['family']} on {rep['n_test']} test questions", rep)
+    return {"routellm_apgr": f"{ci('apgr', False)} (random router 0.500; {int(100 * rep['level'])} % bootstrap)",
+            "routellm_cpt50": f"{ci('cpt50')} % of calls to {rep['strong_model']} (random router 50 %)",
+            "routellm_cpt80": f"{ci('cpt80')} % (random router 80 %)",
+            "routellm_family": f"{rep['family']} (best training-CV APGR: "
+                                + ", ".join(f"{f} {v:.3f}" for f, v in sorted(rep["cv_apgr"].items())) + ")",
+            "gap_recovered": dg.MetadataValue.md(plots.markdown_image(png, "performance gap recovered"))}
 
 
 def tutorial_accuracy(db: Store, key: str, items, models, Y, prior) -> float:
@@ -118,7 +147,7 @@ def cost_row(objective: str, choice, rep: dict, models, best: int, curve: tuple[
 
 
 @dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions,
-          deps=[pirt_predictions, question_embeddings, binarized_responses],
+          deps=[pirt_predictions, question_embeddings, binarized_responses, model_prices],
           **card("Router accuracy", "Routers (best single, KNN vote, shrunk KNN, KNN-IRT, logistic, ensemble) chosen by "
                  "cross-validation on TRAINING questions; the served one routes every test question. Router accuracy vs "
                  "best single model, oracle, random model and the tutorial's p-IRT argmax, pick shares, paired bootstrap "
@@ -145,7 +174,9 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
         raise dg.Failure(f"{key}: no test question has an answer from every model; nothing to score routing on")
     prior = model_accuracy(Ytr)
     best = int(np.argmax(prior))
-    sel = select_router(Etr, Ytr, families=config.families, n_folds=config.n_folds, seed=config.seed, device=device,
+    groups = question_groups(db, key, emb["item"])
+    gtr = groups[~test]
+    sel = select_router(Etr, Ytr, groups=gtr, families=config.families, n_folds=config.n_folds, seed=config.seed, device=device,
                         margins=config.margins, gate_level=config.gate_level, n_boot=config.n_boot, log=context.log.info)
     rows, served_eval, served_router, test_P, fitted = [], None, None, {}, {}
     for fam, (cfg, cv_acc) in sel.best.items():
@@ -158,7 +189,7 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
         elif fam in sel.calibrators and base in fitted and same_config(sel.best[base][0], cfg):
             router = CalibratedRouter.of_fitted(fitted[base], sel.calibrators[fam], Ytr)  # its base is fitted above
         else:
-            router = sel.make(fam, device=device, seed=config.seed).fit(Etr, Ytr)
+            router = sel.make(fam, device=device, seed=config.seed).fit(Etr, Ytr, gtr)
         margin = float(cfg.get("margin", 0.0))
         test_P[fam], fitted[fam] = router.predict_proba(Ete), router
         picks = route(test_P[fam], prior, margin=margin)
@@ -184,7 +215,15 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
                            "correct": Yte[np.arange(len(Yte)), served_picks].astype(np.int8)})
     cv = sel.table.assign(config=sel.table["config"].map(json.dumps))[["family", "config", "cv_acc", "chosen_in_family", "served"]]
     tables = {"router_metrics": metrics, "router_summary": summary, "router_picks": picks_df, "router_routes": routes, "router_cv": cv}
-    meta = {}
+    meta = {"families_sat_out": dg.MetadataValue.json(sel.sat_out)} if sel.sat_out else {}
+    if len(models) == 2:  # RouteLLM's measures: the share of calls sent to the stronger model
+        from tinybench_assets.core.routing.gap import gap_report
+        from tinybench_assets.core.routing.select import simplicity
+
+        gap = gap_report(sel.oof, test_P, Ytr, Yte, prior, simplicity, n_boot=min(config.n_boot, 1000), seed=config.seed)
+        gap.update(strong_model=models[gap["strong"]], weak_model=models[gap["weak"]])
+        tables["router_gap"] = gap_table(gap, key)
+        meta.update(gap_metadata(gap, key))
     C = cost_matrix(db, key, list(test_items), models)
     Ctr = cost_matrix(db, key, list(emb["item"][~test]), models) if C is not None else None
     objective = config.objective if config.objective != "auto" else ("quality_at_min_cost" if Ctr is not None else "accuracy")

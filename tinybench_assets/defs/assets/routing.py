@@ -1,9 +1,12 @@
 """Router assets per scenario partition with question text and a train/test item split (RouterDC):
 question embeddings -> KNN-imputed item parameters -> p-IRT predictions -> routers and router accuracy.
 
-The IRT model (``irt_model``) is fitted on the training questions only; every router choice is made by
-cross-validation on training questions; test questions only report. Partitions without question text
-or without a test split are materialized with a ``skipped`` note.
+The IRT model (``irt_model``) is fitted on the training questions of a landed split; every router choice is made by
+cross-validation on training questions; test questions only report. Where no split landed, the questions are split
+here (core/routing/split.py: seeded, stratified by subscenario; ``question_embeddings`` records it, and every asset
+after it reads the split from there); the tutorial's KNN-imputed p-IRT then sits out, since ``irt_model`` saw every
+question. Partitions without question text, or with too few questions to split, are materialized with a ``skipped``
+note.
 """
 import json
 import time
@@ -55,16 +58,31 @@ class RouterConfig(dg.Config):
 
 
 def partition_questions(db: Store, key: str) -> pd.DataFrame:
-    """The partition's items in matrix order with split and text (NaN text where none landed)."""
-    return db.matrix_questions(key)
+    """The partition's items in matrix order with split, text (NaN where none landed) and subscenario; where no split
+    landed and there are enough questions with text, the split of core/routing/split.py (``split_source`` says which)."""
+    from tinybench_assets.core.routing.split import MIN_SELF_SPLIT_QUESTIONS, question_split
+
+    q = db.matrix_questions(key)
+    q["subscenario"] = db.matrix_items(key)["subscenario"].to_numpy() if len(q) else []
+    q["split_source"] = "landed"
+    has_text = q["text"].notna()
+    if q["split"].isna().all() and has_text.sum() >= MIN_SELF_SPLIT_QUESTIONS:
+        q.loc[has_text, "split"] = question_split(q.loc[has_text, "item"], q.loc[has_text, "subscenario"])
+        q["split_source"] = "tinybench"
+    return q
 
 
 def routable(q: pd.DataFrame) -> str | None:
     """Why a partition cannot be routed, or None."""
+    from tinybench_assets.core.routing.split import MIN_SELF_SPLIT_QUESTIONS
+
     if q.empty:
         return "no items (materialize response_matrix first)"
     if q["text"].isna().all():
         return "no question text landed for this scenario"
+    if q["split"].isna().all():
+        return (f"no train/test split of questions landed (items.split) and only {int(q['text'].notna().sum())} "
+                f"questions with text: tinybench splits a scenario itself from {MIN_SELF_SPLIT_QUESTIONS} questions")
     if not (q["split"] == "test").any() or not (q["split"] != "test").any():
         return "no train/test split of questions (items.split)"
     return None
@@ -97,6 +115,8 @@ def question_embeddings(context: dg.AssetExecutionContext, store: StoreResource,
     context.log.info(f"{key}: {st['texts']} texts, {st['embedded']} embedded now, {st['cached']} from the cache")
     return dg.MaterializeResult(metadata={
         "questions": st["texts"], "train": int((table["split"] != "test").sum()), "test": int((table["split"] == "test").sum()),
+        "split": "landed with the questions" if q["split_source"].iloc[0] == "landed" else
+                 "none landed: tinybench's own (seeded, stratified by subscenario, 20 % test)",
         "embedded_now": st["embedded"], "from_cache": st["cached"], "encode_seconds": round(st["seconds"], 2),
         "texts_per_s": dg.MetadataValue.float(float(st["texts_per_s"])) if st["embedded"] else dg.MetadataValue.text("n/a (all cached)"),
         "encoder": enc.encoder_id, "precision": enc.resolved_precision(), "dim": int(E.shape[1]), "threads": enc.num_threads,
@@ -143,6 +163,9 @@ def knn_item_params(context: dg.AssetExecutionContext, config: KNNConfig, store:
     if (fit := irt_fit(db, key)) is None:
         return _skip(NO_FIT)
     items, _ = fit
+    if items["item"].isin(emb.loc[emb["split"] == "test", "item"]).any():
+        return _skip("irt_model's fit saw the test questions (no split landed; the router assets split the questions "
+                     "themselves): the tutorial's imputation would leak them. The routers fit their own IRT per fold.")
     pos = {it: i for i, it in enumerate(emb["item"])}
     train = items[items["item"].isin(pos)].reset_index(drop=True)
     test = emb[emb["split"] == "test"].reset_index(drop=True)

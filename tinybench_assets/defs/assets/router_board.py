@@ -1,0 +1,151 @@
+"""The leaderboard router: one router for mixed traffic, questions of every scenario of a leaderboard arriving with
+no scenario label (RouterDC's setting).
+
+It trains on every routable scenario's TRAINING questions (the split ``question_embeddings`` recorded), with each
+question's scenario as its task (the task families of core/routing/task.py recognise it from the text), and is
+chosen by the scenario routers' cross-validation and gate (``RouterConfig``). Its candidates are the models that
+answered every routable scenario; the others are named in the metadata. Test questions only report: per scenario the
+router beside the best single model overall, the per-scenario best model (which needs the label) and the oracle.
+The saved router (``<board>/router.npz``) carries its training questions' embeddings, so ``tinybench route`` flags a
+question unlike all of them (core/routing/guard.py) and sends it to the model the router trusts most overall.
+"""
+import json
+import time
+
+import numpy as np
+import pandas as pd
+
+import dagster as dg
+
+from tinybench_assets.defs.assets.irt import irt_model
+from tinybench_assets.defs.assets.router_eval import routing_data
+from tinybench_assets.defs.assets.routing import GROUP, RouterConfig, partition_rows, question_embeddings
+from tinybench_assets.defs.cards import card
+from tinybench_assets.defs.partitions import leaderboard_partitions
+from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
+from tinybench_assets.defs.versions import code_version
+from tinybench_assets.io import plots, router_plots
+from tinybench_assets.io.drops import split_partition_key
+from tinybench_assets.io.store import Store
+
+CODE_VERSION = code_version("router")
+
+
+def board_routing_data(db: Store, board: str):
+    """Every embedded scenario of a leaderboard stacked: (E, Y over the candidate models, models, scenario per
+    question, test mask, item ids, {model left out: why}, [scenarios]). Candidates answered every scenario."""
+    parts = []
+    for key in db.partition_keys(board):
+        if not partition_rows(db, "question_embeddings", key, "item").empty:
+            emb, E, Y, models, test = routing_data(db, key)
+            parts.append((split_partition_key(key)[1], emb, E, Y, models, test))
+    scenarios = [p[0] for p in parts]
+    everywhere = set.intersection(*[set(p[4]) for p in parts]) if parts else set()
+    models = [m for m in dict.fromkeys(m for p in parts for m in p[4]) if m in everywhere]
+    left_out = {m: f"answered {sum(m in p[4] for p in parts)} of {len(parts)} routable scenarios"
+                for m in dict.fromkeys(m for p in parts for m in p[4]) if m not in everywhere}
+    if not parts or not models:
+        return None, None, models, None, None, None, left_out, scenarios
+    Y = np.vstack([p[3][:, [p[4].index(m) for m in models]] for p in parts])
+    return (np.vstack([p[2] for p in parts]), Y, models, np.concatenate([[p[0]] * len(p[3]) for p in parts]),
+            np.concatenate([p[5] for p in parts]), np.concatenate([p[1]["item"].to_numpy(dtype=object) for p in parts]),
+            left_out, scenarios)
+
+
+def per_scenario(Yte, picks, task_te, prior, Ytr, task_tr, models) -> pd.DataFrame:
+    """Test accuracy per scenario: the router, the best single model overall, the per-scenario best (chosen on that
+    scenario's training questions) and the oracle, then their macro average."""
+    from tinybench_assets.core.routing.routers import model_accuracy
+
+    best = int(np.argmax(prior))
+    rows = []
+    for t in dict.fromkeys(task_te):
+        te, tr = task_te == t, task_tr == t
+        own = int(np.argmax(model_accuracy(Ytr[tr])))
+        Y = Yte[te]
+        rows.append({"scenario": t, "router": float(Y[np.arange(len(Y)), picks[te]].mean()),
+                     "best_overall": float(Y[:, best].mean()), "per_task_best": float(Y[:, own].mean()),
+                     "per_task_best_model": models[own], "oracle": float(Y.max(axis=1).mean()), "n": int(te.sum())})
+    df = pd.DataFrame(rows)
+    macro = {"scenario": "macro", **{c: float(df[c].mean()) for c in ("router", "best_overall", "per_task_best", "oracle")},
+             "per_task_best_model": "", "n": int(df["n"].sum())}
+    return pd.concat([df, pd.DataFrame([macro])], ignore_index=True)
+
+
+ALL_EMBEDDINGS = dg.AssetDep(question_embeddings, partition_mapping=dg.AllPartitionMapping())
+ALL_ITEM_PARAMS = dg.AssetDep(irt_model, partition_mapping=dg.AllPartitionMapping())
+
+
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
+          deps=[ALL_EMBEDDINGS, ALL_ITEM_PARAMS],
+          **card("Leaderboard router (mixed traffic)", "One router for questions of every scenario of the leaderboard, "
+                 "with no scenario label: trained on every scenario's training questions, the scenario recognised "
+                 "from the question (task families), chosen by cross-validation and the gate. Test figures per "
+                 "scenario beside the best single model overall, the per-scenario best model and the oracle. "
+                 "`tinybench route --leaderboard L` without --scenario uses it; a question unlike every training "
+                 "question is flagged out of distribution.", kinds=("python", "scikit-learn", "duckdb")))
+def leaderboard_router(context: dg.AssetExecutionContext, config: RouterConfig, store: StoreResource,
+                       torch_device: TorchDevice, model_store: ModelStore) -> dg.MaterializeResult:
+    from tinybench_assets.core.routing import route, select_router
+    from tinybench_assets.core.routing.guard import GuardedRouter
+    from tinybench_assets.core.routing.routers import model_accuracy
+
+    board, db, t0 = context.partition_key, store.get(), time.perf_counter()
+    E, Y, models, task, test, items, left_out, scenarios = board_routing_data(db, board)
+    if len(scenarios) < 2:
+        return dg.MaterializeResult(metadata={"skipped": f"{len(scenarios)} routable scenario(s) {scenarios}: a "
+                                              "leaderboard router needs two or more (each scenario has its own router)"})
+    if not models:
+        return dg.MaterializeResult(metadata={"skipped": "no model answered every routable scenario",
+                                              "models_left_out": dg.MetadataValue.json(left_out)})
+    device = torch_device.resolve()
+    Etr, Ytr, gtr = E[~test], Y[~test], task[~test]
+    complete = test & ~np.isnan(Y).any(axis=1)
+    prior = model_accuracy(Ytr)
+    sel = select_router(Etr, Ytr, groups=gtr, families=config.families, n_folds=config.n_folds, seed=config.seed,
+                        device=device, margins=config.margins, gate_level=config.gate_level, n_boot=config.n_boot,
+                        log=context.log.info)
+    router = sel.make(sel.served, device=device, seed=config.seed).fit(Etr, Ytr, gtr)
+    guarded = GuardedRouter(router).fit(Etr, Ytr)
+    picks = route(router.predict_proba(E[complete]), prior, margin=sel.margin)
+    figs = per_scenario(Y[complete], picks, task[complete], prior, Ytr, gtr, models)
+    _, ood = guarded.novelty(E[complete])
+    table = figs.assign(served_router=sel.served, router_config=json.dumps(sel.best[sel.served][0]),
+                        best_overall_model=models[int(np.argmax(prior))], n_train=int(len(Ytr)),
+                        ood_test_share=float(ood.mean()), ood_threshold=float(guarded.threshold_),
+                        seconds=time.perf_counter() - t0, updated_at=pd.Timestamp.now())
+    cv = sel.table.assign(config=sel.table["config"].map(json.dumps))[["family", "config", "cv_acc", "chosen_in_family", "served"]]
+    db.replace_partition({"board_router_metrics": table, "board_router_cv": cv}, board)
+    path = model_store.save_board_router(board, guarded, {
+        "partition": board, "scope": "leaderboard", "scenarios": scenarios, "models": models,
+        "prior": [float(x) for x in prior], "served": sel.served, "margin": sel.margin, "config": sel.best[sel.served][0],
+        "cv_acc": sel.best[sel.served][1], "encoder": str(db_encoder(db, board)), "created": pd.Timestamp.now().isoformat()})
+    macro = figs.iloc[-1]
+    png = router_plots.router_bars(f"{board}: mixed traffic, {int(macro['n'])} test questions",
+                                   {f"router: {sel.served}": macro["router"], "best single": macro["best_overall"],
+                                    "per-scenario best (needs the label)": macro["per_task_best"], "oracle": macro["oracle"]},
+                                   {m: float(np.mean(picks == i)) for i, m in enumerate(models)})
+    return dg.MaterializeResult(metadata={
+        "served_router": f"{sel.served} {sel.best[sel.served][0]}", "macro_router": float(macro["router"]),
+        "macro_best_overall": float(macro["best_overall"]), "macro_per_task_best": float(macro["per_task_best"]),
+        "macro_oracle": float(macro["oracle"]), "scenarios": dg.MetadataValue.json(scenarios),
+        "per_scenario": dg.MetadataValue.md(figs.round(4).to_markdown(index=False)),
+        "cv_accuracy": dg.MetadataValue.json({f: round(v[1], 4) for f, v in sel.best.items()}),
+        "families_sat_out": dg.MetadataValue.json(sel.sat_out), "models_left_out": dg.MetadataValue.json(left_out),
+        "ood_threshold": float(guarded.threshold_), "ood_test_share": float(ood.mean()),
+        "router_vs_baselines": dg.MetadataValue.md(plots.markdown_image(png, "leaderboard router vs baselines")),
+        "router_file": dg.MetadataValue.path(str(path)), "train_questions": int(len(Ytr)),
+        "test_questions": int(complete.sum()), "seconds": round(time.perf_counter() - t0, 1),
+    })
+
+
+def db_encoder(db: Store, board: str) -> str:
+    """The encoder the leaderboard's questions were embedded with (one per leaderboard)."""
+    for key in db.partition_keys(board):
+        rows = partition_rows(db, "question_embeddings", key, "encoder")
+        if not rows.empty:
+            return str(rows["encoder"].iloc[0])
+    return ""
+
+
+leaderboard_assets = [leaderboard_router]

@@ -1,0 +1,100 @@
+"""Mixed-traffic routing (task routers, the out-of-distribution guard), the questions' own split and RouteLLM's
+measures, on synthetic data whose answers are known."""
+import numpy as np
+import pytest
+
+from tinybench_assets.core.routing.gap import gap_measures, gap_report, preference, strong_weak
+from tinybench_assets.core.routing.guard import GuardedRouter
+from tinybench_assets.core.routing.metrics import route
+from tinybench_assets.core.routing.saved import load_router, save_router
+from tinybench_assets.core.routing.select import select_router, simplicity
+from tinybench_assets.core.routing.split import question_split
+from tinybench_assets.core.routing.task import TaskRouter
+
+
+def two_tasks(n=300, d=16, seed=0):
+    """Questions of two tasks far apart in embedding space; model 0 is right on task A, model 1 on task B (80 %)."""
+    g = np.random.default_rng(seed)
+    centres = g.normal(size=(2, d)) * 3
+    task = np.repeat([0, 1], n // 2)
+    E = centres[task] + g.normal(size=(n, d))
+    Y = np.empty((n, 2))
+    Y[:, 0] = np.where(task == 0, g.random(n) < 0.8, g.random(n) < 0.3)
+    Y[:, 1] = np.where(task == 1, g.random(n) < 0.8, g.random(n) < 0.3)
+    return E.astype(np.float32), Y, np.array(["A", "B"])[task]
+
+
+def test_question_split_is_seeded_stratified_and_order_free():
+    items = [f"q{i}" for i in range(1000)]
+    groups = ["x"] * 900 + ["y"] * 100
+    s = question_split(items, groups)
+    assert (s == "test").sum() == 200
+    assert (s[:900] == "test").sum() == 180 and (s[900:] == "test").sum() == 20  # stratified
+    perm = np.random.default_rng(1).permutation(1000)
+    s2 = question_split(np.array(items, dtype=object)[perm], np.array(groups, dtype=object)[perm])
+    assert (s2 == s[perm]).all()  # a question's side does not depend on the order
+    assert (question_split(items, groups, seed=1) != s).any()
+
+
+def test_task_router_routes_each_task_to_its_best_model_without_the_label(tmp_path):
+    E, Y, task = two_tasks()
+    r = TaskRouter().fit(E[::2], Y[::2], task[::2])
+    assert (r.tasks_[r.recognise(E[1::2])] == task[1::2]).mean() > 0.98
+    picks = route(r.predict_proba(E[1::2]), Y[::2].mean(axis=0))
+    assert (picks == (task[1::2] == "B")).mean() > 0.98
+    save_router(r, tmp_path / "r.npz", {"models": ["m0", "m1"]})
+    back, meta = load_router(tmp_path / "r.npz")
+    assert np.allclose(back.predict_proba(E[1::2]), r.predict_proba(E[1::2]))
+    with pytest.raises(ValueError, match="needs each training question's task"):
+        TaskRouter().fit(E, Y)
+
+
+def test_selection_serves_the_task_router_and_says_who_sits_out():
+    E, Y, task = two_tasks(n=600)
+    sel = select_router(E, Y, groups=task, n_boot=200)
+    assert sel.served in ("task_prior", "knn_task", "ensemble", "logistic", "knn_vote", "knn_shrunk")
+    assert sel.best[sel.served][1] > sel.best["best_single"][1] + 0.2
+    assert set(sel.sat_out) == {"knn_irt", "knn_irt_cal"}  # two models: no IRT fit
+    assert "three" in sel.sat_out["knn_irt"] or "3" in sel.sat_out["knn_irt"]
+    sel1 = select_router(E, Y, n_boot=200)  # no tasks: the task families sit out
+    assert {"task_prior", "knn_task"} <= set(sel1.sat_out)
+
+
+def test_guard_flags_questions_unlike_every_training_question(tmp_path):
+    E, Y, task = two_tasks()
+    g = GuardedRouter(TaskRouter().fit(E, Y, task)).fit(E, Y)
+    far = -E[:3] * 10 + 40  # nowhere near the training questions
+    sim, ood = g.novelty(np.vstack([E[:5], far]))
+    assert not ood[:5].any() and ood[5:].all()
+    save_router(g, tmp_path / "g.npz", {"models": ["m0", "m1"]})
+    back, _ = load_router(tmp_path / "g.npz")
+    assert (back.novelty(far)[1]).all() and float(back.threshold_) == pytest.approx(float(g.threshold_))
+
+
+def test_gap_measures_random_perfect_and_a_hand_worked_case():
+    g = np.random.default_rng(0)
+    n = 4000
+    weak, strong = (g.random(n) < 0.6).astype(float), (g.random(n) < 0.8).astype(float)
+    rnd = gap_measures(g.random(n), weak, strong, n_boot=50)
+    assert rnd["apgr"] == pytest.approx(0.5, abs=0.03) and rnd["cpt50"] == pytest.approx(0.5, abs=0.05)
+    assert rnd["apgr_lo"] < rnd["apgr"] < rnd["apgr_hi"]
+    perfect = gap_measures(strong - weak, weak, strong, n_boot=20)  # strong only where it helps
+    assert perfect["apgr"] > 0.85 and perfect["cpt80"] < 0.3
+    # 4 questions: the strong model alone is right on q0 and q1, both right on q2, both wrong on q3; the router ranks
+    # q0 > q2 > q1 > q3: PGR at shares 0, 1/4, 1/2, 3/4, 1 is 0, 1/2, 1/2, 1, 1
+    hw = gap_measures(np.array([4.0, 2.0, 3.0, 1.0]), np.array([0, 0, 1, 0.0]), np.array([1, 1, 1, 0.0]), n_boot=10)
+    assert hw["apgr"] == pytest.approx((0.25 + 0.5 + 0.75 + 1.0) / 4)
+    assert hw["cpt50"] == pytest.approx(0.25) and hw["cpt80"] == pytest.approx(0.5 + 0.25 * 0.6)
+
+
+def test_gap_report_chooses_its_family_on_training_questions_only():
+    E, Y, task = two_tasks(n=600)
+    tr = np.arange(600) % 5 != 0
+    sel = select_router(E[tr], Y[tr], groups=task[tr], n_boot=100)
+    test_P = {f: sel.make(f).fit(E[tr], Y[tr], task[tr]).predict_proba(E[~tr]) for f in sel.best}
+    flipped = {f: 1 - P for f, P in test_P.items()}  # test predictions turned upside down change no choice
+    a = gap_report(sel.oof, test_P, Y[tr], Y[~tr], Y[tr].mean(axis=0), simplicity, n_boot=20)
+    b = gap_report(sel.oof, flipped, Y[tr], Y[~tr], Y[tr].mean(axis=0), simplicity, n_boot=20)
+    assert a["family"] == b["family"] and a["apgr"] > 0.7
+    assert strong_weak([0.2, 0.9]) == (1, 0)
+    assert preference(np.array([[0.1, 0.7]]), 1, 0)[0] == pytest.approx(0.6)
