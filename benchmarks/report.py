@@ -146,11 +146,12 @@ SECTIONS = (
                     ">= 40", lambda d: get(d, "router_cuda/embed_questions_per_s") >= 40),
              Figure("served router accuracy, RouterDC MMLU test, cuda", at("router_cuda/mmlu/router_acc"), pct,
                     ">= best single", lambda d: get(d, "router_cuda/mmlu/router_acc") >= get(d, "router_cuda/mmlu/best_single_acc")))),
-    Section("router.json", "The router (RouterDC and RouterBench MBPP)",
-            ".venv/bin/python benchmarks/router.py --json benchmarks/results/router.json  # ~4 min",
-            "The router assets cold on a fresh store: RouterDC's MMLU, ARC-Challenge and GSM8K (7 models) and RouterBench "
-            "MBPP (11 models with per-question dollar costs); every choice by cross-validation on training questions, "
-            "test questions only report.",
+    Section("router.json", "The router (RouterDC, RouterBench MBPP and RouteLLM)",
+            ".venv/bin/python benchmarks/router.py --json benchmarks/results/router.json  # ~8 min",
+            "The router assets cold on a fresh store: RouterDC's MMLU, ARC-Challenge and GSM8K (7 models), RouterBench "
+            "MBPP (11 models with per-question dollar costs) and RouteLLM's MMLU and GSM8K (Mixtral vs GPT-4, no split "
+            "landed: the assets' own 20 % test split), and the leaderboard routers (mixed traffic, no scenario label); "
+            "every choice by cross-validation on training questions, test questions only report.",
             tuple(Figure(f"{name}: served router accuracy on test", at(f"{name}/router_acc"), pct, ">= best single model",
                          lambda d, name=name: get(d, f"{name}/router_acc") >= get(d, f"{name}/best_single_acc"),
                          lambda d, name=name: f"best single {100 * get(d, f'{name}/best_single_acc'):.2f} %, oracle "
@@ -182,7 +183,34 @@ SECTIONS = (
                       lambda d: max(get(d, "mbpp/cv_aiq_delta_by_family").values()), lambda v: f"{100 * v:+.2f} points",
                       anchor=lambda d: "out-of-fold lambda sweeps on the training questions; by family: " + ", ".join(
                           f"{f} {100 * v:+.2f}" for f, v in sorted(get(d, "mbpp/cv_aiq_delta_by_family").items()))),
-               Figure("router stage cold, four benchmarks", at("seconds"), secs, "< 300 s", lambda d: get(d, "seconds") < 300),
+               Figure("RouterDC mixed traffic: leaderboard router, macro test accuracy",
+                      at("routerdc_mixed/macro_router"), pct, ">= per-task best and >= best overall + 3 points",
+                      lambda d: get(d, "routerdc_mixed/macro_router") >= max(
+                          get(d, "routerdc_mixed/macro_per_task_best"), get(d, "routerdc_mixed/macro_best_overall") + 0.03),
+                      lambda d: f"per-task best {100 * get(d, 'routerdc_mixed/macro_per_task_best'):.2f} % (needs the label), "
+                                f"best overall {100 * get(d, 'routerdc_mixed/macro_best_overall'):.2f} %, oracle "
+                                f"{100 * get(d, 'routerdc_mixed/macro_oracle'):.2f} %; served "
+                                f"{get(d, 'routerdc_mixed/served_router')}; RouterDC (Chen et al., 2024)",
+                      headline="Mixed traffic (RouterDC, no scenario label): macro accuracy"),
+               Figure("RouteLLM MMLU: APGR", at("routellm/mmlu/apgr"), lambda v: f"{v:.3f}", ">= 0.63",
+                      lambda d: get(d, "routellm/mmlu/apgr") >= 0.63,
+                      lambda d: f"95 % interval [{get(d, 'routellm/mmlu/apgr_lo'):.3f}, {get(d, 'routellm/mmlu/apgr_hi'):.3f}]"
+                                f"; {get(d, 'routellm/mmlu/n_test')} test questions; RouteLLM's best router with MMLU "
+                                "labels about 0.60 (Ong et al., 2024); a plain kNN router 0.631",
+                      headline="RouteLLM MMLU: APGR (random router 0.50)"),
+               Figure("RouteLLM MMLU: CPT(50 %)", at("routellm/mmlu/cpt50"), lambda v: f"{100 * v:.1f} %",
+                      "<= 33 %, upper end < 50 %", lambda d: get(d, "routellm/mmlu/cpt50") <= 0.33
+                      and get(d, "routellm/mmlu/cpt50_hi") < 0.5,
+                      lambda d: f"95 % interval [{100 * get(d, 'routellm/mmlu/cpt50_lo'):.1f}, "
+                                f"{100 * get(d, 'routellm/mmlu/cpt50_hi'):.1f}] %; CPT(80 %) "
+                                f"{100 * get(d, 'routellm/mmlu/cpt80'):.1f} %"),
+               Figure("RouteLLM GSM8K: APGR", at("routellm/gsm8k/apgr"), lambda v: f"{v:.3f}", ">= 0.58",
+                      lambda d: get(d, "routellm/gsm8k/apgr") >= 0.58,
+                      lambda d: f"95 % interval [{get(d, 'routellm/gsm8k/apgr_lo'):.3f}, "
+                                f"{get(d, 'routellm/gsm8k/apgr_hi'):.3f}]; {get(d, 'routellm/gsm8k/n_test')} test "
+                                f"questions; CPT(50 %) {100 * get(d, 'routellm/gsm8k/cpt50'):.1f} %"),
+               Figure("router stage cold, six benchmarks and two leaderboard routers", at("seconds"), secs, "< 300 s",
+                      lambda d: get(d, "seconds") < 300),
                Figure("question embeddings per second", at("embed_questions_per_s"), lambda v: f"{v:.0f}", ">= 40",
                       lambda d: get(d, "embed_questions_per_s") >= 40))),
     Section("magi.json", "MAGI subsets",

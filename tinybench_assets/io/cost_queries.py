@@ -3,7 +3,8 @@
 the same columns when nothing is stored).
 
 A scenario partition's costs come from the drops that carry them (wide tables' ``<model>|total_cost``) and, for every
-(model, item) none of them prices, from the leaderboard's prices file (``io.price_drops``).
+(model, item) none of them prices, from the leaderboard's prices file (``io.price_drops``), token prices counting a
+cell's output tokens from the response text its drop carries (``io.wide_responses``) where there is one.
 """
 from __future__ import annotations
 
@@ -18,6 +19,16 @@ LATEST_COSTS = """
     SELECT model, item, cost FROM (
         SELECT l.model, l.item, l.cost, row_number() OVER (PARTITION BY l.model, l.item ORDER BY d.seq DESC) AS latest
         FROM landed_costs l JOIN drops d USING (drop_id)
+        WHERE l.leaderboard = ? AND l.scenario = ? AND d.status = 'active') AS landed
+    WHERE latest = 1
+    ORDER BY model, item
+"""
+# a partition's landed answer lengths in tokens, the latest active drop winning per (model, item); params: leaderboard,
+# scenario
+LATEST_RESPONSE_TOKENS = """
+    SELECT model, item, tokens FROM (
+        SELECT l.model, l.item, l.tokens, row_number() OVER (PARTITION BY l.model, l.item ORDER BY d.seq DESC) AS latest
+        FROM landed_response_tokens l JOIN drops d USING (drop_id)
         WHERE l.leaderboard = ? AND l.scenario = ? AND d.status = 'active') AS landed
     WHERE latest = 1
     ORDER BY model, item
@@ -47,7 +58,8 @@ class CostQueries(StoreBackend):
 
         From the active drops; where several drops give a cell, the latest drop wins (as in ``responses``). A
         (model, item) no drop gives a cost is priced from the leaderboard's prices file (``prices``,
-        ``io.price_drops.question_costs``) for the partition's models that have a price; the others get no rows.
+        ``io.price_drops.question_costs``) for the partition's models that have a price, token prices counting the
+        cell's ``response_tokens`` as its output tokens where there are some; the other models get no rows.
         Empty (same columns) when neither costs nor prices landed.
         """
         board, scenario = split_partition_key(key)
@@ -57,10 +69,15 @@ class CostQueries(StoreBackend):
             prices = prices[prices["model"].isin(self.query(LANDED_DISTINCT.format("model"), [board, scenario])["model"])]
         if prices.empty:
             return landed
-        priced = question_costs(prices, self.partition_questions(key))
+        priced = question_costs(prices, self.partition_questions(key), self.response_tokens(key))
         both = pd.concat([landed, priced], ignore_index=True) if len(landed) else priced
         return (both.drop_duplicates(["model", "item"], keep="first")  # landed costs first: they win
                 .sort_values(["model", "item"]).reset_index(drop=True))
+
+    def response_tokens(self, key: str) -> pd.DataFrame:
+        """Per-(model, item) answer lengths in tokens of one scenario partition, from the response text its drops
+        carry (``io.wide_responses``): columns ``model, item, tokens``, the latest active drop winning per cell."""
+        return self.query(LATEST_RESPONSE_TOKENS, list(split_partition_key(key)))
 
     def prices(self, board: str) -> pd.DataFrame:
         """A leaderboard's active prices, the latest prices drop winning per model: columns ``model,

@@ -19,6 +19,8 @@ RESPONSE_COLUMNS = ["leaderboard", "scenario", "subscenario", "item", "model", "
 ITEM_COLUMNS = ["leaderboard", "scenario", "subscenario", "item", "text", "split"]
 FULL_SCORE_COLUMNS = ["leaderboard", "scenario", "model", "full_score", "split"]
 COST_COLUMNS = ["leaderboard", "scenario", "item", "model", "cost"]
+#: a scored cell's answer length in tokens, estimated from the response text a wide table carries (``io.wide_responses``)
+RESPONSE_TOKEN_COLUMNS = ["leaderboard", "scenario", "item", "model", "tokens"]
 #: a leaderboard's prices file (``prices.csv``, read by ``io.price_drops``): a price per model, per question or per
 #: million tokens, and the answer's length in tokens (NaN where not given)
 PRICE_COLUMNS = ["leaderboard", "model", "cost_per_question", "input_per_mtok", "output_per_mtok", "output_tokens"]
@@ -53,6 +55,8 @@ class Drop:
     full_scores: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FULL_SCORE_COLUMNS))
     # per-(model, item) cost of answering (wide tables' <model>|total_cost): finite, >= 0
     costs: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=COST_COLUMNS))
+    # per-(model, item) answer length in tokens (wide tables' response text): int >= 0; output tokens for token prices
+    response_tokens: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=RESPONSE_TOKEN_COLUMNS))
     # a prices file's rows (PRICE_COLUMNS): each model's price, for the questions no drop gives a cost
     prices: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=PRICE_COLUMNS))
     # rows a reader left out of an otherwise good file: ``row`` (1 = first data row), ``reason``, then the row's cells

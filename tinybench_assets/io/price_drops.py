@@ -10,8 +10,10 @@ holds one row per model, in dollars:
 
 Rows may mix the two kinds: a row needs ``cost_per_question`` or both token prices (``cost_per_question`` wins where
 a row has both). Prices and token counts are finite and >= 0, a model is listed once; other columns are ignored and
-named in the drop's notes. A question's input tokens are estimated from its text (:func:`estimate_tokens`). Errors are
-``DropError``s naming the file, the row (1 = first data row), the column and the problem.
+named in the drop's notes. A question's input tokens are estimated from its text (:func:`estimate_tokens`); a cell's
+output tokens from the model's response text where a drop carries it (``io.wide_responses``), else the model's
+``output_tokens``, else :data:`DEFAULT_OUTPUT_TOKENS`. Errors are ``DropError``s naming the file, the row (1 = first
+data row), the column and the problem.
 """
 from __future__ import annotations
 
@@ -111,19 +113,26 @@ def _check_rows(values: dict[str, np.ndarray], path: Path) -> None:
                         "output_per_mtok", row=int(np.argmax(none)) + 1, column="cost_per_question")
 
 
-def question_costs(prices: pd.DataFrame, questions: pd.DataFrame) -> pd.DataFrame:
+def question_costs(prices: pd.DataFrame, questions: pd.DataFrame,
+                   response_tokens: pd.DataFrame | None = None) -> pd.DataFrame:
     """The cost of every (priced model, question): columns ``model, item, cost``.
 
-    ``prices``: rows of ``PRICE_COLUMNS`` (as ``Store.prices`` returns them); ``questions``: columns ``item, text``.
+    ``prices``: rows of ``PRICE_COLUMNS`` (as ``Store.prices`` returns them); ``questions``: columns ``item, text``;
+    ``response_tokens``, optional: columns ``model, item, tokens``, one row per cell at most (``Store.response_tokens``).
     ``cost_per_question`` where a model has one, else ``input_per_mtok * in_tokens / 1e6 + output_per_mtok *
-    out_tokens / 1e6`` with in_tokens from the question's text (:func:`estimate_tokens`) and out_tokens the model's
-    ``output_tokens`` (else :data:`DEFAULT_OUTPUT_TOKENS`). A question without text gets no token-priced cost."""
+    out_tokens / 1e6`` with in_tokens from the question's text (:func:`estimate_tokens`) and out_tokens, first found:
+    the cell's ``response_tokens``, the model's ``output_tokens``, :data:`DEFAULT_OUTPUT_TOKENS`. A question without
+    text gets no token-priced cost."""
     tokens_in = questions["text"].map(estimate_tokens).to_numpy(dtype=float)
     frames = []
     for p in prices.itertuples(index=False):
         flat, rate_in, rate_out, out = (float(x) for x in (p.cost_per_question, p.input_per_mtok, p.output_per_mtok,
                                                            p.output_tokens))
-        out = DEFAULT_OUTPUT_TOKENS if math.isnan(out) else out
+        out = np.full(len(tokens_in), DEFAULT_OUTPUT_TOKENS if math.isnan(out) else out)
+        if response_tokens is not None and len(response_tokens):
+            own = response_tokens[response_tokens["model"] == p.model].set_index("item")["tokens"].astype(float)
+            known = questions["item"].map(own).to_numpy(dtype=float)
+            out = np.where(np.isnan(known), out, known)
         cost = np.full(len(tokens_in), flat) if not math.isnan(flat) else (rate_in * tokens_in + rate_out * out) / 1e6
         frames.append(pd.DataFrame({"model": p.model, "item": questions["item"].to_numpy(), "cost": cost}))
     if not frames:

@@ -29,6 +29,10 @@ CREATE TABLE IF NOT EXISTS landed_costs (  -- per-(model, item) cost from wide t
     drop_id VARCHAR NOT NULL, leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL,
     item VARCHAR NOT NULL, model VARCHAR NOT NULL, cost DOUBLE NOT NULL CHECK (cost >= 0 AND isfinite(cost))
 );
+CREATE TABLE IF NOT EXISTS landed_response_tokens (  -- per-(model, item) answer length from wide tables' response text
+    drop_id VARCHAR NOT NULL, leaderboard VARCHAR NOT NULL, scenario VARCHAR NOT NULL,
+    item VARCHAR NOT NULL, model VARCHAR NOT NULL, tokens BIGINT NOT NULL CHECK (tokens >= 0)
+);
 CREATE TABLE IF NOT EXISTS landed_prices (  -- a leaderboard's prices file (prices.csv), one row per model; NULL = not given
     drop_id VARCHAR NOT NULL, leaderboard VARCHAR NOT NULL, model VARCHAR NOT NULL,
     cost_per_question DOUBLE CHECK (cost_per_question >= 0 AND isfinite(cost_per_question)),

@@ -33,6 +33,7 @@ class StoreWrites(StoreBackend):
             for old_id in old:
                 con.execute("DELETE FROM landed_responses WHERE drop_id = ?", [old_id])
                 con.execute("DELETE FROM landed_costs WHERE drop_id = ?", [old_id])
+                con.execute("DELETE FROM landed_response_tokens WHERE drop_id = ?", [old_id])
                 con.execute("DELETE FROM landed_prices WHERE drop_id = ?", [old_id])
                 con.execute("UPDATE drops SET status = 'superseded' WHERE drop_id = ?", [old_id])
             seq = con.execute("SELECT nextval('drop_seq')").fetchone()[0]
@@ -48,6 +49,9 @@ class StoreWrites(StoreBackend):
             self._insert_frame(con, "costs_df", drop.costs, drop.sha256,
                                "INSERT INTO landed_costs SELECT drop_id, leaderboard, scenario, item, model, "
                                "CAST(cost AS DOUBLE PRECISION) FROM costs_df")
+            self._insert_frame(con, "tokens_df", drop.response_tokens, drop.sha256,
+                               "INSERT INTO landed_response_tokens SELECT drop_id, leaderboard, scenario, item, model, "
+                               "CAST(tokens AS BIGINT) FROM tokens_df")
             self._insert_frame(con, "prices_df", drop.prices, drop.sha256,
                                "INSERT INTO landed_prices SELECT drop_id, leaderboard, model, "
                                + ", ".join(f"CAST({c} AS DOUBLE PRECISION)" for c in PRICE_VALUES) + " FROM prices_df")

@@ -20,7 +20,8 @@ One row per question. Columns (names matched case-insensitively):
 - ``split``, optional (empty cell = none); without the column, the file name's split if it has one.
 - ``subscenario``, optional; defaults to the scenario.
 - model score columns and per-model cost columns ``<model>|total_cost`` (or ``<model>|cost``;
-  ``total_cost`` wins when both are there).
+  ``total_cost`` wins when both are there); per-model response text ``<model>_response`` or
+  ``<model>|model_response``, whose length prices output tokens (:mod:`~tinybench_assets.io.wide_responses`).
 
 **Model column rule.** A column is a model's score column when all of these hold:
 
@@ -32,7 +33,7 @@ One row per question. Columns (names matched case-insensitively):
 3. it has a cost column (``<name>|total_cost`` / ``<name>|cost``), or more than half of its numeric
    values lie in [0, 1] (so a token count or a row number is not taken for a model).
 
-Every other column is ignored and named in ``drop.notes``. A model column is then validated
+Every other column but the response columns is ignored and named in ``drop.notes``. A model column is then validated
 strictly: each non-empty cell must be a number in [0, 1]; an empty/NaN cell is a missing response
 (left out). A cost is kept for every scored cell whose model has a cost column and must be a finite
 number >= 0 there (empty, NaN, inf, negative or text: error); a cost column whose model has no score
@@ -61,7 +62,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .wide_rows import _numeric, _present, merge_duplicate_rows, rejected_rows
+from .wide_responses import response_columns, response_note, response_token_frame
+from .wide_rows import _numeric, _present, merge_duplicate_rows, rejected_rows, repeated_text_note
 from .drop_types import (
     COST_COLUMNS,
     ITEM_COLUMNS,
@@ -271,6 +273,9 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
             f"column or values in [0, 1]; columns found {list(df.columns)[:30]}"
             + (f" (ignored: {dict(list(ignored.items())[:10])})" if ignored else ""),
         )
+    response_of = response_columns(df.columns, models)
+    for col in response_of.values():
+        ignored.pop(col, None)
     n = len(df)
     # text
     missing = ~_present(df[text_col])
@@ -315,10 +320,10 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
         items = np.array([f"{s}.{sp}.{i}" if sp else f"{s}.{i}" for i, (s, sp) in enumerate(zip(scen, split))], dtype=object)
     key = pd.Series([f"{s}\x00{i}" for s, i in zip(scen, items)])
     keep, conflicts, row_notes = merge_duplicate_rows(df, key, items, models, cost_of, [text_col, split_col, sub_col],
-                                                      path, id_col or "(generated id)")
+                                                      path, id_col or "(generated id)", list(response_of.values()))
     rejected, rejected_notes = rejected_rows(df, conflicts, path)
     # scores and costs
-    resp_frames, cost_frames = [], []
+    resp_frames, cost_frames, scored_of = [], [], {}
     for m in models:
         vals, nonnum = _numeric(df[m])
         if nonnum.any():
@@ -328,7 +333,7 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
         if out.any():
             i = int(np.argmax(out))
             raise DropError(path, f"score {float(vals[i])!r} outside [0, 1]", row=i + 1, column=m)
-        scored = ~np.isnan(vals) & keep
+        scored = scored_of[m] = ~np.isnan(vals) & keep
         resp_frames.append(pd.DataFrame({"scenario": scen[scored], "subscenario": sub[scored], "item": items[scored],
                                          "model": m, "score": vals[scored]}))
         if m in cost_of:
@@ -352,12 +357,13 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
                                "text": df[text_col].astype(str).to_numpy(dtype=object), "split": split})[ITEM_COLUMNS][keep]
     if cost_frames:
         drop.costs = pd.concat(cost_frames, ignore_index=True).assign(leaderboard=leaderboard)[COST_COLUMNS]
+    drop.response_tokens = response_token_frame(df, response_of, scored_of, scen, items, leaderboard)
     drop.binarize_rules = {s: "auto" for s in sorted(set(scen))}
     shown = ", ".join(models[:8]) + (f", ... ({len(models)} in all)" if len(models) > 8 else "")
     drop.notes.append(f"wide table: {len(models)} model column(s) [{shown}], cost columns for {len(cost_of)}")
     if ignored:
         drop.notes.append("ignored columns: " + "; ".join(f"{c!r} ({why})" for c, why in list(ignored.items())[:20]))
-    drop.notes.extend(row_notes + rejected_notes)
+    drop.notes.extend(response_note(response_of) + row_notes + rejected_notes + repeated_text_note(df[text_col], scen, keep))
     drop.rejected = rejected
     drop.notes.append(f"scenario from {'column ' + repr(scen_col) if scen_col else 'the file name'}; "
                       f"item ids from {'column ' + repr(id_col) if id_col else 'scenario.split.row'}")

@@ -11,7 +11,8 @@ as merged so far:
   of a complete row, with the question twice in the prompt);
 - otherwise it merges into the kept row: identical rows collapse to one, and a question split over rows that score
   disjoint sets of models (RouterBench: one row with one model's score, another with the rest) gets each model's
-  score and cost from the row that has it.
+  score and cost from the row that has it; a response text (``io.wide_responses``) the kept row lacks comes from the
+  first merged row that has one.
 
 Rows left with no score at all are skipped. A file loses rows only while they are at most a set share of its data rows
 (:func:`max_rejected_share`: ``TINYBENCH_MAX_REJECTED_SHARE``, default 5 %); above it the whole file is quarantined
@@ -67,8 +68,9 @@ def max_rejected_share() -> float:
 class _Group:
     """One question id's rows: the kept row, its merged values (``num``: column -> float array, updated in place)."""
 
-    def __init__(self, df: pd.DataFrame, kept: int, num: dict, same_cols: list[str], where: str):
+    def __init__(self, df: pd.DataFrame, kept: int, num: dict, same_cols: list[str], where: str, text_cols=()):
         self.df, self.kept, self.num, self.same_cols, self.where = df, kept, num, same_cols, where
+        self.text_cols = text_cols
 
     def conflict(self, pos: int, id_col: str) -> tuple[str, str] | None:
         """(column, reason) when row ``pos`` disagrees with the kept row, else None."""
@@ -91,6 +93,11 @@ class _Group:
                 if np.isnan(vals[self.kept]):
                     vals[self.kept] = vals[pos]
                     self.df.iat[self.kept, self.df.columns.get_loc(col)] = vals[pos]
+        for col in self.text_cols:
+            j = self.df.columns.get_loc(col)
+            cells = self.df.iloc[[self.kept, pos], j]
+            if not _present(cells)[0] and _present(cells)[1]:
+                self.df.iat[self.kept, j] = cells.iat[1]
         return same
 
 
@@ -103,9 +110,9 @@ def _groups(key: pd.Series) -> list[np.ndarray]:
 
 
 def merge_duplicate_rows(df: pd.DataFrame, key: pd.Series, items, models: list[str], cost_of: dict, same_cols, path: Path,
-                         id_col: str) -> tuple[np.ndarray, list[tuple[int, str, str]], list[str]]:
+                         id_col: str, text_cols=()) -> tuple[np.ndarray, list[tuple[int, str, str]], list[str]]:
     """Merge or reject the rows that share a question id (``key``: scenario + id), see the module docstring; skip rows
-    with no score. Returns (rows to keep, rejected rows as (position, column, reason), notes). ``df``'s kept row of
+    with no score; ``text_cols``: response text columns, filled in the kept row from merged rows. Returns (rows to keep, rejected rows as (position, column, reason), notes). ``df``'s kept row of
     each merged group is updated in place (row numbers in later errors stay the file's)."""
     keep = np.ones(len(df), dtype=bool)
     rejected: list[tuple[int, str, str]] = []
@@ -116,7 +123,8 @@ def merge_duplicate_rows(df: pd.DataFrame, key: pd.Series, items, models: list[s
     for rows in _groups(key):
         kept = int(rows[np.argmax(n_scored[rows])])
         where = f"question id {items[kept]!r} (rows {', '.join(str(r + 1) for r in rows[:5])})"
-        group, identical, joined = _Group(df, kept, num, [c for c in same_cols if c is not None], where), True, 0
+        group = _Group(df, kept, num, [c for c in same_cols if c is not None], where, text_cols)
+        identical, joined = True, 0
         for pos in (int(r) for r in rows if r != kept):
             keep[pos] = False
             if found := group.conflict(pos, id_col):
@@ -160,3 +168,16 @@ def rejected_rows(df: pd.DataFrame, rejected: list[tuple[int, str, str]], path: 
             f"writes them, with the reason per row, to <quarantine>/<leaderboard>/{path.name}.rejected.csv: rows "
             f"{', '.join(str(p + 1) for p in positions[:10])}")
     return frame, [note]
+
+
+def repeated_text_note(text: pd.Series, scenario, keep: np.ndarray) -> list[str]:
+    """A note when rows under different ids repeat an earlier row's question text (RouteLLM's MMLU: 105 rows): they are
+    kept as distinct questions, each with its own answers, and the note says so."""
+    frame = pd.DataFrame({"scenario": np.asarray(scenario, dtype=object), "text": text.astype(str).to_numpy()})[keep]
+    repeats = frame.duplicated(keep="first")
+    if not repeats.any():
+        return []
+    rows = np.flatnonzero(keep)[repeats.to_numpy()] + 1
+    return [f"{int(repeats.sum())} row(s) repeat an earlier row's question text under another id; kept as distinct "
+            f"questions (each with its own answers): rows {', '.join(map(str, rows[:10]))}"
+            + (" ..." if len(rows) > 10 else "")]

@@ -98,3 +98,16 @@ def test_gap_report_chooses_its_family_on_training_questions_only():
     assert a["family"] == b["family"] and a["apgr"] > 0.7
     assert strong_weak([0.2, 0.9]) == (1, 0)
     assert preference(np.array([[0.1, 0.7]]), 1, 0)[0] == pytest.approx(0.6)
+
+
+def test_every_family_of_an_ensemble_saves_and_loads(tmp_path):
+    """The ensemble is served where it wins (RouteLLM's MMLU): each member, knn_shrunk and the task families included,
+    comes back from the router file with its family's name and the same predictions."""
+    E, Y, task = two_tasks(n=200)
+    sel = select_router(E, Y, groups=task, n_boot=50, gate_level=0)
+    r = sel.make("ensemble").fit(E, Y, task)
+    save_router(r, tmp_path / "e.npz", {"models": ["m0", "m1"]})
+    back, _ = load_router(tmp_path / "e.npz")
+    assert [m.name for m in back.members] == [m.name for m in r.members]
+    assert {"knn_shrunk", "task_prior", "knn_task"} <= {m.name for m in back.members}
+    assert np.allclose(back.predict_proba(E[:20]), r.predict_proba(E[:20]))

@@ -17,6 +17,7 @@ from tinybench_assets.io.store import Store
 from tinybench_assets_tests.conftest import SHARED, _need_shared
 from tinybench_assets_tests.test_defs.test_definitions import ingested_for_router
 
+pytestmark = pytest.mark.timeout(300)  # a minute and a half of materializations: scheduled among the long modules
 ROUTER_CFG = {"n_folds": 3, "n_boot": 200}
 STRONG, WEAK = "gpt-4-1106-preview", "mistralai/Mixtral-8x7B-Instruct-v0.1"
 ROUTERDC = {"mmlu": ("mmlu_train.json", "mmlu_test.json"), "arc_challenge": ("arc_challenge_train.json",

@@ -59,7 +59,9 @@ def test_flat_prices_make_cost_the_share_of_strong_calls(board):
 
 
 def test_token_prices_cost_from_question_length_and_layouts_mix(board):
-    # the strong model by the token (with its answer length), the weak one by the token (default length) in parquet
+    # the strong model by the token (with its answer length), the weak one by the token (default length) in parquet; the
+    # drop carries no response text (the next tests cover it)
+    board["head"].filter(regex="^(?!.*_response$)").to_csv(board["incoming"] / "routellm" / "gsm8k.csv", index=False)
     pd.DataFrame({"model": [STRONG, WEAK], "cost_per_question": [None, None], "input_per_mtok": [10.0, 0.6],
                   "output_per_mtok": [30.0, 0.6], "output_tokens": [200.0, None], "note": ["a", "b"]}
                  ).to_parquet(board["incoming"] / "routellm" / "prices.parquet", index=False)
@@ -219,5 +221,73 @@ def test_prices_on_postgresql_match_duckdb(board):
                 assert not ingest_landing(store, board["incoming"], board["quarantine"]).quarantined
             pd.testing.assert_frame_equal(pg.costs(KEY), duck.costs(KEY), check_dtype=False)
             pd.testing.assert_frame_equal(pg.prices("routellm"), duck.prices("routellm"), check_dtype=False)
+            pd.testing.assert_frame_equal(pg.response_tokens(KEY), duck.response_tokens(KEY), check_dtype=False)
             assert prices_version(pg, "routellm") == prices_version(duck, "routellm")
         assert len(pg.costs(KEY)) == 2 * N and set(pg.costs(KEY)["cost"]) == {0.0, 0.01}
+
+
+def test_response_text_prices_output_tokens(board):
+    """RouteLLM's ``<model>_response`` columns: a token-priced cell's output tokens are its response's length; a cell
+    without response text falls back to the prices file's ``output_tokens``, then the default."""
+    head = board["head"].copy()
+    missing = head.index[3]
+    head.loc[missing, f"{STRONG}_response"] = None
+    head.to_csv(board["incoming"] / "routellm" / "gsm8k.csv", index=False)
+    write_prices(board, f"model,input_per_mtok,output_per_mtok,output_tokens\n{STRONG},10,30,200\n{WEAK},0.6,0.6,\n")
+    report = ingest(board)
+    notes = "\n".join(report.notes["routellm/gsm8k.csv"])
+    for model in (STRONG, WEAK):
+        assert f"'{model}_response' (response text of model '{model}': its length prices output tokens)" in notes
+    assert "ignored columns" not in notes
+    assert len(board["store"].response_tokens(KEY)) == 2 * N - 1
+    costs = board["store"].costs(KEY).set_index(["model", "item"])["cost"]
+    assert len(costs) == 2 * N
+    for row, (item, text) in enumerate(texts(board).items()):
+        tokens_in = math.ceil(len(text) / 4)
+        for model, rate_in, rate_out in ((STRONG, 10.0, 30.0), (WEAK, 0.6, 0.6)):
+            answer = board["head"][f"{model}_response"].iloc[row]
+            tokens_out = 200 if (model, row) == (STRONG, missing) else math.ceil(len(answer) / 4)
+            assert costs[(model, item)] == pytest.approx((rate_in * tokens_in + rate_out * tokens_out) / 1e6), (model, row)
+    # a new version of the file without response text supersedes the old tokens: output_tokens, then the default
+    board["head"].drop(columns=[f"{STRONG}_response", f"{WEAK}_response"]).to_csv(
+        board["incoming"] / "routellm" / "gsm8k.csv", index=False)
+    ingest(board)
+    assert board["store"].query("SELECT count(*) AS n FROM landed_response_tokens")["n"].iloc[0] == 0
+    costs = board["store"].costs(KEY).set_index(["model", "item"])["cost"]
+    item, text = next(iter(texts(board).items()))
+    assert costs[(STRONG, item)] == pytest.approx((10.0 * math.ceil(len(text) / 4) + 30.0 * 200) / 1e6)
+    assert costs[(WEAK, item)] == pytest.approx((0.6 * math.ceil(len(text) / 4) + 0.6 * DEFAULT_OUTPUT_TOKENS) / 1e6)
+
+
+def test_routerbench_model_response_columns_are_recognised(tmp_path):
+    """RouterBench's ``<model>|model_response`` (suffix in any case): one token count per scored cell with text."""
+    rows = pd.read_csv(SHARED / "routerbench" / "mbpp_train.csv", nrows=6)
+    model = "claude-v2"
+    rows = rows.rename(columns={f"{model}|model_response": f"{model}|MODEL_RESPONSE"})
+    rows.loc[rows.index[1], "gpt-4-1106-preview|model_response"] = None
+    path = tmp_path / "mbpp_train.csv"
+    rows.to_csv(path, index=False)
+    drop = read_drop(path, "routerbench")
+    notes = "\n".join(drop.notes)
+    assert f"'{model}|MODEL_RESPONSE' (response text of model '{model}': its length prices output tokens)" in notes
+    assert "model_response" not in notes.split("response columns:")[0]  # none listed as ignored
+    tokens = drop.response_tokens.set_index(["model", "item"])["tokens"]
+    assert len(tokens) == len(drop.responses) - 1  # every scored cell but the one without text
+    for i, item in enumerate(rows["sample_id"]):
+        assert tokens[(model, item)] == math.ceil(len(rows[f"{model}|MODEL_RESPONSE"].iloc[i]) / 4)
+    assert ("gpt-4-1106-preview", rows["sample_id"].iloc[1]) not in tokens.index
+    assert drop.kind == "responses" and drop.n_rows == len(drop.responses) + len(drop.items)
+
+
+def test_a_question_split_over_rows_keeps_each_models_response_text(tmp_path):
+    """RouterBench's split rows: a model scored in a second row of the same question id brings its response text along."""
+    rows = pd.read_csv(SHARED / "routerbench" / "mbpp_train.csv", nrows=3)
+    model, fields = STRONG, [STRONG, f"{STRONG}|model_response", f"{STRONG}|total_cost"]
+    extra = rows.iloc[[0]][["sample_id", "prompt", "eval_name", *fields]]  # the strong model's cells of question 0 ...
+    rows.loc[rows.index[0], fields] = None  # ... and not in its first row
+    path = tmp_path / "mbpp_train.csv"
+    pd.concat([rows, extra.reindex(columns=rows.columns)], ignore_index=True).to_csv(path, index=False)
+    drop = read_drop(path, "routerbench")
+    tokens = drop.response_tokens.set_index(["model", "item"])["tokens"]
+    assert tokens[(model, extra["sample_id"].iloc[0])] == math.ceil(len(extra[f"{model}|model_response"].iloc[0]) / 4)
+    assert len(tokens) == len(drop.responses)

@@ -435,3 +435,20 @@ def test_an_unnamed_index_column_is_ignored_and_noted(tmp_path):
         drop = read_drop(tmp_path / name, "lb")
         assert sorted(drop.responses["model"].unique()) == [f"org/model-{k}" for k in range(4)]
         assert len(drop.responses) == 48 and any("'Unnamed: 0' (an unnamed index column" in n for n in drop.notes), drop.notes
+
+
+def test_routellm_files_land_as_dropped_booleans_and_repeated_prompts_kept_distinct():
+    """RouteLLM's evaluation files as a user drops them: True/False scores, no split, no ids, answer-text columns, and
+    in MMLU 105 rows that repeat an earlier row's prompt (kept as distinct questions, and the notes say so)."""
+    from tinybench_assets_tests.conftest import SHARED, _need_shared
+
+    _need_shared()
+    mmlu = read_drop(SHARED / "routellm" / "mmlu.csv", "routellm")
+    assert len(mmlu.items) == 14042 and mmlu.items["item"].is_unique and mmlu.items["split"].isna().all()
+    assert set(mmlu.responses["score"]) == {0.0, 1.0} and mmlu.responses["subscenario"].nunique() == 57
+    assert any("105 row(s) repeat an earlier row's question text" in n and "kept as distinct" in n for n in mmlu.notes)
+    gsm = read_drop(SHARED / "routellm" / "gsm8k.csv", "routellm")
+    assert len(gsm.items) == 1319 and set(gsm.responses["model"]) == {"mistralai/Mixtral-8x7B-Instruct-v0.1",
+                                                                     "gpt-4-1106-preview"}
+    assert any("'gpt-4-1106-preview_response' (response text of model" in n for n in gsm.notes)  # prices output tokens
+    assert len(gsm.response_tokens) == len(gsm.responses)

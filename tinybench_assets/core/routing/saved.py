@@ -13,7 +13,7 @@ from .routers import (
 from .task import TaskRouter
 
 _CLASSES = {c.name: c for c in (BestSingleRouter, KNNVoteRouter, KNNIRTRouter, LogisticRouter, MFRouter)}
-_CLASSES.update({"task_prior": TaskRouter, "knn_task": TaskRouter})
+_CLASSES.update({"knn_shrunk": KNNVoteRouter, "task_prior": TaskRouter, "knn_task": TaskRouter})
 
 
 def router_from_state(state: dict) -> BaseRouter:
@@ -28,6 +28,7 @@ def router_from_state(state: dict) -> BaseRouter:
     elif name in _CLASSES:
         params = dict(state.get("params") or {})
         r = _CLASSES[name](**params)
+        r.name = name  # one class serves several families (knn_vote / knn_shrunk, task_prior / knn_task)
     else:
         raise ValueError(f"unknown router {name!r}")
     for key, value in state["arrays"].items():
