@@ -140,7 +140,7 @@ SECTIONS = (
                     anchor=lambda d: f"CPU, 2 threads, same machine: {get(d, 'irt_scale_400x28659_cpu2_same_machine/seconds'):.1f} s"),
              Figure("IRT 5,000 x 30,000, D=5, cuda", at("irt_scale_5000x30000_cuda/seconds"), secs,
                     anchor=lambda d: f"peak GPU memory {get(d, 'irt_scale_5000x30000_cuda/peak_gpu_gb'):.2f} GB"),
-             Figure("router stage cold (RouterDC x 3 + MBPP), cuda", at("router_cuda/seconds"), secs, "< 300 s",
+             Figure("router stage cold (RouterDC x 3, MBPP, RouteLLM x 2, 2 leaderboard routers), cuda", at("router_cuda/seconds"), secs, "< 300 s",
                     lambda d: get(d, "router_cuda/seconds") < 300),
              Figure("question embeddings per second, cuda", at("router_cuda/embed_questions_per_s"), lambda v: f"{v:.0f}",
                     ">= 40", lambda d: get(d, "router_cuda/embed_questions_per_s") >= 40),

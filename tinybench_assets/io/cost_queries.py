@@ -14,25 +14,18 @@ from .backend import StoreBackend
 from .drops import split_partition_key
 from .price_drops import PRICE_VALUES, question_costs
 
-# a partition's landed costs, the latest active drop winning per (model, item); params: leaderboard, scenario
-LATEST_COSTS = """
-    SELECT model, item, cost FROM (
-        SELECT l.model, l.item, l.cost, row_number() OVER (PARTITION BY l.model, l.item ORDER BY d.seq DESC) AS latest
-        FROM landed_costs l JOIN drops d USING (drop_id)
+# a partition's cells of one landed per-(model, item) table, the latest active drop winning per (model, item);
+# format with (table, value column); params: leaderboard, scenario
+LATEST_CELLS = """
+    SELECT model, item, {1} FROM (
+        SELECT l.model, l.item, l.{1}, row_number() OVER (PARTITION BY l.model, l.item ORDER BY d.seq DESC) AS latest
+        FROM {0} l JOIN drops d USING (drop_id)
         WHERE l.leaderboard = ? AND l.scenario = ? AND d.status = 'active') AS landed
     WHERE latest = 1
     ORDER BY model, item
 """
-# a partition's landed answer lengths in tokens, the latest active drop winning per (model, item); params: leaderboard,
-# scenario
-LATEST_RESPONSE_TOKENS = """
-    SELECT model, item, tokens FROM (
-        SELECT l.model, l.item, l.tokens, row_number() OVER (PARTITION BY l.model, l.item ORDER BY d.seq DESC) AS latest
-        FROM landed_response_tokens l JOIN drops d USING (drop_id)
-        WHERE l.leaderboard = ? AND l.scenario = ? AND d.status = 'active') AS landed
-    WHERE latest = 1
-    ORDER BY model, item
-"""
+LATEST_COSTS = LATEST_CELLS.format("landed_costs", "cost")
+LATEST_RESPONSE_TOKENS = LATEST_CELLS.format("landed_response_tokens", "tokens")
 # a leaderboard's active prices, the latest prices drop winning per model; param: leaderboard
 LATEST_PRICES = """
     SELECT model, cost_per_question, input_per_mtok, output_per_mtok, output_tokens FROM (
