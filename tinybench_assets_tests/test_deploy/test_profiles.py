@@ -21,9 +21,10 @@ pytest.importorskip("dagster_k8s", reason="the k8s profile needs the k8s extra (
 
 ROOT = rd.ROOT
 #: the ops whose work is torch (IRT fits, the embedding model): they require the torch_device or encoder resource
-GPU_OPS = {"irt_model", "irt_joint", "anchor_sets", "estimation_backtest", "question_embeddings", "router_accuracy"}
+GPU_OPS = {"irt_model", "irt_joint", "anchor_sets", "estimation_backtest", "question_embeddings", "router_accuracy",
+           "leaderboard_router"}
 GPU_ASSETS = {"irt_model", "irt_joint", "model_split", "anchor_sets", "gpirt_lambdas", "estimation_backtest",
-              "question_embeddings", "router_accuracy"}
+              "question_embeddings", "router_accuracy", "leaderboard_router"}
 JOBS = ("ingest_landing", "refresh_scenario", "refresh_leaderboard", "__ASSET_JOB")
 
 
