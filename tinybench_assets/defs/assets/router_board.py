@@ -33,7 +33,8 @@ CODE_VERSION = code_version("router")
 
 def board_routing_data(db: Store, board: str):
     """Every embedded scenario of a leaderboard stacked: (E, Y over the candidate models, models, scenario per
-    question, test mask, item ids, {model left out: why}, [scenarios]). Candidates answered every scenario."""
+    question, test mask, the encoder the questions were embedded with, {model left out: why}, [scenarios]).
+    Candidates answered every scenario."""
     parts = []
     for key in db.partition_keys(board):
         if not partition_rows(db, "question_embeddings", key, "item").empty:
@@ -48,8 +49,7 @@ def board_routing_data(db: Store, board: str):
         return None, None, models, None, None, None, left_out, scenarios
     Y = np.vstack([p[3][:, [p[4].index(m) for m in models]] for p in parts])
     return (np.vstack([p[2] for p in parts]), Y, models, np.concatenate([[p[0]] * len(p[3]) for p in parts]),
-            np.concatenate([p[5] for p in parts]), np.concatenate([p[1]["item"].to_numpy(dtype=object) for p in parts]),
-            left_out, scenarios)
+            np.concatenate([p[5] for p in parts]), str(parts[0][1]["encoder"].iloc[0]), left_out, scenarios)
 
 
 def per_scenario(Yte, picks, task_te, prior, Ytr, task_tr, models) -> pd.DataFrame:
@@ -91,7 +91,7 @@ def leaderboard_router(context: dg.AssetExecutionContext, config: RouterConfig, 
     from tinybench_assets.core.routing.routers import model_accuracy
 
     board, db, t0 = context.partition_key, store.get(), time.perf_counter()
-    E, Y, models, task, test, items, left_out, scenarios = board_routing_data(db, board)
+    E, Y, models, task, test, encoder, left_out, scenarios = board_routing_data(db, board)
     if len(scenarios) < 2:
         return dg.MaterializeResult(metadata={"skipped": f"{len(scenarios)} routable scenario(s) {scenarios}: a "
                                               "leaderboard router needs two or more (each scenario has its own router)"})
@@ -119,7 +119,7 @@ def leaderboard_router(context: dg.AssetExecutionContext, config: RouterConfig, 
     path = model_store.save_board_router(board, guarded, {
         "partition": board, "scope": "leaderboard", "scenarios": scenarios, "models": models,
         "prior": [float(x) for x in prior], "served": sel.served, "margin": sel.margin, "config": sel.best[sel.served][0],
-        "cv_acc": sel.best[sel.served][1], "encoder": str(db_encoder(db, board)), "created": pd.Timestamp.now().isoformat()})
+        "cv_acc": sel.best[sel.served][1], "encoder": encoder, "created": pd.Timestamp.now().isoformat()})
     macro = figs.iloc[-1]
     png = router_plots.router_bars(f"{board}: mixed traffic, {int(macro['n'])} test questions",
                                    {f"router: {sel.served}": macro["router"], "best single": macro["best_overall"],
@@ -137,15 +137,6 @@ def leaderboard_router(context: dg.AssetExecutionContext, config: RouterConfig, 
         "router_file": dg.MetadataValue.path(str(path)), "train_questions": int(len(Ytr)),
         "test_questions": int(complete.sum()), "seconds": round(time.perf_counter() - t0, 1),
     })
-
-
-def db_encoder(db: Store, board: str) -> str:
-    """The encoder the leaderboard's questions were embedded with (one per leaderboard)."""
-    for key in db.partition_keys(board):
-        rows = partition_rows(db, "question_embeddings", key, "encoder")
-        if not rows.empty:
-            return str(rows["encoder"].iloc[0])
-    return ""
 
 
 leaderboard_assets = [leaderboard_router]

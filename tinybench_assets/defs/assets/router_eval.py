@@ -41,7 +41,7 @@ def question_groups(db: Store, key: str, items) -> np.ndarray:
     return sub.reindex(list(items)).fillna("").astype(str).to_numpy()
 
 
-def gap_table(rep: dict, key: str) -> pd.DataFrame:
+def gap_table(rep: dict) -> pd.DataFrame:
     """The one-row router_gap table (RouteLLM's measures; shares as fractions)."""
     cols = ["family", "apgr", "apgr_lo", "apgr_hi", "cpt50", "cpt50_lo", "cpt50_hi", "cpt80", "cpt80_lo", "cpt80_hi",
             "weak_acc", "strong_acc", "n_test", "level"]
@@ -222,7 +222,7 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
 
         gap = gap_report(sel.oof, test_P, Ytr, Yte, prior, simplicity, n_boot=min(config.n_boot, 1000), seed=config.seed)
         gap.update(strong_model=models[gap["strong"]], weak_model=models[gap["weak"]])
-        tables["router_gap"] = gap_table(gap, key)
+        tables["router_gap"] = gap_table(gap)
         meta.update(gap_metadata(gap, key))
     C = cost_matrix(db, key, list(test_items), models)
     Ctr = cost_matrix(db, key, list(emb["item"][~test]), models) if C is not None else None
