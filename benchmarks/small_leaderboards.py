@@ -12,6 +12,11 @@ scenario (every other answer is blanked before predict sees it) and compared wit
 
 Nothing is tuned on the test models. Only models with all four scenarios take part (board and test).
 
+Then the Open LLM Leaderboard v2 (19 models, six scenarios; benchmarks/small_v2.py): the predictor fitted on the
+whole board, its leave-family-out backtest at n = 30 and 100 against random and stratified random items, the
+coverage and half-width of its 90 % intervals (calibrated without the scored fold), error and width against n.
+``--only v2`` runs that part alone (its keys only).
+
 Usage::
 
     flock /tmp/tinybench_heavy.lock .venv/bin/python benchmarks/small_leaderboards.py --json benchmarks/results/small_leaderboards.json
@@ -44,6 +49,7 @@ from tinybench_assets.core.groups import lockbox_mask, model_groups  # noqa: E40
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)
+from small_v2 import print_v2, run_v2, v2_bars  # noqa: E402
 
 SIZES = (12, 25, 40)
 N = 30
@@ -65,10 +71,11 @@ def draw_board(groups: np.ndarray, eligible: np.ndarray, target: int, seed: int)
     return np.sort(np.asarray(rows))
 
 
-def run_one(Y, w, cols, T2, groups, eligible, items, size, seed, n_test, n_values) -> dict:
+def run_one(Y, w, cols, T2, groups, eligible, items, size, seed, n_test, n_values, subscenarios=None) -> dict:
     board = draw_board(groups, eligible, size, seed)
     t0 = time.perf_counter()
-    pred = SmallBoardPredictor(n_values=n_values, seed=seed).fit(Y[board], w, cols, T2[board], groups[board], items=items)
+    pred = SmallBoardPredictor(n_values=n_values, seed=seed).fit(Y[board], w, cols, T2[board], groups[board], items=items,
+                                                                 subscenarios=subscenarios)
     fit_s = time.perf_counter() - t0
     others = np.flatnonzero(eligible & ~np.isin(groups, groups[board]))
     test = np.sort(np.random.default_rng([size, seed, 7]).choice(others, size=min(n_test, len(others)), replace=False))
@@ -112,6 +119,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=5, help="seeds per size")
     ap.add_argument("--test-models", type=int, default=400)
     ap.add_argument("--data-dir", type=Path, default=None)
+    ap.add_argument("--only", choices=("openllm", "v2"), default=None, help="run one part only")
     args = ap.parse_args(argv)
 
     import torch
@@ -119,6 +127,16 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     t0 = time.perf_counter()
     data_dir = args.data_dir or default_data_dir()
+    if args.only == "v2":
+        res = run_v2(data_dir)
+        print_v2(res)
+        bars = v2_bars(res)
+        print("bars: " + "  ".join(f"[{'PASS' if ok else 'MISS'}] {name}" for name, ok in bars.items()))
+        if args.json:
+            args.json.parent.mkdir(parents=True, exist_ok=True)
+            args.json.write_text(json.dumps({**res, "bars": bars, "seconds": round(time.perf_counter() - t0, 1),
+                                             "meta": run_meta()}, indent=1, default=str))
+        return 0
     matrix, full = load_openllm(data_dir)
     groups = model_groups(matrix.models, aggregate_table(data_dir)).to_numpy().astype(str)
     box = lockbox_mask(groups)
@@ -132,7 +150,8 @@ def main(argv=None) -> int:
     runs = {}
     for size in SIZES:
         for seed in range(args.repeats):
-            r = run_one(Y, w, cols, T2, groups, eligible, matrix.items, size, seed, args.test_models, (10, 20, 30, 50))
+            r = run_one(Y, w, cols, T2, groups, eligible, matrix.items, size, seed, args.test_models, (10, 20, 30, 50),
+                        matrix.subscenarios)
             runs[f"{size}/{seed}"] = r
             sc = r["scenarios"]
             print(f"size {size:>2} seed {seed}: {r['board_models']} models / {r['board_families']} families, "
@@ -140,6 +159,7 @@ def main(argv=None) -> int:
                   + " ".join(f"{s} {v['t1_mae']:.2f} ({v['estimator']}@D{v['dim']})" for s, v in sc.items())
                   + f" | random {np.mean([v['random_t1_mae'] for v in sc.values()]):.2f}"
                   f" | cov {np.mean([v['coverage90'] for v in sc.values()]):.3f}", flush=True)
+    v2 = None if args.only == "openllm" else run_v2(data_dir)
     seconds = time.perf_counter() - t0
 
     def mean_of(size, key):
@@ -170,6 +190,9 @@ def main(argv=None) -> int:
     m40, r40 = out["t1_n30_mae"]["40"], out["random_t1_n30_mae"]["40"]
     out["bars"] = {"25: t1_n30_mae < random": m25 < r25, "25: coverage90 in [0.85, 0.97]": 0.85 <= c25 <= 0.97,
                    "40: t1_n30_mae <= 0.75 * random": m40 <= 0.75 * r40}
+    if v2 is not None:
+        out.update(v2)
+        out["bars"].update(v2_bars(v2))
     out["per_scenario"] = per_scen
     out["runs"] = runs
     out["config"] = {"sizes": list(SIZES), "repeats": args.repeats, "test_models": args.test_models, "n": N,
@@ -191,6 +214,8 @@ def main(argv=None) -> int:
                                         for s, v in per_scen[k].items()))
     print(f"bank_joint served at n = {N} (of {4 * args.repeats} scenario x seed): {out['bank_chosen_n30']}; "
           f"over every (scenario, n): {out['bank_chosen_all_n']}")
+    if v2 is not None:
+        print_v2(v2)
     print("bars: " + "  ".join(f"[{'PASS' if ok else 'MISS'}] {name}" for name, ok in out["bars"].items()))
     print(f"total {seconds:.1f}s")
     if args.json:

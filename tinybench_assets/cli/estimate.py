@@ -1,7 +1,13 @@
 """``tinybench estimate`` and ``tinybench anchors``: use an exported tiny benchmark offline.
 
-    tinybench anchors  --leaderboard openllm [--format csv|json|harness] [--with-text] [--output FILE]
+    tinybench anchors  --leaderboard openllm [--n N | --target-width W] [--format csv|json|harness] [--with-text]
+                       [--output FILE]
     tinybench estimate --leaderboard openllm --answers answers.csv [--json] [--no-learned] [--allow-missing]
+
+A small board's export prepares several budgets from nested anchors (core/tiny_benchmark/budgets.py): ``--n N``
+lists the first N anchors of every scenario (any N up to its pool; the answers to n = 30 are part of n = 100's),
+``--target-width W`` the smallest prepared budget whose backtested 90 % half-width is at most W points in every
+scenario. ``estimate`` scores the answers with the largest prepared budget whose anchors they cover.
 
 ``--artifact FOLDER`` (or the folder's tiny_benchmark.json) may replace ``--leaderboard NAME``, which stands for
 ``$TINYBENCH_ARTIFACTS/NAME``. The folder's tiny_benchmark.json and learned_models.npz (the learned estimators'
@@ -83,6 +89,24 @@ def format_table(df, art: dict, source: str = "") -> str:
     return "\n".join(lines)
 
 
+def _budget_artifact(args, art: dict, answers: dict) -> tuple[dict, list[str]]:
+    """The artifact of the largest prepared budget the answers cover (a small board's export), else ``art``."""
+    from tinybench_assets.core.tiny_benchmark import load_artifact
+    from tinybench_assets.core.tiny_benchmark.budgets import budget_for_answers, load_budgets
+
+    budgets = load_budgets(_artifact_path(args))
+    if budgets is None:
+        return art, []
+    folder = budget_for_answers(budgets, answers)
+    if folder is None:
+        return art, []
+    chosen = load_artifact(folder)
+    note = []
+    if int(chosen["n"]) != int(art["n"]):
+        note.append(f"answers cover the prepared budget n={chosen['n']}: scored with its anchors")
+    return chosen, note
+
+
 def estimate_cmd(args: argparse.Namespace) -> int:
     from tinybench_assets.cli.answers import read_model_answers
     from tinybench_assets.core.tiny_benchmark import ArtifactError, AnswerError, estimate_from_artifact
@@ -90,8 +114,10 @@ def estimate_cmd(args: argparse.Namespace) -> int:
     try:
         art = _load(args)
         answers = read_model_answers(args.answers)
+        art, notes = _budget_artifact(args, art, answers)
         df = estimate_from_artifact(art, answers, use_learned=not args.no_learned, estimator=args.estimator,
-                                    allow_missing=args.allow_missing, allow_extra=args.allow_extra)
+                                    allow_missing=args.allow_missing, allow_extra=args.allow_extra or bool(notes))
+        df.attrs["notes"] = notes + df.attrs.get("notes", [])
     except (ArtifactError, AnswerError, UsageError) as e:
         print(f"tinybench estimate: error: {e}", file=sys.stderr)
         return 2
@@ -107,15 +133,56 @@ def estimate_cmd(args: argparse.Namespace) -> int:
     return 0
 
 
+def _budget_anchors(args, art: dict):
+    """(artifact, anchors DataFrame) for ``--n`` / ``--target-width`` (a small board's prepared budgets)."""
+    import pandas as pd
+
+    from tinybench_assets.core.tiny_benchmark import ArtifactError, anchor_list, load_artifact
+    from tinybench_assets.core.tiny_benchmark.budgets import load_budgets, prefix_items, target_budget
+
+    budgets = load_budgets(_artifact_path(args))
+    if budgets is None:
+        raise ArtifactError(f"this tiny benchmark was exported for n={art['n']} only; --n and --target-width need a "
+                            "small leaderboard's export (budgets.json beside it)")
+    prepared = {int(b["n"]): b for b in budgets["budgets"]}
+    if args.target_width is not None:
+        n = int(target_budget(budgets, float(args.target_width))["n"])
+    else:
+        n = int(args.n)
+        if n < 1:
+            raise UsageError("--n must be a positive number of anchors per scenario")
+    if n in prepared:
+        art = load_artifact(Path(budgets["_folder"]) / prepared[n]["folder"])
+        return art, anchor_list(art, with_text=args.with_text), n
+    items = prefix_items(budgets, n)
+    texts = {}
+    if args.with_text:  # the texts the largest prepared budget carries (the order's first items)
+        big = load_artifact(Path(budgets["_folder"]) / prepared[max(prepared)]["folder"])
+        texts = {it: t for s in big["scenario_order"] for it, t in
+                 zip(big["scenarios"][s]["anchors"]["items"], big["scenarios"][s]["anchors"].get("texts") or [])}
+    df = pd.DataFrame([{"scenario": s, "item": it, "weight": float("nan"), **({"text": texts.get(it)} if args.with_text else {})}
+                       for s, its in items.items() for it in its])
+    below = [m for m in prepared if m <= n]
+    print(f"note: n={n} is not a prepared budget ({', '.join(map(str, sorted(prepared)))}); `tinybench estimate` "
+          + (f"scores these answers with the largest prepared budget they cover (n={max(below)})" if below else
+             f"needs at least the n={min(prepared)} anchors") + "; weights are set by the budget that scores them",
+          file=sys.stderr)
+    return art, df, n
+
+
 def anchors_cmd(args: argparse.Namespace) -> int:
     from tinybench_assets.core.tiny_benchmark import ArtifactError, anchor_list
 
     try:
         art = _load(args)
+        if args.n is not None or args.target_width is not None:
+            art, df, n = _budget_anchors(args, art)
+            art = {**art, "n": n}
+        else:
+            df = anchor_list(art, with_text=args.with_text)
     except (ArtifactError, UsageError) as e:
         print(f"tinybench anchors: error: {e}", file=sys.stderr)
         return 2
-    df = anchor_list(art, with_text=args.with_text)
     if args.format == "harness":
         from tinybench_assets.io.harness_drops import harness_selection
 
@@ -172,4 +239,9 @@ def add_parsers(sub) -> None:
                    "samples_<task>_<timestamp>.jsonl files covering the anchors")
     p.add_argument("--with-text", action="store_true", help="include the item texts (prompts)")
     p.add_argument("--output", help="write to this file instead of stdout")
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--n", type=int, help="anchors per scenario (a small board's export: any N up to the pool; the "
+                   "first N of one nested order, so a smaller budget's answers are reused)")
+    g.add_argument("--target-width", type=float, metavar="W", help="the smallest prepared budget whose backtested 90 %% "
+                   "interval half-width is at most W accuracy points in every scenario")
     p.set_defaults(func=anchors_cmd)

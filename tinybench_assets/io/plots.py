@@ -69,6 +69,24 @@ def error_vs_n(table, title: str = "") -> bytes:
     return _png(fig)
 
 
+def budget_curve(table, title: str = "") -> bytes:
+    """A small board's error and 90 % half-width against the anchor budget, one line per scenario (left: MAE,
+    right: mean half-width, accuracy points). ``table``: rows n, scenario, mae, half_width (``budget_table``)."""
+    fig, axes = _plt().subplots(1, 2, figsize=(9, 3.8), sharex=True)
+    for s, g in table.groupby("scenario", sort=False):
+        g = g.sort_values("n")
+        axes[0].plot(g.n, g.mae, marker="o", label=str(s))
+        axes[1].plot(g.n, g.half_width, marker="o", label=str(s))
+    for ax, label in zip(axes, ("MAE (accuracy points)", "mean 90 % half-width (points)")):
+        ax.set_xscale("log")
+        ax.set_xlabel("anchors per scenario (n)")
+        ax.set_ylabel(label)
+        ax.grid(alpha=0.3)
+    axes[1].legend(fontsize=7)
+    fig.suptitle(title, fontsize=9)
+    return _png(fig)
+
+
 def validation_error_vs_dim(errors: dict, sd: dict | None = None, chosen: int | None = None, title: str = "") -> bytes:
     """Validation error of the IRT fit against the dimension D (error bars: SD over validation models)."""
     fig, ax = _plt().subplots(figsize=(5, 3.4))

@@ -64,7 +64,7 @@ def test_fit_predict_shapes():
         assert set(g.item_index) <= set(p.cols_[s]) and g.item_index.is_unique
     cv = p.cv_table()
     assert {"scenario", "n", "estimator", "dim", "cv_mae_t1", "cv_mae_t2", "n_models"} <= set(cv.columns)
-    assert len(cv) == 2 * 2 * (1 + 4 * 2 + 1 + 1)  # scenarios x n x (anchor + 4 per D + the bank + served)
+    assert len(cv) == 2 * 2 * (1 + 4 * 2 + 2 + 1 + 1)  # scenarios x n x (anchor + 4 per D + 2 shrunk + bank + served)
     bank = cv[cv.estimator.str.startswith("bank_joint")]  # one rule, its eps chosen inside it (nested over folds)
     assert len(bank) == 2 * 2 and bank.dim.eq(0).all() and set(bank.eps) <= set(BANK_EPS)
     served_eps = cv[cv.estimator == "bank_joint"].set_index(["scenario", "n"]).eps  # the artifact's eps, named plainly
@@ -73,7 +73,7 @@ def test_fit_predict_shapes():
     assert (cv.groupby(["scenario", "n"]).served_t2.sum() == 1).all()  # full scores given: a T2 estimator each
     assert cv[cv.estimator != "served"].n_models.eq(M).all() and cv.cv_mae_t1.between(0, 0.3).all()
     oof = p.oof_table()
-    assert len(oof) == M * 2 * 2 * (10 + 1) and oof.estimate.notna().all()
+    assert len(oof) == M * 2 * 2 * (12 + 1) and oof.estimate.notna().all()
     out = p.predict(Y, n=30)
     assert list(out.columns) == PRED_COLS and len(out) == M * 2
     assert out.estimate.between(0, 1).all() and out.answered.eq(30).all()
@@ -85,11 +85,21 @@ def test_fit_predict_shapes():
     pd.testing.assert_frame_equal(p.predict(per, n=30), out)
     blank = np.where(np.isin(np.arange(Y.shape[1]), at[at.n == 30].item_index), Y, np.nan)
     pd.testing.assert_frame_equal(p.predict(blank, n=30), out)
-    # a model that never ran a scenario gets NaN there, and its other scenario is unaffected
+    # a model that never ran a scenario gets NaN there, and its other scenario is unaffected unless the served
+    # estimator reads every scenario (shrunk_joint, bank_joint): then it conditions on the answered ones only
     Y1 = Y[:1].copy()
     Y1[0, p.cols_["s1"]] = np.nan
     one = p.predict(Y1, n=30)
-    assert np.isnan(one.estimate.iloc[1]) and one.estimate.iloc[0] == pytest.approx(out.estimate.iloc[0], abs=1e-12)
+    assert np.isnan(one.estimate.iloc[1]) and np.isfinite(one.estimate.iloc[0])
+    if "joint" not in one.estimator.iloc[0]:
+        assert one.estimate.iloc[0] == pytest.approx(out.estimate.iloc[0], abs=1e-12)
+    am = p.artifact_model(30)
+    alone = am.evaluate({"s0": Y1[:, am.anchors_[(am.c, 30, "s0")].items], "s1": np.full((1, 30), np.nan)})
+    prior = p.priors_[30]
+    x0 = alone[("s0", "anchor")]["estimate"][0]
+    want = prior.mean[0] + prior.cov[0, 0] / (prior.cov[0, 0] + prior.noise[0]) * (x0 - prior.mean[0])
+    assert alone[("s0", "shrunk_joint")]["estimate"][0] == pytest.approx(np.clip(want, 0, 1), abs=1e-12)
+    assert alone[("s0", "shrunk")]["estimate"][0] == pytest.approx(np.clip(want, 0, 1), abs=1e-12)
 
 
 def test_deterministic_with_seed():
@@ -139,6 +149,10 @@ def test_cv_never_reads_a_held_out_family():
     for key, d in p.oof_.bank.items():
         for e, x in d.items():
             np.testing.assert_array_equal(x[rest], q.oof_.bank[key][e][rest])
+    # the shrinkage prior: fitted on the fold's training models, so its held-out models' shrunk estimates stay
+    for key, d in p.oof_.shrink.items():
+        for e, x in d.items():
+            np.testing.assert_array_equal(x[rest], q.oof_.shrink[key][e][rest])
 
 
 def test_choice_is_left_out_of_its_fold():

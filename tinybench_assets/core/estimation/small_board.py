@@ -41,8 +41,9 @@ from ..tiny_benchmark.export import _calibration, _interval, bank_info, learned_
 from ..tiny_benchmark.files import attach_trees
 from ..tiny_benchmark.format import FORMAT, TREES_FILE, _enc, _enc_list, _enc_matrix
 from ..tiny_benchmark.model import ArtifactModel
-from .small_choice import BANK, CANDIDATES, MIN_T2, choose_scenario
-from .small_folds import CLUSTERING, build_bank, family_folds, fit_scenario, out_of_fold
+from .small_choice import (BANK, CANDIDATES, MIN_T2, NO_IRT, board_rule, choose_scenario, fixed_interval,
+                           pooled_half_widths)
+from .small_folds import CLUSTERING, DESIGNS, build_bank, family_folds, fit_prior, fit_scenario, out_of_fold
 
 __all__ = ["SmallBoardPredictor", "MIN_MODELS", "MIN_TRAIN"]
 
@@ -139,7 +140,7 @@ class SmallBoardPredictor:
     """
 
     def __init__(self, n_values=(10, 20, 30, 50), dims=(1, 2), alpha=0.1, max_folds=10, seed=0, device="cpu",
-                 interval_scale="binomial", n_init=10):
+                 interval_scale="binomial", n_init=10, design="stratified"):
         self.n_values = n_values
         self.dims = dims
         self.alpha = alpha
@@ -148,14 +149,16 @@ class SmallBoardPredictor:
         self.device = device
         self.interval_scale = interval_scale
         self.n_init = n_init
+        self.design = design
 
-    def fit(self, Y, w, scenario_cols, full_scores=None, groups=None, *, items=None, models=None):
+    def fit(self, Y, w, scenario_cols, full_scores=None, groups=None, *, items=None, models=None, subscenarios=None):
         """Cross-validate, choose, refit on every model.
 
         Y : (M, I) 0/1, NaN = not answered; w : (I,) balance weights (rescaled to mean 1 per scenario);
         scenario_cols : {scenario: column indices}; full_scores : (M, S) full-benchmark scores in scenario order
         (NaN = unknown; or a DataFrame with a column per scenario; or None: no T2); groups : (M,) family per model;
-        items : (I,) item ids (default "item<j>"); models : (M,) names (tables only).
+        items : (I,) item ids (default "item<j>"); models : (M,) names (tables only); subscenarios : (I,)
+        subscenario per item, the strata of the anchors (None: difficulty strata only).
         """
         self._check_params()
         Y, self.w_, self.cols_, T2, self.groups_, self.items_ = _check(Y, w, scenario_cols, full_scores, groups, items)
@@ -165,8 +168,13 @@ class SmallBoardPredictor:
         self.n_folds_ = int(self.folds_.max()) + 1
         self._check_folds(Y)
         self.counts_ = self._anchor_counts()
+        subs = None if subscenarios is None else np.asarray(subscenarios, dtype=object).astype(str)
+        if subs is not None and subs.shape != (Y.shape[1],):
+            raise ValueError(f"subscenarios needs one label per item ({Y.shape[1]}), got {subs.shape}")
+        self.subscenarios_ = {s: (None if subs is None else subs[c]) for s, c in self.cols_.items()}
         self.oof_ = out_of_fold(Y, self.w_, self.cols_, self.folds_, self.counts_, tuple(self.dims),  # 2. per fold
-                                seed=self.seed, device=self.device, n_init=self.n_init)
+                                seed=self.seed, device=self.device, n_init=self.n_init,
+                                subscenarios=self.subscenarios_, design=self.design)
         self.truth_t1_ = np.column_stack([np.where(np.isnan(Y[:, c]).all(1), np.nan,
                                                    est.weighted_accuracy(Y[:, c], self.w_[c])) for c in self.cols_.values()])
         self.truth_t2_ = T2
@@ -175,11 +183,14 @@ class SmallBoardPredictor:
         for s, c in self.cols_.items():
             need = sorted({self.choices_[(s, n)].dim for n in self._ns()})
             self.fits_[s] = fit_scenario(Y[:, c], self.w_[c], {n: self.counts_[(s, n)] for n in self._ns()}, need,
-                                         seed=self.seed, device=self.device, n_init=self.n_init)
+                                         seed=self.seed, device=self.device, n_init=self.n_init,
+                                         subscenarios=self.subscenarios_[s], design=self.design)
         self.bank_ = {}  # the served answer bank: every model's answers at the served anchors
         for n in self._ns():
             bank = build_bank(Y, self.cols_, self.w_, {s: f.anchors[n] for s, f in self.fits_.items()})
             self.bank_[(CLUSTERING, n)] = {**bank, "eps": {s: self.choices_[(s, n)].eps for s in self.scenarios_}}
+        self.priors_ = {n: fit_prior(Y, self.truth_t1_, self.w_, self.cols_, {s: f.anchors[n] for s, f in self.fits_.items()})
+                        for n in self._ns()}  # shrunk / shrunk_joint as served: every model's accuracies
         self._served = {}
         return self
 
@@ -194,6 +205,8 @@ class SmallBoardPredictor:
             raise ValueError(f"dims must be distinct positive integers, got {self.dims}")
         if not 0 < self.alpha < 1 or int(self.max_folds) < 2:
             raise ValueError(f"need 0 < alpha < 1 and max_folds >= 2, got {self.alpha}, {self.max_folds}")
+        if self.design not in DESIGNS:
+            raise ValueError(f"design must be one of {DESIGNS}, got {self.design!r}")
 
     def _anchor_counts(self) -> dict:
         """{(scenario, n): anchor count}: n capped at the scenario's pool (noted)."""
@@ -212,17 +225,51 @@ class SmallBoardPredictor:
             self.notes_.append(f"{fams} families: a {1 - self.alpha:.0%} conformal interval needs {need}; "
                                "intervals are the largest cross-validated residual")
         out = {}
+        bases = {(s, n): {D: {**self.oof_.base[(s, n, D)], **self.oof_.shrink[(s, n)]} for D in self.dims}
+                 for s in self.cols_ for n in self._ns()}
+        truths = {s: self.truth_t1_[:, j] for j, s in enumerate(self.cols_)}
+        self.board_rules_ = {}  # per n: the board's rule on every row (None) and without each fold
+        for n in self._ns():
+            bn = {s: bases[(s, n)] for s in self.cols_}
+            self.board_rules_[n] = {None: board_rule(bn, truths, np.ones(len(Y), dtype=bool)),
+                                    **{f: board_rule(bn, truths, self.folds_ != f) for f in range(self.n_folds_)}}
         for j, (s, c) in enumerate(self.cols_.items()):
             if np.isfinite(self.truth_t2_[:, j]).sum() < MIN_T2:
                 self.notes_.append(f"scenario {s!r}: fewer than {MIN_T2} models with a full score: no T2")
             var = _row_variance(Y[:, c])
             for n in self._ns():
                 out[(s, n)] = choose_scenario(
-                    s, n, self.counts_[(s, n)], {D: self.oof_.base[(s, n, D)] for D in self.dims},
+                    s, n, self.counts_[(s, n)], bases[(s, n)],
                     {D: self.oof_.bias[(s, D)] for D in self.dims}, var, self.truth_t1_[:, j], self.truth_t2_[:, j],
                     self.folds_, self.groups_, alpha=self.alpha, scale=self.interval_scale,
-                    bank=self.oof_.bank[(s, n)])
+                    bank=self.oof_.bank[(s, n)], prefer=self.board_rules_[n])
+        for n in self._ns():  # the served T1 intervals, calibrated over every scenario at once
+            half = pooled_half_widths(*self._served_oof(out, n), np.ones(len(Y), dtype=bool), self.alpha)
+            for s in self.cols_:
+                ch = out[(s, n)]
+                ch.interval_t1[ch.t1] = fixed_interval(half[s], self.alpha, int(np.isfinite(ch.oof_served).sum()))
         return out
+
+    def _served_oof(self, choices: dict, n: int) -> tuple[dict, dict]:
+        """({scenario: (M,) out-of-fold served estimates}, {scenario: (M,) T1}) of budget n."""
+        return ({s: choices[(s, n)].oof_served for s in self.cols_},
+                {s: self.truth_t1_[:, j] for j, s in enumerate(self.cols_)})
+
+    def oof_intervals(self, n: int) -> pd.DataFrame:
+        """The served T1 intervals applied to the out-of-fold served estimates, each fold's calibrated on the
+        other folds only (so their coverage is measured, not fitted): model, scenario, estimate, lower, upper,
+        truth_t1."""
+        est_, truth = self._served_oof(self.choices_, int(n))
+        parts = []
+        for f in range(self.n_folds_):
+            mine = self.folds_ == f
+            half = pooled_half_widths(est_, truth, ~mine, self.alpha)
+            for s in self.cols_:
+                e = est_[s][mine]
+                parts.append(pd.DataFrame({"model": np.asarray(self.models_, dtype=object)[mine], "scenario": s,
+                                           "estimate": e, "lower": np.clip(e - half[s], 0, 1),
+                                           "upper": np.clip(e + half[s], 0, 1), "truth_t1": truth[s][mine]}))
+        return pd.concat(parts, ignore_index=True)
 
     def _check_folds(self, Y):
         for f in range(self.n_folds_):
@@ -234,6 +281,14 @@ class SmallBoardPredictor:
                                      f"fewer than {MIN_TRAIN}: one family holds too many of the board's models")
 
     # ------------------------------------------------------------------ tables
+    def budget_table(self) -> pd.DataFrame:
+        """Error and 90 % half-width against the budget: per (n, scenario) the leave-family-out MAE of the served
+        estimates, the mean half-width of their intervals (each fold's calibrated on the other folds), coverage
+        and models, in accuracy points (coverage a share)."""
+        from ..tiny_benchmark.budgets import budget_rows
+
+        return pd.DataFrame(budget_rows(self))
+
     def anchor_table(self) -> pd.DataFrame:
         """Served anchors: scenario, n, item, item_index (column of Y), weight."""
         rows = []
@@ -326,7 +381,7 @@ def build_artifact(p: SmallBoardPredictor, leaderboard: str, n: int, item_texts=
         ch, fit, cols = p.choices_[(s, n)], p.fits_[s], p.cols_[s]
         irt, (local, weights) = fit.irt[ch.dim], fit.anchors[n]
         lam = {"tutorial": _enc(ch.lambdas["tutorial"]), "validation": _enc(ch.lambdas["validation"])}
-        cv = {r["estimator"]: r for r in ch.cv if r["estimator"] in ("anchor", BANK) or r["dim"] == ch.dim}
+        cv = {r["estimator"]: r for r in ch.cv if r["estimator"] in NO_IRT or r["dim"] == ch.dim}
         ests = {e: {"val_mae_t1": _enc(cv[e]["cv_mae_t1"]), "val_mae_t2": _enc(cv[e]["cv_mae_t2"]),
                     "n_val": int(cv[e]["n_models"]), "interval_t1": _interval(ch.interval_t1[e]),
                     "calibration_t2": _calibration(ch.calibration_t2.get(e)),
@@ -355,5 +410,6 @@ def build_artifact(p: SmallBoardPredictor, leaderboard: str, n: int, item_texts=
         "learned": {"file": TREES_FILE, "sha256": None, "fit_learned": False, "models": [],
                     "bank": bank_info(p, CLUSTERING, n)},
         "scenarios": scenarios,
+        "shrinkage": p.priors_[n].to_json(),
         "_trees": learned_models(p, CLUSTERING, n, []),  # the answer bank's arrays (no regressors)
     }

@@ -9,6 +9,8 @@ Candidates (a :class:`Rule` each), per D in the predictor's ``dims``::
                 IRT error of the rows, v = their mean across-item variance
     gpirt_val   the same with lambda chosen on LAMBDA_GRID by the rows' MAE
     irt         IRT mean over all items
+    shrunk      the anchor mean shrunk toward the training models' accuracies (estimation/shrinkage.py; no D)
+    shrunk_joint  the same with every scenario's anchor mean at once, through the board's correlation of scenarios
     bank_joint  the answer bank (estimation/bank.py), one rule (no D) whose eps (BANK_EPS) is chosen inside it:
                 each fold's out-of-fold estimates use the eps best on the other folds, and the artifact serves the
                 eps best on all rows
@@ -37,12 +39,17 @@ import numpy as np
 
 from .. import estimators as est
 from ..calibration import ConformalInterval, IsotonicCalibrator, _scale, conformal_quantile
+from .shrinkage import SHRINKAGE
+
+BANK_NAME = "bank_joint"
 
 __all__ = ["CANDIDATES", "BANK", "Rule", "rules_for", "best", "family_quantile", "symmetric_interval", "widest",
-           "choose", "bank_wins", "fold_gain", "BANK_SE", "fold_isotonic", "ScenarioChoice", "choose_scenario", "MIN_T2"]
+           "choose", "bank_wins", "fold_gain", "BANK_SE", "fold_isotonic", "ScenarioChoice", "choose_scenario", "MIN_T2",
+           "NO_IRT", "pooled_half_widths", "fixed_interval", "board_rule"]
 
-CANDIDATES = ("anchor", "pirt", "gpirt", "gpirt_val", "irt")  # JSON-evaluable
-BANK = "bank_joint"  # needs the artifact's learned file (the answer bank)
+CANDIDATES = ("anchor", "pirt", "gpirt", "gpirt_val", "irt", *SHRINKAGE)  # JSON-evaluable
+NO_IRT = ("anchor", BANK_NAME, *SHRINKAGE)  # rules that read no IRT fit (no D)
+BANK = BANK_NAME  # needs the artifact's learned file (the answer bank)
 BANK_SE = 1.0  # the bank is served only when its fold-by-fold gain exceeds this many standard errors (choose())
 MIN_T2 = 10  # out-of-fold (estimate, full score) pairs needed for a T2 map
 
@@ -59,7 +66,7 @@ class Rule:
 
     @property
     def irt(self) -> bool:
-        return self.estimator not in ("anchor", BANK)
+        return self.estimator not in NO_IRT
 
     def apply(self, base: dict) -> np.ndarray:
         """Estimates (M,) from ``base`` = {D: {"anchor", "irt", "pirt": (M,), "bank"?: {eps: (M,)}}} of one
@@ -67,7 +74,7 @@ class Rule:
         b = base[self.dim]
         if self.estimator == BANK:
             return b["bank"][self.eps]
-        if self.estimator in ("anchor", "irt", "pirt"):
+        if self.estimator in ("anchor", "irt", "pirt", *SHRINKAGE):
             return b[self.estimator]
         return est.gpirt_estimate(b["anchor"], b["pirt"], self.lam)
 
@@ -92,6 +99,7 @@ def rules_for(base: dict, bias: dict, var: np.ndarray, truth: np.ndarray, rows: 
         lams[D] = {"tutorial": est.tutorial_lambda(b, v, n_anchors), "validation": lam_val, "b": b, "v": v}
         rules += [Rule("pirt", D), Rule("gpirt", D, lams[D]["tutorial"]), Rule("gpirt_val", D, lam_val),
                   Rule("irt", D)]
+    rules += [Rule(e, dims[0]) for e in SHRINKAGE if e in base[dims[0]]]
     rules += [Rule(BANK, dims[0], eps=e) for e in base[dims[0]].get("bank", {})]
     return rules, lams
 
@@ -126,14 +134,23 @@ def bank_wins(plain: np.ndarray, bank: np.ndarray, truth: np.ndarray, rows: np.n
     return gain > BANK_SE * se
 
 
-def choose(rules: list, base: dict, truth: np.ndarray, rows: np.ndarray, folds: np.ndarray) -> Rule:
+def choose(rules: list, base: dict, truth: np.ndarray, rows: np.ndarray, folds: np.ndarray,
+           prefer: tuple | None = None) -> Rule:
     """The served rule: the best of the anchor and IRT rules, replaced by the answer bank only when the bank's
     fold-by-fold gain over it exceeds BANK_SE standard errors. The bank's out-of-fold estimates are noisier than the
     IRT rules' on boards of a few dozen models (it reads every training model's answers, one fold at a time), and
     folds of two or three models made it look better on the board than it was on new families; the margin is the
-    one-standard-error rule (Hastie, Tibshirani & Friedman, 2009, 7.10) applied to that one step up in variance."""
+    one-standard-error rule (Hastie, Tibshirani & Friedman, 2009, 7.10) applied to that one step up in variance.
+
+    ``prefer`` = (estimator, dim): the board's rule (lowest out-of-fold MAE over every scenario, :func:`board_rule`),
+    kept unless the scenario's own best beats it by more than BANK_SE standard errors of their fold-by-fold gain: a
+    dozen or two models make one scenario's ranking of a dozen rules mostly noise (on the v2 board the per-scenario
+    winner changed with the seed and was worse than random items on one scenario in three seeds of five)."""
     plain = [r for r in rules if r.estimator != BANK]
     win = best(plain, base, truth, rows)
+    pref = next((r for r in plain if prefer is not None and (r.estimator, r.dim if r.irt else 0) == tuple(prefer)), None)
+    if pref is not None and pref != win and not bank_wins(pref.apply(base), win.apply(base), truth, rows, folds):
+        win = pref
     banks = [r for r in rules if r.estimator == BANK]
     if banks:
         bank = best(banks, base, truth, rows)
@@ -237,13 +254,16 @@ class ScenarioChoice:
 
 def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var: np.ndarray, truth: np.ndarray,
                     truth_t2: np.ndarray, folds: np.ndarray, groups: np.ndarray, *, alpha: float = 0.1,
-                    scale: str = "binomial", grid=est.LAMBDA_GRID, bank: dict | None = None) -> ScenarioChoice:
+                    scale: str = "binomial", grid=est.LAMBDA_GRID, bank: dict | None = None,
+                    prefer: dict | None = None) -> ScenarioChoice:
     """Choose D and the T1 / T2 estimators of (s, n) and fit their intervals and T2 maps (module docstring).
 
     base : {D: {"anchor", "irt", "pirt": (M,)}} out-of-fold; bias : {D: (M,)}; var, truth, truth_t2, folds,
     groups (the families: the intervals' exchangeable units) : (M,); bank : {eps: (M,)} out-of-fold bank_joint
-    (None: no bank candidate).
+    (None: no bank candidate); prefer : {None: the board's rule on every row, f: the board's rule without fold f}
+    (:func:`board_rule`; None: each scenario on its own).
     """
+    prefer = prefer or {}
     rows, rows2 = np.isfinite(truth), np.isfinite(truth_t2)
     if bank:  # one bank rule: its eps is chosen inside it, on the other folds (nested), served at the best overall
         eps_star = min(bank, key=lambda e: mae(bank[e], truth, rows))
@@ -253,11 +273,12 @@ def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var:
             nested[folds == f] = bank[e_f][folds == f]
         base = {D: {**b, "bank": {eps_star: nested}} for D, b in base.items()}
     rules, lams = rules_for(base, bias, var, truth, rows, n_anchors, grid)
-    win = choose(rules, base, truth, rows, folds)
+    win = choose(rules, base, truth, rows, folds, prefer.get(None))
     served = np.full(len(truth), np.nan)  # leave-one-fold-out of the choice itself
     for f in np.unique(folds[rows]):
         r_f, _ = rules_for(base, bias, var, truth, rows & (folds != f), n_anchors, grid)
-        served[folds == f] = choose(r_f, base, truth, rows & (folds != f), folds).apply(base)[folds == f]
+        served[folds == f] = choose(r_f, base, truth, rows & (folds != f), folds,
+                                    prefer.get(int(f))).apply(base)[folds == f]
     dim = win.dim if win.irt else best([r for r in rules if r.irt], base, truth, rows).dim
     banks = [r for r in rules if r.estimator == BANK]
     eps = banks[0].eps if banks else None  # one bank rule: its eps chosen inside it (above)
@@ -305,3 +326,60 @@ def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var:
                   "n_models": int((rows & np.isfinite(served)).sum()), "n_models_t2": 0,
                   "served_t1": False, "served_t2": False})
     return ch
+
+
+def pooled_half_widths(estimates: dict, truth: dict, rows: np.ndarray, alpha: float) -> dict:
+    """Half-widths of the served T1 intervals of one budget, calibrated over every scenario at once.
+
+    A small board has a dozen or two models per scenario: a conformal quantile of one scenario's residuals at 90 %
+    with the finite-sample correction is their largest (an interval that always covers because it spans half the
+    scale). Pooling the scenarios gives enough residuals for a quantile that means 90 %, and scaling by each
+    scenario's own out-of-fold mean absolute error keeps the widths where the errors are: half-width_s =
+    q * mae_s, q the ceil((m + 1)(1 - alpha))-th smallest of the m pooled |residual| / mae_s (about 2.1 for
+    normal errors; scaling by the RMSE instead gave 2.5 on scenarios with heavier tails).
+
+    estimates, truth : {scenario: (M,)} out-of-fold served estimates and accuracies; rows : (M,) bool, the rows
+    that may be read (all of them for the served interval; the other folds' for a cross-fitted check).
+    Returns {scenario: half-width} (inf when nothing can be read).
+    """
+    scale, z = {}, []
+    for s, e in estimates.items():
+        ok = rows & np.isfinite(e) & np.isfinite(truth[s])
+        r = np.abs(e[ok] - truth[s][ok])
+        scale[s] = float(np.mean(r)) if ok.any() else float("nan")
+        if ok.any() and scale[s] > 0:
+            z.append(r / scale[s])
+    q = conformal_quantile(np.concatenate(z), 1.0 - alpha) if z else float("inf")
+    return {s: (q * v if np.isfinite(v) else float("inf")) for s, v in scale.items()}
+
+
+def fixed_interval(half_width: float, alpha: float, n: int) -> ConformalInterval:
+    """A ConformalInterval ``e -+ half_width`` (scale "none"), clipped to [0, 1]."""
+    ci = ConformalInterval(alpha=alpha, scale="none")
+    ci.q_lo_, ci.q_hi_, ci.n_ = -float(half_width), float(half_width), int(n)
+    return ci
+
+
+def board_rule(bases: dict, truths: dict, rows: np.ndarray) -> tuple | None:
+    """The (estimator, dim) of the JSON-evaluable rule with the lowest mean out-of-fold MAE over a board's
+    scenarios at one budget (lambdas as ``rules_for`` derives them from ``rows``; dim 0 for rules without IRT).
+
+    bases : {scenario: {D: {...}}} as :func:`choose_scenario` takes them; truths : {scenario: (M,)}; rows : (M,)
+    bool, the rows that may be read. Returns None when nothing can be scored.
+    """
+    scores: dict = {}
+    for s, base in bases.items():
+        t = truths[s]
+        ok = rows & np.isfinite(t)
+        dims = sorted(base)
+        for D in dims:
+            a, p = base[D]["anchor"], base[D]["pirt"]
+            m = ok & np.isfinite(a) & np.isfinite(p)
+            lam = est.choose_lambda(a[m], p[m], t[m], est.LAMBDA_GRID)[0] if m.any() else 0.5
+            cands = [Rule("pirt", D), Rule("gpirt_val", D, lam), Rule("irt", D)]
+            if D == dims[0]:
+                cands += [Rule("anchor", D)] + [Rule(e, D) for e in SHRINKAGE if e in base[D]]
+            for r in cands:
+                scores.setdefault((r.estimator, r.dim if r.irt else 0), []).append(mae(r.apply(base), t, ok))
+    full = {k: float(np.mean(v)) for k, v in scores.items() if len(v) == len(bases) and np.isfinite(v).all()}
+    return min(full, key=full.get) if full else None

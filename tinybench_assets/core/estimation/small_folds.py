@@ -4,8 +4,10 @@ The response matrix ``Y`` (M models x I items, 0/1, NaN = not answered) flows li
 
     family_folds(groups)                 every family goes whole to one of K <= max_folds folds
     for each fold f:
-        fit_scenario(Y[rows not in f])   per scenario: a 2PL per D (irt.fit_irt) and KMeans anchors per n
-                                         (anchors.select_anchors on the training rows' correctness)
+        fit_scenario(Y[rows not in f])   per scenario: a 2PL per D (irt.fit_irt) and the anchors per n: the
+                                         prefixes of one nested stratified order (estimation/strata.py: by
+                                         subscenario and training difficulty), or KMeans on the training rows'
+                                         correctness (design="kmeans")
         base_estimates(Y[rows in f] on the anchors only)
                                          anchor / irt / pirt of the held-out rows: the formulas ArtifactModel
                                          runs (estimation/base_estimates.py), so cross-validated and served
@@ -16,8 +18,11 @@ The response matrix ``Y`` (M models x I items, 0/1, NaN = not answered) flows li
                                          each scenario's other items
         bank_estimates(Y[rows in f])     bank_joint of the held-out rows for every eps in BANK_EPS, by the very
                                          BankMixin._bank_estimates that ArtifactModel runs
+        ShrinkagePrior.fit(rows not in f) per n: the training rows' accuracies and anchor estimates give the prior
+                                         and noise of shrunk / shrunk_joint (estimation/shrinkage.py); the
+                                         held-out rows' anchor estimates are shrunk with it
     -> OutOfFold: per (scenario, n, D) every model's out-of-fold candidate estimates; per (scenario, n) its
-       bank_joint estimate per eps
+       bank_joint estimate per eps and its shrunk / shrunk_joint estimates
 
 A held-out row is read only on the fold's anchors (and, for b, on the seeded half of the items); no held-out
 family's answer enters the fold's IRT fit or anchor choice. Pure numpy / torch / scikit-learn.
@@ -35,11 +40,14 @@ from ..anchors import select_anchors
 from ..irt import IRTParams, estimate_ability, fit_irt, item_curve
 from .anchor_sets import AnchorSet, AnchorSetMixin
 from .bank import BANK_EPS, BankMixin, bank_arrays
+from .shrinkage import SHRINKAGE, ShrinkagePrior
+from .strata import nested_order, prefix_anchors
 
-__all__ = ["family_folds", "ScenarioFit", "fit_scenario", "base_estimates", "half_item_error", "half_split",
+__all__ = ["family_folds", "ScenarioFit", "fit_scenario", "scenario_truth", "anchor_matrix", "fit_prior", "DESIGNS", "base_estimates", "half_item_error", "half_split",
            "build_bank", "bank_estimates", "OutOfFold", "out_of_fold", "BANK_EPS", "CLUSTERING"]
 
 CLUSTERING = "correctness"  # the anchors' clustering (the artifact's ``clustering``)
+DESIGNS = ("stratified", "kmeans")
 
 BASE = ("anchor", "irt", "pirt")
 
@@ -79,8 +87,9 @@ class ScenarioFit:
     Attributes
     ----------
     irt : {D: IRTParams} -- 2PL per dimension, ``a`` (I_s, D), ``b`` (I_s,).
-    anchors : {n: (local (k,), weights (k,))} -- KMeans anchors per budget n (k = n capped at the pool), local
+    anchors : {n: (local (k,), weights (k,))} -- anchors per budget n (k = n capped at the pool), local
         indices into the scenario's items, weights summing to 1.
+    order : (I_s,) the nested stratified order (design "stratified"; the anchors of n are its first k), or None.
     v : float -- the tutorial's v: mean over the training models of their across-item variance.
     n_models : int -- training models that answered the scenario.
     """
@@ -89,10 +98,11 @@ class ScenarioFit:
     anchors: dict
     v: float
     n_models: int
+    order: np.ndarray | None = None
 
 
 def fit_scenario(Ys: np.ndarray, ws: np.ndarray, counts: dict, dims, *, seed: int = 0, device: str = "cpu",
-                 n_init: int = 10) -> ScenarioFit:
+                 n_init: int = 10, subscenarios=None, design: str = "stratified") -> ScenarioFit:
     """2PLs and anchors of one scenario from training rows only.
 
     Parameters
@@ -101,10 +111,18 @@ def fit_scenario(Ys: np.ndarray, ws: np.ndarray, counts: dict, dims, *, seed: in
     ws : ndarray, shape (I_s,) -- the scenario's balance weights.
     counts : {n: k} -- anchor count k per budget n (k <= I_s).
     dims : iterable of int -- IRT dimensions to fit.
+    subscenarios : (I_s,) subscenario per item (None: one stratum); design : "stratified" or "kmeans".
     """
     Ys = np.asarray(Ys, dtype=float)
     Ys = Ys[~np.isnan(Ys).all(1)]
     irt = {int(d): fit_irt(Ys, dim=int(d), seed=seed, device=device) for d in dims}
+    if design == "stratified":
+        subs = np.zeros(Ys.shape[1], dtype=int) if subscenarios is None else np.asarray(subscenarios)
+        order = nested_order(np.nanmean(Ys, axis=0), subs, ws, seed=seed)
+        anchors = {n: prefix_anchors(order, k, subs, ws) for n, k in counts.items()}
+        return ScenarioFit(irt, anchors, est.mean_item_variance(Ys), len(Ys), order)
+    if design != "kmeans":
+        raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
     by_k: dict = {}
     for k in sorted(set(counts.values())):
         with warnings.catch_warnings():  # few models: fewer distinct correctness patterns than clusters is expected
@@ -181,6 +199,34 @@ def bank_estimates(Y: np.ndarray, cols: dict, w: np.ndarray, anchors: dict, bank
                                                                                   CLUSTERING, 0)
 
 
+def scenario_truth(Y: np.ndarray, w: np.ndarray, cols: dict) -> np.ndarray:
+    """(M, S) each row's balance-weighted accuracy per scenario (NaN where it answered none of its items)."""
+    out = np.full((len(Y), len(cols)), np.nan)
+    for j, c in enumerate(cols.values()):
+        has = ~np.isnan(Y[:, c]).all(1)
+        if has.any():
+            out[has, j] = est.weighted_accuracy(Y[has][:, c], w[c])
+    return out
+
+
+def anchor_matrix(Y: np.ndarray, w: np.ndarray, cols: dict, anchors: dict) -> np.ndarray:
+    """(M, S) the anchor-weighted mean of every scenario (``anchors``: {scenario: (local, weights)} of one
+    budget), NaN where a row answered none of the scenario's anchors."""
+    out = np.full((len(Y), len(cols)), np.nan)
+    for j, (s, c) in enumerate(cols.items()):
+        local, weights = anchors[s]
+        Ya = np.atleast_2d(Y[:, c[np.asarray(local)]])
+        has = ~np.isnan(Ya).all(1)
+        if has.any():
+            out[has, j] = est.anchor_estimate(Ya[has], weights)
+    return out
+
+
+def fit_prior(Yb: np.ndarray, truth: np.ndarray, w: np.ndarray, cols: dict, anchors: dict) -> ShrinkagePrior:
+    """The shrinkage prior of rows ``Yb`` (their accuracies ``truth`` (F, S) and anchor estimates at ``anchors``)."""
+    return ShrinkagePrior.fit(truth, anchor_matrix(Yb, w, cols, anchors), list(cols))
+
+
 @dataclass
 class OutOfFold:
     """Out-of-fold results of the candidates for every model.
@@ -191,6 +237,8 @@ class OutOfFold:
     base : {(scenario, n, D): {"anchor", "irt", "pirt": (M,)}} -- each row's estimate from the fold that held it out.
     bias : {(scenario, D): (M,)} -- each row's half-item IRT error (tutorial b) under that fold's 2PL.
     bank : {(scenario, n): {eps: (M,)}} -- each row's bank_joint from the bank of the fold that held it out.
+    shrink : {(scenario, n): {"shrunk", "shrunk_joint": (M,)}} -- each row's shrunk anchor estimate under the
+        prior of the fold that held it out.
     fits : [{scenario: ScenarioFit}] -- per fold, what its training models gave (for inspection and the tests).
     banks : [{n: build_bank dict}] -- per fold, its answer bank (training rows only).
     train_rows : [(M_train,)] -- per fold, the rows it was fitted on.
@@ -200,19 +248,22 @@ class OutOfFold:
     base: dict = field(default_factory=dict)
     bias: dict = field(default_factory=dict)
     bank: dict = field(default_factory=dict)
+    shrink: dict = field(default_factory=dict)
     banks: list = field(default_factory=list)
     fits: list = field(default_factory=list)
     train_rows: list = field(default_factory=list)
 
 
 def out_of_fold(Y: np.ndarray, w: np.ndarray, cols: dict, folds: np.ndarray, counts: dict, dims, *, seed: int = 0,
-                device: str = "cpu", n_init: int = 10) -> OutOfFold:
+                device: str = "cpu", n_init: int = 10, subscenarios: dict | None = None,
+                design: str = "stratified") -> OutOfFold:
     """Fit every fold on its training rows and estimate its held-out rows from their anchor answers.
 
     Parameters
     ----------
     Y : (M, I) 0/1 with NaN; w : (I,) balance weights (mean 1 per scenario); cols : {scenario: (I_s,) columns};
-    folds : (M,) from :func:`family_folds`; counts : {(scenario, n): anchor count}; dims : IRT dimensions.
+    folds : (M,) from :func:`family_folds`; counts : {(scenario, n): anchor count}; dims : IRT dimensions;
+    subscenarios : {scenario: (I_s,)} (None: one stratum each); design : the anchors' design (:func:`fit_scenario`).
 
     Returns
     -------
@@ -228,14 +279,18 @@ def out_of_fold(Y: np.ndarray, w: np.ndarray, cols: dict, folds: np.ndarray, cou
                 if s2 == s:
                     out.base[(s, n, D)] = {k: np.full(M, np.nan) for k in BASE}
                     out.bank[(s, n)] = {e: np.full(M, np.nan) for e in BANK_EPS}
+                    out.shrink[(s, n)] = {e: np.full(M, np.nan) for e in SHRINKAGE}
     ns = sorted({n for (_, n) in counts})
+    subscenarios = subscenarios or {}
+    truth = scenario_truth(Y, w, cols)
     for f in range(int(out.folds.max()) + 1):
         test = np.flatnonzero(out.folds == f)
         train = np.flatnonzero(out.folds != f)
         fits = {}
         for s, c in cols.items():
             mine = {n: k for (s2, n), k in counts.items() if s2 == s}
-            fit = fits[s] = fit_scenario(Y[np.ix_(train, c)], w[c], mine, dims, seed=seed, device=device, n_init=n_init)
+            fit = fits[s] = fit_scenario(Y[np.ix_(train, c)], w[c], mine, dims, seed=seed, device=device, n_init=n_init,
+                                         subscenarios=subscenarios.get(s), design=design)
             Yt = Y[np.ix_(test, c)]  # the held-out rows, read below only on anchors (and b's half)
             for D, params in fit.irt.items():
                 for n, (local, weights) in fit.anchors.items():
@@ -249,6 +304,11 @@ def out_of_fold(Y: np.ndarray, w: np.ndarray, cols: dict, folds: np.ndarray, cou
             for e in BANK_EPS:
                 for s, v in bank_estimates(Y[test], cols, w, anchors, bank, dict.fromkeys(cols, e)).items():
                     out.bank[(s, n)][e][test] = v
+            prior = fit_prior(Y[train], truth[train], w, cols, anchors)  # training rows only
+            shrunk = prior.estimate(anchor_matrix(Y[test], w, cols, anchors))
+            for j, s in enumerate(cols):
+                for e in SHRINKAGE:
+                    out.shrink[(s, n)][e][test] = shrunk[e][:, j]
         out.banks.append(banks)
         out.fits.append(fits)
         out.train_rows.append(train)

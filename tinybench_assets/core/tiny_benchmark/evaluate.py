@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ..estimation.names import JOINT, PER_SCENARIO
+from ..estimation.shrinkage import SHRINKAGE
 from .answers import AnswerError, _prepare_answers, read_answers
 from .files import attach_trees, load_artifact, load_model
 from .format import TREES_FILE, ArtifactError, check_format
@@ -84,8 +85,8 @@ def estimate_from_artifact(
         answers = read_answers(answers)
     if not isinstance(answers, dict):
         raise AnswerError(f"answers must be a dict {{item: score}} or a file path, got {type(answers).__name__}")
-    if estimator is not None and estimator not in (*PER_SCENARIO, *JOINT):
-        raise AnswerError(f"unknown estimator {estimator!r}; choose one of {', '.join((*PER_SCENARIO, *JOINT))}")
+    if estimator is not None and estimator not in (*PER_SCENARIO, *JOINT, *SHRINKAGE):
+        raise AnswerError(f"unknown estimator {estimator!r}; choose one of {', '.join((*PER_SCENARIO, *JOINT, *SHRINKAGE))}")
     Ya, answered, notes = _prepare_answers(art, answers, allow_missing, allow_extra)
     pick = "recommended_learned" if use_learned else "recommended"
     want = {s: (estimator, estimator) if estimator is not None else

@@ -16,6 +16,7 @@ from ..estimation.intervals import CalibrationMixin
 from ..estimation.lambdas import LambdaMixin
 from ..estimation.learned import LearnedMixin
 from ..estimation.names import STACKS
+from ..estimation.shrinkage import SHRINKAGE, ShrinkagePrior
 from ..estimation.stacks import StackMixin
 from .format import JSON_BASE, LEARNED_BASE, TREES_FILE
 from .schema import Reader
@@ -164,6 +165,7 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
             self._read_estimators(d, s, p)
             start += N
         self.w_ = np.concatenate(w)
+        self.shrinkage_ = self._read_shrinkage(art, order)
         self.irt_["joint"] = _IRT(np.vstack(ja), np.concatenate(jb))
         self._read_learned(art)
         self.gbm_, self.learned, self.stacks_, self.bank_ = {}, False, self._stacks(learned=False), {}
@@ -207,6 +209,37 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
             for t in ("t1", "t2"):
                 r.text(rd, t, f"{p}.{rec}", self.estimators[s] if rec == "recommended_learned" else
                        [e for e in self.estimators[s] if e in self.json_names(s)])
+
+    def _read_shrinkage(self, art: dict, order: list) -> ShrinkagePrior | None:
+        """The small board's shrinkage prior (``$.shrinkage``: scenarios, mean, cov, noise), needed by the
+        estimators shrunk and shrunk_joint; None when absent (and then neither may be listed)."""
+        r, d = self.r, art.get("shrinkage")
+        listed = [s for s in order if set(self.estimators[s]) & set(SHRINKAGE)]
+        if d is None:
+            if listed:
+                r.fail("$.shrinkage", f"scenario(s) {listed} list shrunk estimators but the artifact has no prior")
+            return None
+        d = r.obj(art, "shrinkage", "$")
+        names = r.strings(d, "scenarios", "$.shrinkage", len(order))
+        if names != list(order):
+            r.fail("$.shrinkage.scenarios", "expected the scenario_order")
+        S = len(order)
+        prior = ShrinkagePrior(names, r.vector(d, "mean", "$.shrinkage", S, finite=True),
+                               r.matrix(d, "cov", "$.shrinkage", S, S), r.vector(d, "noise", "$.shrinkage", S, finite=True))
+        if not np.isfinite(prior.cov).all() or (prior.noise <= 0).any() or (np.diag(prior.cov) <= 0).any():
+            r.fail("$.shrinkage", "expected a finite covariance with a positive diagonal and positive noise variances")
+        return prior
+
+    def _compose(self, raw, c, n):
+        """The gp-IRT variants (LambdaMixin) and, with a shrinkage prior, shrunk and shrunk_joint of the anchor
+        means (estimation/shrinkage.py)."""
+        out = super()._compose(raw, c, n)
+        if self.shrinkage_ is not None:
+            est = self.shrinkage_.estimate(np.column_stack([raw[(s, "anchor")] for s in self.scenarios_]))
+            for j, s in enumerate(self.scenarios_):
+                for e in SHRINKAGE:
+                    out[(s, e)] = est[e][:, j]
+        return out
 
     def _read_learned(self, art: dict) -> None:
         r = self.r

@@ -42,6 +42,9 @@ class EstimationConfig(dg.Config):
     # below min_small_models (RouterDC: 7) they are skipped with a note
     min_models: int = 50
     min_small_models: int = 10
+    # a small board's budgets: nested anchors (every budget's anchors are the first n of one order), each
+    # backtested; `tinybench anchors --n N / --target-width W` chooses among them
+    small_n_values: list[int] = [10, 20, 30, 50, 100, 200]
     min_items: int = 20  # a scenario with fewer items has no pool to choose anchors from: the leaderboard is skipped
     alpha: float = 0.1  # 90 % intervals
     dims: list[int] = [1, 2, 5, 10]  # D candidates of the per-scenario IRT fits
@@ -340,8 +343,15 @@ def _small_backtest(config, db, board, matrix, full, groups, torch_device, t0, m
     at_n = summary[summary.n == n_ref]
     table = at_n.pivot_table(index="estimator", columns="scenario", values="mae_t1").round(2)
     served = at_n[at_n.estimator == "tinybench"]
+    budgets = pred.budget_table()
+    png = plots.budget_curve(budgets, title=f"{board}: error and 90 % half-width against n (leave-family-out)")
+    plots.save(png, Path(paths.artifacts_dir()) / "plots" / f"budgets_{board}.png")
+    by_n = budgets.groupby("n").agg(mae=("mae", "mean"), half_width=("half_width", "mean"),
+                                    widest_half_width=("half_width", "max"), coverage=("coverage", "mean")).round(3)
     return dg.MaterializeResult(metadata={
         "small_board": f"{len(matrix.models)} models: leave-family-out cross-validation, {pred.n_folds_} folds",
+        "error_and_width_vs_n": dg.MetadataValue.md(plots.markdown_image(png, "error and half-width vs n")),
+        "budgets": dg.MetadataValue.md(by_n.reset_index().to_markdown(index=False)),
         f"mae_t1_points_at_n{n_ref}": dg.MetadataValue.md(table.to_markdown()),
         f"tinybench_t1_mae_mean_n{n_ref}": float(served["mae_t1"].mean()) if len(served) else float("nan"),
         "coverage90_t1": float(served["coverage_t1"].mean()) if len(served) else float("nan"),
@@ -375,8 +385,12 @@ def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, stor
     kw = dict(item_texts=dict(zip(texts["item"], texts["text"])),
               binarization={split_partition_key(k)[1]: {"rule": r, "threshold": None if pd.isna(t) else float(t)}
                             for k, r, t in binar.itertuples(index=False)})
+    budgets = None
     if small.is_small(n_models, config):
         artifact = pred.to_artifact(board, config.export_n, **kw)
+        from tinybench_assets.core.tiny_benchmark.budgets import save_budgets
+
+        budgets = save_budgets(pred, board, model_store.folder(board), pred.budget_table(), **kw)
     else:
         artifact = export_tiny_benchmark(pred, leaderboard=board, n=config.export_n, **kw)
     path = save_artifact(artifact, pred, model_store.folder(board))
@@ -391,6 +405,8 @@ def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, stor
             {k: int(v) for k, v in tables["tiny_benchmark_anchors"].groupby("scenario").size().items()}),
         "items_to_answer": int(len(tables["tiny_benchmark_anchors"])),
         "json_kb": round(path.stat().st_size / 1024, 1),
+        **({"budgets": dg.MetadataValue.path(str(budgets)), "prepared_budgets": [int(n) for n in pred.n_values]}
+           if budgets is not None else {}),
         "learned_models_kb": round(trees.stat().st_size / 1024, 1) if trees.exists() else 0.0,
         "recommended": dg.MetadataValue.md(meta[["scenario", "clustering", "recommended_t1", "recommended_t2",
                                                  "recommended_learned_t1", "recommended_learned_t2"]].to_markdown(index=False)),

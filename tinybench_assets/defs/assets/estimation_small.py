@@ -64,9 +64,11 @@ def fit_small(matrix: ResponseMatrix, full: pd.DataFrame, groups: np.ndarray, co
     from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
 
     Y, w, cols, T2 = board_arrays(matrix, full)
-    params = dict(n_values=tuple(int(n) for n in config.n_values), alpha=float(config.alpha),
+    params = dict(n_values=tuple(int(n) for n in getattr(config, "small_n_values", config.n_values)),
+                  alpha=float(config.alpha),
                   seed=int(getattr(config, "seed", 0)))
     h = hashlib.sha256(repr((sorted(params.items()), device, list(matrix.items), list(matrix.models),
+                             list(matrix.subscenarios),
                              [str(g) for g in groups], {s: c.tolist() for s, c in cols.items()})).encode())
     for a in (Y, w, T2):
         h.update(np.ascontiguousarray(a, dtype=float).tobytes())
@@ -80,7 +82,7 @@ def fit_small(matrix: ResponseMatrix, full: pd.DataFrame, groups: np.ndarray, co
             old.reused_ = True
             return old
     pred = SmallBoardPredictor(**params, device=device).fit(Y, w, cols, T2, groups, items=matrix.items,
-                                                           models=matrix.models)
+                                                           models=matrix.models, subscenarios=matrix.subscenarios)
     pred.input_digest_ = digest
     return pred
 
@@ -150,12 +152,13 @@ def _mae_ci(err: np.ndarray, seed: int, reps: int = 1000) -> tuple[float, float]
 def backtest_summary(pred, seed: int = 0) -> pd.DataFrame:
     """The backtest_summary rows of a small board from its out-of-fold estimates: per scenario x estimator x n, the
     MAE (with a bootstrap interval over models), SD, bias and, for the served choice (``tinybench``), the coverage and
-    width of its interval applied to the out-of-fold estimates. Accuracy points."""
+    width of its interval applied to the out-of-fold estimates, each fold's interval calibrated on the other folds
+    (``SmallBoardPredictor.oof_intervals``). Accuracy points."""
     oof = pred.oof_table()
     oof = oof.assign(estimator=np.where(oof.estimator == "served", "tinybench",
                                         np.where(oof.estimator == "anchor", "anchor",
                                                  oof.estimator + "_d" + oof.dim.astype(str))))
-    rows = []
+    rows, intervals = [], {}
     for (s, e, n), g in oof.groupby(["scenario", "estimator", "n"], sort=True):
         g = g[np.isfinite(g.estimate) & np.isfinite(g.truth_t1)]
         if g.empty:
@@ -172,11 +175,11 @@ def backtest_summary(pred, seed: int = 0) -> pd.DataFrame:
             e2 = 100 * (g2.estimate_t2 - g2.truth_t2).to_numpy()
             lo2, hi2 = _mae_ci(e2, seed)
             row.update(mae_t2=float(np.abs(e2).mean()), mae_t2_lo=lo2, mae_t2_hi=hi2, sd_t2=float(e2.std()))
-        if e == "tinybench":
-            am = pred.artifact_model(int(n))
-            lower, upper = am.served_int_t1_[s].predict(g.estimate.to_numpy())
-            t = g.truth_t1.to_numpy()
-            row.update(coverage_t1=float(np.mean((lower <= t) & (t <= upper))),
-                       width_t1=float(100 * np.mean(upper - lower)))
+        if e == "tinybench":  # each fold's interval calibrated on the other folds: coverage measured, not fitted
+            iv = intervals.setdefault(int(n), pred.oof_intervals(int(n)))
+            iv = iv[(iv.scenario == s) & iv.model.isin(g.model) & np.isfinite(iv.estimate)]
+            t = iv.truth_t1.to_numpy()
+            row.update(coverage_t1=float(np.mean((iv.lower <= t) & (t <= iv.upper))),
+                       width_t1=float(100 * np.mean(iv.upper - iv.lower)))
         rows.append(row)
     return pd.DataFrame(rows)
