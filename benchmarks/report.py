@@ -105,7 +105,9 @@ SECTIONS = (
     Section("small_leaderboards.json", "Small leaderboards (10-49 models)",
             ".venv/bin/python benchmarks/small_leaderboards.py --json benchmarks/results/small_leaderboards.json  # ~4 min",
             "Open LLM Leaderboard boards of 12, 25 and 40 models (whole families, 5 seeds each); 400 models of other "
-            "families scored from their 30 anchor answers per scenario; the lockbox excluded.",
+            "families scored from their 30 anchor answers per scenario; the lockbox excluded. Then the Open LLM "
+            "Leaderboard v2 (19 models, six scenarios, families = organisations): its leave-family-out backtest against "
+            "random and stratified random items (50 draws per model), intervals calibrated without the scored fold.",
             tuple(Figure(f"{n} models: T1 MAE, n=30", at(f"t1_n30_mae/{n}"), pts,
                          "< random items" if n != 40 else "<= 0.75 x random items",
                          (lambda d, n=n: get(d, f"t1_n30_mae/{n}") < get(d, f"random_t1_n30_mae/{n}")) if n != 40 else
@@ -114,7 +116,31 @@ SECTIONS = (
                          headline="A 25-model leaderboard: T1 error from 30 answers" if n == 25 else "")
                   for n in (12, 25, 40))
             + tuple(Figure(f"{n} models: coverage of the 90 % intervals", at(f"coverage90/{n}"), lambda v: f"{v:.3f}",
-                           "0.85 - 0.97", lambda d, n=n: 0.85 <= get(d, f"coverage90/{n}") <= 0.97) for n in (12, 25, 40))),
+                           "0.85 - 0.97", lambda d, n=n: 0.85 <= get(d, f"coverage90/{n}") <= 0.97) for n in (12, 25, 40))
+            + (Figure("v2 board (19 models): mean T1 MAE / stratified random items, n=30", at("v2_mean_ratio_n30"),
+                      lambda v: f"{v:.2f}x", "<= 0.7x", lambda d: get(d, "v2_mean_ratio_n30") <= 0.7,
+                      lambda d: "T1 MAE " + ", ".join(f"{s} {v['30']['t1_mae']:.2f}/{v['30']['stratified_random_mae']:.2f}"
+                                                      for s, v in get(d, "v2").items()),
+                      headline="The v2 board (19 models): T1 error from 30 answers, against stratified random items"),
+               Figure("v2 board: scenarios worse than stratified random items, n=30",
+                      lambda d: sum(v["30"]["t1_mae"] > v["30"]["stratified_random_mae"] for v in get(d, "v2").values()),
+                      lambda v: f"{v}", "0",
+                      lambda d: all(v["30"]["t1_mae"] <= v["30"]["stratified_random_mae"] for v in get(d, "v2").values())),
+               Figure("v2 board: T1 MAE / stratified random items, n=100",
+                      lambda d: float(sum(v["100"]["t1_mae"] for v in get(d, "v2").values())
+                                      / sum(v["100"]["stratified_random_mae"] for v in get(d, "v2").values())),
+                      lambda v: f"{v:.2f}x", "reported", lambda d: True)) +
+            tuple(Figure(f"v2 board: pooled coverage of the 90 % intervals, n={n}", at(f"v2_coverage90_pooled/{n}"),
+                         lambda v: f"{v:.3f}", "0.85 - 0.95",
+                         lambda d, n=n: 0.85 <= get(d, f"v2_coverage90_pooled/{n}") <= 0.95,
+                         lambda d, n=n: "half-width / MAE per scenario " + ", ".join(
+                             f"{v[str(n)]['mean_half_width'] / v[str(n)]['t1_mae']:.2f}" for v in get(d, "v2").values()))
+                  for n in (30, 100))
+            + tuple(Figure(f"v2 board: widest half-width / MAE, n={n}",
+                           lambda d, n=n: max(v[str(n)]["mean_half_width"] / v[str(n)]["t1_mae"] for v in get(d, "v2").values()),
+                           lambda v: f"{v:.2f}", "<= 2.5",
+                           lambda d, n=n: all(v[str(n)]["mean_half_width"] <= 2.5 * v[str(n)]["t1_mae"]
+                                              for v in get(d, "v2").values())) for n in (30, 100))),
     Section("irt.json", "The IRT engine against py-irt",
             ".venv/bin/python benchmarks/irt_fit.py --quick --json benchmarks/results/irt.json  # ~5 min; without --quick ~20 min",
             "Synthetic 300 x 5,000 2PL (D=2, 10 % of cells held out), then synthetic scale cases at D=5. With --quick, "

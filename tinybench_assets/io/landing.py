@@ -166,15 +166,16 @@ def ingest_landing(store: Store, incoming: Path | str, quarantine_dir: Path | st
 
 
 def seed_default_data(shared_data: Path | str, incoming: Path | str) -> list[Path]:
-    """Copy the real default data sets (openllm long tables, RouterDC JSON, RouterBench wide tables with costs, RouteLLM's
-    two-model wide tables) into the landing folder.
+    """Copy the real default data sets (openllm long tables, the Open LLM Leaderboard v2's long table: a small board of
+    19 models, RouterDC JSON, RouterBench wide tables with costs, RouteLLM's two-model wide tables) into the landing
+    folder.
 
     Files already there with the same bytes are left alone. Returns the files copied.
     """
     shared_data, incoming = Path(shared_data), Path(incoming)
     copied = []
-    for board, pattern in (("openllm", "*.parquet"), ("routerdc", "*.json"), ("routerbench", "*.csv"),
-                            ("routellm", "*.csv")):
+    for board, pattern in (("openllm", "*.parquet"), ("openllm_v2", "*.parquet"), ("routerdc", "*.json"),
+                            ("routerbench", "*.csv"), ("routellm", "*.csv")):
         src_dir = shared_data / board
         if not src_dir.is_dir():
             continue

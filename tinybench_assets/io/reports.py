@@ -20,6 +20,12 @@ QUERIES = {
                         "AND clustering IN ('correctness', 'random', 'selected', 'adaptive') "
                         "AND estimator IN ('random', 'anchor', 'gpirt', 'gpirt_val_joint', 'tinybench_own', 'tinybench', 'adaptive') "
                         "ORDER BY leaderboard, split_kind, scenario, mae_t1",
+    # a small board's served estimates against the anchor budget (leave-family-out; half-width = width / 2)
+    "budgets": "SELECT leaderboard, n, count(*) AS scenarios, avg(mae_t1) AS mae_t1_pts, "
+               "avg(width_t1) / 2 AS half_width90_pts, max(width_t1) / 2 AS widest_half_width90_pts, "
+               "avg(coverage_t1) AS coverage90_t1 FROM backtest_summary "
+               "WHERE split_kind = 'leave_family_out' AND estimator = 'tinybench' "
+               "GROUP BY leaderboard, n ORDER BY leaderboard, n",
     "router_metrics": "SELECT partition_key, served_router, 100 * router_acc AS router_pct, best_single_model, "
                       "100 * best_single_acc AS best_single_pct, 100 * oracle_acc AS oracle_pct, "
                       "100 * random_acc AS random_pct, 100 * tutorial_knn_irt_acc AS tutorial_pct, "
@@ -28,9 +34,11 @@ QUERIES = {
 ROUND = {
     "irt_fits": {"heldout_logloss": 4, "seconds": 1},
     "backtest_summary": {"mae_t1_pts": 2, "mae_t2_pts": 2, "coverage90_t1": 3, "coverage90_t2": 3},
+    "budgets": {"mae_t1_pts": 2, "half_width90_pts": 2, "widest_half_width90_pts": 2, "coverage90_t1": 3},
     "router_metrics": {"router_pct": 2, "best_single_pct": 2, "oracle_pct": 2, "random_pct": 2, "tutorial_pct": 2},
 }
 EMPTY = {
+    "budgets": "(no small leaderboard: budgets are backtested for boards of min_small_models to min_models - 1 models)",
     "router_metrics": "(no router: no scenario has question text and a train/test split of questions)",
     "irt_fits": "(no IRT fits yet)",
     "backtest_summary": "(no backtest: leaderboards with fewer than min_small_models models (default 10), or a scenario "
