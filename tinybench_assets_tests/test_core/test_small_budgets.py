@@ -211,3 +211,21 @@ def test_budgets_need_a_small_boards_export(tmp_path):
     save_artifact(p.to_artifact("tiny", 30), p, tmp_path)  # no budgets.json beside it
     code, _, err = run(["anchors", "--artifact", str(tmp_path), "--n", "30"])
     assert code == 2 and "exported for n=30 only" in err
+
+
+def test_the_v2_board_is_seeded_and_lands_whole(tmp_path):
+    """run-all's seed copies the Open LLM Leaderboard v2 (a real small board) and its long table reads whole."""
+    from tinybench_assets.io.drops import read_drop
+    from tinybench_assets.io.landing import seed_default_data
+    from tinybench_assets_tests.conftest import SHARED, _need_shared
+
+    _need_shared()
+    copied = seed_default_data(SHARED, tmp_path)
+    path = tmp_path / "openllm_v2" / "responses.parquet"
+    assert path in copied
+    drop = read_drop(path, "openllm_v2")
+    r = drop.responses
+    assert r["model"].nunique() == 19 and r["item"].nunique() == 21606
+    assert set(r["scenario"]) == {"bbh", "gpqa", "ifeval", "math_hard", "mmlu_pro", "musr"}
+    assert r.groupby("scenario")["model"].nunique()["mmlu_pro"] == 18  # one model missing, as published
+    assert seed_default_data(SHARED, tmp_path) == []  # the same bytes again: nothing copied

@@ -1,4 +1,6 @@
 """Estimation assets materialize on a real slice (160 models of arc + truthfulqa) and store their tables."""
+import json
+
 import dagster as dg
 import numpy as np
 import pandas as pd
@@ -141,7 +143,7 @@ def test_a_small_leaderboard_gets_anchors_estimates_a_backtest_and_a_tiny_benchm
     landing = {"incoming": tmp_path / "incoming", "quarantine": tmp_path / "q", "db": tmp_path / "tb.duckdb"}
     monkeypatch.setenv("TINYBENCH_ARTIFACTS", str(tmp_path / "artifacts"))
     instance, res = land_and_binarize(landing)
-    cfg = {"n_values": [5, 10]}
+    cfg = {"n_values": [5, 10], "small_n_values": [5, 10]}
     run_config = {"ops": {"irt_joint": {"config": {"dims": [1]}}, "anchor_sets": {"config": cfg},
                           "model_estimates": {"config": cfg}, "estimation_backtest": {"config": cfg},
                           "tiny_benchmark": {"config": {**cfg, "export_n": 10}}}}
@@ -164,6 +166,18 @@ def test_a_small_leaderboard_gets_anchors_estimates_a_backtest_and_a_tiny_benchm
     assert "leave-family-out" in md["small_board"].value
     md = instance.get_latest_materialization_event(dg.AssetKey("estimation_backtest")).asset_materialization.metadata
     assert md["reused_anchor_sets_fit"].value is True  # the same inputs: anchor_sets' fit, not a second one
+    assert "error and half-width vs n" in md["error_and_width_vs_n"].value and "widest_half_width" in md["budgets"].value
+    # every prepared budget is exported beside the main artifact, from one nested order per scenario
+    budgets = json.loads((tmp_path / "artifacts" / "openllm" / "budgets.json").read_text())
+    assert [b["n"] for b in budgets["budgets"]] == [5, 10]
+    for b in budgets["budgets"]:
+        sub = json.loads((tmp_path / "artifacts" / "openllm" / b["folder"] / "tiny_benchmark.json").read_text())
+        for s, d in sub["scenarios"].items():
+            assert d["anchors"]["items"] == budgets["order"][s][: b["n"]]
+    from tinybench_assets.io import reports
+
+    text = reports.render(Store(landing["db"]), "budgets")
+    assert "openllm" in text and "half_width90_pts" in text
 
     from tinybench_assets.core.tiny_benchmark import estimate_from_artifact, load_artifact
 
