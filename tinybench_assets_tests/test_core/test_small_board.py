@@ -261,9 +261,11 @@ def test_served_estimates_are_the_artifacts(tmp_path):
     eps = {s: p.choices_[(s, 30)].eps for s in p.scenarios_}
     assert art["learned"] == {"file": tb.TREES_FILE, "sha256": None, "fit_learned": False, "models": [],
                               "bank": {"models": len(Y), "eps": eps}}
-    assert set(art["json_estimators"]) <= set(tb.JSON_BASE) and art["learned_estimators"] == ["bank_joint"]
+    json_names = {*tb.JSON_BASE, "shrunk", "shrunk_joint"}  # a small board's prior makes shrunk* JSON-evaluable
+    assert set(art["json_estimators"]) <= json_names and art["learned_estimators"] == ["bank_joint"]
+    assert art["shrinkage"]["scenarios"] == p.scenarios_ and len(art["shrinkage"]["cov"]) == len(p.scenarios_)
     for s in p.scenarios_:
-        assert art["scenarios"][s]["recommended"]["t1"] in tb.JSON_BASE
+        assert art["scenarios"][s]["recommended"]["t1"] in json_names
     tb.save_artifact(art, folder=tmp_path)
     loaded = tb.load_artifact(tmp_path)
     served = p.predict(Y, n=30)

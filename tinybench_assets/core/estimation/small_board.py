@@ -31,18 +31,16 @@ estimator is listed. Pure numpy / pandas / torch / scikit-learn: no Dagster, no 
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 import numpy as np
 import pandas as pd
 
 from .. import estimators as est
-from ..tiny_benchmark.export import _calibration, _interval, bank_info, learned_models
+from ..tiny_benchmark.budgets import budget_rows
 from ..tiny_benchmark.files import attach_trees
-from ..tiny_benchmark.format import FORMAT, TREES_FILE, _enc, _enc_list, _enc_matrix
 from ..tiny_benchmark.model import ArtifactModel
-from .small_choice import (BANK, CANDIDATES, MIN_T2, NO_IRT, board_rule, choose_scenario, fixed_interval,
-                           pooled_half_widths)
+from .small_choice import MIN_T2, board_rule, choose_scenario, fixed_interval, pooled_half_widths
+from . import small_tables
+from .small_export import build_artifact
 from .small_folds import CLUSTERING, DESIGNS, build_bank, family_folds, fit_prior, fit_scenario, out_of_fold
 
 __all__ = ["SmallBoardPredictor", "MIN_MODELS", "MIN_TRAIN"]
@@ -108,14 +106,26 @@ def _row_variance(Ys: np.ndarray) -> np.ndarray:
     return out
 
 
-def _joint_block(fits: dict, dims: dict, s: str) -> np.ndarray:
-    """Scenario ``s``'s rows of the block-diagonal joint discriminations (module docstring), (I_s, sum D)."""
-    order = list(dims)
-    a = fits[s].irt[dims[s]].a
-    out = np.zeros((a.shape[0], sum(dims.values())))
-    start = sum(dims[x] for x in order[: order.index(s)])
-    out[:, start: start + dims[s]] = a
-    return out
+def anchor_counts(cols: dict, ns: list, notes: list) -> dict:
+    """{(scenario, n): anchor count}: n capped at the scenario's pool (noted in ``notes``)."""
+    counts = {}
+    for s, c in cols.items():
+        for n in ns:
+            counts[(s, n)] = min(n, len(c))
+            if n > len(c):
+                notes.append(f"scenario {s!r}: n={n} capped at its pool of {len(c)} items")
+    return counts
+
+
+def check_folds(Y, cols: dict, folds: np.ndarray, groups: np.ndarray) -> None:
+    """Every fold must leave MIN_TRAIN training models per scenario (ValueError naming the fold's families)."""
+    for f in range(int(folds.max()) + 1):
+        for s, c in cols.items():
+            kept = (~np.isnan(Y[folds != f][:, c]).all(1)).sum()
+            if kept < MIN_TRAIN:
+                fam = sorted(set(groups[folds == f]))
+                raise ValueError(f"fold {f} (families {fam[:5]}) leaves {kept} training models for scenario {s!r}, "
+                                 f"fewer than {MIN_TRAIN}: one family holds too many of the board's models")
 
 
 class SmallBoardPredictor:
@@ -166,8 +176,8 @@ class SmallBoardPredictor:
         self.scenarios_, self.notes_ = list(self.cols_), []
         self.folds_ = family_folds(self.groups_, self.max_folds, self.seed)  # 1. folds
         self.n_folds_ = int(self.folds_.max()) + 1
-        self._check_folds(Y)
-        self.counts_ = self._anchor_counts()
+        check_folds(Y, self.cols_, self.folds_, self.groups_)
+        self.counts_ = anchor_counts(self.cols_, self._ns(), self.notes_)
         subs = None if subscenarios is None else np.asarray(subscenarios, dtype=object).astype(str)
         if subs is not None and subs.shape != (Y.shape[1],):
             raise ValueError(f"subscenarios needs one label per item ({Y.shape[1]}), got {subs.shape}")
@@ -208,16 +218,6 @@ class SmallBoardPredictor:
         if self.design not in DESIGNS:
             raise ValueError(f"design must be one of {DESIGNS}, got {self.design!r}")
 
-    def _anchor_counts(self) -> dict:
-        """{(scenario, n): anchor count}: n capped at the scenario's pool (noted)."""
-        counts = {}
-        for s, c in self.cols_.items():
-            for n in self._ns():
-                counts[(s, n)] = min(n, len(c))
-                if n > len(c):
-                    self.notes_.append(f"scenario {s!r}: n={n} capped at its pool of {len(c)} items")
-        return counts
-
     def _choose(self, Y) -> dict:
         """{(scenario, n): ScenarioChoice} from the out-of-fold estimates (small_choice.choose_scenario)."""
         fams, need = len(set(self.groups_)), int(np.ceil(1 / self.alpha)) - 1
@@ -244,81 +244,33 @@ class SmallBoardPredictor:
                     self.folds_, self.groups_, alpha=self.alpha, scale=self.interval_scale,
                     bank=self.oof_.bank[(s, n)], prefer=self.board_rules_[n])
         for n in self._ns():  # the served T1 intervals, calibrated over every scenario at once
-            half = pooled_half_widths(*self._served_oof(out, n), np.ones(len(Y), dtype=bool), self.alpha)
+            half = pooled_half_widths(*small_tables.served_oof(self, out, n), np.ones(len(Y), dtype=bool), self.alpha)
             for s in self.cols_:
                 ch = out[(s, n)]
                 ch.interval_t1[ch.t1] = fixed_interval(half[s], self.alpha, int(np.isfinite(ch.oof_served).sum()))
         return out
 
-    def _served_oof(self, choices: dict, n: int) -> tuple[dict, dict]:
-        """({scenario: (M,) out-of-fold served estimates}, {scenario: (M,) T1}) of budget n."""
-        return ({s: choices[(s, n)].oof_served for s in self.cols_},
-                {s: self.truth_t1_[:, j] for j, s in enumerate(self.cols_)})
+    # ------------------------------------------------------------------ tables (small_tables.py)
+    def budget_table(self) -> pd.DataFrame:
+        """Error and 90 % half-width against n: per (n, scenario) the leave-family-out MAE, mean half-width (each
+        fold's interval calibrated on the other folds), coverage, models; accuracy points."""
+        return pd.DataFrame(budget_rows(self))
 
     def oof_intervals(self, n: int) -> pd.DataFrame:
-        """The served T1 intervals applied to the out-of-fold served estimates, each fold's calibrated on the
-        other folds only (so their coverage is measured, not fitted): model, scenario, estimate, lower, upper,
-        truth_t1."""
-        est_, truth = self._served_oof(self.choices_, int(n))
-        parts = []
-        for f in range(self.n_folds_):
-            mine = self.folds_ == f
-            half = pooled_half_widths(est_, truth, ~mine, self.alpha)
-            for s in self.cols_:
-                e = est_[s][mine]
-                parts.append(pd.DataFrame({"model": np.asarray(self.models_, dtype=object)[mine], "scenario": s,
-                                           "estimate": e, "lower": np.clip(e - half[s], 0, 1),
-                                           "upper": np.clip(e + half[s], 0, 1), "truth_t1": truth[s][mine]}))
-        return pd.concat(parts, ignore_index=True)
-
-    def _check_folds(self, Y):
-        for f in range(self.n_folds_):
-            for s, c in self.cols_.items():
-                kept = (~np.isnan(Y[self.folds_ != f][:, c]).all(1)).sum()
-                if kept < MIN_TRAIN:
-                    fam = sorted(set(self.groups_[self.folds_ == f]))
-                    raise ValueError(f"fold {f} (families {fam[:5]}) leaves {kept} training models for scenario {s!r}, "
-                                     f"fewer than {MIN_TRAIN}: one family holds too many of the board's models")
-
-    # ------------------------------------------------------------------ tables
-    def budget_table(self) -> pd.DataFrame:
-        """Error and 90 % half-width against the budget: per (n, scenario) the leave-family-out MAE of the served
-        estimates, the mean half-width of their intervals (each fold's calibrated on the other folds), coverage
-        and models, in accuracy points (coverage a share)."""
-        from ..tiny_benchmark.budgets import budget_rows
-
-        return pd.DataFrame(budget_rows(self))
+        """The served T1 intervals on the out-of-fold served estimates, each fold's calibrated on the others."""
+        return small_tables.oof_intervals(self, int(n))
 
     def anchor_table(self) -> pd.DataFrame:
         """Served anchors: scenario, n, item, item_index (column of Y), weight."""
-        rows = []
-        for s, fit in self.fits_.items():
-            for n, (local, weights) in fit.anchors.items():
-                for j, wt in zip(local, weights):
-                    col = int(self.cols_[s][j])
-                    rows.append({"scenario": s, "n": n, "item": self.items_[col], "item_index": col, "weight": float(wt)})
-        return pd.DataFrame(rows)
+        return small_tables.anchor_table(self)
 
     def cv_table(self) -> pd.DataFrame:
-        """Out-of-fold MAEs: scenario, n, estimator, dim (0: no IRT), lambda, cv_mae_t1, cv_mae_t2, n_models, ...;
-        estimator "served" is the leave-one-fold-out of the whole choice (the served estimator's honest MAE)."""
-        return pd.DataFrame([r for ch in self.choices_.values() for r in ch.cv])
+        """Out-of-fold MAEs per (scenario, n, estimator, dim); estimator "served": the choice's leave-one-fold-out."""
+        return small_tables.cv_table(self)
 
     def oof_table(self) -> pd.DataFrame:
-        """Out-of-fold estimates per model: model, group, fold, scenario, n, estimator, dim, eps (bank_joint),
-        estimate, estimate_t2, truth_t1, truth_t2 (estimator "served": the choice made without the model's fold)."""
-        parts = []
-        for (s, n), ch in self.choices_.items():
-            j = self.scenarios_.index(s)
-            ests = [(row["estimator"], row["dim"], r.eps, x, x2)  # the CV table's names
-                    for r, row, x, x2 in zip(ch.rules, ch.cv, ch.oof, ch.oof_t2)]
-            for e, d, eps, x, x2 in ests + [("served", ch.dim, None, ch.oof_served, np.nan)]:
-                parts.append(pd.DataFrame({"model": self.models_, "group": self.groups_, "fold": self.folds_,
-                                           "scenario": s, "n": n, "estimator": e, "dim": d,
-                                           "eps": np.nan if eps is None else eps, "estimate": x,
-                                           "estimate_t2": x2, "truth_t1": self.truth_t1_[:, j],
-                                           "truth_t2": self.truth_t2_[:, j]}))
-        return pd.concat(parts, ignore_index=True)
+        """Out-of-fold estimates per model, scenario, n and estimator (small_tables.oof_table)."""
+        return small_tables.oof_table(self)
 
     # ------------------------------------------------------------------ serving
     def to_artifact(self, leaderboard: str, n: int, item_texts: dict | None = None, binarization: dict | None = None) -> dict:
@@ -365,51 +317,3 @@ class SmallBoardPredictor:
                                          "estimate": r1["estimate"], "lower": lo, "upper": up,
                                          **{k: r2[k] for k in ("estimate_t2", "lower_t2", "upper_t2")}}))
         return pd.concat(out, ignore_index=True)[PRED_COLS]
-
-
-def build_artifact(p: SmallBoardPredictor, leaderboard: str, n: int, item_texts=None, binarization=None) -> dict:
-    """:meth:`SmallBoardPredictor.to_artifact`: the dict of :mod:`..tiny_benchmark.format`, version 2."""
-    if not hasattr(p, "fits_"):
-        raise ValueError("SmallBoardPredictor is not fitted")
-    n = int(n)
-    if n not in [int(x) for x in p.n_values]:
-        raise ValueError(f"n={n} was not prepared (n_values={list(p.n_values)})")
-    texts = item_texts or {}
-    dims = {s: p.choices_[(s, n)].dim for s in p.scenarios_}
-    scenarios = {}
-    for s in p.scenarios_:
-        ch, fit, cols = p.choices_[(s, n)], p.fits_[s], p.cols_[s]
-        irt, (local, weights) = fit.irt[ch.dim], fit.anchors[n]
-        lam = {"tutorial": _enc(ch.lambdas["tutorial"]), "validation": _enc(ch.lambdas["validation"])}
-        cv = {r["estimator"]: r for r in ch.cv if r["estimator"] in NO_IRT or r["dim"] == ch.dim}
-        ests = {e: {"val_mae_t1": _enc(cv[e]["cv_mae_t1"]), "val_mae_t2": _enc(cv[e]["cv_mae_t2"]),
-                    "n_val": int(cv[e]["n_models"]), "interval_t1": _interval(ch.interval_t1[e]),
-                    "calibration_t2": _calibration(ch.calibration_t2.get(e)),
-                    "interval_t2": _interval(ch.interval_t2.get(e))} for e in (*CANDIDATES, BANK)}
-        anchor_ids = [p.items_[j] for j in cols[local]]
-        scenarios[s] = {
-            "n_items": int(len(cols)), "items": [p.items_[j] for j in cols], "balance_weights": _enc_list(p.w_[cols]),
-            "anchors": {"items": anchor_ids, "local": [int(i) for i in local], "weights": _enc_list(weights),
-                        "texts": [texts.get(i) for i in anchor_ids], "linear": None},
-            "irt": {"sep": {"a": _enc_matrix(irt.a), "b": _enc_list(irt.b)},
-                    "joint": {"a": _enc_matrix(_joint_block(p.fits_, dims, s)), "b": _enc_list(irt.b)}},
-            "lambdas": {"sep": lam, "joint": dict(lam), "b_sep": _enc(ch.lambdas["b"]),
-                        "b_joint": _enc(ch.lambdas["b"]), "v": _enc(ch.lambdas["v"])},
-            "stacks": {},
-            "estimators": ests,
-            "recommended": {"t1": ch.t1_json, "t2": ch.t2_json},
-            "recommended_learned": {"t1": ch.t1, "t2": ch.t2, "interval_t1": _interval(ch.interval_t1[ch.t1])},
-        }
-    return {
-        "format": FORMAT, "leaderboard": str(leaderboard),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "n": n, "clustering": CLUSTERING,
-        "clustering_source": "given", "alpha": float(p.alpha), "interval_scale": p.interval_scale,
-        "scenario_order": list(p.scenarios_), "irt_dims": {**dims, "joint": int(sum(dims.values()))},
-        "training": {"fit_models": len(p.models_), "validation_models": len(p.models_), "seed": int(p.seed)},
-        "binarization": binarization, "json_estimators": sorted(CANDIDATES), "learned_estimators": [BANK],
-        "learned": {"file": TREES_FILE, "sha256": None, "fit_learned": False, "models": [],
-                    "bank": bank_info(p, CLUSTERING, n)},
-        "scenarios": scenarios,
-        "shrinkage": p.priors_[n].to_json(),
-        "_trees": learned_models(p, CLUSTERING, n, []),  # the answer bank's arrays (no regressors)
-    }

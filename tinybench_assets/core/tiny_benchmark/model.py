@@ -99,6 +99,58 @@ def _attach_bank(model, arrays: dict | None, source) -> None:
     model.bank_[(model.c, model.n)] = {"answers": answers, "values": values, "eps": dict(info["eps"])}
 
 
+def read_learned(self, art: dict) -> None:
+    """The ``learned`` entry of ``art`` into ArtifactModel ``self``: the regressors' keys and feature widths, the
+    answer bank's size and eps; estimators listed without what they need fail."""
+    r = self.r
+    info = r.obj(art, "learned", "$")
+    self.fit_learned = r.key(info, "fit_learned", "$.learned") is True
+    models = r.key(info, "models", "$.learned")
+    if not isinstance(models, list):
+        r.fail("$.learned.models", "expected a list")
+    sets = {s: self.anchors_[(self.c, self.n, s)] for s in self.scenarios_}
+    self.model_keys, self.n_features = [], []
+    for i, m in enumerate(models):
+        q = f"$.learned.models[{i}]"
+        s = r.text(m, "scenario", q, self.scenarios_)
+        kind = r.text(m, "kind", q, tuple(KINDS))
+        key = (self.c, self.n, s, kind, r.text(m, "target", q, ("t1", "t2")))
+        want = feature_width(sets, self.irt_, s, kind)
+        r.integer(m, "n_features", q, want, want)
+        if key in self.model_keys:
+            r.fail(q, "the same regressor is listed twice")
+        self.model_keys.append(key)
+        self.n_features.append(want)
+    if models:
+        r.text(info, "file", "$.learned", (TREES_FILE,))
+        sha = r.key(info, "sha256", "$.learned")  # null in a fresh export's dict, until it is saved
+        if sha is not None and not (isinstance(sha, str) and len(sha) == 64):
+            r.fail("$.learned.sha256", "expected a hex sha256 or null")
+    self.bank_info = _bank_info(r, info, self.scenarios_)  # the answer bank's size and eps (arrays: tree file)
+    for s in self.scenarios_:
+        bad = [e for e in self.estimators[s] if e not in self.learned_names(s) and e not in self.json_names(s)]
+        if bad:
+            r.fail(f"$.scenarios.{s}.estimators", f"{bad} need learned regressors that $.learned.models lacks")
+
+
+def read_shrinkage(r: Reader, art: dict, order: list) -> ShrinkagePrior | None:
+    """A small board's shrinkage prior (``$.shrinkage``: scenarios, mean, cov, noise), which the estimators shrunk and
+    shrunk_joint need; None when absent."""
+    d = art.get("shrinkage")
+    if d is None:
+        return None
+    d = r.obj(art, "shrinkage", "$")
+    names = r.strings(d, "scenarios", "$.shrinkage", len(order))
+    if names != list(order):
+        r.fail("$.shrinkage.scenarios", "expected the scenario_order")
+    S = len(order)
+    prior = ShrinkagePrior(names, r.vector(d, "mean", "$.shrinkage", S, finite=True),
+                           r.matrix(d, "cov", "$.shrinkage", S, S), r.vector(d, "noise", "$.shrinkage", S, finite=True))
+    if not np.isfinite(prior.cov).all() or (prior.noise <= 0).any() or (np.diag(prior.cov) <= 0).any():
+        r.fail("$.shrinkage", "expected a finite covariance with a positive diagonal and positive noise variances")
+    return prior
+
+
 class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin, LambdaMixin, StackMixin,
                     CalibrationMixin):
     """The predictor's state for the artifact's (clustering, n), from the JSON (and the tree file, see
@@ -123,6 +175,7 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
         self.cols_, self.irt_, self.anchors_, self.lambdas_ = {}, {}, {}, {}
         self.int_t1_, self.int_t2_, self.t2_cal_, self.served_int_t1_ = {}, {}, {}, {}
         self.stacks_all, self.estimators, w, ja, jb, start, seen = {}, {}, [], [], [], 0, set()
+        self.shrinkage_ = read_shrinkage(r, art, order)
         for s in order:
             p = f"$.scenarios.{s}"
             d = r.obj(scs, s, "$.scenarios")
@@ -165,7 +218,9 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
             self._read_estimators(d, s, p)
             start += N
         self.w_ = np.concatenate(w)
-        self.shrinkage_ = self._read_shrinkage(art, order)
+        listed = [s for s in order if set(self.estimators[s]) & set(SHRINKAGE)]
+        if listed and self.shrinkage_ is None:
+            r.fail("$.shrinkage", f"scenario(s) {listed} list shrunk estimators but the artifact has no prior")
         self.irt_["joint"] = _IRT(np.vstack(ja), np.concatenate(jb))
         self._read_learned(art)
         self.gbm_, self.learned, self.stacks_, self.bank_ = {}, False, self._stacks(learned=False), {}
@@ -184,7 +239,7 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
                 r.fail(f"{q}.members", "empty")
             self.stacks_all[s][name] = {"members": members, "w_t1": r.vector(st, "w_t1", q, len(members), finite=True),
                                         "w_t2": r.vector(st, "w_t2", q, len(members), finite=True)}
-        known = {*JSON_BASE, *LEARNED_BASE, *self.stacks_all[s]}
+        known = {*JSON_BASE, *SHRINKAGE, *LEARNED_BASE, *self.stacks_all[s]}
         self.estimators[s] = []
         for e, ed in r.obj(d, "estimators", p).items():
             q = f"{p}.estimators.{e}"
@@ -210,26 +265,6 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
                 r.text(rd, t, f"{p}.{rec}", self.estimators[s] if rec == "recommended_learned" else
                        [e for e in self.estimators[s] if e in self.json_names(s)])
 
-    def _read_shrinkage(self, art: dict, order: list) -> ShrinkagePrior | None:
-        """The small board's shrinkage prior (``$.shrinkage``: scenarios, mean, cov, noise), needed by the
-        estimators shrunk and shrunk_joint; None when absent (and then neither may be listed)."""
-        r, d = self.r, art.get("shrinkage")
-        listed = [s for s in order if set(self.estimators[s]) & set(SHRINKAGE)]
-        if d is None:
-            if listed:
-                r.fail("$.shrinkage", f"scenario(s) {listed} list shrunk estimators but the artifact has no prior")
-            return None
-        d = r.obj(art, "shrinkage", "$")
-        names = r.strings(d, "scenarios", "$.shrinkage", len(order))
-        if names != list(order):
-            r.fail("$.shrinkage.scenarios", "expected the scenario_order")
-        S = len(order)
-        prior = ShrinkagePrior(names, r.vector(d, "mean", "$.shrinkage", S, finite=True),
-                               r.matrix(d, "cov", "$.shrinkage", S, S), r.vector(d, "noise", "$.shrinkage", S, finite=True))
-        if not np.isfinite(prior.cov).all() or (prior.noise <= 0).any() or (np.diag(prior.cov) <= 0).any():
-            r.fail("$.shrinkage", "expected a finite covariance with a positive diagonal and positive noise variances")
-        return prior
-
     def _compose(self, raw, c, n):
         """The gp-IRT variants (LambdaMixin) and, with a shrinkage prior, shrunk and shrunk_joint of the anchor
         means (estimation/shrinkage.py)."""
@@ -242,35 +277,7 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
         return out
 
     def _read_learned(self, art: dict) -> None:
-        r = self.r
-        info = r.obj(art, "learned", "$")
-        self.fit_learned = r.key(info, "fit_learned", "$.learned") is True
-        models = r.key(info, "models", "$.learned")
-        if not isinstance(models, list):
-            r.fail("$.learned.models", "expected a list")
-        sets = {s: self.anchors_[(self.c, self.n, s)] for s in self.scenarios_}
-        self.model_keys, self.n_features = [], []
-        for i, m in enumerate(models):
-            q = f"$.learned.models[{i}]"
-            s = r.text(m, "scenario", q, self.scenarios_)
-            kind = r.text(m, "kind", q, tuple(KINDS))
-            key = (self.c, self.n, s, kind, r.text(m, "target", q, ("t1", "t2")))
-            want = feature_width(sets, self.irt_, s, kind)
-            r.integer(m, "n_features", q, want, want)
-            if key in self.model_keys:
-                r.fail(q, "the same regressor is listed twice")
-            self.model_keys.append(key)
-            self.n_features.append(want)
-        if models:
-            r.text(info, "file", "$.learned", (TREES_FILE,))
-            sha = r.key(info, "sha256", "$.learned")  # null in a fresh export's dict, until it is saved
-            if sha is not None and not (isinstance(sha, str) and len(sha) == 64):
-                r.fail("$.learned.sha256", "expected a hex sha256 or null")
-        self.bank_info = _bank_info(r, info, self.scenarios_)  # the answer bank's size and eps (arrays: tree file)
-        for s in self.scenarios_:
-            bad = [e for e in self.estimators[s] if e not in self.learned_names(s) and e not in self.json_names(s)]
-            if bad:
-                r.fail(f"$.scenarios.{s}.estimators", f"{bad} need learned regressors that $.learned.models lacks")
+        read_learned(self, art)
 
     # ------------------------------------------------------------------ what can be computed
     def _gbm_available(self, s: str, name: str) -> bool:
@@ -282,11 +289,12 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
 
     def json_names(self, s: str) -> set[str]:
         """Estimators of scenario ``s`` computed from the JSON alone."""
-        return {*JSON_BASE, *(k for k, st in self.stacks_all[s].items() if set(st["members"]) <= set(JSON_BASE))}
+        base = {*JSON_BASE, *(SHRINKAGE if self.shrinkage_ is not None else ())}
+        return {*base, *(k for k, st in self.stacks_all[s].items() if set(st["members"]) <= base)}
 
     def learned_names(self, s: str) -> set[str]:
         """Estimators of scenario ``s`` computed with the tree file."""
-        base = {*JSON_BASE, *(g for g in LEARNED_BASE if self._gbm_available(s, g))}
+        base = {*self.json_names(s), *(g for g in LEARNED_BASE if self._gbm_available(s, g))}
         return base | {k for k, st in self.stacks_all[s].items() if set(st["members"]) <= base}
 
     def _stacks(self, learned: bool) -> dict:

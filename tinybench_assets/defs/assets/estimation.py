@@ -266,7 +266,7 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     groups = board_groups(matrix, board, config)
     context.log.info(f"model families for grouped splits: {group_summary(groups)}")
     if small.is_small(len(matrix.models), config):
-        return _small_backtest(config, db, board, matrix, full, groups, torch_device, t0, model_store)
+        return small.small_backtest(config, db, board, matrix, full, groups, torch_device, t0, model_store)
     try:
         plan = split_plan(len(matrix.models), tuple(config.split_kinds), config.n_splits, config.test_fraction,
                           config.seed, groups=groups.to_numpy(), max_train_models=config.max_train_models or None,
@@ -327,38 +327,6 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     })
 
 
-def _small_backtest(config, db, board, matrix, full, groups, torch_device, t0, model_store) -> dg.MaterializeResult:
-    """estimation_backtest of a small board: its own SmallBoardPredictor's out-of-fold figures (each model estimated
-    by a fit that never saw its family)."""
-    from tinybench_assets.core.backtest import reference_n
-
-    pred = small.fit_small(matrix, full, groups.to_numpy(), config, torch_device.resolve(), (model_store, board))
-    summary = small.backtest_summary(pred, seed=config.seed)
-    db.replace_partition({"backtest_summary": summary.assign(n_splits=pred.n_folds_),
-                          "backtest_timings": pd.DataFrame({"split_kind": [small.SPLIT_KIND], "split": [0],
-                                                            "n_train": [len(matrix.models)],
-                                                            "total_seconds": [time.perf_counter() - t0]})},
-                         board, column="leaderboard")
-    n_ref = reference_n(config.n_values)
-    at_n = summary[summary.n == n_ref]
-    table = at_n.pivot_table(index="estimator", columns="scenario", values="mae_t1").round(2)
-    served = at_n[at_n.estimator == "tinybench"]
-    budgets = pred.budget_table()
-    png = plots.budget_curve(budgets, title=f"{board}: error and 90 % half-width against n (leave-family-out)")
-    plots.save(png, Path(paths.artifacts_dir()) / "plots" / f"budgets_{board}.png")
-    by_n = budgets.groupby("n").agg(mae=("mae", "mean"), half_width=("half_width", "mean"),
-                                    widest_half_width=("half_width", "max"), coverage=("coverage", "mean")).round(3)
-    return dg.MaterializeResult(metadata={
-        "small_board": f"{len(matrix.models)} models: leave-family-out cross-validation, {pred.n_folds_} folds",
-        "error_and_width_vs_n": dg.MetadataValue.md(plots.markdown_image(png, "error and half-width vs n")),
-        "budgets": dg.MetadataValue.md(by_n.reset_index().to_markdown(index=False)),
-        f"mae_t1_points_at_n{n_ref}": dg.MetadataValue.md(table.to_markdown()),
-        f"tinybench_t1_mae_mean_n{n_ref}": float(served["mae_t1"].mean()) if len(served) else float("nan"),
-        "coverage90_t1": float(served["coverage_t1"].mean()) if len(served) else float("nan"),
-        "headline_split_kind": small.SPLIT_KIND, "reused_anchor_sets_fit": bool(getattr(pred, "reused_", False)),
-        "seconds": round(time.perf_counter() - t0, 1)})
-
-
 class ExportConfig(EstimationConfig):
     export_n: int = 30  # anchors per scenario in the exported tiny benchmark
 
@@ -388,9 +356,7 @@ def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, stor
     budgets = None
     if small.is_small(n_models, config):
         artifact = pred.to_artifact(board, config.export_n, **kw)
-        from tinybench_assets.core.tiny_benchmark.budgets import save_budgets
-
-        budgets = save_budgets(pred, board, model_store.folder(board), pred.budget_table(), **kw)
+        budgets = small.export_budgets(pred, board, model_store.folder(board), **kw)
     else:
         artifact = export_tiny_benchmark(pred, leaderboard=board, n=config.export_n, **kw)
     path = save_artifact(artifact, pred, model_store.folder(board))

@@ -183,3 +183,59 @@ def backtest_summary(pred, seed: int = 0) -> pd.DataFrame:
                        width_t1=float(100 * np.mean(iv.upper - iv.lower)))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def budget_metadata(pred, board: str) -> dict:
+    """estimation_backtest's metadata of a small board's budgets: the error and 90 % half-width against n (a plot,
+    saved beside the other plots too, and a table; leave-family-out, intervals calibrated without the scored fold)."""
+    from pathlib import Path
+
+    import dagster as dg
+
+    from tinybench_assets import paths
+    from tinybench_assets.io import plots
+
+    budgets = pred.budget_table()
+    png = plots.budget_curve(budgets, title=f"{board}: error and 90 % half-width against n (leave-family-out)")
+    plots.save(png, Path(paths.artifacts_dir()) / "plots" / f"budgets_{board}.png")
+    by_n = budgets.groupby("n").agg(mae=("mae", "mean"), half_width=("half_width", "mean"),
+                                    widest_half_width=("half_width", "max"), coverage=("coverage", "mean")).round(3)
+    return {"error_and_width_vs_n": dg.MetadataValue.md(plots.markdown_image(png, "error and half-width vs n")),
+            "budgets": dg.MetadataValue.md(by_n.reset_index().to_markdown(index=False))}
+
+
+def export_budgets(pred, board: str, folder, **export):
+    """Every prepared budget's tiny benchmark and ``budgets.json`` in ``folder`` (core/tiny_benchmark/budgets.py)."""
+    from tinybench_assets.core.tiny_benchmark.budgets import save_budgets
+
+    return save_budgets(pred, board, folder, pred.budget_table(), **export)
+
+
+def small_backtest(config, db, board, matrix, full, groups, torch_device, t0, model_store):
+    """estimation_backtest of a small board: its own SmallBoardPredictor's out-of-fold figures (each model estimated
+    by a fit that never saw its family)."""
+    import time
+
+    import dagster as dg
+
+    from tinybench_assets.core.backtest import reference_n
+
+    pred = fit_small(matrix, full, groups.to_numpy(), config, torch_device.resolve(), (model_store, board))
+    summary = backtest_summary(pred, seed=config.seed)
+    db.replace_partition({"backtest_summary": summary.assign(n_splits=pred.n_folds_),
+                          "backtest_timings": pd.DataFrame({"split_kind": [SPLIT_KIND], "split": [0],
+                                                            "n_train": [len(matrix.models)],
+                                                            "total_seconds": [time.perf_counter() - t0]})},
+                         board, column="leaderboard")
+    n_ref = reference_n(config.n_values)
+    at_n = summary[summary.n == n_ref]
+    table = at_n.pivot_table(index="estimator", columns="scenario", values="mae_t1").round(2)
+    served = at_n[at_n.estimator == "tinybench"]
+    return dg.MaterializeResult(metadata={
+        "small_board": f"{len(matrix.models)} models: leave-family-out cross-validation, {pred.n_folds_} folds",
+        **budget_metadata(pred, board),
+        f"mae_t1_points_at_n{n_ref}": dg.MetadataValue.md(table.to_markdown()),
+        f"tinybench_t1_mae_mean_n{n_ref}": float(served["mae_t1"].mean()) if len(served) else float("nan"),
+        "coverage90_t1": float(served["coverage_t1"].mean()) if len(served) else float("nan"),
+        "headline_split_kind": SPLIT_KIND, "reused_anchor_sets_fit": bool(getattr(pred, "reused_", False)),
+        "seconds": round(time.perf_counter() - t0, 1)})
