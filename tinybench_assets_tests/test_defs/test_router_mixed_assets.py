@@ -124,3 +124,36 @@ def test_route_without_scenario_uses_the_leaderboard_router_and_flags_strangers(
     assert text.returncode == 0 and "OUT OF DISTRIBUTION" in text.stdout
     missing = subprocess.run([*route, "routellm", known], capture_output=True, text=True, env=env, timeout=300)
     assert missing.returncode == 2 and "leaderboard_router for leaderboard routellm" in missing.stderr
+
+
+def test_leaderboard_router_never_reads_test_answers(mixed_store, monkeypatch):
+    """Every test question's answers flipped: the cross-validation table, the served router and its picks on the test
+    questions do not move (only the test figures do)."""
+    db = mixed_store["store"]
+    cv0 = db.query("SELECT family, config, cv_acc, served FROM board_router_cv WHERE partition_key = 'routerdc' "
+                   "ORDER BY family, config")
+    m0 = db.query("SELECT * FROM board_router_metrics WHERE partition_key = 'routerdc'")
+    real = router_board.board_routing_data
+    seen = {}
+
+    def flipped(store, board):
+        E, Y, models, task, test, *rest = real(store, board)
+        Y = Y.copy()
+        Y[test] = np.where(np.isnan(Y[test]), np.nan, 1 - Y[test])
+        seen["Y"], seen["test"] = Y, test
+        return (E, Y, models, task, test, *rest)
+
+    monkeypatch.setattr(router_board, "board_routing_data", flipped)
+    board_cfg = {"ops": {"leaderboard_router": {"config": {**ROUTER_CFG, "families": ["best_single", "task_prior",
+                                                                                     "knn_task", "logistic"]}}}}
+    res = dg.materialize([router_board.leaderboard_router], partition_key="routerdc", instance=mixed_store["instance"],
+                         resources=mixed_store["res"], run_config=board_cfg)
+    assert res.success and seen["test"].any()
+    cv1 = db.query("SELECT family, config, cv_acc, served FROM board_router_cv WHERE partition_key = 'routerdc' "
+                   "ORDER BY family, config")
+    pd.testing.assert_frame_equal(cv0, cv1)
+    m1 = db.query("SELECT * FROM board_router_metrics WHERE partition_key = 'routerdc'")
+    assert list(m1["served_router"]) == list(m0["served_router"])
+    assert list(m1["router_config"]) == list(m0["router_config"])
+    # the figures on the flipped test answers are the complements of the real ones: the same picks
+    np.testing.assert_allclose(m1["router"].iloc[:3], 1 - m0["router"].iloc[:3], atol=1e-12)
