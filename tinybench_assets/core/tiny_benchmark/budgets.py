@@ -78,7 +78,7 @@ def target_budget(budgets: dict, width: float) -> dict:
     if not ok:
         have = ", ".join(f"n={b['n']}: {b['worst_half_width']:.1f}" for b in budgets["budgets"])
         raise ArtifactError(f"no prepared budget reaches a half-width of {width:g} points in every scenario "
-                            f"(widest scenario per budget: {have}); prepare larger budgets (n_values)")
+                            f"(widest scenario per budget: {have}); prepare larger budgets (the estimation assets' small_n_values config)")
     return min(ok, key=lambda b: b["n"])
 
 
