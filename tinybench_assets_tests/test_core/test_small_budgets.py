@@ -229,3 +229,26 @@ def test_the_v2_board_is_seeded_and_lands_whole(tmp_path):
     assert set(r["scenario"]) == {"bbh", "gpqa", "ifeval", "math_hard", "mmlu_pro", "musr"}
     assert r.groupby("scenario")["model"].nunique()["mmlu_pro"] == 18  # one model missing, as published
     assert seed_default_data(SHARED, tmp_path) == []  # the same bytes again: nothing copied
+
+
+def test_a_malformed_shrinkage_prior_is_refused_by_name(tmp_path):
+    """The artifact's shrinkage block is read like every other field: a wrong scenario list, a non-positive noise
+    variance, or shrunk estimators listed without a prior fail with the JSON path and the problem."""
+    from tinybench_assets.core import tiny_benchmark as tb
+
+    _, _, p = board()
+    art = {k: v for k, v in p.to_artifact("tiny", 30).items() if not k.startswith("_")}
+    tb.load_model(art, learned=False)  # as exported: fine
+    cases = [
+        (lambda a: a["shrinkage"].update(scenarios=list(reversed(a["shrinkage"]["scenarios"]))),
+         "$.shrinkage.scenarios", "scenario_order"),
+        (lambda a: a["shrinkage"].update(noise=[0.0] * len(a["shrinkage"]["noise"])), "$.shrinkage", "positive"),
+        (lambda a: a["shrinkage"].update(cov=[[1.0]]), "$.shrinkage", ""),
+        (lambda a: a.pop("shrinkage"), "$.shrinkage", "no prior"),
+    ]
+    for spoil, where, what in cases:
+        bad = json.loads(json.dumps(art))
+        spoil(bad)
+        with pytest.raises(tb.ArtifactError) as e:
+            tb.load_model(bad, learned=False)
+        assert where in str(e.value) and what in str(e.value), str(e.value)

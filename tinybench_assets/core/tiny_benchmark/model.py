@@ -218,9 +218,6 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
             self._read_estimators(d, s, p)
             start += N
         self.w_ = np.concatenate(w)
-        listed = [s for s in order if set(self.estimators[s]) & set(SHRINKAGE)]
-        if listed and self.shrinkage_ is None:
-            r.fail("$.shrinkage", f"scenario(s) {listed} list shrunk estimators but the artifact has no prior")
         self.irt_["joint"] = _IRT(np.vstack(ja), np.concatenate(jb))
         self._read_learned(art)
         self.gbm_, self.learned, self.stacks_, self.bank_ = {}, False, self._stacks(learned=False), {}
@@ -255,6 +252,8 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
             self.estimators[s].append(e)
         if not self.estimators[s]:
             r.fail(f"{p}.estimators", "no estimator")
+        if set(self.estimators[s]) & set(SHRINKAGE) and self.shrinkage_ is None:
+            r.fail("$.shrinkage", f"scenario {s} lists shrunk estimators but the artifact has no prior")
         rl = r.obj(d, "recommended_learned", p)
         if rl.get("interval_t1") is not None:  # the served estimator's selection-aware T1 interval
             q = f"{p}.recommended_learned.interval_t1"
