@@ -16,7 +16,7 @@ import torch
 
 from tinybench_assets.core.estimation.shrinkage import ShrinkagePrior
 from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
-from tinybench_assets.core.estimation.small_choice import board_rule, pooled_half_widths
+from tinybench_assets.core.estimation.small_choice import board_rule, pooled_half_widths, rules_for
 from tinybench_assets.core.estimation.strata import nested_order, prefix_anchors
 from tinybench_assets.core.tiny_benchmark.budgets import budget_for_answers, load_budgets, save_budgets, target_budget
 
@@ -89,7 +89,11 @@ def test_board_rule_and_pooled_widths_read_only_the_rows_given():
         bases[s] = {D: {"anchor": t + rng.normal(0, 0.06, M), "irt": t + rng.normal(0, 0.05, M),
                         "pirt": t + rng.normal(0, 0.04, M), "shrunk": t + rng.normal(0, 0.01, M),
                         "shrunk_joint": t + rng.normal(0, 0.03, M)} for D in (1, 2)}
-    assert board_rule(bases, truths, np.ones(M, dtype=bool)) == ("shrunk", 0)
+    def rule(b, t, rows):  # the board's rule with every scenario's rules_for lambdas read on ``rows``
+        rules = {s: rules_for(b[s], {D: np.zeros(M) for D in (1, 2)}, np.full(M, 0.2), t[s], rows, 30)[0] for s in b}
+        return board_rule(b, rules, t, rows)
+
+    assert rule(bases, truths, np.ones(M, dtype=bool)) == ("shrunk", 0)
     rows = folds != 0
     est = {s: bases[s][1]["shrunk_joint"] for s in bases}
     half = pooled_half_widths(est, truths, rows, 0.1)
@@ -98,7 +102,7 @@ def test_board_rule_and_pooled_widths_read_only_the_rows_given():
         moved[s][folds == 0] = rng.uniform(0, 1, (folds == 0).sum())  # fold 0's truths only
     moved_bases = {s: {D: {k: np.where(folds == 0, rng.uniform(0, 1, M), v) for k, v in b.items()}
                        for D, b in bases[s].items()} for s in bases}
-    assert board_rule(moved_bases, moved, rows) == board_rule(bases, truths, rows)
+    assert rule(moved_bases, moved, rows) == rule(bases, truths, rows)
     assert pooled_half_widths(est, moved, rows, 0.1) == half
     # the half-width is q * each scenario's MAE, q a conformal quantile of the pooled scaled residuals
     r = {s: np.abs(est[s] - truths[s])[rows] for s in est}

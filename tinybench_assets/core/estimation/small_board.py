@@ -34,14 +34,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import estimators as est
 from ..tiny_benchmark.budgets import budget_rows
 from ..tiny_benchmark.files import attach_trees
 from ..tiny_benchmark.model import ArtifactModel
-from .small_choice import MIN_T2, board_rule, choose_scenario, fixed_interval, pooled_half_widths
+from .small_choice import MIN_T2, board_rule, choose_scenario, fixed_interval, pooled_half_widths, rules_for
 from . import small_tables
 from .small_export import build_artifact
-from .small_folds import CLUSTERING, DESIGNS, build_bank, family_folds, fit_prior, fit_scenario, out_of_fold
+from .small_folds import (CLUSTERING, DESIGNS, build_bank, family_folds, fit_prior, fit_scenario, out_of_fold,
+                          scenario_truth)
 
 __all__ = ["SmallBoardPredictor", "MIN_MODELS", "MIN_TRAIN"]
 
@@ -185,8 +185,7 @@ class SmallBoardPredictor:
         self.oof_ = out_of_fold(Y, self.w_, self.cols_, self.folds_, self.counts_, tuple(self.dims),  # 2. per fold
                                 seed=self.seed, device=self.device, n_init=self.n_init,
                                 subscenarios=self.subscenarios_, design=self.design)
-        self.truth_t1_ = np.column_stack([np.where(np.isnan(Y[:, c]).all(1), np.nan,
-                                                   est.weighted_accuracy(Y[:, c], self.w_[c])) for c in self.cols_.values()])
+        self.truth_t1_ = scenario_truth(Y, self.w_, self.cols_)
         self.truth_t2_ = T2
         self.choices_ = self._choose(Y)  # 3. choice
         self.fits_ = {}  # 4. refit on every model, at the chosen D's
@@ -228,19 +227,22 @@ class SmallBoardPredictor:
         bases = {(s, n): {D: {**self.oof_.base[(s, n, D)], **self.oof_.shrink[(s, n)]} for D in self.dims}
                  for s in self.cols_ for n in self._ns()}
         truths = {s: self.truth_t1_[:, j] for j, s in enumerate(self.cols_)}
-        self.board_rules_ = {}  # per n: the board's rule on every row (None) and without each fold
-        for n in self._ns():
-            bn = {s: bases[(s, n)] for s in self.cols_}
-            self.board_rules_[n] = {None: board_rule(bn, truths, np.ones(len(Y), dtype=bool)),
-                                    **{f: board_rule(bn, truths, self.folds_ != f) for f in range(self.n_folds_)}}
+        var = {s: _row_variance(Y[:, c]) for s, c in self.cols_.items()}
+        bias = {s: {D: self.oof_.bias[(s, D)] for D in self.dims} for s in self.cols_}
+
+        def board(n, rows):  # the board's rule of budget n, read on ``rows`` only
+            rules = {s: rules_for(bases[(s, n)], bias[s], var[s], truths[s], rows, self.counts_[(s, n)])[0]
+                     for s in self.cols_}
+            return board_rule({s: bases[(s, n)] for s in self.cols_}, rules, truths, rows)
+
+        self.board_rules_ = {n: {None: board(n, np.ones(len(Y), dtype=bool)),  # every row, and without each fold
+                                 **{f: board(n, self.folds_ != f) for f in range(self.n_folds_)}} for n in self._ns()}
         for j, (s, c) in enumerate(self.cols_.items()):
             if np.isfinite(self.truth_t2_[:, j]).sum() < MIN_T2:
                 self.notes_.append(f"scenario {s!r}: fewer than {MIN_T2} models with a full score: no T2")
-            var = _row_variance(Y[:, c])
             for n in self._ns():
                 out[(s, n)] = choose_scenario(
-                    s, n, self.counts_[(s, n)], bases[(s, n)],
-                    {D: self.oof_.bias[(s, D)] for D in self.dims}, var, self.truth_t1_[:, j], self.truth_t2_[:, j],
+                    s, n, self.counts_[(s, n)], bases[(s, n)], bias[s], var[s], truths[s], self.truth_t2_[:, j],
                     self.folds_, self.groups_, alpha=self.alpha, scale=self.interval_scale,
                     bank=self.oof_.bank[(s, n)], prefer=self.board_rules_[n])
         for n in self._ns():  # the served T1 intervals, calibrated over every scenario at once

@@ -41,15 +41,13 @@ from .. import estimators as est
 from ..calibration import ConformalInterval, IsotonicCalibrator, _scale, conformal_quantile
 from .shrinkage import SHRINKAGE
 
-BANK_NAME = "bank_joint"
-
 __all__ = ["CANDIDATES", "BANK", "Rule", "rules_for", "best", "family_quantile", "symmetric_interval", "widest",
            "choose", "bank_wins", "fold_gain", "BANK_SE", "fold_isotonic", "ScenarioChoice", "choose_scenario", "MIN_T2",
            "NO_IRT", "pooled_half_widths", "fixed_interval", "board_rule"]
 
 CANDIDATES = ("anchor", "pirt", "gpirt", "gpirt_val", "irt", *SHRINKAGE)  # JSON-evaluable
-NO_IRT = ("anchor", BANK_NAME, *SHRINKAGE)  # rules that read no IRT fit (no D)
-BANK = BANK_NAME  # needs the artifact's learned file (the answer bank)
+BANK = "bank_joint"  # needs the artifact's learned file (the answer bank)
+NO_IRT = ("anchor", BANK, *SHRINKAGE)  # rules that read no IRT fit (no D)
 BANK_SE = 1.0  # the bank is served only when its fold-by-fold gain exceeds this many standard errors (choose())
 MIN_T2 = 10  # out-of-fold (estimate, full score) pairs needed for a T2 map
 
@@ -360,26 +358,19 @@ def fixed_interval(half_width: float, alpha: float, n: int) -> ConformalInterval
     return ci
 
 
-def board_rule(bases: dict, truths: dict, rows: np.ndarray) -> tuple | None:
-    """The (estimator, dim) of the JSON-evaluable rule with the lowest mean out-of-fold MAE over a board's
-    scenarios at one budget (lambdas as ``rules_for`` derives them from ``rows``; dim 0 for rules without IRT).
+def board_rule(bases: dict, rules: dict, truths: dict, rows: np.ndarray) -> tuple | None:
+    """The (estimator, dim) of the rule with the lowest mean out-of-fold MAE over a board's scenarios at one budget
+    (dim 0 for rules without IRT), among every scenario's :func:`rules_for` but the tutorial's gpirt and the bank.
 
-    bases : {scenario: {D: {...}}} as :func:`choose_scenario` takes them; truths : {scenario: (M,)}; rows : (M,)
-    bool, the rows that may be read. Returns None when nothing can be scored.
+    bases : {scenario: {D: {...}}} as :func:`choose_scenario` takes them; rules : {scenario: rules_for's rules with
+    lambdas from ``rows``}; truths : {scenario: (M,)}; rows : (M,) bool, the rows that may be read. Returns None when
+    nothing can be scored.
     """
     scores: dict = {}
     for s, base in bases.items():
-        t = truths[s]
-        ok = rows & np.isfinite(t)
-        dims = sorted(base)
-        for D in dims:
-            a, p = base[D]["anchor"], base[D]["pirt"]
-            m = ok & np.isfinite(a) & np.isfinite(p)
-            lam = est.choose_lambda(a[m], p[m], t[m], est.LAMBDA_GRID)[0] if m.any() else 0.5
-            cands = [Rule("pirt", D), Rule("gpirt_val", D, lam), Rule("irt", D)]
-            if D == dims[0]:
-                cands += [Rule("anchor", D)] + [Rule(e, D) for e in SHRINKAGE if e in base[D]]
-            for r in cands:
-                scores.setdefault((r.estimator, r.dim if r.irt else 0), []).append(mae(r.apply(base), t, ok))
+        ok = rows & np.isfinite(truths[s])
+        for r in rules[s]:
+            if r.estimator not in ("gpirt", BANK):
+                scores.setdefault((r.estimator, r.dim if r.irt else 0), []).append(mae(r.apply(base), truths[s], ok))
     full = {k: float(np.mean(v)) for k, v in scores.items() if len(v) == len(bases) and np.isfinite(v).all()}
     return min(full, key=full.get) if full else None

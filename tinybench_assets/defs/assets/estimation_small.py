@@ -158,7 +158,7 @@ def backtest_summary(pred, seed: int = 0) -> pd.DataFrame:
     oof = oof.assign(estimator=np.where(oof.estimator == "served", "tinybench",
                                         np.where(oof.estimator == "anchor", "anchor",
                                                  oof.estimator + "_d" + oof.dim.astype(str))))
-    rows, intervals = [], {}
+    rows, budgets = [], pred.budget_table().set_index(["scenario", "n"])
     for (s, e, n), g in oof.groupby(["scenario", "estimator", "n"], sort=True):
         g = g[np.isfinite(g.estimate) & np.isfinite(g.truth_t1)]
         if g.empty:
@@ -176,11 +176,8 @@ def backtest_summary(pred, seed: int = 0) -> pd.DataFrame:
             lo2, hi2 = _mae_ci(e2, seed)
             row.update(mae_t2=float(np.abs(e2).mean()), mae_t2_lo=lo2, mae_t2_hi=hi2, sd_t2=float(e2.std()))
         if e == "tinybench":  # each fold's interval calibrated on the other folds: coverage measured, not fitted
-            iv = intervals.setdefault(int(n), pred.oof_intervals(int(n)))
-            iv = iv[(iv.scenario == s) & iv.model.isin(g.model) & np.isfinite(iv.estimate)]
-            t = iv.truth_t1.to_numpy()
-            row.update(coverage_t1=float(np.mean((iv.lower <= t) & (t <= iv.upper))),
-                       width_t1=float(100 * np.mean(iv.upper - iv.lower)))
+            b = budgets.loc[(s, int(n))]
+            row.update(coverage_t1=float(b["coverage"]), width_t1=float(2 * b["half_width"]))
         rows.append(row)
     return pd.DataFrame(rows)
 
