@@ -268,10 +268,8 @@ def route_questions(router, meta: dict, E, policy=None):
         picks = route(P, prior, margin=float(meta.get("margin", 0.0)))
     else:
         picks = policy.picks(P, np.asarray(meta["cost"]["model_cost"], dtype=float), prior)
-    if not hasattr(router, "novelty"):
-        return P, picks, None
-    _, ood = router.novelty(E)
-    return P, np.where(ood, int(np.argmax(prior)), picks), ood
+    ood = router.novelty(E)[1] if hasattr(router, "novelty") else None
+    return P, picks if ood is None else np.where(ood, int(np.argmax(prior)), picks), ood
 
 
 def _short(text: str, n: int) -> str:
@@ -329,6 +327,8 @@ def route_cmd(args: argparse.Namespace) -> int:
         try:
             with _offline_and_quiet():
                 E = enc.encode([t for _, t in questions])
+            from tinybench_assets.core.routing.surface import router_input  # the text's form beside the embedding
+            E = router_input(meta.get("surface"), E, [t for _, t in questions])
         except (OSError, RuntimeError) as e:
             raise UsageError(f"cannot embed the questions: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
         objective, chosen, rule = cost_policy(meta, args.objective, args.tolerance, args.max_cost, args.min_accuracy)

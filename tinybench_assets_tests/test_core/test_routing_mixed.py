@@ -9,6 +9,7 @@ from tinybench_assets.core.routing.metrics import route
 from tinybench_assets.core.routing.saved import load_router, save_router
 from tinybench_assets.core.routing.select import select_router, simplicity
 from tinybench_assets.core.routing.split import question_split
+from tinybench_assets.core.routing.surface import SurfaceFeatures, router_input
 from tinybench_assets.core.routing.task import TaskRouter
 
 
@@ -47,6 +48,30 @@ def test_task_router_routes_each_task_to_its_best_model_without_the_label(tmp_pa
     assert np.allclose(back.predict_proba(E[1::2]), r.predict_proba(E[1::2]))
     with pytest.raises(ValueError, match="needs each training question's task"):
         TaskRouter().fit(E, Y)
+
+
+def test_surface_features_tell_tasks_apart_where_embeddings_cannot(tmp_path):
+    """Two tasks whose embeddings are drawn from one distribution, written in two templates ("Question: ... Answer:"
+    and options "A. ... B."): the embedding alone recognises half; with the surface features every question."""
+    g = np.random.default_rng(3)
+    n, words = 400, ["cell", "energy", "river", "price", "angle", "voter", "metal", "orbit", "tax", "gene"]
+    task = np.repeat([0, 1], n // 2)
+    body = [" ".join(g.choice(words, 8)) for _ in range(n)]
+    texts = [f"Question: {b}?\nAnswer:" if t == 0 else f"{b}?\nA. yes\nB. no" for b, t in zip(body, task)]
+    E = g.normal(size=(n, 16)).astype(np.float32)
+    Y = np.stack([task == 0, task == 1], axis=1).astype(float)
+    names = np.array(["arc", "mmlu"])[task]
+    surface = SurfaceFeatures(256)
+    F = surface.join(E, texts)
+    assert F.shape == (n, 16 + 256) and np.allclose(np.linalg.norm(F[:, 16:], axis=1), 1.0)
+    assert np.array_equal(SurfaceFeatures.from_params(surface.params()).transform(texts), F[:, 16:])  # stateless
+    assert router_input(None, E, texts) is E and np.array_equal(router_input(surface.params(), E, texts), F)
+    plain = TaskRouter().fit(E[::2], Y[::2], names[::2])
+    joined = TaskRouter().fit(F[::2], Y[::2], names[::2])
+    assert (plain.tasks_[plain.recognise(E[1::2])] == names[1::2]).mean() < 0.7
+    assert (joined.tasks_[joined.recognise(F[1::2])] == names[1::2]).mean() == 1.0
+    with pytest.raises(ValueError, match="3 texts for 400"):
+        surface.join(E, texts[:3])
 
 
 def test_selection_serves_the_task_router_and_says_who_sits_out():

@@ -118,6 +118,7 @@ def test_route_without_scenario_uses_the_leaderboard_router_and_flags_strangers(
     rows = json.loads(out.stdout)
     assert [r["out_of_distribution"] for r in rows] == [False, True]
     _, meta = load_router(root / "artifacts" / "routerdc" / "router.npz")
+    assert meta["surface"]["n_features"] == 1024  # trained on embedding | surface features: route joins them too
     best = meta["models"][int(np.argmax(meta["prior"]))]
     assert rows[1]["chosen_model"] == best  # a stranger goes to the model the router trusts most overall
     text = subprocess.run([*route, "routerdc", stranger], capture_output=True, text=True, env=env, timeout=300)

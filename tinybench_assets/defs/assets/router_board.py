@@ -2,7 +2,8 @@
 no scenario label (RouterDC's setting).
 
 It trains on every routable scenario's TRAINING questions (the split ``question_embeddings`` recorded), with each
-question's scenario as its task (the task families of core/routing/task.py recognise it from the text), and is
+question's scenario as its task (the task families of core/routing/task.py recognise it from the text: its embedding
+with the hashed character n-grams of core/routing/surface.py beside it, ``RouterConfig.surface_features``), and is
 chosen by the scenario routers' cross-validation and gate (``RouterConfig``). Its candidates are the models that
 answered every routable scenario; the others are named in the metadata. Test questions only report: per scenario the
 router beside the best single model overall, the per-scenario best model (which needs the label) and the oracle.
@@ -17,6 +18,7 @@ import pandas as pd
 
 import dagster as dg
 
+from tinybench_assets.core.routing.surface import SurfaceFeatures
 from tinybench_assets.defs.assets.irt import irt_model
 from tinybench_assets.defs.assets.router_eval import routing_data
 from tinybench_assets.defs.assets.routing import GROUP, RouterConfig, partition_rows, question_embeddings
@@ -33,23 +35,26 @@ CODE_VERSION = code_version("router")
 
 def board_routing_data(db: Store, board: str):
     """Every embedded scenario of a leaderboard stacked: (E, Y over the candidate models, models, scenario per
-    question, test mask, the encoder the questions were embedded with, {model left out: why}, [scenarios]).
+    question, test mask, the encoder the questions were embedded with, {model left out: why}, [scenarios], texts).
     Candidates answered every scenario."""
-    parts = []
+    parts, texts = [], []
     for key in db.partition_keys(board):
         if not partition_rows(db, "question_embeddings", key, "item").empty:
             emb, E, Y, models, test = routing_data(db, key)
-            parts.append((split_partition_key(key)[1], emb, E, Y, models, test))
+            scenario = split_partition_key(key)[1]
+            parts.append((scenario, emb, E, Y, models, test))
+            text = db.item_texts(board, scenario).drop_duplicates("item").set_index("item")["text"]
+            texts.extend(text.reindex(emb["item"]).fillna("").astype(str).tolist())
     scenarios = [p[0] for p in parts]
     everywhere = set.intersection(*[set(p[4]) for p in parts]) if parts else set()
     models = [m for m in dict.fromkeys(m for p in parts for m in p[4]) if m in everywhere]
     left_out = {m: f"answered {sum(m in p[4] for p in parts)} of {len(parts)} routable scenarios"
                 for m in dict.fromkeys(m for p in parts for m in p[4]) if m not in everywhere}
     if not parts or not models:
-        return None, None, models, None, None, None, left_out, scenarios
+        return None, None, models, None, None, None, left_out, scenarios, texts
     Y = np.vstack([p[3][:, [p[4].index(m) for m in models]] for p in parts])
     return (np.vstack([p[2] for p in parts]), Y, models, np.concatenate([[p[0]] * len(p[3]) for p in parts]),
-            np.concatenate([p[5] for p in parts]), str(parts[0][1]["encoder"].iloc[0]), left_out, scenarios)
+            np.concatenate([p[5] for p in parts]), str(parts[0][1]["encoder"].iloc[0]), left_out, scenarios, texts)
 
 
 def per_scenario(Yte, picks, task_te, prior, Ytr, task_tr, models) -> pd.DataFrame:
@@ -91,7 +96,7 @@ def leaderboard_router(context: dg.AssetExecutionContext, config: RouterConfig, 
     from tinybench_assets.core.routing.routers import model_accuracy
 
     board, db, t0 = context.partition_key, store.get(), time.perf_counter()
-    E, Y, models, task, test, encoder, left_out, scenarios = board_routing_data(db, board)
+    E, Y, models, task, test, encoder, left_out, scenarios, texts = board_routing_data(db, board)
     if len(scenarios) < 2:
         return dg.MaterializeResult(metadata={"skipped": f"{len(scenarios)} routable scenario(s) {scenarios}: a "
                                               "leaderboard router needs two or more (each scenario has its own router)"})
@@ -99,6 +104,9 @@ def leaderboard_router(context: dg.AssetExecutionContext, config: RouterConfig, 
         return dg.MaterializeResult(metadata={"skipped": "no model answered every routable scenario",
                                               "models_left_out": dg.MetadataValue.json(left_out)})
     device = torch_device.resolve()
+    surface = SurfaceFeatures(config.surface_features) if config.surface_features > 0 else None
+    if surface is not None:
+        E = surface.join(E, texts)
     Etr, Ytr, gtr = E[~test], Y[~test], task[~test]
     complete = test & ~np.isnan(Y).any(axis=1)
     prior = model_accuracy(Ytr)
@@ -119,7 +127,8 @@ def leaderboard_router(context: dg.AssetExecutionContext, config: RouterConfig, 
     path = model_store.save_board_router(board, guarded, {
         "partition": board, "scope": "leaderboard", "scenarios": scenarios, "models": models,
         "prior": [float(x) for x in prior], "served": sel.served, "margin": sel.margin, "config": sel.best[sel.served][0],
-        "cv_acc": sel.best[sel.served][1], "encoder": encoder, "created": pd.Timestamp.now().isoformat()})
+        "cv_acc": sel.best[sel.served][1], "encoder": encoder,
+        "surface": surface.params() if surface is not None else None, "created": pd.Timestamp.now().isoformat()})
     macro = figs.iloc[-1]
     png = router_plots.router_bars(f"{board}: mixed traffic, {int(macro['n'])} test questions",
                                    {f"router: {sel.served}": macro["router"], "best single": macro["best_overall"],

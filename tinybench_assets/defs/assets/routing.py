@@ -47,6 +47,9 @@ class RouterConfig(dg.Config):
     margins: list[float] = [0.0, 0.02, 0.05, 0.1]
     gate_level: float = 0.95  # serve a router only if its CV gain's one-sided lower bound is > 0; 0 = plain CV winner
     n_boot: int = 2000
+    # the leaderboard router only: hashed character n-grams of each question's text appended to its embedding (the
+    # wording and format that tell a leaderboard's tasks apart; core/routing/surface.py); 0 = the embedding alone
+    surface_features: int = 1024
     evaluate_all: bool = True  # also fit every family's CV-best router on all training questions and report its test figures
     # where costs landed: what to serve (core/routing/cost.py). "auto" = quality_at_min_cost with costs, else accuracy;
     # quality_at_min_cost: the cheapest (family, lambda) whose training-CV accuracy is within `tolerance` of the best
