@@ -45,8 +45,13 @@ def main(argv=None) -> int:
     import dagster as dg
     import pandas as pd
 
-    from tinybench_assets_tests.daemon_harness import (DaemonProject, assert_same_store, orphan_failures, queue_runs,
-                                                       write_slice)
+    from tinybench_assets_tests.daemon_harness import (
+        DaemonProject,
+        assert_same_store,
+        orphan_failures,
+        queue_runs,
+        write_slice,
+    )
 
     t_all = time.perf_counter()
     root = Path(args.workdir or tempfile.mkdtemp(prefix="tinybench-daemon-"))

@@ -74,7 +74,6 @@ def label(row) -> str:
 
 def aggregate_table(data_dir: Path) -> pd.DataFrame | None:
     from tinybench_assets.core.subsets.voters import read_aggregate
-
     from tinybench_assets.paths import aggregate_csv
 
     return read_aggregate(aggregate_csv("openllm", data_dir=data_dir))
@@ -132,7 +131,7 @@ def main(argv=None) -> int:
     seconds = time.perf_counter() - t0
     e_all = res.estimates
     by_kind = summarize_by_kind(e_all)
-    for kind, sm in by_kind.items():
+    for _kind, sm in by_kind.items():
         sm["label"] = sm.apply(label, axis=1)
     summ, grouped = by_kind["random"], by_kind["grouped"]
 

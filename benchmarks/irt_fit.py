@@ -261,9 +261,9 @@ def main():
         scale_child(int(m), int(i), int(d), int(seed), out, device)
         return
     _threads()
+    import py_irt  # noqa: F401  (import cost kept out of timings)
     import torch
 
-    import py_irt  # noqa: F401  (import cost kept out of timings)
     from tinybench_assets.core.irt import fit_irt, select_dimension
     from tinybench_assets.core.irt.pyirt import DEFAULT_LR
 

@@ -35,8 +35,15 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from tinybench_assets import paths  # noqa: E402
-from tinybench_assets.core.subsets import (DEFAULTS, chance_per_item, choose_export, choose_variant, prepare, read_aggregate,  # noqa: E402
-                                           run_magi)
+from tinybench_assets.core.subsets import (  # noqa: E402
+    DEFAULTS,
+    chance_per_item,
+    choose_export,
+    choose_variant,
+    prepare,
+    read_aggregate,
+    run_magi,
+)
 from tinybench_assets.core.subsets.choice import VARIANT_RULE  # noqa: E402
 from tinybench_assets.core.subsets.search import NO_REFERENCE_METHODS, fit_irt_models  # noqa: E402
 

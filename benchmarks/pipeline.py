@@ -136,7 +136,7 @@ def main(argv=None) -> int:
         for (step, part), sec in steps.most_common(12):
             print(f"  {sec:7.1f}  {step:<28} {part}")
         by_part = Counter()
-        for (step, part), sec in steps.items():
+        for (_step, part), sec in steps.items():
             by_part[part] += sec
         print("  per partition: " + ", ".join(f"{p} {s:.0f}s" for p, s in by_part.most_common()))
         if timings is not None and len(timings):

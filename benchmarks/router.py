@@ -160,7 +160,12 @@ def main(argv=None) -> int:
     # accuracy at <= 25 % of the best single model's training cost (the bar's cost), against the accuracy that
     # quality_at_min_cost needs (the best single model's, minus the tolerance). Training questions only.
     from tinybench_assets.core.routing.cost import (
-        Policy, expected_cost, lambda_grid, lambda_policies, policy_figures, training_aiq_gain,
+        Policy,
+        expected_cost,
+        lambda_grid,
+        lambda_policies,
+        policy_figures,
+        training_aiq_gain,
     )
     from tinybench_assets.core.routing.select import DEFAULT_FAMILIES, select_router
     from tinybench_assets.defs.assets.router_eval import cost_matrix, routing_data

@@ -83,8 +83,8 @@ def multiprocess_executor(max_concurrent: int | None = None) -> dg.ExecutorDefin
 def multiprocess_defs() -> dg.Definitions:
     """The local profile: every step its own process, TINYBENCH_MAX_CONCURRENT (default: the CPU count) at once, one
     GPU step at a time; torch device ``auto`` (cuda when this machine has one). No arguments: a code server calls it."""
-    from tinybench_assets.defs.assets import all_assets
     from tinybench_assets.definitions import build_defs
+    from tinybench_assets.defs.assets import all_assets
 
     return build_defs(assets=tag_gpu_ops(all_assets, {}), executor=multiprocess_executor())
 
@@ -109,9 +109,9 @@ def k8s_defs() -> dg.Definitions:
     TINYBENCH_GPU_NODE_SELECTOR (JSON object, default {"nvidia.com/gpu.present": "true"})."""
     from dagster_k8s import k8s_job_executor
 
+    from tinybench_assets.definitions import build_defs
     from tinybench_assets.defs.assets import all_assets
     from tinybench_assets.defs.resources import EncoderResource, TorchDevice
-    from tinybench_assets.definitions import build_defs
 
     selector = json.loads(os.environ.get("TINYBENCH_GPU_NODE_SELECTOR") or "null") or DEFAULT_GPU_NODE_SELECTOR
     executor = k8s_job_executor.configured(

@@ -20,11 +20,11 @@ import pickle  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-import numpy as np
-import pandas as pd
-import pytest
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
 
-from tinybench_assets import paths
+from tinybench_assets import paths  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # run-all's scenario partitions one after another in its own process: the suite already runs in two xdist workers on

@@ -66,7 +66,7 @@ class DaemonProject:
     # --- the daemon ---------------------------------------------------------------------------------------------
     def start(self) -> None:
         assert self.daemon is None, "the daemon is already running"
-        self.instance  # creates the instance's SQLite schema first: two processes migrating one new file race
+        _ = self.instance  # creates the instance's SQLite schema first: two processes migrating one new file race
         with open(self.log, "a") as log:
             log.write(f"\n--- dagster-daemon start {time.strftime('%H:%M:%S')}\n")
             self.daemon = subprocess.Popen(

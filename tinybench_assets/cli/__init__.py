@@ -44,9 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     p.set_defaults(func=run_all)
     p = sub.add_parser("summary", help="print what the store holds")
     p.set_defaults(func=summary)
+    from tinybench_assets.cli.adaptive import add_parsers as add_adaptive_parsers
     from tinybench_assets.cli.estimate import add_parsers
     from tinybench_assets.cli.route import add_parsers as add_route_parsers
-    from tinybench_assets.cli.adaptive import add_parsers as add_adaptive_parsers
     from tinybench_assets.cli.ui import add_parsers as add_ui_parsers
 
     add_parsers(sub)

@@ -109,7 +109,7 @@ def _budget_artifact(args, art: dict, answers: dict) -> tuple[dict, list[str]]:
 
 def estimate_cmd(args: argparse.Namespace) -> int:
     from tinybench_assets.cli.answers import read_model_answers
-    from tinybench_assets.core.tiny_benchmark import ArtifactError, AnswerError, estimate_from_artifact
+    from tinybench_assets.core.tiny_benchmark import AnswerError, ArtifactError, estimate_from_artifact
 
     try:
         art = _load(args)

@@ -98,8 +98,8 @@ def _run_all(args: argparse.Namespace) -> int:
     from tinybench_assets.cli.chains import CORES_PER_CHAIN, project_instance, run_chains, run_scenario_phase
     from tinybench_assets.core.parallel import resolve_jobs
     from tinybench_assets.definitions import build_defs
-    from tinybench_assets.defs.partitions import register_partitions
     from tinybench_assets.defs.orphans import mark_orphaned_runs, run_owner_tags
+    from tinybench_assets.defs.partitions import register_partitions
     from tinybench_assets.io.drops import split_partition_key
     from tinybench_assets.io.landing import pending_drops, seed_default_data
     from tinybench_assets.io.store import Store
@@ -123,7 +123,8 @@ def _run_all(args: argparse.Namespace) -> int:
             print(f"landing folder {paths.incoming_dir()}: {len(copied)} file(s) copied from {src}")
         else:
             print(f"default data {src} not found; using what is already in {paths.incoming_dir()}")
-    from tinybench_assets.refresh import pending as stale_work, refresh
+    from tinybench_assets.refresh import pending as stale_work
+    from tinybench_assets.refresh import refresh
 
     # this process's pid, host and start time on every run it executes: a later start tells an orphan by them
     owner = run_owner_tags()

@@ -16,7 +16,6 @@ from tinybench_assets.defs.partitions import register_partitions
 from tinybench_assets.defs.resources import LandingResource, StoreResource
 from tinybench_assets.refresh_plan import decide
 
-
 #: seconds between full refresh decisions when nothing is seen to change (TINYBENCH_SENSOR_INTERVAL_S, default 30;
 #: the tests use a few seconds). The sensor looks every few seconds, and decides at once when a landing file or a
 #: run of the project's jobs changed.

@@ -62,8 +62,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .wide_responses import response_columns, response_note, response_token_frame
-from .wide_rows import _numeric, _present, merge_duplicate_rows, rejected_rows, repeated_text_note
 from .drop_types import (
     COST_COLUMNS,
     ITEM_COLUMNS,
@@ -74,6 +72,8 @@ from .drop_types import (
     clean_name,
     sidecar_path,
 )
+from .wide_responses import response_columns, response_note, response_token_frame
+from .wide_rows import _numeric, _present, merge_duplicate_rows, rejected_rows, repeated_text_note
 
 ID_COLUMNS = ("sample_id", "item", "id")
 WIDE_TEXT_COLUMNS = ("prompt", "question", "text")
@@ -340,10 +340,10 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
             cc = cost_of[m]
             cost, cnonnum = _numeric(df[cc])
             checks = [
-                (cnonnum & scored, lambda i: f"cost {df[cc].iloc[i]!r} is not a number"),
-                (np.isnan(cost) & ~cnonnum & scored, lambda i: f"cost is missing (NaN/empty) for a scored cell of model {m!r}"),
-                (np.isinf(cost) & scored, lambda i: f"cost {float(cost[i])!r} is not finite"),
-                ((cost < 0) & scored, lambda i: f"cost {float(cost[i])!r} is negative"),
+                (cnonnum & scored, lambda i, cc=cc: f"cost {df[cc].iloc[i]!r} is not a number"),
+                (np.isnan(cost) & ~cnonnum & scored, lambda i, m=m: f"cost is missing (NaN/empty) for a scored cell of model {m!r}"),
+                (np.isinf(cost) & scored, lambda i, cost=cost: f"cost {float(cost[i])!r} is not finite"),
+                ((cost < 0) & scored, lambda i, cost=cost: f"cost {float(cost[i])!r} is negative"),
             ]
             for bad, problem in checks:
                 if bad.any():

@@ -12,13 +12,13 @@ import pytest
 import torch
 
 from tinybench_assets.cli import main
+from tinybench_assets.cli.route import default_router_path, read_questions
 from tinybench_assets.core.routing.metrics import route
 from tinybench_assets.core.routing.saved import load_router
 from tinybench_assets.defs.assets import irt, responses, router_eval, routing
 from tinybench_assets.defs.resources import ModelStore
 from tinybench_assets.io.embeddings import Encoder
 from tinybench_assets.io.store import Store
-from tinybench_assets.cli.route import default_router_path, read_questions
 from tinybench_assets_tests.conftest import SHARED, _need_shared
 from tinybench_assets_tests.test_defs.test_definitions import ingested_for_router
 

@@ -20,7 +20,15 @@ from tinybench_assets.cli import main
 from tinybench_assets.core import tiny_benchmark as tb
 from tinybench_assets.core.tiny_benchmark import ArtifactError
 from tinybench_assets.core.tiny_benchmark import files as tb_files
-from tinybench_assets.core.tiny_benchmark.trees import ARRAYS, BANK_ARRAYS, TreeEnsemble, ensembles, hgb_arrays, pack, write_tree_file
+from tinybench_assets.core.tiny_benchmark.trees import (
+    ARRAYS,
+    BANK_ARRAYS,
+    TreeEnsemble,
+    ensembles,
+    hgb_arrays,
+    pack,
+    write_tree_file,
+)
 from tinybench_assets_tests.test_core.test_tiny_benchmark import answers_of, fitted, texts
 
 
@@ -109,7 +117,7 @@ def test_hostile_pickles_are_never_loaded(good, tmp_path, capsys):
     # 3. the pickle inside the tree file: an object array (np.save pickles it) in place of "value"
     folder = copy_of(good, tmp_path / "3")
     with zipfile.ZipFile(folder / "learned_models.npz", "w") as zf:
-        for k, (dt, _) in ARRAYS.items():
+        for k, (_dt, _) in ARRAYS.items():
             buf = io.BytesIO()
             arr = np.array([_Plant(marker)], dtype=object) if k == "value" else good["trees"][k]
             np.save(buf, arr, allow_pickle=True)

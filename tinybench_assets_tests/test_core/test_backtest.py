@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import pytest
 import torch
 
 from tinybench_assets.core.backtest import run_backtest, summarize
-from tinybench_assets.core.predictor import AnchorPredictor, split_models
 from tinybench_assets.core.irt import item_curve
+from tinybench_assets.core.predictor import AnchorPredictor, split_models
 from tinybench_assets.core.responses import ResponseMatrix
 from tinybench_assets_tests.conftest import SHARED, _need_shared
 

@@ -117,7 +117,7 @@ def test_backtest_choices_do_not_see_test_answers():
         pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), obj=name)
     # the adaptive test's method (IRT or answer bank) and IRT dimension are chosen on validation models too
     for col in ("adaptive_method", "adaptive_dim"):
-        pick = lambda r: r.estimates[r.estimates.clustering == "adaptive"].groupby(["scenario", "n", "estimator"])[col].first()  # noqa: E731
+        pick = lambda r, col=col: r.estimates[r.estimates.clustering == "adaptive"].groupby(["scenario", "n", "estimator"])[col].first()  # noqa: E731
         pd.testing.assert_series_equal(pick(a), pick(b))
     assert not np.allclose(a.estimates.estimate, b.estimates.estimate)  # the test answers are what is estimated
 

@@ -24,14 +24,14 @@ def test_counts_follow_override_and_large_pool_rule(fitted):
     rm, test, pred = fitted
     assert [pred.n_for("a", n) for n in (5, 10)] == [4, 8]
     assert [pred.n_for("b", n) for n in (5, 10)] == [17, 33]  # round(n * 100 / 30)
-    for (c, n, s), A in pred.anchors_.items():
+    for (_c, n, s), A in pred.anchors_.items():
         assert len(A.items) == len(set(A.items)) == pred.n_for(s, n)
         assert A.weights.sum() == pytest.approx(1.0)
     tab = pred.anchor_table()
     counts = tab.groupby(["clustering", "n", "scenario"]).size()
     assert (counts == tab.groupby(["clustering", "n", "scenario"]).n_anchors.first()).all()
     # the tutorial lambda uses the scenario's own count
-    for (c, n, s, fit), lam in pred.lambdas_.items():
+    for (_c, n, s, fit), lam in pred.lambdas_.items():
         assert lam["tutorial"] == pytest.approx(est.tutorial_lambda(pred.b_[(fit, s)], pred.v_[s], pred.n_for(s, n)))
     # estimates come out for every budget, keyed by the budget
     df = pred.estimate(rm.scores[test], np.asarray(rm.models, dtype=object)[test], include_random=True)

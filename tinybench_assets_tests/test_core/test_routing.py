@@ -3,11 +3,21 @@ import numpy as np
 import pytest
 
 from tinybench_assets.core.routing import (
-    evaluate_routing, impute_item_params, nearest, paired_bootstrap_ci, route, route_with_cost,
+    evaluate_routing,
+    impute_item_params,
+    nearest,
+    paired_bootstrap_ci,
+    route,
+    route_with_cost,
     select_router,
 )
 from tinybench_assets.core.routing.routers import (
-    BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, MFRouter,
+    BestSingleRouter,
+    EnsembleRouter,
+    KNNIRTRouter,
+    KNNVoteRouter,
+    LogisticRouter,
+    MFRouter,
 )
 from tinybench_assets.core.routing.saved import load_router, save_router
 

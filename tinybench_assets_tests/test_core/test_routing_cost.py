@@ -3,7 +3,14 @@ import numpy as np
 import pytest
 
 from tinybench_assets.core.routing.cost import (
-    Policy, aiq, choose_point, cost_quality_report, expected_cost, hull_value, lambda_grid, nondecreasing_hull,
+    Policy,
+    aiq,
+    choose_point,
+    cost_quality_report,
+    expected_cost,
+    hull_value,
+    lambda_grid,
+    nondecreasing_hull,
     policy_figures,
 )
 

@@ -16,10 +16,17 @@ import torch
 
 from tinybench_assets.core import tiny_benchmark as tb
 from tinybench_assets.core.calibration import conformal_quantile
-from tinybench_assets.core.estimation.small_board import PRED_COLS, SmallBoardPredictor
-from tinybench_assets.core.estimation.small_choice import (BANK, Rule, choose, choose_scenario, family_quantile,
-                                                            fold_gain, symmetric_interval)
 from tinybench_assets.core.estimation.bank import BANK_EPS, bank_values, posterior_means, soft_answers
+from tinybench_assets.core.estimation.small_board import PRED_COLS, SmallBoardPredictor
+from tinybench_assets.core.estimation.small_choice import (
+    BANK,
+    Rule,
+    choose,
+    choose_scenario,
+    family_quantile,
+    fold_gain,
+    symmetric_interval,
+)
 from tinybench_assets.core.estimation.small_folds import base_estimates, family_folds
 
 torch.set_num_threads(1)
@@ -60,7 +67,7 @@ def test_fit_predict_shapes():
     assert list(at.columns) == ["scenario", "n", "item", "item_index", "weight"]
     assert len(at) == 2 * (10 + 30)
     np.testing.assert_allclose(at.groupby(["scenario", "n"]).weight.sum(), 1.0)
-    for (s, n), g in at.groupby(["scenario", "n"]):
+    for (s, _n), g in at.groupby(["scenario", "n"]):
         assert set(g.item_index) <= set(p.cols_[s]) and g.item_index.is_unique
     cv = p.cv_table()
     assert {"scenario", "n", "estimator", "dim", "cv_mae_t1", "cv_mae_t2", "n_models"} <= set(cv.columns)

@@ -3,7 +3,6 @@
 (core/tiny_benchmark/budgets.py) through ``tinybench anchors --n / --target-width`` and ``tinybench estimate``."""
 from __future__ import annotations
 
-import argparse
 import contextlib
 import functools
 import io

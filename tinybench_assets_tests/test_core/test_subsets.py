@@ -6,8 +6,14 @@ import pytest
 from tinybench_assets.core.subsets import SubsetParams, build_subset, chance_per_item, parallel_forms, prepare, run_magi
 from tinybench_assets.core.subsets.padding import pad_subset, padded_penalty
 from tinybench_assets.core.subsets.penalty import loo_masks, penalty_vs_n_voters, score_trends, voter_penalty
-from tinybench_assets.core.subsets.rankings import (information, rank_irt, rank_mean_score, rank_ref_vs_voters,
-                                                     subset_mask, voter_means)
+from tinybench_assets.core.subsets.rankings import (
+    information,
+    rank_irt,
+    rank_mean_score,
+    rank_ref_vs_voters,
+    subset_mask,
+    voter_means,
+)
 from tinybench_assets.core.subsets.voters import family_from_name, guessers, model_families, select_voters
 
 

@@ -27,8 +27,14 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from tinybench_assets_tests.daemon_harness import (DaemonProject, assert_same_tables, orphan_failures, queue_runs,
-                                                    store_tables, write_slice)
+from tinybench_assets_tests.daemon_harness import (
+    DaemonProject,
+    assert_same_tables,
+    orphan_failures,
+    queue_runs,
+    store_tables,
+    write_slice,
+)
 
 pytestmark = pytest.mark.timeout(900)
 

@@ -1,7 +1,6 @@
 """Router checks (issue 10) on a small RouterDC slice (80 train + 40 test mmlu questions, 7 models): they run inside
 the materialization and pass, FAIL on a broken copy of the store, and pass on a partition the assets skipped."""
 import json
-import shutil
 from types import SimpleNamespace
 
 import dagster as dg

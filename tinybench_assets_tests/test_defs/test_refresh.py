@@ -19,7 +19,7 @@ def _run_all(capsys, *extra) -> tuple[int, str]:
 def _materialized(out: str) -> dict[str, int]:
     """{partition or leaderboard: materializations} from run-all's per-partition lines."""
     found = {}
-    for kind, key, rest in re.findall(r"^\s+(scenario|leaderboard) (\S+)\s+ok in\s+[\d.]+ s\s+\((.*)\)$", out, re.M):
+    for _kind, key, rest in re.findall(r"^\s+(scenario|leaderboard) (\S+)\s+ok in\s+[\d.]+ s\s+\((.*)\)$", out, re.M):
         found[key] = 0 if rest.startswith("fresh") else int(rest.split()[0])
     return found
 

@@ -33,7 +33,7 @@ def mixed_store(tmp_path_factory):
     (inc / "routerdc").mkdir(parents=True)
     pd.read_csv(SHARED / "routellm" / "mmlu.csv").head(500).to_csv(inc / "routellm" / "mmlu.csv", index=False)
     (inc / "routellm" / "prices.csv").write_text(f"model,cost_per_question\n{STRONG},1\n{WEAK},0\n")
-    for name, (tr, te) in ROUTERDC.items():
+    for _name, (tr, te) in ROUTERDC.items():
         for f, n in ((tr, 90), (te, 40)):
             (inc / "routerdc" / f).write_text(json.dumps(json.loads((SHARED / "routerdc" / f).read_text())[:n]))
     landing = {"incoming": inc, "quarantine": root / "q", "db": root / "tb.duckdb", "root": root}

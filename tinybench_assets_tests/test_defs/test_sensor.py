@@ -192,7 +192,7 @@ def test_no_more_requests_than_the_pool_has_free_slots(tmp_path, monkeypatch):
     for var, sub in (("TINYBENCH_INCOMING", "incoming"), ("TINYBENCH_DUCKDB", "tb.duckdb"),
                      ("TINYBENCH_QUARANTINE", "quarantine")):
         monkeypatch.setenv(var, str(tmp_path / sub))
-    for k, (scenario, seed) in enumerate((("quiz", 4), ("exam", 5), ("test", 6))):
+    for _k, (scenario, seed) in enumerate((("quiz", 4), ("exam", 5), ("test", 6))):
         rd.write_table(rd.long_table(30, 40, scenario=scenario, seed=seed), incoming / "lb" / f"{scenario}.csv")
     (tmp_path / "home").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "home"),

@@ -53,7 +53,7 @@ def test_k8s_profile_loads_with_the_k8s_executor_gpu_tags_and_cuda(monkeypatch):
     assert assets == GPU_ASSETS
     assert set(dp.gpu_ops(defs.assets)) == GPU_OPS  # the rule: the ops requiring torch_device or encoder
 
-    for name, (node, job) in nodes.items():  # one executor everywhere: k8s, its config valid with ours in it
+    for name, (_node, job) in nodes.items():  # one executor everywhere: k8s, its config valid with ours in it
         assert job.executor_def.name == "tinybench_k8s", (name, job.name)
     config = job.executor_def.config_schema.resolve_config({})
     assert config.success, config.errors

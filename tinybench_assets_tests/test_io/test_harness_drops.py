@@ -3,7 +3,6 @@ multi-model folders built from them with varied scores."""
 import json
 import shutil
 
-import pandas as pd
 import pytest
 
 from tinybench_assets.io.drops import DropError, landing_files, read_drop

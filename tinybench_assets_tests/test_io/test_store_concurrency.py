@@ -91,7 +91,7 @@ def test_an_access_holds_the_file_only_while_it_lasts_and_accesses_of_one_proces
 
     import pytest
 
-    from tinybench_assets.io.connection import DuckDBFile, _ATTACHMENTS
+    from tinybench_assets.io.connection import _ATTACHMENTS, DuckDBFile
 
     path = tmp_path / "a.duckdb"
     db = DuckDBFile(path, schema="CREATE TABLE IF NOT EXISTS t (x INTEGER)")
@@ -134,7 +134,7 @@ def test_an_access_ended_in_another_thread_still_detaches_the_file(tmp_path):
     the same, and the next access attaches it afresh."""
     import threading
 
-    from tinybench_assets.io.connection import DuckDBFile, _ATTACHMENTS
+    from tinybench_assets.io.connection import _ATTACHMENTS, DuckDBFile
 
     db = DuckDBFile(tmp_path / "b.duckdb", schema="CREATE TABLE IF NOT EXISTS t (x INTEGER)")
     db.execute("INSERT INTO t VALUES (1)")

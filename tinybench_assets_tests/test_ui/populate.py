@@ -13,7 +13,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from tinybench_assets import paths
 
 PARTITION = "openllm.arc"

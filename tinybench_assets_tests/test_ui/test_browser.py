@@ -32,8 +32,22 @@ import pytest
 
 from tinybench_assets import paths
 from tinybench_assets_tests.test_ui.browser_helpers import (
-    ASSET_QUERY, CHROMIUM, CHROMIUM_ARGS, EXPECT_QUERY, GRAPH_BOX_JS, GRAPH_JS, RUNS_QUERY, VIEWPORT, asset_name,
-    chromium_problem, free_port, graph_from_dom, graphql, isolated_env, kill_group, screenshot_dir,
+    ASSET_QUERY,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    EXPECT_QUERY,
+    GRAPH_BOX_JS,
+    GRAPH_JS,
+    RUNS_QUERY,
+    VIEWPORT,
+    asset_name,
+    chromium_problem,
+    free_port,
+    graph_from_dom,
+    graphql,
+    isolated_env,
+    kill_group,
+    screenshot_dir,
     write_instance_yaml,
 )
 
@@ -202,7 +216,7 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
         assert point, "no visible background point in the asset graph pane to double-click"
         page.mouse.dblclick(*point)
         labels = page.locator("svg[class*=svgContainer] foreignObject [class*=assetName]")
-        for zoom_outs in range(4):
+        for zoom_outs in range(4):  # noqa: B007 - read after the loop
             try:
                 expect(labels).to_have_count(len(names), timeout=5_000)
                 break

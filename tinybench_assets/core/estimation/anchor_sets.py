@@ -112,7 +112,7 @@ class AnchorSetMixin:
         """All anchors: one row per (clustering, n, scenario, anchor) with item id and weight."""
         rows = []
         for (c, n, s), A in self.anchors_.items():
-            for loc, col, wt in zip(A.local, A.items, A.weights):
+            for _loc, col, wt in zip(A.local, A.items, A.weights):
                 rows.append({"clustering": c, "n": n, "scenario": s, "n_anchors": len(A.items), "item": self.items_[col],
                              "item_index": int(col), "weight": float(wt)})
         return pd.DataFrame(rows)

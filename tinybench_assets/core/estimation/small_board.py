@@ -37,11 +37,19 @@ import pandas as pd
 from ..tiny_benchmark.budgets import budget_rows
 from ..tiny_benchmark.files import attach_trees
 from ..tiny_benchmark.model import ArtifactModel
-from .small_choice import MIN_T2, board_rule, choose_scenario, fixed_interval, pooled_half_widths, rules_for
 from . import small_tables
+from .small_choice import MIN_T2, board_rule, choose_scenario, fixed_interval, pooled_half_widths, rules_for
 from .small_export import build_artifact
-from .small_folds import (CLUSTERING, DESIGNS, build_bank, family_folds, fit_prior, fit_scenario, out_of_fold,
-                          scenario_truth)
+from .small_folds import (
+    CLUSTERING,
+    DESIGNS,
+    build_bank,
+    family_folds,
+    fit_prior,
+    fit_scenario,
+    out_of_fold,
+    scenario_truth,
+)
 
 __all__ = ["SmallBoardPredictor", "MIN_MODELS", "MIN_TRAIN"]
 
@@ -237,7 +245,7 @@ class SmallBoardPredictor:
 
         self.board_rules_ = {n: {None: board(n, np.ones(len(Y), dtype=bool)),  # every row, and without each fold
                                  **{f: board(n, self.folds_ != f) for f in range(self.n_folds_)}} for n in self._ns()}
-        for j, (s, c) in enumerate(self.cols_.items()):
+        for j, (s, _c) in enumerate(self.cols_.items()):
             if np.isfinite(self.truth_t2_[:, j]).sum() < MIN_T2:
                 self.notes_.append(f"scenario {s!r}: fewer than {MIN_T2} models with a full score: no T2")
             for n in self._ns():

@@ -21,8 +21,7 @@ from __future__ import annotations
 from .ability import estimate_ability
 from .evaluate import heldout_scores
 from .fit import A_SD_PER_DIM, fit_irt
-from .model import IRTParams, _prepare, item_curve
-from .objective import _Objective
+from .model import IRTParams, item_curve
 from .pyirt import DEFAULT_LR, convert_pyirt_params, fit_pyirt
 from .select import DimensionSelection, select_dimension, validation_split
 

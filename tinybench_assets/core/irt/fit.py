@@ -42,7 +42,7 @@ import numpy as np
 import torch
 
 from .model import IRTParams, _prepare
-from .objective import _Objective, _dtype
+from .objective import _dtype, _Objective
 from .optimizers import _run_adam, _run_lbfgs
 from .start import _init_x
 

@@ -14,7 +14,10 @@ Pure numpy / scikit-learn / torch (through the IRT engine); no Dagster or DuckDB
 """
 from .knn import impute_item_params, nearest, normalize_rows
 from .metrics import (
-    evaluate_routing, paired_bootstrap_ci, route, route_with_cost,
+    evaluate_routing,
+    paired_bootstrap_ci,
+    route,
+    route_with_cost,
 )
 from .routers import BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter
 from .saved import router_from_state

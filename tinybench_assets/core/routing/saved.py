@@ -8,7 +8,13 @@ import numpy as np
 from .calibrated import CalibratedRouter
 from .guard import GuardedRouter
 from .routers import (
-    BaseRouter, BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, MFRouter,
+    BaseRouter,
+    BestSingleRouter,
+    EnsembleRouter,
+    KNNIRTRouter,
+    KNNVoteRouter,
+    LogisticRouter,
+    MFRouter,
 )
 from .task import TaskRouter
 

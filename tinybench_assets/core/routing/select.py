@@ -44,11 +44,18 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .knn import nearest
 from .calibrated import CalibratedRouter, PlattCalibrator, crossfit_calibrated
+from .knn import nearest
 from .metrics import paired_bootstrap_ci, route
 from .routers import (
-    BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, MFRouter, cv_folds, model_accuracy,
+    BestSingleRouter,
+    EnsembleRouter,
+    KNNIRTRouter,
+    KNNVoteRouter,
+    LogisticRouter,
+    MFRouter,
+    cv_folds,
+    model_accuracy,
     vote_proba,
 )
 from .task import TaskRouter, fit_task_classifier, recognise, task_accuracy, task_index, task_vote

@@ -24,11 +24,26 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tinybench_assets.core.subsets.rankings import (METHODS, Ranking, demote, full_score_direction, orient_irt, rank_irt,
-                                                     rank_irt_by_group, rank_mean_score, rank_ref_vs_voters,
-                                                     rank_top_discrimination)
-from tinybench_assets.core.subsets.setup import (MagiSetup, SubsetEval, SubsetParams, build_subset, measure,
-                                                 scenario_validity)
+from tinybench_assets.core.subsets.rankings import (
+    METHODS,
+    Ranking,
+    demote,
+    full_score_direction,
+    orient_irt,
+    rank_irt,
+    rank_irt_by_group,
+    rank_mean_score,
+    rank_ref_vs_voters,
+    rank_top_discrimination,
+)
+from tinybench_assets.core.subsets.setup import (
+    MagiSetup,
+    SubsetEval,
+    SubsetParams,
+    build_subset,
+    measure,
+    scenario_validity,
+)
 
 # the product defaults, chosen on openllm by VARIANT_RULE (choose_variant) over the grid of benchmarks/magi.py
 # --variants, on tune models and voters only (docs/magi.md, "Choosing the default")

@@ -30,8 +30,17 @@ from .answers import AnswerError, read_answers
 from .evaluate import COLUMNS, estimate_from_artifact, evaluate_artifact, evaluate_json
 from .export import export_tiny_benchmark
 from .files import load_artifact, load_model, save_artifact
-from .format import (FORMAT, FORMAT_NAME, FORMAT_VERSION, JSON_BASE, JSON_FILE, LEARNED_BASE, PICKLE_FILE, TREES_FILE,
-                     ArtifactError)
+from .format import (
+                     FORMAT,
+                     FORMAT_NAME,
+                     FORMAT_VERSION,
+                     JSON_BASE,
+                     JSON_FILE,
+                     LEARNED_BASE,
+                     PICKLE_FILE,
+                     TREES_FILE,
+                     ArtifactError,
+)
 from .model import ArtifactModel
 from .tables import anchor_list, artifact_tables
 

@@ -174,7 +174,7 @@ def ensembles(arrays: dict[str, np.ndarray], n_features: list[int], path) -> lis
     split them into one :class:`TreeEnsemble` per model. Raises ArtifactError naming ``path`` and the problem."""
     a = arrays
     K = len(n_features)
-    for k, (dt, kind) in ARRAYS.items():
+    for k, (dt, _kind) in ARRAYS.items():
         if a[k].dtype.str != np.dtype(dt).str or a[k].ndim != 1:
             _fail(path, f"{k}: dtype {a[k].dtype.str} / {a[k].ndim}-d, expected a 1-d {dt} array")
     if len(a["baseline"]) != K or len(a["n_trees"]) != K:

@@ -2,7 +2,14 @@
 import dagster as dg
 
 from tinybench_assets.defs.assets import (
-    estimation, irt, prices, responses, router_board, router_eval, routing, subsets,
+    estimation,
+    irt,
+    prices,
+    responses,
+    router_board,
+    router_eval,
+    routing,
+    subsets,
 )
 
 #: what the UI's stale badge on a leaderboard partition means, on every leaderboard asset's page

@@ -4,18 +4,17 @@ import os
 import time
 from pathlib import Path
 
+import dagster as dg
 import numpy as np
 import pandas as pd
-
-import dagster as dg
 
 from tinybench_assets import paths
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
 from tinybench_assets.defs.assets.irt import ALL_SCENARIOS, training_matrix
 from tinybench_assets.defs.cards import card
-from tinybench_assets.defs.versions import code_version
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
+from tinybench_assets.defs.versions import code_version
 from tinybench_assets.io import plots
 from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.store import Store

@@ -13,10 +13,9 @@ question unlike all of them (core/routing/guard.py) and sends it to the model th
 import json
 import time
 
+import dagster as dg
 import numpy as np
 import pandas as pd
-
-import dagster as dg
 
 from tinybench_assets.core.routing.surface import SurfaceFeatures
 from tinybench_assets.defs.assets.irt import irt_model

@@ -3,20 +3,24 @@ beside the best single model, the oracle, a random model and the tutorial's p-IR
 import json
 import time
 
+import dagster as dg
 import numpy as np
 import pandas as pd
-
-import dagster as dg
 
 from tinybench_assets.defs.assets.prices import model_prices
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.assets.routing import (
-    GROUP, RouterConfig, load_embeddings, partition_rows, pirt_predictions, question_embeddings,
+    GROUP,
+    RouterConfig,
+    load_embeddings,
+    partition_rows,
+    pirt_predictions,
+    question_embeddings,
 )
 from tinybench_assets.defs.cards import card
-from tinybench_assets.defs.versions import code_version
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
+from tinybench_assets.defs.versions import code_version
 from tinybench_assets.io import plots, router_plots
 from tinybench_assets.io.store import Store, load_matrix
 
@@ -157,8 +161,8 @@ def cost_row(objective: str, choice, rep: dict, models, best: int, curve: tuple[
 def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, store: StoreResource,
                     torch_device: TorchDevice, model_store: ModelStore) -> dg.MaterializeResult:
     from tinybench_assets.core.routing import evaluate_routing, route, select_router
-    from tinybench_assets.core.routing.cost import cost_quality_report, expected_cost
     from tinybench_assets.core.routing.calibrated import CalibratedRouter
+    from tinybench_assets.core.routing.cost import cost_quality_report, expected_cost
     from tinybench_assets.core.routing.routers import EnsembleRouter, model_accuracy
     from tinybench_assets.core.routing.select import base_family, same_config
 

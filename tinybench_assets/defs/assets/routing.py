@@ -8,24 +8,21 @@ after it reads the split from there); the tutorial's KNN-imputed p-IRT then sits
 question. Partitions without question text, or with too few questions to split, are materialized with a ``skipped``
 note.
 """
-import json
-import time
-
-import numpy as np
-import pandas as pd
 
 import dagster as dg
+import numpy as np
+import pandas as pd
 
 from tinybench_assets.core.routing.select import DEFAULT_FAMILIES
 from tinybench_assets.defs.assets.irt import irt_model
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
-from tinybench_assets.defs.versions import code_version
 from tinybench_assets.defs.partitions import scenario_partitions
-from tinybench_assets.defs.resources import DUCKDB_POOL, EncoderResource, StoreResource, TorchDevice
-from tinybench_assets.io import plots, router_plots
+from tinybench_assets.defs.resources import DUCKDB_POOL, EncoderResource, StoreResource
+from tinybench_assets.defs.versions import code_version
+from tinybench_assets.io import plots
 from tinybench_assets.io.embeddings import embed_cached, load_cached, text_key
-from tinybench_assets.io.store import Store, load_matrix
+from tinybench_assets.io.store import Store
 
 GROUP = "router"
 CODE_VERSION = code_version("router")

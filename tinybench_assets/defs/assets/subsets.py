@@ -9,26 +9,34 @@ import json
 import time
 from pathlib import Path
 
+import dagster as dg
 import numpy as np
 import pandas as pd
-
-import dagster as dg
 from pydantic import Field
 
 from tinybench_assets import paths
 from tinybench_assets.atomic import atomic_write
 from tinybench_assets.core.responses import concat_scenarios
-from tinybench_assets.core.subsets import (DEFAULTS, Scalarization, SearchSpace, chance_per_item, choose_export,
-                                           parallel_forms, prepare, read_aggregate, run_magi)
+from tinybench_assets.core.subsets import (
+    DEFAULTS,
+    Scalarization,
+    SearchSpace,
+    chance_per_item,
+    choose_export,
+    parallel_forms,
+    prepare,
+    read_aggregate,
+    run_magi,
+)
 from tinybench_assets.core.subsets.choice import EXPORT_RULE
 from tinybench_assets.core.subsets.penalty import penalty_vs_n_voters, score_trends, subset_scores
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, env_torch_threads
-from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.defs.versions import code_version
 from tinybench_assets.io import plots
+from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.store import Store, load_matrix
 
 GROUP = "magi"

@@ -3,10 +3,9 @@ from __future__ import annotations
 
 import math
 
+import dagster as dg
 import numpy as np
 import pandas as pd
-
-import dagster as dg
 
 from tinybench_assets.io.store import Store
 

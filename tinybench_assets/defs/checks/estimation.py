@@ -1,9 +1,8 @@
 """Checks on the estimation assets: anchor weights, estimates and intervals, the backtest, the exported JSON."""
 
+import dagster as dg
 import numpy as np
 import pandas as pd
-
-import dagster as dg
 
 from tinybench_assets.defs.checks._common import ERROR, nothing_stored, partition_of, result, rows
 from tinybench_assets.defs.partitions import leaderboard_partitions

@@ -1,8 +1,7 @@
 """Checks on the per-scenario response assets and the IRT fits."""
 
-import numpy as np
-
 import dagster as dg
+import numpy as np
 
 from tinybench_assets.defs.checks._common import ERROR, WARN, nothing_stored, partition_of, result
 from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions

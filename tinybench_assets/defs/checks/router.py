@@ -1,10 +1,18 @@
 """Checks on the router assets (per scenario partition) and the MAGI subsets (per leaderboard)."""
 
+import dagster as dg
 import numpy as np
 
-import dagster as dg
-
-from tinybench_assets.defs.checks._common import ERROR, WARN, nothing_stored, partition_of, result, rows, skip_result, skipped
+from tinybench_assets.defs.checks._common import (
+    ERROR,
+    WARN,
+    nothing_stored,
+    partition_of,
+    result,
+    rows,
+    skip_result,
+    skipped,
+)
 from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
 from tinybench_assets.defs.resources import StoreResource
 
