@@ -1,4 +1,4 @@
-"""Deployment profiles: the project's Definitions with another executor and GPU placement (issue 14; deploy/README.md).
+"""Deployment profiles: the project's Definitions with another executor and GPU placement (deploy/README.md).
 
 * ``multiprocess_defs`` (local, one machine): Dagster's multiprocess executor, each step in its own process, at most
   ``TINYBENCH_MAX_CONCURRENT`` (default: the CPU count) steps of a run at once and one GPU step at a time. Steps that

@@ -8,8 +8,8 @@ Two ways to spread them over the cores:
   each; a leaderboard starts as soon as its own scenario partitions are done, and the leaderboard with the most landed
   responses goes first with its scenarios (:func:`scenario_phase_plan`), so its long fits (spread over the cores by
   their own worker pools) run beside the other leaderboards' scenarios. Scenario steps scale poorly on threads (an IRT
-  fit on 2 threads is 1.12x its 1-thread speed), one-thread processes side by side nearly 2x. Measured on 2 cores
-  (issue 12): cold run-all 437 s, against 483 s with the leaderboards after all scenarios and 640 s all in one process.
+  fit on 2 threads is 1.12x its 1-thread speed), one-thread processes side by side nearly 2x. Measured on 2 cores:
+  cold run-all 437 s, against 483 s with the leaderboards after all scenarios and 640 s all in one process.
 - **leaderboard chains** (``--jobs N``): a leaderboard's scenarios, then the leaderboard, per task, N tasks at once.
   Measured on 2 cores: two one-thread chains took 720 s cold against 640 s one after another, so the default is one
   chain per :data:`CORES_PER_CHAIN` cores.
@@ -25,7 +25,7 @@ from pathlib import Path
 from tinybench_assets import paths
 
 #: cores per leaderboard chain when run-all picks how many leaderboards to refresh at once (``--jobs 0``). Measured on
-#: 2 cores (issue 12): two one-thread chains took 720 s cold against 640 s one after another (CPU-bound throughout: both
+#: 2 cores: two one-thread chains took 720 s cold against 640 s one after another (CPU-bound throughout: both
 #: cores ~1.9 busy either way); two two-thread chains oversubscribed the cores (openllm's scenario steps 4-6x slower).
 CORES_PER_CHAIN = 4
 

@@ -29,9 +29,9 @@ def lock_path() -> Path:
 def project_run_lock(path: Path, wait: bool = True, say=print):
     """Hold the project's run-all lock (``fcntl.flock``, released by the kernel if the process dies).
 
-    Two run-alls on one project used to both spin: the second's Dagster in-process executor polled the busy
-    "duckdb" pool without sleeping (46 CPU-minutes each in 54 minutes, neither past "ingest"). Now the second one
-    says who holds the lock and waits for it in the kernel, using no CPU (``wait=True``), or raises RunAllBusy.
+    Without it, two run-alls on one project both spin: the second's Dagster in-process executor polls the busy
+    "duckdb" pool without sleeping (46 CPU-minutes each in 54 minutes, neither past "ingest"). With it the second
+    one says who holds the lock and waits for it in the kernel, using no CPU (``wait=True``), or raises RunAllBusy.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "a+") as fh:

@@ -364,9 +364,3 @@ def run_backtest(
         timings=pd.DataFrame([o["timing"] for o in outs]),
     )
 
-
-def best_estimators(summary: pd.DataFrame, n: int, target: str = "t1",
-                    estimators=("tinybench", "tinybench_own")) -> pd.DataFrame:
-    """Rows of a summary for the selected estimators at one n (clustering column collapsed)."""
-    s = summary[(summary.n == n) & summary.estimator.isin(estimators)]
-    return s.groupby(["estimator", "scenario"])[[f"mae_{target}", f"coverage_{target}"]].mean().reset_index()

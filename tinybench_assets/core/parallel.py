@@ -1,6 +1,6 @@
 """Process pools with an explicit thread budget per worker, for work whose threads scale poorly.
 
-Measured on the 2-core machine (issue 12): one AnchorPredictor fit on openllm takes 116 s with 2 torch/OpenMP
+Measured on the 2-core machine: one AnchorPredictor fit on openllm takes 116 s with 2 torch/OpenMP
 threads and 130 s with 1 (the IRT fits and the gradient-boosted regressors are many small problems), so two
 one-thread processes do about twice the work of one two-thread process. :func:`worker_pool` makes such a pool
 (spawned, never forked: torch's thread pools do not survive a fork) and :func:`run_tasks` runs a list of

@@ -192,7 +192,7 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
                     self.anchors_[(c, n, s)] = self._select(Yf, c, n, s)
             tb = time.perf_counter()
             if self.learned:
-                # the largest budgets (most features) first; stored in (clustering, n) order as before
+                # the largest budgets (most features) first; stored in (clustering, n) order
                 for fitted in run_tasks(fit_learned, [(self, Yf, T2f, c, n) for c, n in cn], pool,
                                         first=lambda i: -cn[i][1]):
                     self.gbm_.update(fitted)

@@ -108,7 +108,7 @@ class LandingResource(dg.ConfigurableResource):
 
     incoming: str = Field(default_factory=paths.incoming_dir)
     quarantine: str = Field(default_factory=paths.quarantine_dir)
-    # tinyBenchmarks pickle drops are read only from trusted folders: "1"/"true" = all, or "openllm,tiny" (issue 14)
+    # tinyBenchmarks pickle drops are read only from trusted folders: "1"/"true" = all, or "openllm,tiny"
     trust_pickle_drops: str = Field(default_factory=lambda: os.environ.get("TINYBENCH_TRUST_PICKLE_DROPS", ""))
 
     @property

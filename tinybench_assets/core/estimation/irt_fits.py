@@ -40,7 +40,7 @@ class IRTFitMixin:
             keys.append("joint")
         done = run_tasks(select_and_fit, tasks, pool, first=lambda k: (keys[k] != "joint", -tasks[k][0].size))
         self.dim_selection_, self.irt_ = {}, {}
-        for k in range(len(tasks)):  # scenarios in order, then joint, as before
+        for k in range(len(tasks)):  # scenarios in order, then joint
             self.dim_selection_[keys[k]], self.irt_[keys[k]] = done[k]
         if len(self.scenarios_) == 1:  # one scenario: the joint fit is the per-scenario fit
             self.dim_selection_["joint"] = self.dim_selection_[self.scenarios_[0]]

@@ -4,7 +4,7 @@ A small board knows little about its items' discriminations (a few dozen models)
 subscenarios and, from its training models, how hard each item is. Anchors drawn across subscenarios in proportion
 to their weight in the scenario's score, and within a subscenario spread evenly over the training difficulty, give
 the stratified mean a lower variance than random items, and KMeans on a few dozen correctness patterns gives none
-(issue 40: 6.33 against 6.19 points for random items on the Open LLM Leaderboard v2).
+(6.33 against 6.19 points for random items on the Open LLM Leaderboard v2).
 
 :func:`nested_order` returns an order of all items: position t goes to the subscenario furthest behind its share
 (largest deficit ``share * t - taken``), and inside a subscenario items follow the van der Corput sequence over

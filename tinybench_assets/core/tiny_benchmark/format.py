@@ -108,12 +108,6 @@ def _enc_matrix(a) -> list:
     return [[_enc(v) for v in row] for row in a]
 
 
-def _arr(x) -> np.ndarray:
-    if not isinstance(x, list):
-        raise ArtifactError(f"artifact holds {type(x).__name__} where a list of numbers was expected")
-    return np.array([_dec(v) for v in x], dtype=float)
-
-
 def check_format(art) -> None:
     """The format tag and version (ArtifactError for another format, a version 1 artifact or another version)."""
     if not isinstance(art, dict):

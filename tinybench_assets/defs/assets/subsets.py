@@ -1,4 +1,4 @@
-"""MAGI subset assets per leaderboard (issue 9): item rankings, score trends, voter penalty, the chosen subset
+"""MAGI subset assets per leaderboard: item rankings, score trends, voter penalty, the chosen subset
 (with its Pareto front and a runnable export), every model's subset score, and stratified parallel forms.
 
 Per-leaderboard defaults (``BOARD_DEFAULTS``): openllm pools all its scenario partitions; routerdc uses the
@@ -30,6 +30,7 @@ from tinybench_assets.core.subsets import (
 )
 from tinybench_assets.core.subsets.choice import EXPORT_RULE
 from tinybench_assets.core.subsets.penalty import penalty_vs_n_voters, score_trends, subset_scores
+from tinybench_assets.core.subsets.rankings import VOTER_METHODS
 from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions
@@ -269,7 +270,7 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
             "method": method, "model": models[setup.voters], "family": fam[setup.voters],
             "penalty_before": res.chosen.penalty_before, "penalty_after": res.chosen.penalty_after}))
         k = int(res.chosen.base.sum())
-        if method in ("mean_score", "ref_vs_voters") and len(setup.voters) > 1:
+        if method in VOTER_METHODS and len(setup.voters) > 1:
             n_values = sorted({n for n in (1, 2, 3, 5, 10, 20, 40, 60, len(setup.voters)) if n <= len(setup.voters)})
             curves.append(penalty_vs_n_voters(setup.Yv, method, k, y_ref=setup.Y[setup.reference], n_values=n_values,
                                               seed=config.seed).assign(method=method))

@@ -1,4 +1,4 @@
-"""Asset checks users can trust (issue 10). Every check is partitioned like its asset, so a result belongs to
+"""Asset checks users can trust. Every check is partitioned like its asset, so a result belongs to
 one scenario or leaderboard partition; blocking checks (severity ERROR) stop downstream assets in the same run.
 
 - responses: ``responses_valid`` (raw_responses, blocking), ``matrix_complete`` (response_matrix, warning),
