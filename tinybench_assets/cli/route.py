@@ -132,7 +132,7 @@ def read_questions(path) -> list[tuple[str, str]]:
 
 # --------------------------------------------------------------------------------------------- routing
 def _load_router(args):
-    from tinybench_assets.core.routing.saved import load_router
+    from tinybench_assets.core.routing.served import RouterFileError, ServedRouter
 
     if args.router:
         path = Path(args.router)
@@ -147,15 +147,10 @@ def _load_router(args):
         what = f"router_accuracy for partition {want}" if args.scenario else f"leaderboard_router for leaderboard {want}"
         raise UsageError(f"no router at {path}: materialize {what} first")
     try:
-        router, meta = load_router(path)
-    except Exception as e:  # a truncated or foreign file
-        raise UsageError(f"cannot read router {path}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}") from None
-    missing = [k for k in ("models", "prior", "encoder") if k not in meta]
-    if missing:
-        raise UsageError(f"router {path}: meta lacks {', '.join(missing)} (not written by router_accuracy?)")
-    if want and meta.get("partition") and meta["partition"] != want:
-        raise UsageError(f"router {path} is for partition {meta['partition']}, not {want}")
-    return path, router, meta
+        served = ServedRouter.load(path, partition=want)
+    except RouterFileError as e:
+        raise UsageError(str(e)) from None
+    return path, served
 
 
 def check_device(device: str) -> None:
@@ -251,25 +246,15 @@ def cost_policy(meta: dict, objective: str | None, tolerance: float | None, max_
     return objective, point.policy, point.rule
 
 
-def route_questions(router, meta: dict, E, policy=None):
-    """(P (n, M), picks (n,), out-of-distribution flags (n,) or None) for embedded questions: ``policy`` None routes
-    as ``router_accuracy`` routes its test questions (argmax P with the router's margin); a core.routing.cost.Policy
-    routes with each model priced at its mean training cost. A guarded router (the leaderboard's) flags questions
-    unlike every training question and sends them to the model with the best training accuracy."""
-    import numpy as np
+def route_questions(served, E, policy=None):
+    """(P, picks, out-of-distribution flags or None) of embedded questions (core/routing/served.py); a router that
+    gives the wrong shape is a UsageError."""
+    from tinybench_assets.core.routing.served import RouterFileError
 
-    from tinybench_assets.core.routing.metrics import route
-
-    P = np.asarray(router.predict_proba(E), dtype=float)
-    if P.shape != (len(E), len(meta["models"])):
-        raise UsageError(f"router gives P of shape {P.shape}, expected ({len(E)}, {len(meta['models'])})")
-    prior = np.asarray(meta["prior"], dtype=float)
-    if policy is None:
-        picks = route(P, prior, margin=float(meta.get("margin", 0.0)))
-    else:
-        picks = policy.picks(P, np.asarray(meta["cost"]["model_cost"], dtype=float), prior)
-    ood = router.novelty(E)[1] if hasattr(router, "novelty") else None
-    return P, picks if ood is None else np.where(ood, int(np.argmax(prior)), picks), ood
+    try:
+        return served.route(E, policy)
+    except RouterFileError as e:
+        raise UsageError(str(e)) from None
 
 
 def _short(text: str, n: int) -> str:
@@ -322,17 +307,17 @@ def route_cmd(args: argparse.Namespace) -> int:
             source = "the command line"
         else:
             raise UsageError('give one or more question texts or --questions FILE')
-        path, router, meta = _load_router(args)
+        path, served = _load_router(args)
+        meta = served.meta
         enc = _encoder(meta, path, args.device, args.threads)
         try:
             with _offline_and_quiet():
                 E = enc.encode([t for _, t in questions])
-            from tinybench_assets.core.routing.surface import router_input  # the text's form beside the embedding
-            E = router_input(meta.get("surface"), E, [t for _, t in questions])
+            E = served.inputs(E, [t for _, t in questions])  # the text's form beside the embedding, where trained so
         except (OSError, RuntimeError) as e:
             raise UsageError(f"cannot embed the questions: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
         objective, chosen, rule = cost_policy(meta, args.objective, args.tolerance, args.max_cost, args.min_accuracy)
-        P, picks, ood = route_questions(router, meta, E, chosen)
+        P, picks, ood = route_questions(served, E, chosen)
     except UsageError as e:
         print(f"tinybench route: error: {e}", file=sys.stderr)
         return 2

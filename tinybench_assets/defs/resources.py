@@ -81,19 +81,16 @@ class ModelStore(dg.ConfigurableResource):
         with open(path, "rb") as fh:
             return pickle.load(fh)
 
-    def save_router(self, key: str, router, meta: dict) -> Path:
-        """Save a scenario partition's served router (``core.routing.routers.save_router``: arrays and JSON in one .npz,
-        no pickle) atomically; returns its path."""
-        from tinybench_assets.core.routing.saved import save_router
-
+    def save_router(self, key: str, served) -> Path:
+        """Save a scenario partition's ``core.routing.served.ServedRouter`` (arrays and JSON in one .npz, no pickle)
+        atomically; returns its path."""
         board, scenario = split_partition_key(key)
-        return self.save_file(board, model_files.router_file(scenario), lambda tmp: save_router(router, tmp, meta))
+        return self.save_file(board, model_files.router_file(scenario), served.save)
 
-    def save_board_router(self, board: str, router, meta: dict) -> Path:
-        """Save a leaderboard's mixed-traffic router (``leaderboard_router``) as ``<board>/router.npz``; returns its path."""
-        from tinybench_assets.core.routing.saved import save_router
-
-        return self.save_file(board, model_files.BOARD_ROUTER_FILE, lambda tmp: save_router(router, tmp, meta))
+    def save_board_router(self, board: str, served) -> Path:
+        """Save a leaderboard's mixed-traffic ``ServedRouter`` (``leaderboard_router``) as ``<board>/router.npz``;
+        returns its path."""
+        return self.save_file(board, model_files.BOARD_ROUTER_FILE, served.save)
 
     def save_predictor(self, board: str, predictor) -> Path:
         return self.save_pickle(board, model_files.PREDICTOR_FILE, predictor)

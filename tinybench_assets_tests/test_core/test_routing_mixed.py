@@ -8,6 +8,7 @@ from tinybench_assets.core.routing.guard import GuardedRouter
 from tinybench_assets.core.routing.metrics import route
 from tinybench_assets.core.routing.saved import load_router, save_router
 from tinybench_assets.core.routing.select import select_router, simplicity
+from tinybench_assets.core.routing.served import RouterFileError, ServedRouter
 from tinybench_assets.core.routing.split import question_split
 from tinybench_assets.core.routing.surface import SurfaceFeatures, router_input
 from tinybench_assets.core.routing.task import TaskRouter
@@ -72,6 +73,30 @@ def test_surface_features_tell_tasks_apart_where_embeddings_cannot(tmp_path):
     assert (joined.tasks_[joined.recognise(F[1::2])] == names[1::2]).mean() == 1.0
     with pytest.raises(ValueError, match="3 texts for 400"):
         surface.join(E, texts[:3])
+
+
+def test_served_router_round_trips_and_refuses_what_it_cannot_serve(tmp_path):
+    """One class writes the router file (the assets) and reads it (tinybench route): the same routes after a round
+    trip, a guarded router's strangers sent to the best training model, and a file that lacks what serving needs,
+    serves another partition or is not a router is refused naming the file."""
+    E, Y, task = two_tasks()
+    g = GuardedRouter(TaskRouter().fit(E[::2], Y[::2], task[::2])).fit(E[::2], Y[::2])
+    meta = {"partition": "board", "models": ["m0", "m1"], "prior": [0.4, 0.6], "encoder": "x", "margin": 0.0}
+    ServedRouter(g, meta).save(tmp_path / "r.npz")
+    back = ServedRouter.load(tmp_path / "r.npz", partition="board")
+    X = np.vstack([E[1::2], 50 * np.ones((1, E.shape[1]), dtype=np.float32)])  # the last question: a stranger
+    P, picks, ood = back.route(back.inputs(X, ["q"] * len(X)))
+    P0, picks0, ood0 = ServedRouter(g, meta).route(X)
+    assert np.allclose(P, P0) and (picks == picks0).all() and (ood == ood0).all()
+    assert ood[-1] and picks[-1] == 1 and (picks[:-1] == (task[1::2] == "B")).mean() > 0.95
+    with pytest.raises(RouterFileError, match="is for partition board, not other"):
+        ServedRouter.load(tmp_path / "r.npz", partition="other")
+    save_router(g, tmp_path / "bare.npz", {"models": ["m0", "m1"]})
+    with pytest.raises(RouterFileError, match=r"bare.npz: meta lacks prior, encoder"):
+        ServedRouter.load(tmp_path / "bare.npz")
+    (tmp_path / "junk.npz").write_bytes(b"not a router")
+    with pytest.raises(RouterFileError, match="cannot read router .*junk.npz"):
+        ServedRouter.load(tmp_path / "junk.npz")
 
 
 def test_selection_serves_the_task_router_and_says_who_sits_out():

@@ -17,6 +17,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
+from tinybench_assets.core.routing.served import ServedRouter
 from tinybench_assets.core.routing.surface import SurfaceFeatures
 from tinybench_assets.defs.assets.irt import irt_model
 from tinybench_assets.defs.assets.router_eval import routing_data
@@ -123,11 +124,11 @@ def leaderboard_router(context: dg.AssetExecutionContext, config: RouterConfig, 
                         seconds=time.perf_counter() - t0, updated_at=pd.Timestamp.now())
     cv = sel.table.assign(config=sel.table["config"].map(json.dumps))[["family", "config", "cv_acc", "chosen_in_family", "served"]]
     db.replace_partition({"board_router_metrics": table, "board_router_cv": cv}, board)
-    path = model_store.save_board_router(board, guarded, {
+    path = model_store.save_board_router(board, ServedRouter(guarded, {
         "partition": board, "scope": "leaderboard", "scenarios": scenarios, "models": models,
         "prior": [float(x) for x in prior], "served": sel.served, "margin": sel.margin, "config": sel.best[sel.served][0],
         "cv_acc": sel.best[sel.served][1], "encoder": encoder,
-        "surface": surface.params() if surface is not None else None, "created": pd.Timestamp.now().isoformat()})
+        "surface": surface.params() if surface is not None else None, "created": pd.Timestamp.now().isoformat()}))
     macro = figs.iloc[-1]
     png = router_plots.router_bars(f"{board}: mixed traffic, {int(macro['n'])} test questions",
                                    {f"router: {sel.served}": macro["router"], "best single": macro["best_overall"],

@@ -165,6 +165,7 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
     from tinybench_assets.core.routing.cost import cost_quality_report, expected_cost
     from tinybench_assets.core.routing.routers import EnsembleRouter, model_accuracy
     from tinybench_assets.core.routing.select import base_family, same_config
+    from tinybench_assets.core.routing.served import ServedRouter
 
     key, db, t0 = context.partition_key, store.get(), time.perf_counter()
     if partition_rows(db, "question_embeddings", key, "item").empty:
@@ -262,9 +263,9 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
         saved, file_meta = fitted[fam], {"served": fam, "margin": float(sel.best[fam][0].get("margin", 0.0)),
                                          "config": sel.best[fam][0], "cv_acc": sel.best[fam][1],
                                          "cost": cost_file_meta(objective, config, choice, sel.oof[fam], Ytr, Ctr, prior)}
-    path = model_store.save_router(key, saved, {
+    path = model_store.save_router(key, ServedRouter(saved, {
         "partition": key, "models": models, "prior": [float(x) for x in prior], **file_meta,
-        "encoder": str(emb["encoder"].iloc[0]), "created": pd.Timestamp.now().isoformat()})
+        "encoder": str(emb["encoder"].iloc[0]), "created": pd.Timestamp.now().isoformat()}))
     figs = {f"router: {sel.served}": ev["router_acc"], "best single": ev["best_single_acc"], "oracle": ev["oracle_acc"],
             "random": ev["random_acc"], "tutorial p-IRT": tut}
     figs.update({f"{r['router']} (not served)": r["test_acc"] for r in rows if not r["served"]})
