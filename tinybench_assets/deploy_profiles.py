@@ -52,7 +52,7 @@ def with_op_tags(assets_def: dg.AssetsDefinition, tags: dict) -> dg.AssetsDefini
 
     Dagster has no public call for this, so the op is rebuilt with the constructor its own ``with_replaced_properties``
     uses: same compute function, ins, outs, config schema, resources, code version, retry policy and pool."""
-    from dagster._core.definitions.op_definition import OpDefinition
+    from tinybench_assets.orchestration.dagster_private import OpDefinition
 
     op = assets_def.op
     new_op = OpDefinition.dagster_internal_init(

@@ -113,14 +113,14 @@ class DaemonProject:
         return list(self.instance.get_runs(dg.RunsFilter(**filters) if filters else None))
 
     def live_runs(self) -> list:
-        from tinybench_assets.live_runs import LIVE
+        from tinybench_assets.orchestration.live_runs import LIVE
 
         return self.runs(statuses=LIVE)
 
     def decision(self):
         """The refresh decision as the daemon's sensor takes it now (run in this process, with this project's paths)."""
         from tinybench_assets.io.store import Store
-        from tinybench_assets.refresh_plan import decide
+        from tinybench_assets.orchestration.refresh_plan import decide
 
         saved = {k: os.environ.get(k) for k in ("TINYBENCH_INCOMING", "TINYBENCH_QUARANTINE", "TINYBENCH_DUCKDB",
                                                 "TINYBENCH_ARTIFACTS")}

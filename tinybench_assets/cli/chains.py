@@ -1,5 +1,5 @@
 """How ``tinybench run-all`` runs its refreshes: units of work (one job on one partition, through
-:func:`~tinybench_assets.refresh.refresh`) grouped into tasks, in this process or in spawned worker processes.
+:func:`~tinybench_assets.orchestration.refresh.refresh`) grouped into tasks, in this process or in spawned worker processes.
 
 Two ways to spread them over the cores:
 
@@ -51,7 +51,8 @@ def project_instance():
     """
     import dagster as dg
     import yaml
-    from dagster._core.instance.ref import InstanceRef
+
+    from tinybench_assets.orchestration.dagster_private import InstanceRef
 
     if not os.environ.get("DAGSTER_HOME"):
         home = paths.PROJECT_ROOT / ".dagster_home"
@@ -71,12 +72,12 @@ def run_units(units: list[Unit], force: bool = False, log_level: str = "WARNING"
     """Refresh each unit in turn (stale or missing assets only, unless ``force``), saying a line per unit; returns
     (materializations, failed partition keys). ``setup``: the caller's (definitions, instance, owner tags) to reuse;
     built here when None (in a worker's own process)."""
-    from tinybench_assets.refresh import refresh
+    from tinybench_assets.orchestration.refresh import refresh
 
     say = say or (lambda line: print(line, flush=True))
     if setup is None:
         from tinybench_assets.definitions import build_defs
-        from tinybench_assets.defs.orphans import run_owner_tags
+        from tinybench_assets.orchestration.orphans import run_owner_tags
 
         setup = build_defs(), project_instance(), run_owner_tags()
     defs, instance, owner = setup

@@ -20,7 +20,7 @@ class RunAllBusy(RuntimeError):
 def lock_path() -> Path:
     """The run lock sits beside the project's DuckDB file: one run-all per store at a time (the daemon's
     refresh_sensor requests nothing while a live run-all holds it)."""
-    from tinybench_assets.refresh_plan import run_all_lock_path
+    from tinybench_assets.orchestration.refresh_plan import run_all_lock_path
 
     return run_all_lock_path()
 
@@ -98,11 +98,11 @@ def _run_all(args: argparse.Namespace) -> int:
     from tinybench_assets.cli.chains import CORES_PER_CHAIN, project_instance, run_chains, run_scenario_phase
     from tinybench_assets.core.parallel import resolve_jobs
     from tinybench_assets.definitions import build_defs
-    from tinybench_assets.defs.orphans import mark_orphaned_runs, run_owner_tags
     from tinybench_assets.defs.partitions import register_partitions
     from tinybench_assets.io.drops import split_partition_key
     from tinybench_assets.io.landing import pending_drops, seed_default_data
     from tinybench_assets.io.store import Store
+    from tinybench_assets.orchestration.orphans import mark_orphaned_runs, run_owner_tags
 
     instance = project_instance()
     # a run-all killed (SIGKILL, out of memory) left its run STARTED for ever, the UI showing it running: mark such
@@ -111,7 +111,7 @@ def _run_all(args: argparse.Namespace) -> int:
         print(f"marked orphaned run {run_id} FAILED: {why}", flush=True)
     # runs the Dagster daemon has in hand (the refresh sensor requests no new ones while we hold the lock): wait for
     # them, so a partition is computed once; queued runs that no live daemon will launch are canceled
-    from tinybench_assets.live_runs import wait_for_live_runs
+    from tinybench_assets.orchestration.live_runs import wait_for_live_runs
 
     wait_for_live_runs(instance, say=lambda line: print(line, flush=True))
     defs = build_defs()  # resources on the paths of this environment
@@ -123,8 +123,8 @@ def _run_all(args: argparse.Namespace) -> int:
             print(f"landing folder {paths.incoming_dir()}: {len(copied)} file(s) copied from {src}")
         else:
             print(f"default data {src} not found; using what is already in {paths.incoming_dir()}")
-    from tinybench_assets.refresh import pending as stale_work
-    from tinybench_assets.refresh import refresh
+    from tinybench_assets.orchestration.refresh import pending as stale_work
+    from tinybench_assets.orchestration.refresh import refresh
 
     # this process's pid, host and start time on every run it executes: a later start tells an orphan by them
     owner = run_owner_tags()

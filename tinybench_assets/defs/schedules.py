@@ -8,7 +8,7 @@ import dagster as dg
 
 from tinybench_assets.defs.jobs import jobs
 from tinybench_assets.defs.resources import LandingResource, StoreResource
-from tinybench_assets.refresh_plan import INGEST_JOB, LEADERBOARD_JOB, SCENARIO_JOB, decide
+from tinybench_assets.orchestration.refresh_plan import INGEST_JOB, LEADERBOARD_JOB, SCENARIO_JOB, decide
 
 CRON = {INGEST_JOB: "0 3 * * *", SCENARIO_JOB: "15 3 * * *", LEADERBOARD_JOB: "0 4 * * *"}
 

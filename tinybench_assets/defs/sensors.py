@@ -11,10 +11,10 @@ from pathlib import Path
 import dagster as dg
 
 from tinybench_assets.defs.jobs import jobs
-from tinybench_assets.defs.orphans import free_pool_slots, mark_orphaned_runs
 from tinybench_assets.defs.partitions import register_partitions
 from tinybench_assets.defs.resources import LandingResource, StoreResource
-from tinybench_assets.refresh_plan import decide
+from tinybench_assets.orchestration.orphans import free_pool_slots, mark_orphaned_runs
+from tinybench_assets.orchestration.refresh_plan import decide
 
 #: seconds between full refresh decisions when nothing is seen to change (TINYBENCH_SENSOR_INTERVAL_S, default 30;
 #: the tests use a few seconds). The sensor looks every few seconds, and decides at once when a landing file or a
@@ -50,7 +50,7 @@ def runs_ended_since(instance: dg.DagsterInstance, since: float) -> bool:
     minimum_interval_seconds=LOOK_INTERVAL_S,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="Refreshes the project when leaderboard data arrives, asking the question `tinybench run-all` asks "
-    "(tinybench_assets/refresh_plan.py): new or changed files in the landing folder -> one ingest run (bad files are "
+    "(tinybench_assets/orchestration/refresh_plan.py): new or changed files in the landing folder -> one ingest run (bad files are "
     "quarantined there); then, per scenario partition, one run of just its stale or missing assets (a drop refreshes "
     "its own partitions); then each leaderboard whose scenarios are done. Runs are tagged with why "
     "(tinybench/reason). No run while one is live for the same partition or while a `tinybench run-all` holds the "

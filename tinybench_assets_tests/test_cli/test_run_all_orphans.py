@@ -13,8 +13,8 @@ import pytest
 from dagster._core.test_utils import create_run_for_test
 
 from tinybench_assets import cli
-from tinybench_assets.defs import orphans as o
 from tinybench_assets.defs import sensors as s
+from tinybench_assets.orchestration import orphans as o
 from tinybench_assets_tests import reliability_data as rd
 
 

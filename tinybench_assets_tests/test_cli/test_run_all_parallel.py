@@ -13,8 +13,8 @@ import dagster as dg
 import numpy as np
 import pytest
 
-from tinybench_assets.defs.orphans import PID_TAG, process_start_time
 from tinybench_assets.io.store import Store
+from tinybench_assets.orchestration.orphans import PID_TAG, process_start_time
 from tinybench_assets_tests import reliability_data as rd
 
 pytestmark = pytest.mark.timeout(600)

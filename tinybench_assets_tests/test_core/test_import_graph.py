@@ -177,3 +177,20 @@ def test_no_new_long_class():
                     bad[name] = n
     assert not bad, f"classes over {MAX_CLASS_LINES} lines (new, or grown past their KNOWN_LONG_CLASSES figure): {bad}"
     assert not KNOWN_LONG_CLASSES, "KNOWN_LONG_CLASSES is empty since issue 13: split a long class instead"
+
+
+def test_orchestration_sits_below_defs_and_owns_dagsters_private_api():
+    """The orchestration package imports nothing of ``defs``, and only its ``dagster_private`` module imports
+    Dagster's private modules (``dagster._*``)."""
+    graph = import_graph()
+    upward = {m: sorted(d for d in deps if d.startswith(f"{ROOT}.defs"))
+              for m, deps in graph.items() if m.startswith(f"{ROOT}.orchestration")}
+    assert f"{ROOT}.orchestration.refresh_plan" in upward
+    assert not any(upward.values()), f"orchestration modules importing defs: {upward}"
+    private = []
+    for mod, f in module_files().items():
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            private += [f"{mod}: {n}" for n in names if n.startswith("dagster._")]
+    assert private and all(p.startswith(f"{ROOT}.orchestration.dagster_private:") for p in private), private

@@ -77,7 +77,7 @@ def test_warm_run_materializes_nothing_and_a_changed_drop_refreshes_only_its_par
 
 def test_code_versions_cover_every_asset_and_fail_on_a_missing_source(monkeypatch):
     from tinybench_assets.definitions import defs
-    from tinybench_assets.defs import versions
+    from tinybench_assets.orchestration import versions
 
     graph = defs.resolve_asset_graph()
     for key in graph.get_all_asset_keys():

@@ -15,8 +15,8 @@ from tinybench_assets.defs.assets import scenario_assets
 from tinybench_assets.defs.resources import LandingResource, StoreResource
 from tinybench_assets.defs.schedules import schedules
 from tinybench_assets.defs.sensors import refresh_sensor
-from tinybench_assets.refresh import pending
-from tinybench_assets.refresh_plan import REASON_TAG, STATE_TAG, run_all_lock_path
+from tinybench_assets.orchestration.refresh import pending
+from tinybench_assets.orchestration.refresh_plan import REASON_TAG, STATE_TAG, run_all_lock_path
 from tinybench_assets_tests import reliability_data as rd
 
 pytestmark = pytest.mark.timeout(300)
@@ -159,7 +159,7 @@ def test_run_all_live_runs_and_failures_hold_requests_back(project):
 def test_critical_path_first(tmp_path, monkeypatch):
     """Work is ordered leaderboards first, then the larger leaderboard's scenarios (dagster/priority: the daemon's
     queue launches a leaderboard whose scenarios are done before scenario runs still queued for another one)."""
-    from tinybench_assets.refresh_plan import LEADERBOARD_PRIORITY, PRIORITY_TAG
+    from tinybench_assets.orchestration.refresh_plan import LEADERBOARD_PRIORITY, PRIORITY_TAG
 
     incoming = tmp_path / "incoming"
     for var, sub in (("TINYBENCH_INCOMING", "incoming"), ("TINYBENCH_DUCKDB", "tb.duckdb"),

@@ -146,6 +146,6 @@ def test_sigkill_during_an_irt_write_leaves_the_old_fit_or_the_new_one_whole_and
     assert not differences(after, clean), [explain(after, clean, t) for t in differences(after, clean)]
     _fit(res, instance, seed=0)  # and the re-run completes, identical to the clean run
     assert not differences(stored_rows(db), clean)
-    # the four killed runs are left STARTED in the instance (defs/orphans.py marks such runs failed; tested elsewhere)
+    # the four killed runs are left STARTED in the instance (orchestration/orphans.py marks such runs failed; tested elsewhere)
     killed = instance.get_runs(dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED]))
     assert len(killed) == 4 and all(r.tags.get("dagster/partition") == KEY for r in killed)

@@ -8,11 +8,11 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from tinybench_assets.defs.versions import landing_version, partition_version, prices_version
 from tinybench_assets.io.drops import DropError, read_drop
 from tinybench_assets.io.landing import ingest_landing
 from tinybench_assets.io.price_drops import DEFAULT_OUTPUT_TOKENS, estimate_tokens, question_costs
 from tinybench_assets.io.store import Store
+from tinybench_assets.orchestration.versions import landing_version, partition_version, prices_version
 from tinybench_assets_tests.conftest import SHARED
 
 WEAK, STRONG = "mistralai/Mixtral-8x7B-Instruct-v0.1", "gpt-4-1106-preview"
@@ -168,7 +168,7 @@ def test_after_a_price_change_only_the_cost_assets_are_stale(board, tmp_path, mo
     from tinybench_assets.defs.assets.responses import landing_ingest, raw_responses
     from tinybench_assets.defs.partitions import scenario_partitions
     from tinybench_assets.defs.resources import LandingResource, StoreResource
-    from tinybench_assets.refresh import assess, plan
+    from tinybench_assets.orchestration.refresh import assess, plan
 
     @dg.asset(partitions_def=scenario_partitions, deps=[raw_responses], code_version="1")
     def fit_like() -> None:  # an IRT fit's place: reads responses only

@@ -18,7 +18,7 @@ STALE_BADGE_NOTE = (
     "`openllm.mmlu`, ...) through an AllPartitionMapping: Dagster has no partition mapping from a dynamic scenario key "
     "to its leaderboard's key, so the UI calls every leaderboard partition stale when *any* leaderboard's scenario "
     "changes. `tinybench run-all`, the refresh sensor and the nightly schedules refresh a leaderboard partition only "
-    "when one of its own scenario partitions, an unpartitioned input or the code changed (tinybench_assets/refresh.py); "
+    "when one of its own scenario partitions, an unpartitioned input or the code changed (tinybench_assets/orchestration/refresh.py); "
     "the stale causes the UI lists name the partition they come from. Every run they launch says why in its "
     "`tinybench/reason` tag.")
 

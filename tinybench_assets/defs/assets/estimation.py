@@ -14,10 +14,10 @@ from tinybench_assets.defs.assets.irt import ALL_SCENARIOS, training_matrix
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
-from tinybench_assets.defs.versions import code_version
 from tinybench_assets.io import plots
 from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.store import Store
+from tinybench_assets.orchestration.versions import code_version
 
 from . import estimation_small as small
 

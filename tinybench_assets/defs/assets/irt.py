@@ -13,9 +13,9 @@ from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
-from tinybench_assets.defs.versions import code_version
 from tinybench_assets.io import plots
 from tinybench_assets.io.store import Store, load_matrix
+from tinybench_assets.orchestration.versions import code_version
 
 GROUP = "irt"
 CODE_VERSION = code_version("irt")

@@ -15,8 +15,8 @@ from tinybench_assets.defs.assets.responses import GROUP, landing_ingest
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource
-from tinybench_assets.defs.versions import code_version, prices_version
 from tinybench_assets.io.drops import split_partition_key
+from tinybench_assets.orchestration.versions import code_version, prices_version
 
 
 @dg.asset(group_name=GROUP, code_version=code_version("ingest"), pool=DUCKDB_POOL,

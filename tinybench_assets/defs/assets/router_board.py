@@ -25,10 +25,10 @@ from tinybench_assets.defs.assets.routing import GROUP, RouterConfig, partition_
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
-from tinybench_assets.defs.versions import code_version
 from tinybench_assets.io import plots, router_plots
 from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.store import Store
+from tinybench_assets.orchestration.versions import code_version
 
 CODE_VERSION = code_version("router")
 

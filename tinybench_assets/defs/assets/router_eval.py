@@ -20,9 +20,9 @@ from tinybench_assets.defs.assets.routing import (
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
-from tinybench_assets.defs.versions import code_version
 from tinybench_assets.io import plots, router_plots
 from tinybench_assets.io.store import Store, load_matrix
+from tinybench_assets.orchestration.versions import code_version
 
 CODE_VERSION = code_version("router")
 

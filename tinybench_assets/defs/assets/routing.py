@@ -19,10 +19,10 @@ from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, EncoderResource, StoreResource
-from tinybench_assets.defs.versions import code_version
 from tinybench_assets.io import plots
 from tinybench_assets.io.embeddings import embed_cached, load_cached, text_key
 from tinybench_assets.io.store import Store
+from tinybench_assets.orchestration.versions import code_version
 
 GROUP = "router"
 CODE_VERSION = code_version("router")

@@ -35,10 +35,10 @@ from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, env_torch_threads
-from tinybench_assets.defs.versions import code_version
 from tinybench_assets.io import plots
 from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.store import Store, load_matrix
+from tinybench_assets.orchestration.versions import code_version
 
 GROUP = "magi"
 CODE_VERSION = code_version("magi")

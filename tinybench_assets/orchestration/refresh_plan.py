@@ -4,7 +4,7 @@ running it keep out of each other's way.
 
 * **One question.** New or changed files in the landing folder (the drops the store has not ingested,
   ``io.landing.pending_drops``) need the ingest job; a scenario or leaderboard partition needs a run of exactly the
-  keys :func:`tinybench_assets.refresh.explain` calls stale or missing (Dagster's data versions with the project's
+  keys :func:`tinybench_assets.orchestration.refresh.explain` calls stale or missing (Dagster's data versions with the project's
   two corrections). No cursor of its own: the state lives in the store and the Dagster instance, so a daemon started
   after a run-all finds nothing to do, and a run-all after the daemon caught up materializes nothing.
 * **Order.** Ingest first (nothing else is decided while drops wait or an ingest runs: their partitions are not known
@@ -76,7 +76,7 @@ def run_all_lock_path() -> Path:
 
 def run_all_holder() -> str | None:
     """Who holds the run-all lock ("pid 123, started ..."), when a live process does; else None."""
-    from tinybench_assets.defs.orphans import process_start_time
+    from tinybench_assets.orchestration.orphans import process_start_time
 
     try:
         text = run_all_lock_path().read_text().strip()
@@ -103,11 +103,11 @@ def failed_attempts(instance: dg.DagsterInstance, state: str) -> int:
 def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str) -> Decision:
     """What needs a run now, and why (see the module docstring). ``defs``: a Definitions or RepositoryDefinition.
     Nothing while a live ``tinybench run-all`` holds the project's lock: it does the work."""
-    from tinybench_assets.defs.versions import code_version, landing_version
     from tinybench_assets.io.drops import split_partition_key
     from tinybench_assets.io.landing import pending_drops
-    from tinybench_assets.live_runs import live_runs
-    from tinybench_assets.refresh import explain, repository, resolver_for
+    from tinybench_assets.orchestration.live_runs import live_runs
+    from tinybench_assets.orchestration.refresh import explain, repository, resolver_for
+    from tinybench_assets.orchestration.versions import code_version, landing_version
 
     out = Decision()
     holder = run_all_holder()

@@ -24,7 +24,7 @@ def wait_for_live_runs(instance: dg.DagsterInstance, job_name: str | None = None
     has in hand is queued, starting or started; returns how many were waited for. Queued runs that no live daemon will
     launch are canceled instead (their work is about to be done by the caller). run-all's own in-process runs (tagged
     with its pid; one run-all per project holds the lock) are not waited for."""
-    from tinybench_assets.defs.orphans import PID_TAG
+    from tinybench_assets.orchestration.orphans import PID_TAG
 
     waited, said, t0 = set(), False, time.monotonic()
     while time.monotonic() - t0 < timeout_s:

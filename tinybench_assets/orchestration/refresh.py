@@ -56,7 +56,7 @@ def leaderboard_of_key(partition: str | None) -> str | None:
 def own_cause(cause, partition: str | None) -> bool:
     """Whether a stale root cause can concern ``partition``: a code change, a cause in an unpartitioned asset, or one
     in a partition of the same leaderboard."""
-    from dagster._core.definitions.data_version import StaleCauseCategory
+    from tinybench_assets.orchestration.dagster_private import StaleCauseCategory
 
     if cause.category == StaleCauseCategory.CODE or partition is None:
         return True
@@ -75,9 +75,12 @@ class Staleness:
 
 def resolver_for(instance: dg.DagsterInstance, asset_graph):
     """One caching stale-status resolver (the UI's): share it across the partitions of one decision."""
-    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
-    from dagster._core.definitions.data_version import CachingStaleStatusResolver
-    from dagster._time import get_current_datetime
+    from tinybench_assets.orchestration.dagster_private import (
+        AssetGraphView,
+        CachingStaleStatusResolver,
+        TemporalContext,
+        get_current_datetime,
+    )
 
     view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
                           instance=instance, asset_graph=asset_graph)
@@ -98,7 +101,7 @@ def assess(instance: dg.DagsterInstance, asset_graph, keys, partition: str | Non
       are FRESH when their content is unchanged (:func:`content_version` equals the stored version), and certain to
       change otherwise: a drop refreshes its own partitions, a prices file its leaderboard's cost assets.
     """
-    from dagster._core.definitions.data_version import StaleStatus
+    from tinybench_assets.orchestration.dagster_private import StaleStatus
 
     resolver = resolver or resolver_for(instance, asset_graph)
     out = Staleness({})
@@ -129,7 +132,7 @@ def assess(instance: dg.DagsterInstance, asset_graph, keys, partition: str | Non
 def content_version(name: str, store, partition: str) -> str:
     """The version a scenario partition's content-versioned asset (``SCENARIO_CONTENT``) would report now:
     ``raw_responses`` the partition's drops, ``model_prices`` its leaderboard's prices drops."""
-    from tinybench_assets.defs.versions import partition_version, prices_version
+    from tinybench_assets.orchestration.versions import partition_version, prices_version
 
     if name == "raw_responses":
         return partition_version(store, partition)
@@ -150,7 +153,7 @@ def plan(asset_graph, statuses: dict, certain=frozenset()) -> set:
     """Keys to run now: every MISSING or STALE key, the descendants (within the job) of those whose new data
     version is certain to differ (``certain``: content-versioned keys known to change), and the rest of any
     multi-asset that cannot be split."""
-    from dagster._core.definitions.data_version import StaleStatus
+    from tinybench_assets.orchestration.dagster_private import StaleStatus
 
     within = set(statuses)
     todo = {k for k, s in statuses.items() if s != StaleStatus.FRESH}
@@ -180,7 +183,7 @@ def store_of(defs):
 def explain(defs, instance: dg.DagsterInstance, job_name: str, partition: str | None = None, store=None,
             resolver=None) -> tuple[set, dict]:
     """(keys to run for ``partition``, {key: why}): the one refresh decision of run-all, the daemon's sensor and the
-    schedule (:mod:`tinybench_assets.refresh_plan`)."""
+    schedule (:mod:`tinybench_assets.orchestration.refresh_plan`)."""
     repo = repository(defs)
     staleness = assess(instance, repo.asset_graph, job_keys(defs, job_name), partition, store, resolver)
     todo = plan(repo.asset_graph, staleness.status, staleness.certain)
@@ -198,7 +201,7 @@ def refresh(defs: dg.Definitions, instance: dg.DagsterInstance, job_name: str, p
     """Run ``job_name`` for ``partition`` on its stale or missing assets only (all of them with ``force``). A run of
     the same job and partition that the Dagster daemon has in hand is waited for first, then the question is asked
     again: a partition is computed once when run-all meets the daemon."""
-    from tinybench_assets.live_runs import wait_for_live_runs
+    from tinybench_assets.orchestration.live_runs import wait_for_live_runs
 
     t0 = time.perf_counter()
     job = defs.resolve_job_def(job_name)

@@ -1,0 +1,19 @@
+"""Every private Dagster name the project uses, in one place: a Dagster upgrade that moves one breaks this module's
+import (and the tests that load it), not a refresh decision at run time. Each is used because Dagster has no public
+call for it (the notes say where it is used and why).
+
+- stale status and its causes (``refresh``): the UI's caching resolver over an asset-graph view, the status and
+  cause enums; Dagster exposes staleness only through the UI and declarative automation.
+- ``InMemoryRunStorage`` / ``SqliteRunStorage`` (``orphans``): whether an instance's runs live on this machine.
+- ``InstanceRef`` (``cli/chains.py``): a worker process's instance from the parent's settings.
+- ``OpDefinition`` (``deploy_profiles``): an asset's op rebuilt with extra op tags.
+"""
+from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleCauseCategory, StaleStatus
+from dagster._core.definitions.op_definition import OpDefinition
+from dagster._core.instance.ref import InstanceRef
+from dagster._core.storage.runs import InMemoryRunStorage, SqliteRunStorage
+from dagster._time import get_current_datetime
+
+__all__ = ["AssetGraphView", "CachingStaleStatusResolver", "InMemoryRunStorage", "InstanceRef", "OpDefinition",
+           "SqliteRunStorage", "StaleCauseCategory", "StaleStatus", "TemporalContext", "get_current_datetime"]
