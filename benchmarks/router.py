@@ -168,7 +168,7 @@ def main(argv=None) -> int:
         training_aiq_gain,
     )
     from tinybench_assets.core.routing.select import DEFAULT_FAMILIES, select_router
-    from tinybench_assets.defs.assets.router_eval import cost_matrix, routing_data
+    from tinybench_assets.io.routing_reads import cost_matrix, routing_data
 
     emb_, E_, Y_, models_, test_ = routing_data(store, BENCHMARKS["mbpp"])
     C_ = cost_matrix(store, BENCHMARKS["mbpp"], list(emb_["item"]), models_)
@@ -235,7 +235,7 @@ def main(argv=None) -> int:
     # the same measures cross-fitted over every question, as the plain-kNN reference was measured
     from crossfit import crossfit_gap
 
-    from tinybench_assets.defs.assets.router_eval import question_groups, routing_data
+    from tinybench_assets.io.routing_reads import question_groups, routing_data
 
     print("RouteLLM GSM8K cross-fitted (264 test questions give APGR +-0.09; 5 outer folds over every question, the "
           "product's whole selection per fold; the plain kNN reference, k = 20, on the same folds):")
@@ -267,7 +267,7 @@ def main(argv=None) -> int:
           "shuffled = mean over 20 permutations of the test answers:")
     from tinybench_assets.core.routing.routers import KNNIRTRouter
     from tinybench_assets.core.routing.select import make_router
-    from tinybench_assets.defs.assets.router_eval import question_groups
+    from tinybench_assets.io.routing_reads import question_groups
 
     for name, key in BENCHMARKS.items():
         emb, E, Y, models, test = routing_data(store, key)

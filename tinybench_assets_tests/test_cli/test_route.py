@@ -18,6 +18,7 @@ from tinybench_assets.core.routing.saved import load_router
 from tinybench_assets.defs.assets import irt, responses, router_eval, routing
 from tinybench_assets.defs.resources import ModelStore
 from tinybench_assets.io.embeddings import Encoder
+from tinybench_assets.io.routing_reads import partition_questions
 from tinybench_assets.io.store import Store
 from tinybench_assets_tests.conftest import SHARED, _need_shared
 from tinybench_assets_tests.test_defs.test_definitions import ingested_for_router
@@ -47,7 +48,7 @@ def routed(tmp_path_factory):
                    "router_accuracy": {"config": {"n_folds": 3, "n_boot": 200, "families": ["knn_vote"], "margins": [0.0]}}}}
     assert dg.materialize(assets, partition_key=KEY, instance=instance, resources=res, run_config=cfg).success
     db = Store(landing["db"])
-    qs = routing.partition_questions(db, KEY)
+    qs = partition_questions(db, KEY)
     path = ModelStore().router_path(KEY)  # the resource's root: TINYBENCH_ARTIFACTS when a model is saved or loaded
     assert path.is_file() and default_router_path("routerdc", "mmlu") == path
     router, meta = load_router(path)

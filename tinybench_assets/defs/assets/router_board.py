@@ -20,41 +20,15 @@ import pandas as pd
 from tinybench_assets.core.routing.served import ServedRouter
 from tinybench_assets.core.routing.surface import SurfaceFeatures
 from tinybench_assets.defs.assets.irt import irt_model
-from tinybench_assets.defs.assets.router_eval import routing_data
-from tinybench_assets.defs.assets.routing import GROUP, RouterConfig, partition_rows, question_embeddings
+from tinybench_assets.defs.assets.routing import GROUP, RouterConfig, question_embeddings
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
 from tinybench_assets.io import plots, router_plots
-from tinybench_assets.io.drops import split_partition_key
-from tinybench_assets.io.store import Store
+from tinybench_assets.io.routing_reads import board_routing_data
 from tinybench_assets.orchestration.versions import code_version
 
 CODE_VERSION = code_version("router")
-
-
-def board_routing_data(db: Store, board: str):
-    """Every embedded scenario of a leaderboard stacked: (E, Y over the candidate models, models, scenario per
-    question, test mask, the encoder the questions were embedded with, {model left out: why}, [scenarios], texts).
-    Candidates answered every scenario."""
-    parts, texts = [], []
-    for key in db.partition_keys(board):
-        if not partition_rows(db, "question_embeddings", key, "item").empty:
-            emb, E, Y, models, test = routing_data(db, key)
-            scenario = split_partition_key(key)[1]
-            parts.append((scenario, emb, E, Y, models, test))
-            text = db.item_texts(board, scenario).drop_duplicates("item").set_index("item")["text"]
-            texts.extend(text.reindex(emb["item"]).fillna("").astype(str).tolist())
-    scenarios = [p[0] for p in parts]
-    everywhere = set.intersection(*[set(p[4]) for p in parts]) if parts else set()
-    models = [m for m in dict.fromkeys(m for p in parts for m in p[4]) if m in everywhere]
-    left_out = {m: f"answered {sum(m in p[4] for p in parts)} of {len(parts)} routable scenarios"
-                for m in dict.fromkeys(m for p in parts for m in p[4]) if m not in everywhere}
-    if not parts or not models:
-        return None, None, models, None, None, None, left_out, scenarios, texts
-    Y = np.vstack([p[3][:, [p[4].index(m) for m in models]] for p in parts])
-    return (np.vstack([p[2] for p in parts]), Y, models, np.concatenate([[p[0]] * len(p[3]) for p in parts]),
-            np.concatenate([p[5] for p in parts]), str(parts[0][1]["encoder"].iloc[0]), left_out, scenarios, texts)
 
 
 def per_scenario(Yte, picks, task_te, prior, Ytr, task_tr, models) -> pd.DataFrame:

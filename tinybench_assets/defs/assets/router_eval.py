@@ -12,7 +12,6 @@ from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.assets.routing import (
     GROUP,
     RouterConfig,
-    load_embeddings,
     partition_rows,
     pirt_predictions,
     question_embeddings,
@@ -21,28 +20,11 @@ from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
 from tinybench_assets.io import plots, router_plots
-from tinybench_assets.io.store import Store, load_matrix
+from tinybench_assets.io.routing_reads import cost_matrix, question_groups, routing_data
+from tinybench_assets.io.store import Store
 from tinybench_assets.orchestration.versions import code_version
 
 CODE_VERSION = code_version("router")
-
-
-def routing_data(db: Store, key: str):
-    """Embeddings and 0/1 correctness (questions x models) of the partition's train and test questions."""
-    emb, E = load_embeddings(db, key)
-    matrix = load_matrix(db, key, binarized=True)
-    col = {it: j for j, it in enumerate(matrix.items)}
-    keep = emb["item"].isin(col).to_numpy()
-    emb, E = emb[keep].reset_index(drop=True), E[keep]
-    Y = matrix.scores[:, [col[i] for i in emb["item"]]].T  # (questions, models)
-    test = (emb["split"] == "test").to_numpy()
-    return emb, E, Y, list(matrix.models), test
-
-
-def question_groups(db: Store, key: str, items) -> np.ndarray:
-    """Each question's subscenario (the task families' groups), in ``items`` order."""
-    sub = db.matrix_items(key).set_index("item")["subscenario"]
-    return sub.reindex(list(items)).fillna("").astype(str).to_numpy()
 
 
 def gap_table(rep: dict) -> pd.DataFrame:
@@ -78,15 +60,6 @@ def tutorial_accuracy(db: Store, key: str, items, models, Y, prior) -> float:
     ok = ~np.isnan(P).any(axis=1)
     picks = route(P[ok], prior)
     return float(Y[ok][np.arange(ok.sum()), picks].mean())
-
-
-def cost_matrix(db: Store, key: str, items, models) -> np.ndarray | None:
-    """Per-(question, model) costs when the drop carried them for every test question, else None."""
-    costs = db.costs(key)
-    if costs.empty:
-        return None
-    C = costs.pivot_table(index="item", columns="model", values="cost", aggfunc="last").reindex(index=items, columns=models)
-    return None if C.isna().any().any() else C.to_numpy(dtype=float)
 
 
 def cost_choice(config, objective: str, sel, test_P: dict, Ytr, Ctr, prior):

@@ -20,8 +20,8 @@ from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, EncoderResource, StoreResource
 from tinybench_assets.io import plots
-from tinybench_assets.io.embeddings import embed_cached, load_cached, text_key
-from tinybench_assets.io.store import Store
+from tinybench_assets.io.embeddings import embed_cached, text_key
+from tinybench_assets.io.routing_reads import irt_fit, load_embeddings, partition_questions, partition_rows
 from tinybench_assets.orchestration.versions import code_version
 
 GROUP = "router"
@@ -57,21 +57,6 @@ class RouterConfig(dg.Config):
     min_accuracy: float | None = None
 
 
-def partition_questions(db: Store, key: str) -> pd.DataFrame:
-    """The partition's items in matrix order with split, text (NaN where none landed) and subscenario; where no split
-    landed and there are enough questions with text, the split of core/routing/split.py (``split_source`` says which)."""
-    from tinybench_assets.core.routing.split import MIN_SELF_SPLIT_QUESTIONS, question_split
-
-    q = db.matrix_questions(key)
-    q["subscenario"] = db.matrix_items(key)["subscenario"].to_numpy() if len(q) else []
-    q["split_source"] = "landed"
-    has_text = q["text"].notna()
-    if q["split"].isna().all() and has_text.sum() >= MIN_SELF_SPLIT_QUESTIONS:
-        q.loc[has_text, "split"] = question_split(q.loc[has_text, "item"], q.loc[has_text, "subscenario"])
-        q["split_source"] = "tinybench"
-    return q
-
-
 def routable(q: pd.DataFrame) -> str | None:
     """Why a partition cannot be routed, or None."""
     from tinybench_assets.core.routing.split import MIN_SELF_SPLIT_QUESTIONS
@@ -86,11 +71,6 @@ def routable(q: pd.DataFrame) -> str | None:
     if not (q["split"] == "test").any() or not (q["split"] != "test").any():
         return "no train/test split of questions (items.split)"
     return None
-
-
-def partition_rows(db: Store, table: str, key: str, columns: str = "*") -> pd.DataFrame:
-    """A result table's rows for one partition; empty when the table does not exist yet (no partition has written it)."""
-    return db.result_rows(table, "partition_key = ?", [key], columns)
 
 
 def _skip(reason: str) -> dg.MaterializeResult:
@@ -130,19 +110,6 @@ def _probe_metadata(enc) -> dict:
 
     t = bf16_probe_timings(enc.num_threads) if enc.precision == "auto" else None
     return {} if t is None else {"bf16_probe_ms": f"float32 {t[0] * 1e3:.1f} / bfloat16 {t[1] * 1e3:.1f}"}
-
-
-def load_embeddings(db: Store, key: str) -> tuple[pd.DataFrame, np.ndarray]:
-    table = partition_rows(db, "question_embeddings", key, "item, split, text_key, encoder")
-    if table.empty:
-        return table, np.zeros((0, 0), dtype=np.float32)
-    return table, load_cached(db, str(table["encoder"].iloc[0]), table["text_key"].tolist())
-
-
-def irt_fit(db: Store, key: str) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """The partition's stored IRT fit (items, models), or None when irt_model stored none (too small: its note)."""
-    items, models = db.irt_items(key), db.irt_models(key)
-    return None if items.empty or models.empty else (items, models)
 
 
 NO_FIT = "no IRT fit stored for this partition (irt_model's note says why: too small, or not materialized yet)"
