@@ -73,3 +73,14 @@ def load_matrix(store: Store, key: str, binarized: bool = False):
     matrix = ResponseMatrix.from_long(df)
     matrix.meta["partition_key"] = key
     return matrix
+
+
+def training_matrix(store: Store, key: str):
+    """The binarized matrix without items of a held-out item split (RouterDC ``test`` questions): what IRT fits and
+    the estimators learn from."""
+    import numpy as np
+
+    matrix = load_matrix(store, key, binarized=True)
+    split = store.item_split(key)
+    keep = np.array([split.get(i) != "test" for i in matrix.items])
+    return matrix.subset(items=keep) if not keep.all() else matrix

@@ -10,19 +10,20 @@ import pandas as pd
 
 from tinybench_assets import paths
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
-from tinybench_assets.defs.assets.irt import ALL_SCENARIOS, training_matrix
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
 from tinybench_assets.io import plots
 from tinybench_assets.io.drops import split_partition_key
-from tinybench_assets.io.store import Store
+from tinybench_assets.io.store import Store, training_matrix
 from tinybench_assets.orchestration.versions import code_version
 
 from . import estimation_small as small
 
 GROUP = "estimation"
 CODE_VERSION = code_version("estimation")
+# every scenario partition's 0/1 answers (the leaderboard-level assets read them all)
+ALL_SCENARIOS = dg.AssetDep("binarized_responses", partition_mapping=dg.AllPartitionMapping())
 
 
 class EstimationConfig(dg.Config):

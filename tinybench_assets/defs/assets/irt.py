@@ -14,7 +14,7 @@ from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
 from tinybench_assets.io import plots
-from tinybench_assets.io.store import Store, load_matrix
+from tinybench_assets.io.store import Store, training_matrix
 from tinybench_assets.orchestration.versions import code_version
 
 GROUP = "irt"
@@ -29,14 +29,6 @@ class IRTConfig(dg.Config):
     test_fraction: float = 0.2
     min_models_for_split: int = 20
     fitter: str = "torch"
-
-
-def training_matrix(db: Store, key: str) -> ResponseMatrix:
-    """The binarized matrix without items of a held-out item split (RouterDC ``test`` questions)."""
-    matrix = load_matrix(db, key, binarized=True)
-    split = db.item_split(key)
-    keep = np.array([split.get(i) != "test" for i in matrix.items])
-    return matrix.subset(items=keep) if not keep.all() else matrix
 
 
 #: what a 2PL fit needs (training models, and items answered by at least one of them)

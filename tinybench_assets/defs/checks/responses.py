@@ -75,7 +75,7 @@ def _irt_fit_check(context: dg.AssetCheckExecutionContext, store: StoreResource,
     """Converged (finite loss and parameters, fitted on the items now stored) and held-out log-loss below the
     constant item-mean predictor's on the same held-out cells (the fit's own seeded half of the items)."""
     from tinybench_assets.core.responses import concat_scenarios
-    from tinybench_assets.defs.assets.irt import training_matrix
+    from tinybench_assets.io.store import training_matrix
 
     key = partition_of(context)
     db = store.get()
