@@ -15,13 +15,13 @@ from tinybench_assets import paths
 from tinybench_assets.core.irt import (
     DimensionSelection,
     IRTParams,
-    _Objective,
-    _prepare,
     estimate_ability,
     fit_irt,
     item_curve,
     select_dimension,
 )
+from tinybench_assets.core.irt.model import _prepare
+from tinybench_assets.core.irt.objective import _Objective
 
 torch.set_num_threads(1)
 

@@ -1,7 +1,7 @@
 """``model_prices``: a scenario partition's view of its leaderboard's prices file, the input through which a changed
 price reaches the cost assets (and nothing else).
 
-Its data version is ``defs.versions.prices_version`` (the leaderboard's active prices drops), a content hash like
+Its data version is ``orchestration.versions.prices_version`` (the leaderboard's active prices drops), a content hash like
 ``raw_responses``'s: a new prices file changes it in every scenario partition of its leaderboard, while
 ``raw_responses`` keeps its version (a prices file touches no partition's responses). An asset that reads costs
 (``Store.costs``) lists ``model_prices`` in its ``deps`` and turns stale on a price change; the IRT fits and estimators,
