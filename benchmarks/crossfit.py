@@ -4,7 +4,7 @@ The issue's reference figures for a plain kNN router (MMLU APGR 0.631, GSM8K 0.5
 over all questions; the assets measure on their own 20 % test split (264 GSM8K questions: a 95 % interval about
 +-0.09 wide). This runs the product's whole procedure per outer fold, on the other folds' questions only: every
 family cross-validated and fitted as ``router_accuracy`` does (``select_router``), the family with the best
-training-CV APGR (``gap_report``'s rule) scores the held-out fold, and the pooled held-out scores give APGR and
+training-CV APGR (``apgr_family``, as ``gap_report`` chooses) scores the held-out fold, and the pooled held-out scores give APGR and
 CPT with a bootstrap over all questions. The plain kNN reference (k = 20 nearest training questions by cosine,
 score = the strong model's mean minus the weak one's) runs on the same folds, side by side.
 """
@@ -24,7 +24,7 @@ def plain_knn_scores(Etr, Ytr, Eva, strong: int, weak: int, k: int = 20) -> np.n
 def crossfit_gap(E, Y, groups=None, n_folds: int = 5, seed: int = 0, n_boot: int = 1000, log=print) -> dict:
     """{"product": gap measures + families chosen per fold, "plain_knn": gap measures} over every question both
     models answered."""
-    from tinybench_assets.core.routing.gap import gap_measures, preference, strong_weak, training_apgr
+    from tinybench_assets.core.routing.gap import apgr_family, gap_measures, preference, strong_weak
     from tinybench_assets.core.routing.routers import model_accuracy
     from tinybench_assets.core.routing.select import select_router, simplicity
 
@@ -38,8 +38,7 @@ def crossfit_gap(E, Y, groups=None, n_folds: int = 5, seed: int = 0, n_boot: int
         tr, va = fold != f, fold == f
         gtr = None if groups is None else groups[tr]
         sel = select_router(E[tr], Y[tr], groups=gtr, n_folds=5, seed=seed, n_boot=200)
-        cv = {fam: training_apgr(sel.oof[fam], Y[tr], strong, weak) for fam in sel.best if fam in sel.oof}
-        fam = min(cv, key=lambda x: (-round(np.nan_to_num(cv[x], nan=-1.0), 12), simplicity(x)))
+        fam, cv = apgr_family(sel.oof, sel.best, Y[tr], strong, weak, simplicity)
         router = sel.make(fam, seed=seed).fit(E[tr], Y[tr], gtr)
         score[va] = preference(router.predict_proba(E[va]), strong, weak)
         knn[va] = plain_knn_scores(E[tr], Y[tr], E[va], strong, weak)

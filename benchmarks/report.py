@@ -176,8 +176,7 @@ SECTIONS = (
                     at("router_cuda/routerdc_mixed/macro_router"), pct, ">= per-task best",
                     lambda d: get(d, "router_cuda/routerdc_mixed/macro_router")
                     >= get(d, "router_cuda/routerdc_mixed/macro_per_task_best"),
-                    lambda d: f"per-task best {100 * get(d, 'router_cuda/routerdc_mixed/macro_per_task_best'):.2f} %; "
-                              "measured before the surface features (CPU figure below)"))),
+                    lambda d: f"per-task best {100 * get(d, 'router_cuda/routerdc_mixed/macro_per_task_best'):.2f} %"))),
     Section("router.json", "The router (RouterDC, RouterBench MBPP and RouteLLM)",
             ".venv/bin/python benchmarks/router.py --json benchmarks/results/router.json  # ~8 min",
             "The router assets cold on a fresh store: RouterDC's MMLU, ARC-Challenge and GSM8K (7 models), RouterBench "

@@ -111,12 +111,18 @@ def training_apgr(P_oof, Y, strong: int, weak: int) -> float:
     return float(_apgr(share, pgr)[0])
 
 
+def apgr_family(oof: dict, families, Ytr, strong: int, weak: int, simplicity) -> tuple[str, dict]:
+    """(the family with the best training-CV APGR, {family: its training APGR}) among ``families`` that have
+    out-of-fold P in ``oof``; ties go to the simpler (``simplicity`` ranks families)."""
+    cv = {f: training_apgr(oof[f], Ytr, strong, weak) for f in families if f in oof}
+    return min(cv, key=lambda f: (-round(np.nan_to_num(cv[f], nan=-1.0), 12), simplicity(f))), cv
+
+
 def gap_report(oof: dict, test_P: dict, Ytr, Yte, prior, simplicity, n_boot: int = 1000, seed: int = 0) -> dict:
-    """RouteLLM's measures on test questions for the family with the best training-CV APGR (ties: the simpler,
-    ``simplicity`` ranks families), with every family's training APGR. ``test_P``: family -> P on ``Yte``'s rows."""
+    """RouteLLM's measures on test questions for the family with the best training-CV APGR (:func:`apgr_family`),
+    with every family's training APGR. ``test_P``: family -> P on ``Yte``'s rows."""
     strong, weak = strong_weak(prior)
-    cv = {f: training_apgr(oof[f], Ytr, strong, weak) for f in test_P if f in oof}
-    fam = min(cv, key=lambda f: (-round(np.nan_to_num(cv[f], nan=-1.0), 12), simplicity(f)))
+    fam, cv = apgr_family(oof, test_P, Ytr, strong, weak, simplicity)
     Yte = np.asarray(Yte, dtype=float)
     rep = gap_measures(preference(test_P[fam], strong, weak), Yte[:, weak], Yte[:, strong], n_boot=n_boot, seed=seed)
     return {**rep, "family": fam, "cv_apgr": cv, "strong": strong, "weak": weak}
