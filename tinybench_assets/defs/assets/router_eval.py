@@ -12,7 +12,6 @@ from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.assets.routing import (
     GROUP,
     RouterConfig,
-    partition_rows,
     pirt_predictions,
     question_embeddings,
 )
@@ -20,7 +19,7 @@ from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
 from tinybench_assets.io import plots, router_plots
-from tinybench_assets.io.routing_reads import cost_matrix, question_groups, routing_data
+from tinybench_assets.io.routing_reads import cost_matrix, partition_rows, question_groups, routing_data
 from tinybench_assets.io.store import Store
 from tinybench_assets.orchestration.versions import code_version
 
