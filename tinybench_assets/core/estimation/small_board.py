@@ -6,13 +6,16 @@ everything through the tiny-benchmark artifact::
 
     fit(Y, w, scenario_cols, full_scores, groups)
       1. folds      small_folds.family_folds: families whole, K = min(max_folds, families)
-      2. per fold   small_folds.out_of_fold: 2PL per D and KMeans anchors per n on the fold's training models;
+      2. per fold   small_folds.out_of_fold: 2PL per D and nested anchors per n on the fold's training models;
                     held-out models estimated from their anchor answers only; the answer bank (bank_joint) of
                     the fold's training models, held-out models' bank estimates per eps
       3. choice     small_choice.choose_scenario per (scenario, n): D, the T1 / T2 estimators, gp-IRT lambdas, eps
                     by out-of-fold MAE; split-conformal intervals from out-of-fold residuals with families as
                     the exchangeable units, the served one from the choice's own leave-one-fold-out; isotonic
                     T2 maps on out-of-fold estimates
+      3b. guard     small_guard: scenarios whose served rule loses to stratified random items get random anchors
+                    inside each subscenario; every fold is refitted with its own decision (made without it) and
+                    the choice is made again
       4. refit      small_folds.fit_scenario on every model: the served 2PLs (chosen D) and anchors; the
                     served answer bank per n (small_folds.build_bank on every model, eps as chosen)
     predict(Y)      builds the artifact of n (to_artifact's dict) and runs ArtifactModel.evaluate on it: the
@@ -50,6 +53,8 @@ from .small_folds import (
     out_of_fold,
     scenario_truth,
 )
+from .small_guard import RANDOM, fold_designs, random_item_error
+from .small_guard import guard as guard_switch
 
 __all__ = ["SmallBoardPredictor", "MIN_MODELS", "MIN_TRAIN"]
 
@@ -148,17 +153,20 @@ class SmallBoardPredictor:
     seed : seeds the folds, IRT fits, KMeans and b's item halves. device : torch device of the IRT engine.
     interval_scale : "binomial" (width ~ sqrt(e (1 - e)) + 0.05) or "none".
     n_init : KMeans restarts.
+    design : the anchors' design (small_folds.DESIGNS); guard : with design "stratified", switch a scenario to
+        random anchors inside each subscenario where the served rule loses to random items (small_guard).
 
     Fitted attributes
     -----------------
     scenarios_ [S], cols_ {s: (I_s,)}, w_ (I,), items_ [I], models_ [M], groups_ (M,), folds_ (M,), n_folds_,
     counts_ {(s, n): anchors}, notes_ [str], oof_ (small_folds.OutOfFold), truth_t1_ / truth_t2_ (M, S),
     choices_ {(s, n): small_choice.ScenarioChoice}, fits_ {s: small_folds.ScenarioFit on every model},
-    bank_ {(clustering, n): {"answers", "values", "eps"}} the served answer bank (BankMixin's layout).
+    bank_ {(clustering, n): {"answers", "values", "eps"}} the served answer bank (BankMixin's layout),
+    designs_ {s: design} served, guard_excess_ {s: mean log(served MAE / random items' MAE) before the guard}.
     """
 
     def __init__(self, n_values=(10, 20, 30, 50), dims=(1, 2), alpha=0.1, max_folds=10, seed=0, device="cpu",
-                 interval_scale="binomial", n_init=10, design="stratified"):
+                 interval_scale="binomial", n_init=10, design="stratified", guard=True):
         self.n_values = n_values
         self.dims = dims
         self.alpha = alpha
@@ -168,6 +176,7 @@ class SmallBoardPredictor:
         self.interval_scale = interval_scale
         self.n_init = n_init
         self.design = design
+        self.guard = guard
 
     def fit(self, Y, w, scenario_cols, full_scores=None, groups=None, *, items=None, models=None, subscenarios=None):
         """Cross-validate, choose, refit on every model.
@@ -190,18 +199,28 @@ class SmallBoardPredictor:
         if subs is not None and subs.shape != (Y.shape[1],):
             raise ValueError(f"subscenarios needs one label per item ({Y.shape[1]}), got {subs.shape}")
         self.subscenarios_ = {s: (None if subs is None else subs[c]) for s, c in self.cols_.items()}
-        self.oof_ = out_of_fold(Y, self.w_, self.cols_, self.folds_, self.counts_, tuple(self.dims),  # 2. per fold
-                                seed=self.seed, device=self.device, n_init=self.n_init,
-                                subscenarios=self.subscenarios_, design=self.design)
-        self.truth_t1_ = scenario_truth(Y, self.w_, self.cols_)
-        self.truth_t2_ = T2
+        self.truth_t1_, self.truth_t2_ = scenario_truth(Y, self.w_, self.cols_), T2
+        irt_cache: dict = {}  # the folds' 2PLs, shared with the guard's second pass
+        self.oof_ = self._out_of_fold(Y, self.design, irt_cache)  # 2. per fold
+        notes = list(self.notes_)
         self.choices_ = self._choose(Y)  # 3. choice
+        self.designs_, self.guard_excess_ = dict.fromkeys(self.scenarios_, self.design), {}
+        switch = self._guard(Y) if self.guard and self.design == "stratified" else {}
+        if any(switch.values()):  # 3b. the guard: random anchors where the served rule loses to random items
+            self.designs_ = {s: (RANDOM if s in switch[None] else self.design) for s in self.scenarios_}
+            self.oof_ = self._out_of_fold(Y, fold_designs(switch, self.scenarios_, self.design), irt_cache)
+            self.notes_ = notes
+            self.choices_ = self._choose(Y)
+            for s in switch[None]:
+                self.notes_.append(f"scenario {s!r}: anchors drawn at random inside each subscenario (on anchors "
+                                   f"spread by difficulty the served rule's out-of-fold MAE was "
+                                   f"{np.exp(self.guard_excess_[s]):.2f}x what random items are expected to give)")
         self.fits_ = {}  # 4. refit on every model, at the chosen D's
         for s, c in self.cols_.items():
             need = sorted({self.choices_[(s, n)].dim for n in self._ns()})
             self.fits_[s] = fit_scenario(Y[:, c], self.w_[c], {n: self.counts_[(s, n)] for n in self._ns()}, need,
                                          seed=self.seed, device=self.device, n_init=self.n_init,
-                                         subscenarios=self.subscenarios_[s], design=self.design)
+                                         subscenarios=self.subscenarios_[s], design=self.designs_[s])
         self.bank_ = {}  # the served answer bank: every model's answers at the served anchors
         for n in self._ns():
             bank = build_bank(Y, self.cols_, self.w_, {s: f.anchors[n] for s, f in self.fits_.items()})
@@ -224,6 +243,21 @@ class SmallBoardPredictor:
             raise ValueError(f"need 0 < alpha < 1 and max_folds >= 2, got {self.alpha}, {self.max_folds}")
         if self.design not in DESIGNS:
             raise ValueError(f"design must be one of {DESIGNS}, got {self.design!r}")
+
+    def _out_of_fold(self, Y, design, irt_cache: dict):
+        return out_of_fold(Y, self.w_, self.cols_, self.folds_, self.counts_, tuple(self.dims), seed=self.seed,
+                           device=self.device, n_init=self.n_init, subscenarios=self.subscenarios_, design=design,
+                           irt_cache=irt_cache)
+
+    def _guard(self, Y) -> dict:
+        """small_guard.guard on the choices made: {None | fold: [scenarios whose anchors go random]};
+        ``guard_excess_`` says by how much."""
+        served = {s: {n: self.choices_[(s, n)].oof_served for n in self._ns()} for s in self.scenarios_}
+        expected = {s: {n: random_item_error(Y[:, c], self.w_[c], self.subscenarios_[s], self.counts_[(s, n)])
+                        for n in self._ns()} for s, c in self.cols_.items()}
+        truth = {s: self.truth_t1_[:, j] for j, s in enumerate(self.scenarios_)}
+        switch, self.guard_excess_ = guard_switch(served, expected, truth, self.folds_)
+        return switch
 
     def _choose(self, Y) -> dict:
         """{(scenario, n): ScenarioChoice} from the out-of-fold estimates (small_choice.choose_scenario)."""

@@ -6,8 +6,9 @@ The response matrix ``Y`` (M models x I items, 0/1, NaN = not answered) flows li
     for each fold f:
         fit_scenario(Y[rows not in f])   per scenario: a 2PL per D (irt.fit_irt) and the anchors per n: the
                                          prefixes of one nested stratified order (estimation/strata.py: by
-                                         subscenario and training difficulty), or KMeans on the training rows'
-                                         correctness (design="kmeans")
+                                         subscenario and training difficulty, or at random inside each
+                                         subscenario: design "random"; small_designs.py chooses per scenario),
+                                         or KMeans on the training rows' correctness (design="kmeans")
         base_estimates(Y[rows in f] on the anchors only)
                                          anchor / irt / pirt of the held-out rows: the formulas ArtifactModel
                                          runs (estimation/base_estimates.py), so cross-validated and served
@@ -47,7 +48,7 @@ __all__ = ["family_folds", "ScenarioFit", "fit_scenario", "scenario_truth", "anc
            "build_bank", "bank_estimates", "OutOfFold", "out_of_fold", "BANK_EPS", "CLUSTERING"]
 
 CLUSTERING = "correctness"  # the anchors' clustering (the artifact's ``clustering``)
-DESIGNS = ("stratified", "kmeans")
+DESIGNS = ("stratified", "random", "kmeans")
 
 BASE = ("anchor", "irt", "pirt")
 
@@ -89,7 +90,7 @@ class ScenarioFit:
     irt : {D: IRTParams} -- 2PL per dimension, ``a`` (I_s, D), ``b`` (I_s,).
     anchors : {n: (local (k,), weights (k,))} -- anchors per budget n (k = n capped at the pool), local
         indices into the scenario's items, weights summing to 1.
-    order : (I_s,) the nested stratified order (design "stratified"; the anchors of n are its first k), or None.
+    order : (I_s,) the nested order (designs "stratified" and "random"; the anchors of n are its first k), or None.
     v : float -- the tutorial's v: mean over the training models of their across-item variance.
     n_models : int -- training models that answered the scenario.
     """
@@ -102,7 +103,7 @@ class ScenarioFit:
 
 
 def fit_scenario(Ys: np.ndarray, ws: np.ndarray, counts: dict, dims, *, seed: int = 0, device: str = "cpu",
-                 n_init: int = 10, subscenarios=None, design: str = "stratified") -> ScenarioFit:
+                 n_init: int = 10, subscenarios=None, design: str = "stratified", irt: dict | None = None) -> ScenarioFit:
     """2PLs and anchors of one scenario from training rows only.
 
     Parameters
@@ -111,14 +112,19 @@ def fit_scenario(Ys: np.ndarray, ws: np.ndarray, counts: dict, dims, *, seed: in
     ws : ndarray, shape (I_s,) -- the scenario's balance weights.
     counts : {n: k} -- anchor count k per budget n (k <= I_s).
     dims : iterable of int -- IRT dimensions to fit.
-    subscenarios : (I_s,) subscenario per item (None: one stratum); design : "stratified" or "kmeans".
+    subscenarios : (I_s,) subscenario per item (None: one stratum); design : "stratified" (spread over the
+        training models' difficulty inside each subscenario), "random" (at random inside each subscenario: the
+        stratified random items of the baseline, seeded, the same whatever the training rows) or "kmeans".
+    irt : {D: IRTParams} already fitted on these very rows (small_designs reuses them across designs), or None.
     """
     Ys = np.asarray(Ys, dtype=float)
     Ys = Ys[~np.isnan(Ys).all(1)]
-    irt = {int(d): fit_irt(Ys, dim=int(d), seed=seed, device=device) for d in dims}
-    if design == "stratified":
+    irt = dict(irt or {})
+    irt = {int(d): irt[int(d)] if int(d) in irt else fit_irt(Ys, dim=int(d), seed=seed, device=device) for d in dims}
+    if design in ("stratified", "random"):
         subs = np.zeros(Ys.shape[1], dtype=int) if subscenarios is None else np.asarray(subscenarios)
-        order = nested_order(np.nanmean(Ys, axis=0), subs, ws, seed=seed)
+        rank = np.nanmean(Ys, axis=0) if design == "stratified" else np.random.default_rng(seed + 7).random(Ys.shape[1])
+        order = nested_order(rank, subs, ws, seed=seed)
         anchors = {n: prefix_anchors(order, k, subs, ws) for n, k in counts.items()}
         return ScenarioFit(irt, anchors, est.mean_item_variance(Ys), len(Ys), order)
     if design != "kmeans":
@@ -256,14 +262,17 @@ class OutOfFold:
 
 def out_of_fold(Y: np.ndarray, w: np.ndarray, cols: dict, folds: np.ndarray, counts: dict, dims, *, seed: int = 0,
                 device: str = "cpu", n_init: int = 10, subscenarios: dict | None = None,
-                design: str = "stratified") -> OutOfFold:
+                design: str | dict = "stratified", irt_cache: dict | None = None) -> OutOfFold:
     """Fit every fold on its training rows and estimate its held-out rows from their anchor answers.
 
     Parameters
     ----------
     Y : (M, I) 0/1 with NaN; w : (I,) balance weights (mean 1 per scenario); cols : {scenario: (I_s,) columns};
     folds : (M,) from :func:`family_folds`; counts : {(scenario, n): anchor count}; dims : IRT dimensions;
-    subscenarios : {scenario: (I_s,)} (None: one stratum each); design : the anchors' design (:func:`fit_scenario`).
+    subscenarios : {scenario: (I_s,)} (None: one stratum each); design : the anchors' design (:func:`fit_scenario`),
+    one for every fold and scenario or {fold: {scenario: design}}; irt_cache : {(fold, scenario): {D: IRTParams}},
+    filled with every fold's 2PLs and read back by a later call on the same folds (the fits do not depend on the
+    design), or None.
 
     Returns
     -------
@@ -289,8 +298,12 @@ def out_of_fold(Y: np.ndarray, w: np.ndarray, cols: dict, folds: np.ndarray, cou
         fits = {}
         for s, c in cols.items():
             mine = {n: k for (s2, n), k in counts.items() if s2 == s}
+            d = design if isinstance(design, str) else design[f][s]
+            cached = None if irt_cache is None else irt_cache.get((f, s))
             fit = fits[s] = fit_scenario(Y[np.ix_(train, c)], w[c], mine, dims, seed=seed, device=device, n_init=n_init,
-                                         subscenarios=subscenarios.get(s), design=design)
+                                         subscenarios=subscenarios.get(s), design=d, irt=cached)
+            if irt_cache is not None:
+                irt_cache[(f, s)] = fit.irt
             Yt = Y[np.ix_(test, c)]  # the held-out rows, read below only on anchors (and b's half)
             for D, params in fit.irt.items():
                 for n, (local, weights) in fit.anchors.items():

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["nested_order", "prefix_anchors", "van_der_corput"]
+__all__ = ["nested_order", "prefix_anchors", "prefix_allocation", "van_der_corput"]
 
 
 def van_der_corput(k: int) -> np.ndarray:
@@ -119,3 +119,10 @@ def prefix_anchors(order, k: int, groups, weights) -> tuple[np.ndarray, np.ndarr
         mine = g[local] == u
         wt[mine] = w[g == u].sum() / mine.sum()
     return local, wt / wt.sum()
+
+
+def prefix_allocation(groups, weights, k: int) -> dict:
+    """{subscenario: how many of the first ``k`` items of a nested order of these strata are its own} (the same for
+    every order :func:`nested_order` gives them: the strata alone fix which subscenario each position goes to)."""
+    subs, _, seq = _layout(groups, weights)
+    return {u: int((seq[: int(k)] == j).sum()) for j, u in enumerate(subs)}

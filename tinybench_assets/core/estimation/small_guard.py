@@ -1,0 +1,91 @@
+"""Small leaderboards, the guard: no scenario keeps anchors whose served error is worse than random items'.
+
+Anchors spread over the training models' difficulty inside each subscenario (design "stratified") serve the
+model-based estimators where a few dozen models' difficulties carry over to a new model. Where they do not, every
+rule on them can be worse than asking stratified random items (the v2 board's math_hard at n = 30, seeds 0-2:
+served out-of-fold MAE 3.24 / 3.65 / 3.47 points, against 2.92 expected of stratified random items). The guard
+compares, per scenario, the served rule's out-of-fold MAE with what stratified random items are expected to give
+the same models; where the served rule is worse on average over the budgets (mean log ratio above 0), that
+scenario's anchors are drawn at random inside each subscenario instead (design "random", still one nested order)
+and its rules are chosen again on them::
+
+    random_item_error(Ys, ws, subs, k)   per model, the expected |error| of the stratified mean of k random items
+                                         (allocated as the nested order's first k), from the model's own answers:
+                                         sqrt(2 / pi) sd, sd^2 = sum_u W_u^2 p_u (1 - p_u) / k_u (N_u - k_u) / (N_u - 1)
+                                         (W_u the subscenario's share of the weight among those reached, p_u the
+                                         model's accuracy on it; the normal approximation)
+    guard(served, expected, truth, folds)   {None | fold: [scenarios to switch]}: read on every row (what is
+                                         served) and on the rows outside each fold
+    fold_designs(switch, scenarios, design) out_of_fold's design per fold and scenario for the backtest
+
+The decision for fold f reads only the rows outside f, so the backtest, every fold refitted with the designs its own
+decision gave, measures the guard rather than its hindsight. Pure numpy.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .small_choice import mae
+from .strata import prefix_allocation
+
+__all__ = ["random_item_error", "log_excess", "guard", "fold_designs", "RANDOM"]
+
+RANDOM = "random"  # the design the guard falls back to (small_folds.fit_scenario)
+
+
+def random_item_error(Ys: np.ndarray, ws: np.ndarray, subscenarios, k: int) -> np.ndarray:
+    """(M,) each row's expected absolute error (accuracy, 0-1) of the stratified mean of ``k`` random items of one
+    scenario (module docstring); NaN for rows without answers. Ys : (M, I_s) 0/1 with NaN; ws : (I_s,);
+    subscenarios : (I_s,) or None (one stratum)."""
+    Ys = np.atleast_2d(np.asarray(Ys, dtype=float))
+    ws = np.asarray(ws, dtype=float)
+    subs = np.zeros(Ys.shape[1], dtype=int) if subscenarios is None else np.asarray(subscenarios)
+    subs = subs.astype(str)
+    alloc = {u: ku for u, ku in prefix_allocation(subs, ws, k).items() if ku > 0}
+    share = {u: float(ws[subs == u].sum()) for u in alloc}
+    total = sum(share.values())
+    var = np.zeros(len(Ys))
+    for u, ku in alloc.items():
+        block = Ys[:, subs == u]
+        answered = np.isfinite(block).sum(1)
+        p = np.where(answered > 0, np.nansum(block, axis=1) / np.maximum(answered, 1), np.nan)
+        N = block.shape[1]
+        var = var + (share[u] / total) ** 2 * p * (1 - p) / ku * (N - ku) / max(N - 1, 1)
+    return np.sqrt(2 / np.pi) * np.sqrt(var)
+
+
+def log_excess(served: dict, expected: dict, truth: np.ndarray, rows: np.ndarray) -> float:
+    """Mean over the budgets of log(served MAE / expected random-item MAE) of one scenario on ``rows`` (both read
+    on the same rows). served, expected : {n: (M,)}; truth : (M,). NaN when no budget can be read."""
+    logs = []
+    for n, x in served.items():
+        ok = rows & np.isfinite(x) & np.isfinite(truth) & np.isfinite(expected[n])
+        ref = float(np.mean(expected[n][ok])) if ok.any() else 0.0
+        if ref > 0:
+            logs.append(np.log(max(mae(x, truth, ok), 1e-12) / ref))
+    return float(np.mean(logs)) if logs else float("nan")
+
+
+def guard(served: dict, expected: dict, truth: dict, folds: np.ndarray) -> tuple[dict, dict]:
+    """Which scenarios the guard switches to random anchors.
+
+    served : {scenario: {n: (M,)}} each row's out-of-fold served estimate; expected : {scenario: {n: (M,)}}
+    :func:`random_item_error`; truth : {scenario: (M,)}; folds : (M,).
+    Returns (switch, excess): switch = {None: [scenarios] read on every row, f: [scenarios] read without fold f};
+    excess = {scenario: :func:`log_excess` on every row}.
+    """
+    folds = np.asarray(folds)
+    masks = {None: np.ones(len(folds), dtype=bool), **{f: folds != f for f in range(int(folds.max()) + 1)}}
+    switch, excess = {}, {}
+    for key, rows in masks.items():
+        ex = {s: log_excess(served[s], expected[s], truth[s], rows) for s in served}
+        switch[key] = [s for s, v in ex.items() if v > 0]
+        if key is None:
+            excess = ex
+    return switch, excess
+
+
+def fold_designs(switch: dict, scenarios: list, design: str) -> dict:
+    """{fold: {scenario: design}} for :func:`.small_folds.out_of_fold`: RANDOM where the fold's decision switched
+    the scenario, else ``design``."""
+    return {f: {s: (RANDOM if s in sw else design) for s in scenarios} for f, sw in switch.items() if f is not None}

@@ -1,0 +1,115 @@
+"""The small boards' guard (core/estimation/small_guard.py): the expected error of stratified random items against
+a simulation, fold decisions that read no held-out row, the backtest refitted with each fold's own decision, and the
+predictor serving random anchors (still nested) where the guard fires."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tinybench_assets.core.estimation import small_board
+from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
+from tinybench_assets.core.estimation.small_folds import family_folds, out_of_fold
+from tinybench_assets.core.estimation.small_guard import RANDOM, fold_designs, guard, log_excess, random_item_error
+from tinybench_assets.core.estimation.strata import nested_order, prefix_allocation, prefix_anchors
+from tinybench_assets_tests.test_core.test_small_board import FAST, world
+
+torch.set_num_threads(1)
+
+
+def test_random_item_error_matches_a_simulation():
+    rng = np.random.default_rng(3)
+    M, sizes = 6, (40, 120, 80)
+    subs = np.concatenate([np.full(k, f"u{j}") for j, k in enumerate(sizes)])
+    ws = np.ones(len(subs))
+    p = rng.uniform(0.2, 0.9, size=(M, len(sizes)))
+    Ys = (rng.random((M, len(subs))) < np.repeat(p, sizes, axis=1)).astype(float)
+    truth = Ys.mean(1)
+    k = 30
+    alloc = prefix_allocation(subs, ws, k)
+    assert sum(alloc.values()) == k and set(alloc) == {"u0", "u1", "u2"}
+    errs = []
+    for seed in range(3000):  # the random design's anchors: a random nested order's first k, stratified weights
+        order = nested_order(np.random.default_rng(seed).random(len(subs)), subs, ws, seed=seed)
+        local, wt = prefix_anchors(order, k, subs, ws)
+        errs.append(np.abs(Ys[:, local] @ wt - truth))
+    simulated = np.mean(errs, axis=0)
+    expected = random_item_error(Ys, ws, subs, k)
+    np.testing.assert_allclose(expected, simulated, rtol=0.12)
+    assert np.isnan(random_item_error(np.full((1, len(subs)), np.nan), ws, subs, k)).all()
+    one = random_item_error(Ys, ws, None, len(subs))  # every item asked: no error left
+    np.testing.assert_allclose(one, 0.0, atol=1e-12)
+
+
+def test_guard_fold_decisions_read_no_held_out_row():
+    rng = np.random.default_rng(0)
+    M = 20
+    folds = np.arange(M) % 4
+    truth = {"a": rng.uniform(0.3, 0.7, M), "b": rng.uniform(0.3, 0.7, M)}
+    served = {s: {10: t + rng.normal(0, 0.05, M), 30: t + rng.normal(0, 0.03, M)} for s, t in truth.items()}
+    expected = {"a": {10: np.full(M, 0.02), 30: np.full(M, 0.01)},  # "a": served loses to random items
+                "b": {10: np.full(M, 0.20), 30: np.full(M, 0.10)}}
+    switch, excess = guard(served, expected, truth, folds)
+    assert switch[None] == ["a"] and excess["a"] > 0 > excess["b"]
+    assert all(sw == ["a"] for sw in switch.values())
+    # fold 2's own rows changed beyond recognition: its decision stays, the others' and the served one follow
+    bad = {s: {n: np.where(folds == 2, truth[s] + 0.9, x) for n, x in by_n.items()} for s, by_n in served.items()}
+    moved_expected = {s: {n: np.where(folds == 2, 5.0, x) for n, x in by_n.items()} for s, by_n in expected.items()}
+    switch2, _ = guard(bad, moved_expected, truth, folds)
+    assert switch2[2] == switch[2]
+    assert switch2[None] == [] != switch[None]
+    assert fold_designs(switch, ["a", "b"], "stratified") == {f: {"a": RANDOM, "b": "stratified"} for f in range(4)}
+    assert np.isnan(log_excess({10: np.full(M, np.nan)}, {10: np.ones(M)}, truth["a"], np.ones(M, bool)))
+
+
+def test_out_of_fold_takes_a_design_per_fold_and_shares_the_irt_fits():
+    Y, w, cols, _full, groups, _items = world(n_models=16, n_families=4, items=(60, 60))
+    folds = family_folds(groups, 4, 0)
+    counts = {(s, n): n for s in cols for n in (10, 20)}
+    plan = {f: {"s0": (RANDOM if f % 2 else "stratified"), "s1": "stratified"} for f in range(4)}
+    cache: dict = {}
+    first = out_of_fold(Y, w, cols, folds, counts, (1,), seed=0, n_init=2, design="stratified", irt_cache=cache)
+    assert set(cache) == {(f, s) for f in range(4) for s in cols}
+    second = out_of_fold(Y, w, cols, folds, counts, (1,), seed=0, n_init=2, design=plan, irt_cache=cache)
+    orders = [second.fits[f]["s0"].order for f in range(4)]
+    for f in range(4):
+        assert second.fits[f]["s1"].irt[1] is first.fits[f]["s1"].irt[1]  # one 2PL per fold, fitted once
+        np.testing.assert_array_equal(second.fits[f]["s1"].order, first.fits[f]["s1"].order)
+    # random anchors do not depend on the training rows: the same order in every random fold
+    np.testing.assert_array_equal(orders[1], orders[3])
+    assert not np.array_equal(orders[0], orders[1])
+    for f in range(4):  # nested: the anchors of 10 are the first 10 of 20
+        a = second.fits[f]["s0"].anchors
+        np.testing.assert_array_equal(a[20][0][:10], a[10][0])
+
+
+@pytest.mark.parametrize("expected_error, switched", [(1e-4, True), (1.0, False)])
+def test_predictor_serves_random_anchors_where_the_guard_fires(monkeypatch, expected_error, switched):
+    Y, w, cols, full, groups, items = world(n_models=16, n_families=4, items=(60, 60))
+    calls = []
+    real = small_board.out_of_fold
+
+    def counting(*a, **k):
+        calls.append(k["design"])
+        return real(*a, **k)
+
+    monkeypatch.setattr(small_board, "out_of_fold", counting)
+    monkeypatch.setattr(small_board, "random_item_error",
+                        lambda Ys, ws, subs, k: np.full(len(Ys), expected_error))
+    p = SmallBoardPredictor(**{**FAST, "max_folds": 4}).fit(Y, w, cols, full, groups, items=items)
+    if switched:
+        assert p.designs_ == dict.fromkeys(cols, RANDOM)
+        assert len(calls) == 2 and calls[0] == "stratified" and isinstance(calls[1], dict)
+        assert all(v == RANDOM for per in calls[1].values() for v in per.values())
+        assert sum("anchors drawn at random" in n for n in p.notes_) == len(cols)
+        for s in cols:  # served anchors: the random order's prefixes, nested
+            a = p.fits_[s].anchors
+            np.testing.assert_array_equal(a[30][0][:10], a[10][0])
+            np.testing.assert_array_equal(p.fits_[s].order[:30], a[30][0])
+        est = p.predict(Y, n=30)
+        assert np.isfinite(est.estimate).all()
+    else:
+        assert p.designs_ == dict.fromkeys(cols, "stratified") and calls == ["stratified"]
+        assert all(v < 0 for v in p.guard_excess_.values())
+    off = SmallBoardPredictor(**{**FAST, "max_folds": 4}, guard=False).fit(Y, w, cols, full, groups, items=items)
+    assert off.designs_ == dict.fromkeys(cols, "stratified") and off.guard_excess_ == {}
