@@ -194,3 +194,14 @@ def test_orchestration_sits_below_defs_and_owns_dagsters_private_api():
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
             private += [f"{mod}: {n}" for n in names if n.startswith("dagster._")]
     assert private and all(p.startswith(f"{ROOT}.orchestration.dagster_private:") for p in private), private
+
+
+def test_no_asset_module_imports_another():
+    """An asset module names the assets it depends on by key and takes shared names from ``defs`` (settings,
+    partitions, resources) or io / core, never from another asset module (nor from its package's ``__init__``)."""
+    graph = import_graph()
+    pkg = f"{ROOT}.defs.assets"
+    assets = {m for m in graph if m.startswith(pkg + ".")}
+    assert f"{pkg}.router_eval" in assets and f"{pkg}.estimation" in assets
+    crossed = {m: sorted(d for d in graph[m] if d == pkg or d in assets) for m in assets}
+    assert not any(crossed.values()), f"asset modules importing asset modules: {crossed}"

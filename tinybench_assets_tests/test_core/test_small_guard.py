@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from tinybench_assets.core.estimation import small_board
+from tinybench_assets.core.estimation import small_board, small_guard
 from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
 from tinybench_assets.core.estimation.small_folds import family_folds, out_of_fold
 from tinybench_assets.core.estimation.small_guard import RANDOM, fold_designs, guard, log_excess, random_item_error
@@ -94,7 +94,7 @@ def test_predictor_serves_random_anchors_where_the_guard_fires(monkeypatch, expe
         return real(*a, **k)
 
     monkeypatch.setattr(small_board, "out_of_fold", counting)
-    monkeypatch.setattr(small_board, "random_item_error",
+    monkeypatch.setattr(small_guard, "random_item_error",
                         lambda Ys, ws, subs, k: np.full(len(Ys), expected_error))
     p = SmallBoardPredictor(**{**FAST, "max_folds": 4}).fit(Y, w, cols, full, groups, items=items)
     if switched:

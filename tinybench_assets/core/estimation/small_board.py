@@ -34,6 +34,8 @@ estimator is listed. Pure numpy / pandas / torch / scikit-learn: no Dagster, no 
 """
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 
@@ -53,8 +55,7 @@ from .small_folds import (
     out_of_fold,
     scenario_truth,
 )
-from .small_guard import RANDOM, fold_designs, random_item_error
-from .small_guard import guard as guard_switch
+from .small_guard import RANDOM, fold_designs, guard_choices, guard_note
 
 __all__ = ["SmallBoardPredictor", "MIN_MODELS", "MIN_TRAIN"]
 
@@ -141,6 +142,19 @@ def check_folds(Y, cols: dict, folds: np.ndarray, groups: np.ndarray) -> None:
                                  f"fewer than {MIN_TRAIN}: one family holds too many of the board's models")
 
 
+def check_params(p) -> None:
+    """ValueError for a SmallBoardPredictor's parameters that cannot be fitted."""
+    ns, ds = p._ns(), [int(d) for d in p.dims]
+    if not ns or min(ns) < 1 or len(set(ns)) != len(ns):
+        raise ValueError(f"n_values must be distinct positive integers, got {p.n_values}")
+    if not ds or min(ds) < 1 or len(set(ds)) != len(ds):
+        raise ValueError(f"dims must be distinct positive integers, got {p.dims}")
+    if not 0 < p.alpha < 1 or int(p.max_folds) < 2:
+        raise ValueError(f"need 0 < alpha < 1 and max_folds >= 2, got {p.alpha}, {p.max_folds}")
+    if p.design not in DESIGNS:
+        raise ValueError(f"design must be one of {DESIGNS}, got {p.design!r}")
+
+
 class SmallBoardPredictor:
     """Anchors, estimators and a tiny benchmark for a leaderboard of 10-49 models (module docstring).
 
@@ -187,7 +201,7 @@ class SmallBoardPredictor:
         items : (I,) item ids (default "item<j>"); models : (M,) names (tables only); subscenarios : (I,)
         subscenario per item, the strata of the anchors (None: difficulty strata only).
         """
-        self._check_params()
+        check_params(self)
         Y, self.w_, self.cols_, T2, self.groups_, self.items_ = _check(Y, w, scenario_cols, full_scores, groups, items)
         self.models_ = [f"model{i}" for i in range(len(Y))] if models is None else [str(m) for m in models]
         self.scenarios_, self.notes_ = list(self.cols_), []
@@ -200,21 +214,19 @@ class SmallBoardPredictor:
             raise ValueError(f"subscenarios needs one label per item ({Y.shape[1]}), got {subs.shape}")
         self.subscenarios_ = {s: (None if subs is None else subs[c]) for s, c in self.cols_.items()}
         self.truth_t1_, self.truth_t2_ = scenario_truth(Y, self.w_, self.cols_), T2
-        irt_cache: dict = {}  # the folds' 2PLs, shared with the guard's second pass
-        self.oof_ = self._out_of_fold(Y, self.design, irt_cache)  # 2. per fold
-        notes = list(self.notes_)
+        run = partial(out_of_fold, Y, self.w_, self.cols_, self.folds_, self.counts_, tuple(self.dims), seed=self.seed,
+                      device=self.device, n_init=self.n_init, subscenarios=self.subscenarios_, irt_cache={})
+        self.oof_, notes = run(design=self.design), list(self.notes_)  # 2. per fold
         self.choices_ = self._choose(Y)  # 3. choice
-        self.designs_, self.guard_excess_ = dict.fromkeys(self.scenarios_, self.design), {}
-        switch = self._guard(Y) if self.guard and self.design == "stratified" else {}
-        if any(switch.values()):  # 3b. the guard: random anchors where the served rule loses to random items
+        self.designs_, self.guard_excess_, switch = dict.fromkeys(self.scenarios_, self.design), {}, {}
+        if self.guard and self.design == "stratified":  # 3b. the guard: random anchors where the rule loses to them
+            switch, self.guard_excess_ = guard_choices(self.choices_, Y, self.w_, self.cols_, self.subscenarios_,
+                                                       self.counts_, self.truth_t1_, self.folds_, self._ns())
+        if any(switch.values()):  # every fold refitted with its own decision, the choice made again
             self.designs_ = {s: (RANDOM if s in switch[None] else self.design) for s in self.scenarios_}
-            self.oof_ = self._out_of_fold(Y, fold_designs(switch, self.scenarios_, self.design), irt_cache)
-            self.notes_ = notes
+            self.oof_, self.notes_ = run(design=fold_designs(switch, self.scenarios_, self.design)), notes
             self.choices_ = self._choose(Y)
-            for s in switch[None]:
-                self.notes_.append(f"scenario {s!r}: anchors drawn at random inside each subscenario (on anchors "
-                                   f"spread by difficulty the served rule's out-of-fold MAE was "
-                                   f"{np.exp(self.guard_excess_[s]):.2f}x what random items are expected to give)")
+            self.notes_ += [guard_note(s, self.guard_excess_[s]) for s in switch[None]]
         self.fits_ = {}  # 4. refit on every model, at the chosen D's
         for s, c in self.cols_.items():
             need = sorted({self.choices_[(s, n)].dim for n in self._ns()})
@@ -232,32 +244,6 @@ class SmallBoardPredictor:
 
     def _ns(self) -> list[int]:
         return [int(n) for n in self.n_values]
-
-    def _check_params(self) -> None:
-        ns, ds = self._ns(), [int(d) for d in self.dims]
-        if not ns or min(ns) < 1 or len(set(ns)) != len(ns):
-            raise ValueError(f"n_values must be distinct positive integers, got {self.n_values}")
-        if not ds or min(ds) < 1 or len(set(ds)) != len(ds):
-            raise ValueError(f"dims must be distinct positive integers, got {self.dims}")
-        if not 0 < self.alpha < 1 or int(self.max_folds) < 2:
-            raise ValueError(f"need 0 < alpha < 1 and max_folds >= 2, got {self.alpha}, {self.max_folds}")
-        if self.design not in DESIGNS:
-            raise ValueError(f"design must be one of {DESIGNS}, got {self.design!r}")
-
-    def _out_of_fold(self, Y, design, irt_cache: dict):
-        return out_of_fold(Y, self.w_, self.cols_, self.folds_, self.counts_, tuple(self.dims), seed=self.seed,
-                           device=self.device, n_init=self.n_init, subscenarios=self.subscenarios_, design=design,
-                           irt_cache=irt_cache)
-
-    def _guard(self, Y) -> dict:
-        """small_guard.guard on the choices made: {None | fold: [scenarios whose anchors go random]};
-        ``guard_excess_`` says by how much."""
-        served = {s: {n: self.choices_[(s, n)].oof_served for n in self._ns()} for s in self.scenarios_}
-        expected = {s: {n: random_item_error(Y[:, c], self.w_[c], self.subscenarios_[s], self.counts_[(s, n)])
-                        for n in self._ns()} for s, c in self.cols_.items()}
-        truth = {s: self.truth_t1_[:, j] for j, s in enumerate(self.scenarios_)}
-        switch, self.guard_excess_ = guard_switch(served, expected, truth, self.folds_)
-        return switch
 
     def _choose(self, Y) -> dict:
         """{(scenario, n): ScenarioChoice} from the out-of-fold estimates (small_choice.choose_scenario)."""

@@ -28,7 +28,7 @@ import numpy as np
 from .small_choice import mae
 from .strata import prefix_allocation
 
-__all__ = ["random_item_error", "log_excess", "guard", "fold_designs", "RANDOM"]
+__all__ = ["random_item_error", "log_excess", "guard", "guard_choices", "guard_note", "fold_designs", "RANDOM"]
 
 RANDOM = "random"  # the design the guard falls back to (small_folds.fit_scenario)
 
@@ -89,3 +89,20 @@ def fold_designs(switch: dict, scenarios: list, design: str) -> dict:
     """{fold: {scenario: design}} for :func:`.small_folds.out_of_fold`: RANDOM where the fold's decision switched
     the scenario, else ``design``."""
     return {f: {s: (RANDOM if s in sw else design) for s in scenarios} for f, sw in switch.items() if f is not None}
+
+
+def guard_choices(choices: dict, Y: np.ndarray, w: np.ndarray, cols: dict, subscenarios: dict, counts: dict,
+                  truth: np.ndarray, folds: np.ndarray, ns: list) -> tuple[dict, dict]:
+    """:func:`guard` on a small board's choices {(scenario, n): ScenarioChoice} (their ``oof_served``), the expected
+    random-item errors computed from ``Y`` (M, I), ``w`` (I,), ``cols`` {scenario: columns}, ``subscenarios``
+    {scenario: (I_s,) or None} and ``counts`` {(scenario, n): anchors}; ``truth`` (M, S) in ``cols`` order."""
+    served = {s: {n: choices[(s, n)].oof_served for n in ns} for s in cols}
+    expected = {s: {n: random_item_error(Y[:, c], w[c], subscenarios[s], counts[(s, n)]) for n in ns}
+                for s, c in cols.items()}
+    return guard(served, expected, {s: truth[:, j] for j, s in enumerate(cols)}, folds)
+
+
+def guard_note(scenario: str, excess: float) -> str:
+    """The predictor's note for a scenario the guard switched (``excess``: its :func:`log_excess` on every row)."""
+    return (f"scenario {scenario!r}: anchors drawn at random inside each subscenario (on anchors spread by difficulty "
+            f"the served rule's out-of-fold MAE was {np.exp(excess):.2f}x what random items are expected to give)")

@@ -10,6 +10,7 @@ import pandas as pd
 
 from tinybench_assets import paths
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
+from tinybench_assets.defs import estimation_small as small
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
@@ -17,8 +18,6 @@ from tinybench_assets.io import plots
 from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.store import Store, training_matrix
 from tinybench_assets.orchestration.versions import code_version
-
-from . import estimation_small as small
 
 GROUP = "estimation"
 CODE_VERSION = code_version("estimation")

@@ -9,7 +9,6 @@ import pandas as pd
 from tinybench_assets import paths
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
 from tinybench_assets.core.splits import split_models
-from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice
@@ -109,7 +108,7 @@ def fit_and_store(context, db: Store, matrix: ResponseMatrix, key: str, scope: s
     )
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[binarized_responses],
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=["binarized_responses"],
           **card("IRT model (per scenario)", "Multidimensional 2PL for one scenario, fitted by MAP on the training models "
                  "(seeded split, recorded in model_splits); D chosen by validation on training models; item a/b, model "
                  "theta, per-D errors in DuckDB. Plots: difficulty vs discrimination, validation error vs D. Check: the "
@@ -120,7 +119,7 @@ def irt_model(context: dg.AssetExecutionContext, config: IRTConfig, store: Store
     return fit_and_store(context, db, training_matrix(db, key), key, "scenario", config, torch_device.resolve())
 
 
-ALL_SCENARIOS = dg.AssetDep(binarized_responses, partition_mapping=dg.AllPartitionMapping())
+ALL_SCENARIOS = dg.AssetDep("binarized_responses", partition_mapping=dg.AllPartitionMapping())
 
 
 @dg.multi_asset(

@@ -11,16 +11,16 @@ import math
 
 import dagster as dg
 
-from tinybench_assets.defs.assets.responses import GROUP, landing_ingest
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource
+from tinybench_assets.defs.settings import INGEST_GROUP as GROUP
 from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.orchestration.versions import code_version, prices_version
 
 
 @dg.asset(group_name=GROUP, code_version=code_version("ingest"), pool=DUCKDB_POOL,
-          partitions_def=scenario_partitions, deps=[landing_ingest],
+          partitions_def=scenario_partitions, deps=["landing_ingest"],
           **card("Model prices", "The prices file of the scenario's leaderboard (`prices.csv`: per question or per "
                  "million tokens), from which every question gets a cost per model where the drops carry none. Its data "
                  "version changes only with the leaderboard's prices, so a changed price refreshes the cost assets "

@@ -8,13 +8,14 @@ from tinybench_assets.core.responses import binarize
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import register_partitions, scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, LandingResource, StoreResource
+from tinybench_assets.defs.settings import INGEST_GROUP
 from tinybench_assets.io import plots
 from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.landing import ingest_landing
 from tinybench_assets.io.store import load_matrix
 from tinybench_assets.orchestration.versions import code_version, landing_version, partition_version
 
-GROUP = "ingest"
+GROUP = INGEST_GROUP
 CODE_VERSION = code_version("ingest")
 
 

@@ -19,11 +19,11 @@ import pandas as pd
 
 from tinybench_assets.core.routing.served import ServedRouter
 from tinybench_assets.core.routing.surface import SurfaceFeatures
-from tinybench_assets.defs.assets.irt import irt_model
-from tinybench_assets.defs.assets.routing import GROUP, RouterConfig, question_embeddings
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
+from tinybench_assets.defs.settings import ROUTER_GROUP as GROUP
+from tinybench_assets.defs.settings import RouterConfig
 from tinybench_assets.io import plots, router_plots
 from tinybench_assets.io.routing_reads import board_routing_data
 from tinybench_assets.orchestration.versions import code_version
@@ -51,8 +51,8 @@ def per_scenario(Yte, picks, task_te, prior, Ytr, task_tr, models) -> pd.DataFra
     return pd.concat([df, pd.DataFrame([macro])], ignore_index=True)
 
 
-ALL_EMBEDDINGS = dg.AssetDep(question_embeddings, partition_mapping=dg.AllPartitionMapping())
-ALL_ITEM_PARAMS = dg.AssetDep(irt_model, partition_mapping=dg.AllPartitionMapping())
+ALL_EMBEDDINGS = dg.AssetDep("question_embeddings", partition_mapping=dg.AllPartitionMapping())
+ALL_ITEM_PARAMS = dg.AssetDep("irt_model", partition_mapping=dg.AllPartitionMapping())
 
 
 @dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,

@@ -7,17 +7,11 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from tinybench_assets.defs.assets.prices import model_prices
-from tinybench_assets.defs.assets.responses import binarized_responses
-from tinybench_assets.defs.assets.routing import (
-    GROUP,
-    RouterConfig,
-    pirt_predictions,
-    question_embeddings,
-)
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
+from tinybench_assets.defs.settings import ROUTER_GROUP as GROUP
+from tinybench_assets.defs.settings import RouterConfig
 from tinybench_assets.io import plots, router_plots
 from tinybench_assets.io.routing_reads import cost_matrix, partition_rows, question_groups, routing_data
 from tinybench_assets.io.store import Store
@@ -123,7 +117,7 @@ def cost_row(objective: str, choice, rep: dict, models, best: int, curve: tuple[
 
 
 @dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions,
-          deps=[pirt_predictions, question_embeddings, binarized_responses, model_prices],
+          deps=["pirt_predictions", "question_embeddings", "binarized_responses", "model_prices"],
           **card("Router accuracy", "Routers (best single, KNN vote, shrunk KNN, KNN-IRT, logistic, ensemble) chosen by "
                  "cross-validation on TRAINING questions; the served one routes every test question. Router accuracy vs "
                  "best single model, oracle, random model and the tutorial's p-IRT argmax, pick shares, paired bootstrap "

@@ -13,18 +13,15 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from tinybench_assets.core.routing.select import DEFAULT_FAMILIES
-from tinybench_assets.defs.assets.irt import irt_model
-from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, EncoderResource, StoreResource
+from tinybench_assets.defs.settings import ROUTER_GROUP as GROUP
 from tinybench_assets.io import plots
 from tinybench_assets.io.embeddings import embed_cached, text_key
 from tinybench_assets.io.routing_reads import irt_fit, load_embeddings, partition_questions, partition_rows
 from tinybench_assets.orchestration.versions import code_version
 
-GROUP = "router"
 CODE_VERSION = code_version("router")
 
 
@@ -33,28 +30,6 @@ class KNNConfig(dg.Config):
 
     k: int = 20
     weighting: str = "uniform"  # uniform (the tutorial's mean) | similarity | softmax
-
-
-class RouterConfig(dg.Config):
-    """Router selection by cross-validation on training questions (see core/routing/select.py)."""
-
-    families: list[str] = list(DEFAULT_FAMILIES)  # add "mf" for matrix factorization, "<family>_cal" to calibrate one
-    n_folds: int = 5
-    seed: int = 0
-    margins: list[float] = [0.0, 0.02, 0.05, 0.1]
-    gate_level: float = 0.95  # serve a router only if its CV gain's one-sided lower bound is > 0; 0 = plain CV winner
-    n_boot: int = 2000
-    # the leaderboard router only: hashed character n-grams of each question's text appended to its embedding (the
-    # wording and format that tell a leaderboard's tasks apart; core/routing/surface.py); 0 = the embedding alone
-    surface_features: int = 1024
-    evaluate_all: bool = True  # also fit every family's CV-best router on all training questions and report its test figures
-    # where costs landed: what to serve (core/routing/cost.py). "auto" = quality_at_min_cost with costs, else accuracy;
-    # quality_at_min_cost: the cheapest (family, lambda) whose training-CV accuracy is within `tolerance` of the best
-    # single model's; max_cost / min_accuracy: targets. Chosen on training questions only.
-    objective: str = "auto"
-    tolerance: float = 0.01
-    max_cost: float | None = None
-    min_accuracy: float | None = None
 
 
 def routable(q: pd.DataFrame) -> str | None:
@@ -77,7 +52,7 @@ def _skip(reason: str) -> dg.MaterializeResult:
     return dg.MaterializeResult(metadata={"skipped": reason})
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[binarized_responses],
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=["binarized_responses"],
           **card("Question embeddings", "Sentence embeddings (all-MiniLM-L6-v2, offline) of every question of a scenario "
                  "with text and a test split, cached in DuckDB by hash of (encoder, text): a re-run or a new drop embeds "
                  "only new texts. The run's log shows texts done / to do.", kinds=("python", "torch", "duckdb")))
@@ -115,7 +90,7 @@ def _probe_metadata(enc) -> dict:
 NO_FIT = "no IRT fit stored for this partition (irt_model's note says why: too small, or not materialized yet)"
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[question_embeddings, irt_model],
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=["question_embeddings", "irt_model"],
           **card("KNN-imputed item parameters", "Discrimination a and difficulty b of every TEST question, imputed as the "
                  "(weighted) mean over its k most cosine-similar TRAINING questions' IRT parameters; stored with the "
                  "neighbours' ids and similarities. Plot: fitted vs imputed difficulty and discrimination.",
@@ -155,7 +130,7 @@ def knn_item_params(context: dg.AssetExecutionContext, config: KNNConfig, store:
     })
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[knn_item_params],
+@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=["knn_item_params"],
           **card("p-IRT correctness predictions", "P(correct) = sigmoid(a_q . theta_m - b_q) for every (model, test "
                  "question) from the IRT abilities and the KNN-imputed a, b; the tutorial's router routes each question "
                  "to the argmax."))

@@ -31,7 +31,6 @@ from tinybench_assets.core.subsets import (
 from tinybench_assets.core.subsets.choice import EXPORT_RULE
 from tinybench_assets.core.subsets.penalty import penalty_vs_n_voters, score_trends, subset_scores
 from tinybench_assets.core.subsets.rankings import VOTER_METHODS
-from tinybench_assets.defs.assets.responses import binarized_responses
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, env_torch_threads
@@ -198,7 +197,7 @@ MAGI_TITLES = ("MAGI item rankings", "MAGI score trends", "MAGI voter penalty", 
 
 @dg.multi_asset(
     specs=[dg.AssetSpec(name, group_name=GROUP, partitions_def=leaderboard_partitions,
-                        deps=[dg.AssetDep(binarized_responses, partition_mapping=dg.AllPartitionMapping())] if name == "magi_rankings" else ["magi_rankings"],
+                        deps=[dg.AssetDep("binarized_responses", partition_mapping=dg.AllPartitionMapping())] if name == "magi_rankings" else ["magi_rankings"],
                         code_version=CODE_VERSION, **card(title, desc, kinds=("python", "optuna", "duckdb")))
            for name, title, desc in zip(MAGI_ASSETS, MAGI_TITLES, (
                "Item rankings per method (mean voter score, reference-vs-voters, IRT difficulty / discrimination / "
@@ -343,7 +342,7 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
 
 
 @dg.asset(name="parallel_forms", group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL,
-          partitions_def=leaderboard_partitions, deps=[dg.AssetDep(binarized_responses, partition_mapping=dg.AllPartitionMapping())],
+          partitions_def=leaderboard_partitions, deps=[dg.AssetDep("binarized_responses", partition_mapping=dg.AllPartitionMapping())],
           **card("Parallel test forms", "Two non-overlapping stratified parallel forms (subscenario x difficulty bucket) "
                  "with counts, proportions, L1 distances to each other and to the pool, and the A-vs-B correlation of "
                  "every model's score."))
