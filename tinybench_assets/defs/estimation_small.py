@@ -208,7 +208,7 @@ def export_budgets(pred, board: str, folder, **export):
     return save_budgets(pred, board, folder, pred.budget_table(), **export)
 
 
-def small_backtest(config, db, board, matrix, full, groups, torch_device, t0, model_store):
+def small_backtest(config, db, board, matrix, full, groups, device: str, t0, model_store):
     """estimation_backtest of a small board: its own SmallBoardPredictor's out-of-fold figures (each model estimated
     by a fit that never saw its family)."""
     import time
@@ -217,7 +217,7 @@ def small_backtest(config, db, board, matrix, full, groups, torch_device, t0, mo
 
     from tinybench_assets.core.backtest import reference_n
 
-    pred = fit_small(matrix, full, groups.to_numpy(), config, torch_device.resolve(), (model_store, board))
+    pred = fit_small(matrix, full, groups.to_numpy(), config, device, (model_store, board))
     summary = backtest_summary(pred, seed=config.seed)
     db.replace_partition({"backtest_summary": summary.assign(n_splits=pred.n_folds_),
                           "backtest_timings": pd.DataFrame({"split_kind": [SPLIT_KIND], "split": [0],

@@ -25,7 +25,7 @@ SOURCES = {
                "core/responses.py"),
     "irt": ("defs/assets/irt.py", "core/irt/*.py", "core/splits.py",
             "core/responses.py"),
-    "estimation": ("defs/assets/estimation.py", "defs/estimation_small.py", "core/predictor.py", "core/estimation/*.py", "core/anchors.py",
+    "estimation": ("defs/assets/estimation.py", "defs/estimation_*.py", "core/predictor.py", "core/estimation/*.py", "core/anchors.py",
                    "core/estimators.py", "core/calibration.py", "core/backtest.py", "core/tiny_benchmark/*.py",
                    "core/irt/*.py", "core/splits.py",
                    "core/groups.py", "core/adaptive.py", "core/adaptive_bank.py", "core/subsets/voters.py",

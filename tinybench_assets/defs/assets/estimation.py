@@ -1,8 +1,6 @@
 """Estimation assets per leaderboard: anchors + lambdas (one fitted AnchorPredictor), held-out estimates,
 a multi-split backtest, and the exported tiny benchmark."""
-import os
 import time
-from pathlib import Path
 
 import dagster as dg
 import numpy as np
@@ -12,9 +10,9 @@ from tinybench_assets import paths
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
 from tinybench_assets.defs import estimation_small as small
 from tinybench_assets.defs.cards import card
+from tinybench_assets.defs.estimation_boards import board_for
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
-from tinybench_assets.io import plots
 from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.store import Store, training_matrix
 from tinybench_assets.orchestration.versions import code_version
@@ -87,15 +85,6 @@ def leaderboard_matrix(db: Store, board: str) -> tuple[ResponseMatrix, pd.DataFr
     return matrix, full
 
 
-def predictor_params(config: EstimationConfig, device: str) -> dict:
-    return {
-        "n_values": tuple(config.n_values), "clusterings": tuple(config.clusterings), "learned": config.learned,
-        "scenario_n": dict(config.scenario_n), "large_pool_items": config.large_pool_items,
-        "max_fit_models": config.max_fit_models or None, "alpha": config.alpha, "device": device,
-        "dim_candidates": tuple(config.dims), "joint_dim_candidates": tuple(config.joint_dims),
-    }
-
-
 def _skip(board: str, n_models: int, config: EstimationConfig, sizes=None, repeated=False) -> dg.MaterializeResult | None:
     """The ``skipped`` result of a leaderboard too small for the estimation assets (``small.too_small``), else None."""
     reason = small.too_small(board, n_models, sizes or {}, config, repeated)
@@ -133,68 +122,20 @@ def board_inputs(context, store: StoreResource, config: EstimationConfig):
 )
 def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource, torch_device: TorchDevice,
                 model_store: ModelStore):
-    from tinybench_assets.core.predictor import AnchorPredictor  # torch and scikit-learn load when the asset runs
-
     db, board, matrix, full, skip = board_inputs(context, store, config)
     if skip is not None:
         yield dg.MaterializeResult(asset_key="anchor_sets", metadata=skip.metadata)
         yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata=skip.metadata)
         return
-    if small.is_small(len(matrix.models), config):
-        yield from _small_anchor_sets(context, config, db, board, matrix, full, torch_device, model_store)
-        return
-    split = db.model_split(board)
-    train = np.array([split.get(m) == "train" for m in matrix.models])
     t0 = time.perf_counter()
-    groups = board_groups(matrix, board, config)
-    pred = AnchorPredictor(**predictor_params(config, torch_device.resolve()), n_jobs=config.n_jobs).fit(
-        matrix, full, np.flatnonzero(train), groups=groups.to_numpy())
+    kind = board_for(len(matrix.models), config, torch_device.resolve())
+    fitted = kind.fit(db, board, matrix, full, board_groups(matrix, board, config).to_numpy())
     seconds = time.perf_counter() - t0
-    path = model_store.save_predictor(board, pred)
-    anchors = pred.anchor_table()
-    lambdas = pred.lambdas
-    selection = pred.selection
-    db.replace_partition({
-        "anchors": anchors[["scenario", "clustering", "n", "n_anchors", "item", "item_index", "weight"]],
-        "gpirt_lambdas": lambdas[["scenario", "clustering", "n", "fit", "lambda_tutorial", "lambda_validation", "b", "v"]],
-        "estimator_selection": selection[["scenario", "n", "selector", "clustering_t1", "estimator_t1", "clustering_t2", "estimator_t2"]],
-        "estimator_validation": pred.validation_[["scenario", "clustering", "n", "estimator", "val_mae_t1", "val_mae_t2", "n_val"]],
-    }, board, column="leaderboard")
-    n30 = anchors[anchors.n == (30 if 30 in config.n_values else config.n_values[0])]
+    path = model_store.save_predictor(board, fitted.predictor)
+    db.replace_partition(fitted.tables, board, column="leaderboard")
     yield dg.MaterializeResult(asset_key="anchor_sets", metadata={
-        "anchor_rows": len(anchors),
-        "scenarios": dg.MetadataValue.json(pred.scenarios_),
-        "train_models": int(train.sum()), "fit_models": pred.n_fit_, "validation_models": pred.n_val_,
-        "dims": dg.MetadataValue.json({k: int(v.best_dim) for k, v in pred.dim_selection_.items()}),
-        "weights_sum_per_scenario": dg.MetadataValue.json(
-            {f"{c}/{n}/{s}": round(float(w), 9) for (c, n, s), w in anchors.groupby(["clustering", "n", "scenario"])["weight"].sum().items()
-             if n == n30["n"].iloc[0]}),
-        "fit_seconds": round(seconds, 1),
-        "predictor_path": dg.MetadataValue.path(str(path)),
-    })
-    lam = lambdas[(lambdas.fit == "sep") & (lambdas.clustering == "correctness")]
-    yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata={
-        "lambdas": dg.MetadataValue.md(lam.round(4).to_markdown(index=False)),
-        "selected_estimators": dg.MetadataValue.md(selection.to_markdown(index=False)),
-    })
-
-
-def _small_anchor_sets(context, config, db, board, matrix, full, torch_device, model_store):
-    """anchor_sets of a small board: one SmallBoardPredictor fitted on every model (cross-validated by family)."""
-    t0 = time.perf_counter()
-    pred = small.fit_small(matrix, full, board_groups(matrix, board, config).to_numpy(), config, torch_device.resolve())
-    path = model_store.save_predictor(board, pred)
-    tables = small.anchor_tables(pred)
-    db.replace_partition(tables, board, column="leaderboard")
-    meta = {"small_board": f"{len(matrix.models)} models: anchors, estimators and intervals chosen by leave-family-out "
-                           f"cross-validation ({pred.n_folds_} folds) on every model",
-            "anchor_rows": len(tables["anchors"]), "scenarios": dg.MetadataValue.json(pred.scenarios_),
-            "models": len(matrix.models), "folds": pred.n_folds_, "notes": dg.MetadataValue.json(pred.notes_),
-            "fit_seconds": round(time.perf_counter() - t0, 1), "predictor_path": dg.MetadataValue.path(str(path))}
-    yield dg.MaterializeResult(asset_key="anchor_sets", metadata=meta)
-    yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata={
-        "lambdas": dg.MetadataValue.md(tables["gpirt_lambdas"].round(4).to_markdown(index=False)),
-        "selected_estimators": dg.MetadataValue.md(tables["estimator_selection"].to_markdown(index=False))})
+        **fitted.anchor_meta, "fit_seconds": round(seconds, 1), "predictor_path": dg.MetadataValue.path(str(path))})
+    yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata=fitted.lambda_meta)
 
 
 @dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
@@ -209,22 +150,7 @@ def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig,
     if skip is not None:
         return skip
     pred = model_store.load_predictor(board)
-    if small.is_small(len(matrix.models), config):  # every model, through the served tiny benchmark (in-sample)
-        df = small.board_estimates(pred, matrix, full)
-        test = np.arange(len(matrix.models))
-    else:
-        split = db.model_split(board)
-        test = np.flatnonzero([split.get(m) == "test" for m in matrix.models])
-        models = np.asarray(matrix.models, dtype=object)[test]
-        Y = matrix.scores[test]
-        df = pred.estimate(Y, models, include_random=True)
-        t1 = pred.pool_accuracy(Y)
-        t1.index = models
-        truth = t1.stack().rename("truth_t1").to_frame()
-        truth.index.names = ["model", "scenario"]
-        t2 = full.rename(columns={"full_benchmark_score": "truth_t2"}).set_index(["model", "scenario"])["truth_t2"]
-        truth = truth.join(t2, how="left").reset_index()
-        df = df.merge(truth, on=["model", "scenario"], how="inner")
+    df, n_models = board_for(len(matrix.models), config, "cpu").estimates(pred, db, board, matrix, full)
     cols = ["model", "scenario", "clustering", "estimator", "n", "estimate", "lower", "upper", "estimate_t2", "lower_t2",
             "upper_t2", "truth_t1", "truth_t2"]
     db.replace_partition({"estimates": df[cols]}, board, column="leaderboard")
@@ -234,7 +160,7 @@ def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig,
     table = err.groupby(["scenario", "estimator", "n"])[["ae1", "ae2", "cov"]].mean().round(3).reset_index()
     table = table.rename(columns={"ae1": "mae_t1_pts", "ae2": "mae_t2_pts", "cov": "coverage_t1"})
     return dg.MaterializeResult(metadata={
-        "test_models": len(test), "rows": len(df),
+        "test_models": n_models, "rows": len(df),
         "mae_by_scenario_estimator_n": dg.MetadataValue.md(table.to_markdown(index=False)),
     })
 
@@ -255,7 +181,6 @@ BACKTEST_PRIORITY = {"dagster/priority": "-1"}
                  kinds=("python", "torch", "scikit-learn", "duckdb")))
 def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfig, store: StoreResource,
                         torch_device: TorchDevice, model_store: ModelStore) -> dg.MaterializeResult:
-    from tinybench_assets.core.backtest import reference_n, run_backtest, split_plan, summarize_by_kind
     from tinybench_assets.core.groups import group_summary
 
     db, board, matrix, full, skip = board_inputs(context, store, config)
@@ -264,66 +189,8 @@ def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfi
     t0 = time.perf_counter()
     groups = board_groups(matrix, board, config)
     context.log.info(f"model families for grouped splits: {group_summary(groups)}")
-    if small.is_small(len(matrix.models), config):
-        return small.small_backtest(config, db, board, matrix, full, groups, torch_device, t0, model_store)
-    try:
-        plan = split_plan(len(matrix.models), tuple(config.split_kinds), config.n_splits, config.test_fraction,
-                          config.seed, groups=groups.to_numpy(), max_train_models=config.max_train_models or None,
-                          max_test_models=config.max_test_models or None)
-    except ValueError as e:
-        raise dg.Failure(f"estimation_backtest: split_kinds {config.split_kinds}: {e}") from None
-    result = run_backtest(
-        matrix, full, splits=plan, seed=config.seed,
-        predictor_params=predictor_params(config, torch_device.resolve()), log=context.log.info,
-        n_jobs=config.n_jobs or min(len(plan), os.cpu_count() or 1), adaptive_n=tuple(config.adaptive_n),
-        groups=groups.to_numpy(),
-    )
-    estimates = result.estimates
-    headline = config.split_kinds[0]
-    summary = pd.concat([sm.assign(split_kind=kind) for kind, sm in summarize_by_kind(estimates).items()],
-                        ignore_index=True)
-    summary = summary[["split_kind", "scenario", "clustering", "estimator", "n", "mae_t1", "mae_t1_lo", "mae_t1_hi", "sd_t1",
-                       "bias_t1", "coverage_t1", "width_t1", "mae_t2", "mae_t2_lo", "mae_t2_hi", "sd_t2", "coverage_t2",
-                       "width_t2", "n_models"]]
-    timings = result.timings
-    db.replace_partition({"backtest_summary": summary.assign(n_splits=config.n_splits),
-                          "backtest_timings": timings}, board, column="leaderboard")
-    both = summary
-    summary = summary[summary.split_kind == headline]
-    charts, figures = {}, {}
-    for s, g in summary[summary.clustering.isin(["correctness", "random", "selected", "adaptive"])].groupby("scenario"):
-        wide = g.pivot_table(index="n", columns="estimator", values="mae_t1")
-        wide = wide[[c for c in ("random", "anchor", "irt", "pirt", "gpirt", "gpirt_val_joint", "tinybench_own", "tinybench",
-                                 "adaptive") if c in wide]]
-        png = plots.error_vs_n(wide, title=f"{board}.{s}: T1 MAE vs n ({config.n_splits} {headline} splits)")
-        plots.save(png, Path(paths.artifacts_dir()) / "plots" / f"backtest_{board}.{s}.png")
-        charts[f"error_vs_n_{s}"] = dg.MetadataValue.md(plots.markdown_image(png, f"{s} error vs n"))
-        figures[s] = wide
-    served = summary[summary.estimator.isin(["tinybench", "tinybench_own"])]
-    if len(served):
-        cov = served.groupby(["n", "estimator"])[["coverage_t1", "coverage_t2"]].mean().unstack("estimator")
-        cov.columns = [f"{est} {target[-2:].upper()}" for target, est in cov.columns]
-        cov_png = plots.coverage_vs_n(cov, nominal=1 - config.alpha,
-                                      title=f"{board}: coverage of the served {1 - config.alpha:.0%} intervals (mean of scenarios)")
-        charts["interval_coverage"] = dg.MetadataValue.md(plots.markdown_image(cov_png, "interval coverage vs n"))
-    n_ref = reference_n(config.n_values)
-    at_n = summary[(summary.n == n_ref) & summary.clustering.isin(["correctness", "random", "selected", "adaptive"])]
-    table = at_n.pivot_table(index="estimator", columns="scenario", values="mae_t1").round(2)
-    table["mean"] = table.mean(axis=1).round(2)
-    best = summary[(summary.n == n_ref) & (summary.estimator == "tinybench")]
-    return dg.MaterializeResult(metadata={
-        **charts,
-        f"mae_t1_points_at_n{n_ref}": dg.MetadataValue.md(table.sort_values("mean").to_markdown()),
-        f"tinybench_t1_mae_mean_n{n_ref}": float(best["mae_t1"].mean()) if len(best) else float("nan"),
-        f"tinybench_t2_mae_mean_n{n_ref}": float(best["mae_t2"].mean()) if len(best) else float("nan"),
-        "coverage90_t1": float(estimates[estimates.split_kind == headline].eval("(lower <= truth_t1) & (truth_t1 <= upper)").mean()),
-        **({f"tinybench_t1_mae_mean_n{n_ref}_{k}": float(both[(both.split_kind == k) & (both.n == n_ref)
-                                                                 & (both.estimator == "tinybench")]["mae_t1"].mean())
-            for k in config.split_kinds}),
-        "headline_split_kind": headline,
-        "model_groups": dg.MetadataValue.json(group_summary(groups)),
-        "splits": config.n_splits, "seconds": round(time.perf_counter() - t0, 1),
-    })
+    kind = board_for(len(matrix.models), config, torch_device.resolve())
+    return kind.backtest(context.log.info, db, board, matrix, full, groups, model_store, t0)
 
 
 class ExportConfig(EstimationConfig):
@@ -343,8 +210,7 @@ def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, stor
     db, board, matrix, _, skip = board_inputs(context, store, config)  # skipped as anchor_sets was
     if skip is not None:
         return skip
-    n_models = len(matrix.models)
-    from tinybench_assets.core.tiny_benchmark import artifact_tables, export_tiny_benchmark, save_artifact
+    from tinybench_assets.core.tiny_benchmark import artifact_tables, save_artifact
 
     pred = model_store.load_predictor(board)
     texts = db.item_texts(board).dropna(subset=["text"])
@@ -352,12 +218,8 @@ def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, stor
     kw = dict(item_texts=dict(zip(texts["item"], texts["text"])),
               binarization={split_partition_key(k)[1]: {"rule": r, "threshold": None if pd.isna(t) else float(t)}
                             for k, r, t in binar.itertuples(index=False)})
-    budgets = None
-    if small.is_small(n_models, config):
-        artifact = pred.to_artifact(board, config.export_n, **kw)
-        budgets = small.export_budgets(pred, board, model_store.folder(board), **kw)
-    else:
-        artifact = export_tiny_benchmark(pred, leaderboard=board, n=config.export_n, **kw)
+    kind = board_for(len(matrix.models), config, "cpu")
+    artifact, budgets = kind.export(pred, board, config.export_n, model_store.folder(board), **kw)
     path = save_artifact(artifact, pred, model_store.folder(board))
     trees = path.parent / "learned_models.npz"
     tables = {name: df.drop(columns=["leaderboard"]) for name, df in artifact_tables(artifact).items()}
