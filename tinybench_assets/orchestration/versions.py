@@ -31,6 +31,7 @@ SOURCES = {
                    "core/groups.py", "core/adaptive.py", "core/adaptive_bank.py", "core/subsets/voters.py",
                    "core/responses.py"),
     "router": ("defs/assets/routing.py", "defs/assets/router_eval.py", "defs/assets/router_board.py", "defs/settings.py",
+               "defs/router_report.py",
                "core/routing/*.py", "io/routing_reads.py",
                "io/embeddings.py", "io/cost_queries.py", "io/price_drops.py",
                "core/irt/*.py"),
