@@ -18,10 +18,10 @@ def _plt():
     return plt
 
 
-def _png(fig) -> bytes:
+def _png(fig, dpi: int = 90) -> bytes:
     plt = _plt()
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=90, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     plt.close(fig)
     return buf.getvalue()
 
@@ -131,3 +131,45 @@ def matrix_histograms(model_accuracy: np.ndarray, item_mean: np.ndarray, title: 
     ax2.set_ylabel("items")
     fig.suptitle(title, fontsize=9)
     return _png(fig)
+
+
+def magi_trends(sizes, scores: np.ndarray, roles: list, title: str = "") -> bytes:
+    """MAGI's progressive deletion: every chosen model's score (columns of ``scores``, one row per size) against the
+    items left, voters grey, the top models blue, the reference red."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    style = {"voter": dict(color="0.7", lw=0.7), "top": dict(color="tab:blue", lw=1.0),
+             "reference": dict(color="tab:red", lw=2.2)}
+    seen = set()
+    for j, role in enumerate(roles):
+        ax.plot(sizes, scores[:, j], label=None if role in seen else role, **style[role])
+        seen.add(role)
+    ax.invert_xaxis()
+    ax.set_xlabel("items left")
+    ax.set_ylabel("score on the items left")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    return _png(fig, dpi=70)
+
+
+def magi_penalty(pen, curve) -> bytes:
+    """MAGI's voter penalty: the mean per method before and after offset padding (``pen``), and against the number
+    of voters (``curve``)."""
+    plt = _plt()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.6))
+    g = pen.groupby("method")[["penalty_before", "penalty_after"]].mean()
+    x = np.arange(len(g))
+    ax1.bar(x - 0.2, g["penalty_before"], 0.4, label="before padding")
+    ax1.bar(x + 0.2, g["penalty_after"], 0.4, label="after padding")
+    ax1.set_xticks(x, g.index, rotation=30, fontsize=7)
+    ax1.set_ylabel("mean voter penalty (points)")
+    ax1.legend(fontsize=7)
+    for method, c in curve.groupby("method"):
+        ax2.plot(c["n_voters"], c["mean_penalty"], marker="o", label=method)
+    ax2.set_xscale("log")
+    ax2.set_xlabel("number of voters")
+    ax2.set_ylabel("mean voter penalty (points)")
+    ax2.legend(fontsize=7)
+    ax2.grid(alpha=0.3)
+    return _png(fig, dpi=70)

@@ -35,7 +35,7 @@ SOURCES = {
                "core/routing/*.py", "io/routing_reads.py",
                "io/embeddings.py", "io/cost_queries.py", "io/price_drops.py",
                "core/irt/*.py"),
-    "magi": ("defs/assets/subsets.py", "core/subsets/*.py", "core/irt/*.py", "core/responses.py"),
+    "magi": ("defs/assets/subsets.py", "defs/magi_report.py", "core/subsets/*.py", "core/irt/*.py", "core/responses.py"),
 }
 
 
