@@ -174,6 +174,117 @@ def _grid(spec: dict) -> list[dict]:
     return out
 
 
+def _fold_predictions(E, Y, tr, va, fitted: set, grid: dict, n_tasks: int, task, seed: int, device: str, put) -> None:
+    """One fold's out-of-fold P of every fitted family and configuration: ``put(family, config, va, P)``."""
+    Etr, Ytr, Eva = E[tr], Y[tr], E[va]
+    acc = model_accuracy(Ytr)
+    if "best_single" in fitted:
+        put("best_single", {}, va, np.tile(acc, (len(va), 1)))
+    kmax = max([*grid["knn_vote"]["k"], *grid["knn_shrunk"]["k"], *grid["knn_task"]["k"]])
+    if {"knn_vote", "knn_shrunk", "task_prior", "knn_task"} & fitted:
+        idx, sim = nearest(Eva, Etr, kmax)
+        Yf = Ytr.astype(np.float32)
+        if "knn_vote" in fitted:
+            for cfg in _grid(grid["knn_vote"]):
+                put("knn_vote", cfg, va, vote_proba(idx, sim, Yf, acc, cfg["k"], cfg["weighting"], 0.0))
+        if "knn_shrunk" in fitted:
+            for cfg in _grid(grid["knn_shrunk"]):
+                put("knn_shrunk", cfg, va, vote_proba(idx, sim, Yf, acc, cfg["k"], "uniform", cfg["shrink"]))
+        if {"task_prior", "knn_task"} & fitted:
+            acc_t, seen = task_accuracy(Ytr, task[tr], n_tasks), {}
+            for fam in ("task_prior", "knn_task"):
+                for cfg in _grid(grid[fam]) if fam in fitted else []:
+                    if cfg["alpha"] not in seen:  # one classifier per fold and alpha
+                        seen[cfg["alpha"]] = recognise(Eva, *fit_task_classifier(Etr, task[tr], n_tasks, cfg["alpha"]))
+                    put(fam, cfg, va, task_vote(idx, sim, Yf, seen[cfg["alpha"]], acc_t, cfg.get("k", 0),
+                                                cfg.get("shrink", 0.0)))
+    if "knn_irt" in fitted:
+        for dim in grid["knn_irt"]["dim"]:
+            r = KNNIRTRouter(dim=dim, seed=seed, device=device).fit(Etr, Ytr)
+            for k in grid["knn_irt"]["k"]:
+                r.k = k
+                put("knn_irt", {"dim": dim, "k": k}, va, r.predict_proba(Eva))
+    if "logistic" in fitted:
+        for cfg in _grid(grid["logistic"]):
+            put("logistic", cfg, va, LogisticRouter(C=cfg["C"]).fit(Etr, Ytr).predict_proba(Eva))
+    if "mf" in fitted:
+        for cfg in _grid(grid["mf"]):
+            put("mf", cfg, va, MFRouter(rank=cfg["rank"], l2=cfg["l2"], seed=seed).fit(Etr, Ytr).predict_proba(Eva))
+
+
+def _cross_validate(E, Y, fold, n_folds: int, families: list, grid: dict, groups, seed: int, device: str, log, t0):
+    """{(family, config items): (n, M) out-of-fold P} of every family (calibrated families cross-fitted on their
+    base's P) and the raw P of the fitted base families."""
+    n, M = Y.shape
+    names, task = task_index(groups) if groups is not None else (np.array([]), None)
+    fitted = {base_family(f) for f in families}  # the families whose routers are fitted per fold
+    oof: dict[tuple, np.ndarray] = {}
+
+    def put(family, cfg, va, P):
+        key = (family, tuple(sorted(cfg.items())))
+        oof.setdefault(key, np.full((n, M), np.nan))[va] = P
+
+    for f in range(n_folds):
+        tr, va = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
+        _fold_predictions(E, Y, tr, va, fitted, grid, len(names), task, seed, device, put)
+        log(f"router CV fold {f + 1}/{n_folds} done ({time.perf_counter() - t0:.1f} s)")
+    for fam in families:
+        if fam != base_family(fam):
+            for (f0, cfg), P in list(oof.items()):
+                if f0 == base_family(fam):
+                    oof[(fam, cfg)] = crossfit_calibrated(P, Y, fold)
+    return {key: P for key, P in oof.items() if key[0] in families}, oof
+
+
+def _nested(options: list, fold: np.ndarray, n_folds: int) -> np.ndarray:
+    """Selection-aware correctness: fold f scored with the option (its last element: per-question correctness)
+    that is best on the other folds."""
+    out = np.empty(len(fold))
+    for f in range(n_folds):
+        rest = fold != f
+        j = int(np.argmax([o[-1][rest].mean() for o in options]))
+        out[fold == f] = options[j][-1][fold == f]
+    return out
+
+
+def _ensemble(members: list, cand: dict, oof: dict, best_oof: dict, correct, margins: list, fold, n_folds: int):
+    """The ensemble of ``members`` (each member's best configuration averaged): (rows of the CV table, best entry
+    (config, nested accuracy), its P, its nested correctness); nested: members and margin chosen without fold f."""
+    out = np.empty(len(fold))
+    for f in range(n_folds):
+        rest, here = fold != f, fold == f
+        Ps = []
+        for fam in members:
+            opts = cand[fam]
+            j = int(np.argmax([o[-1][rest].mean() for o in opts]))
+            Ps.append(oof[opts[j][1]])
+        P_f = np.mean(Ps, axis=0)
+        cs = [correct(P_f, mg) for mg in margins]
+        out[here] = cs[int(np.argmax([c[rest].mean() for c in cs]))][here]
+    P_ens = np.mean([best_oof[f] for f in members], axis=0)
+    cs = [correct(P_ens, mg) for mg in margins]
+    j = int(np.argmax([c.mean() for c in cs]))
+    rows = [{"family": "ensemble", "config": {"members": members, "margin": mg}, "cv_acc": float(c.mean())}
+            for mg, c in zip(margins, cs)]
+    return rows, ({"members": members, "margin": margins[j]}, float(out.mean())), P_ens, out
+
+
+def _gate(best: dict, nested_correct: dict, n_boot: int, seed: int, gate_level: float) -> dict:
+    """{family: one-sided lower bound of its paired-bootstrap CV gain over the best single model} (Bonferroni over
+    the candidates; NaN for the best single model or without one; inf when the gate is off)."""
+    base = nested_correct.get("best_single")
+    gate = {}
+    n_cand = max(1, len(best) - 1)  # Bonferroni: every candidate gets a shot at beating the best single model
+    for fam in best:
+        if fam == "best_single" or base is None:
+            gate[fam] = float("nan")
+            continue
+        lo, _ = paired_bootstrap_ci(nested_correct[fam], base, n_boot=n_boot, seed=seed, level=1 - 2 * (1 - gate_level) / n_cand) \
+            if gate_level > 0 else (float("inf"), None)
+        gate[fam] = lo
+    return gate
+
+
 def select_router(E: np.ndarray, Y: np.ndarray, *, groups=None, families=None, grid: dict | None = None,
                   n_folds: int = 5, seed: int = 0, device: str = "cpu", margins=None, gate_level: float = 0.95,
                   n_boot: int = 2000, log=None) -> RouterSelection:
@@ -195,63 +306,12 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, groups=None, families=None, g
     unknown = [f for f in families if base_family(f) not in FITTED or f == "best_single" + CAL]
     if unknown:
         raise ValueError(f"unknown router families {unknown}; known: {', '.join(FITTED)} (and <family>{CAL})")
-    names, task = task_index(groups) if groups is not None else (np.array([]), None)
-    sat_out = sit_out(families, M, len(names))
+    sat_out = sit_out(families, M, len(task_index(groups)[0]) if groups is not None else 0)
     families = [f for f in families if f not in sat_out]
     for f, why in sat_out.items():
         log(f"router family {f} sits out: {why}")
-    fitted = {base_family(f) for f in families}  # the families whose routers are fitted per fold
     fold = cv_folds(n, n_folds, seed)
-    oof: dict[tuple, np.ndarray] = {}
-
-    def put(family, cfg, va, P):
-        key = (family, tuple(sorted(cfg.items())))
-        oof.setdefault(key, np.full((n, M), np.nan))[va] = P
-
-    for f in range(n_folds):
-        tr, va = np.flatnonzero(fold != f), np.flatnonzero(fold == f)
-        Etr, Ytr, Eva = E[tr], Y[tr], E[va]
-        acc = model_accuracy(Ytr)
-        if "best_single" in fitted:
-            put("best_single", {}, va, np.tile(acc, (len(va), 1)))
-        kmax = max([*grid["knn_vote"]["k"], *grid["knn_shrunk"]["k"], *grid["knn_task"]["k"]])
-        if {"knn_vote", "knn_shrunk", "task_prior", "knn_task"} & fitted:
-            idx, sim = nearest(Eva, Etr, kmax)
-            Yf = Ytr.astype(np.float32)
-            if "knn_vote" in fitted:
-                for cfg in _grid(grid["knn_vote"]):
-                    put("knn_vote", cfg, va, vote_proba(idx, sim, Yf, acc, cfg["k"], cfg["weighting"], 0.0))
-            if "knn_shrunk" in fitted:
-                for cfg in _grid(grid["knn_shrunk"]):
-                    put("knn_shrunk", cfg, va, vote_proba(idx, sim, Yf, acc, cfg["k"], "uniform", cfg["shrink"]))
-            if {"task_prior", "knn_task"} & fitted:
-                acc_t, seen = task_accuracy(Ytr, task[tr], len(names)), {}
-                for fam in ("task_prior", "knn_task"):
-                    for cfg in _grid(grid[fam]) if fam in fitted else []:
-                        if cfg["alpha"] not in seen:  # one classifier per fold and alpha
-                            seen[cfg["alpha"]] = recognise(Eva, *fit_task_classifier(Etr, task[tr], len(names), cfg["alpha"]))
-                        put(fam, cfg, va, task_vote(idx, sim, Yf, seen[cfg["alpha"]], acc_t, cfg.get("k", 0),
-                                                    cfg.get("shrink", 0.0)))
-        if "knn_irt" in fitted:
-            for dim in grid["knn_irt"]["dim"]:
-                r = KNNIRTRouter(dim=dim, seed=seed, device=device).fit(Etr, Ytr)
-                for k in grid["knn_irt"]["k"]:
-                    r.k = k
-                    put("knn_irt", {"dim": dim, "k": k}, va, r.predict_proba(Eva))
-        if "logistic" in fitted:
-            for cfg in _grid(grid["logistic"]):
-                put("logistic", cfg, va, LogisticRouter(C=cfg["C"]).fit(Etr, Ytr).predict_proba(Eva))
-        if "mf" in fitted:
-            for cfg in _grid(grid["mf"]):
-                put("mf", cfg, va, MFRouter(rank=cfg["rank"], l2=cfg["l2"], seed=seed).fit(Etr, Ytr).predict_proba(Eva))
-        log(f"router CV fold {f + 1}/{n_folds} done ({time.perf_counter() - t0:.1f} s)")
-
-    for fam in families:
-        if fam != base_family(fam):
-            for (f0, cfg), P in list(oof.items()):
-                if f0 == base_family(fam):
-                    oof[(fam, cfg)] = crossfit_calibrated(P, Y, fold)
-    raw, oof = oof, {key: P for key, P in oof.items() if key[0] in families}
+    oof, raw = _cross_validate(E, Y, fold, n_folds, families, grid, groups, seed, device, log, t0)
     prior = model_accuracy(Y)
     Yz = np.nan_to_num(Y, nan=0.0)
     margins = list(DEFAULT_MARGINS if margins is None else margins)
@@ -268,47 +328,20 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, groups=None, families=None, g
             c = correct(P, mg)
             rows.append({"family": fam, "config": conf, "cv_acc": float(c.mean())})
             cand.setdefault(fam, []).append((conf, (fam, cfg), mg, c))
-
-    def nested(options):
-        """Selection-aware correctness: fold f scored with the option that is best on the other folds."""
-        out = np.empty(n)
-        for f in range(n_folds):
-            rest = fold != f
-            j = int(np.argmax([o[-1][rest].mean() for o in options]))
-            out[fold == f] = options[j][-1][fold == f]
-        return out
-
     best, best_oof, nested_correct, calibrators = {}, {}, {}, {}
     for fam in families:
         opts = cand[fam]
         j = int(np.argmax([o[-1].mean() for o in opts]))  # first maximum: the grid's earlier (simpler) configuration
-        nested_correct[fam] = nested(opts)
+        nested_correct[fam] = _nested(opts, fold, n_folds)
         best[fam] = (opts[j][0], float(nested_correct[fam].mean()))
         best_oof[fam] = oof[opts[j][1]]
         if fam != base_family(fam):  # the served calibrator: fitted on every fold's out-of-fold base P
             calibrators[fam] = PlattCalibrator().fit(raw[(base_family(fam), opts[j][1][1])], Y)
     members = [f for f in families if f != "best_single"]
     if len(members) >= 2:
-        # the ensemble averages each member's best configuration; nested: members and margin chosen without fold f
-        out = np.empty(n)
-        for f in range(n_folds):
-            rest, here = fold != f, fold == f
-            Ps = []
-            for fam in members:
-                opts = cand[fam]
-                j = int(np.argmax([o[-1][rest].mean() for o in opts]))
-                Ps.append(oof[opts[j][1]])
-            P_f = np.mean(Ps, axis=0)
-            cs = [correct(P_f, mg) for mg in margins]
-            out[here] = cs[int(np.argmax([c[rest].mean() for c in cs]))][here]
-        P_ens = np.mean([best_oof[f] for f in members], axis=0)
-        cs = [correct(P_ens, mg) for mg in margins]
-        j = int(np.argmax([c.mean() for c in cs]))
-        for mg, c in zip(margins, cs):
-            rows.append({"family": "ensemble", "config": {"members": members, "margin": mg}, "cv_acc": float(c.mean())})
-        best["ensemble"] = ({"members": members, "margin": margins[j]}, float(out.mean()))
-        best_oof["ensemble"] = P_ens
-        nested_correct["ensemble"] = out
+        ens_rows, best["ensemble"], best_oof["ensemble"], nested_correct["ensemble"] = _ensemble(
+            members, cand, oof, best_oof, correct, margins, fold, n_folds)
+        rows += ens_rows
     table = pd.DataFrame(rows)
     # The baseline is the model served without routing (best on ALL training questions), scored in-sample.
     # Its out-of-fold score is biased low: the fold totals of a model's correct answers are fixed, so the model
@@ -317,16 +350,7 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, groups=None, families=None, g
     if "best_single" in best:
         nested_correct["best_single"] = Yz[:, int(np.argmax(prior))]
         best["best_single"] = (best["best_single"][0], float(nested_correct["best_single"].mean()))
-    base = nested_correct.get("best_single")
-    gate = {}
-    n_cand = max(1, len(best) - 1)  # Bonferroni: every candidate gets a shot at beating the best single model
-    for fam in best:
-        if fam == "best_single" or base is None:
-            gate[fam] = float("nan")
-            continue
-        lo, _ = paired_bootstrap_ci(nested_correct[fam], base, n_boot=n_boot, seed=seed, level=1 - 2 * (1 - gate_level) / n_cand) \
-            if gate_level > 0 else (float("inf"), None)
-        gate[fam] = lo
+    gate = _gate(best, nested_correct, n_boot, seed, gate_level)
     order = sorted(best, key=lambda f: (-best[f][1], simplicity(f)))
     served = next((f for f in order if f == "best_single" or gate[f] > 0), order[0])
     table["chosen_in_family"] = [best[r.family][0] == r.config for r in table.itertuples()]
