@@ -76,6 +76,62 @@ def _best(rows: pd.DataFrame) -> dict:
     return {"t1": str(r1.estimator), "t2": str(r2.estimator)}
 
 
+def _scenario_entry(p, c: str, n: int, s: str, vs, texts: dict, selected: bool) -> tuple[dict, set, set]:
+    """One scenario's block of the artifact (items, anchors, IRT, lambdas, stacks, estimators with their validation
+    figures, intervals and calibrations, the recommendations) and its JSON-evaluable and learned estimator names.
+    ``vs``: the predictor's validation rows of (c, n, s); ``selected``: c is the clustering the predictor selected."""
+    cols = p.cols_[s]
+    A = p.anchors_[(c, n, s)]
+    ps, pj = p.irt_[s], p.irt_["joint"]
+    stacks = {name: st for (cc, nn, ss, name), st in p.stacks_.items() if (cc, nn, ss) == (c, n, s)}
+    ests = {}
+    for r in vs.itertuples(index=False):
+        e = r.estimator
+        key = (c, n, s, e)
+        ests[e] = {
+            "val_mae_t1": _enc(r.val_mae_t1), "val_mae_t2": _enc(r.val_mae_t2), "n_val": int(r.n_val),
+            "interval_t1": _interval(p.int_t1_.get(key)),
+            "calibration_t2": _calibration(p.t2_cal_.get(key)),
+            "interval_t2": _interval(p.int_t2_.get(key)),
+        }
+    json_names = {e for e in ests if _json_evaluable(e, stacks)}
+    if not json_names:
+        raise ArtifactError(f"scenario {s!r}: no JSON-evaluable estimator in the predictor's validation table")
+    if selected:
+        sel = p.selection_[(n, s, "tinybench")]
+        learned = {"t1": sel["t1"][1], "t2": sel["t2"][1]}
+        served = getattr(p, "served_int_t1_", {}).get((n, s, "tinybench"))
+        if served is not None:  # the T1 interval that allows for the estimator's selection
+            learned["interval_t1"] = _interval(served)
+    else:
+        learned = _best(vs)
+    lam = {fit: {k: _enc(x) for k, x in p.lambdas_[(c, n, s, fit)].items()} for fit in ("sep", "joint")}
+    lam.update(b_sep=_enc(p.b_[("sep", s)]), b_joint=_enc(p.b_[("joint", s)]), v=_enc(p.v_[s]))
+    entry = {
+        "n_items": int(len(cols)),
+        "items": [str(p.items_[j]) for j in cols],
+        "balance_weights": _enc_list(p.w_[cols]),
+        "anchors": {
+            "items": [str(p.items_[j]) for j in A.items],
+            "local": [int(i) for i in A.local],
+            "weights": _enc_list(A.weights),
+            "texts": [texts.get(p.items_[j]) for j in A.items],
+            "linear": None if getattr(A, "linear", None) is None else
+            {"fill": _enc_list(A.linear["fill"]), "coef": _enc_list(A.linear["coef"]),
+             "intercept": _enc(A.linear["intercept"])},
+        },
+        "irt": {"sep": {"a": _enc_matrix(ps.a), "b": _enc_list(ps.b)},
+                "joint": {"a": _enc_matrix(pj.a[cols]), "b": _enc_list(pj.b[cols])}},
+        "lambdas": lam,
+        "stacks": {name: {"members": list(st["members"]), "w_t1": _enc_list(st["w_t1"]), "w_t2": _enc_list(st["w_t2"])}
+                   for name, st in stacks.items()},
+        "estimators": ests,
+        "recommended": _best(vs[vs.estimator.isin(list(json_names))]),
+        "recommended_learned": learned,
+    }
+    return entry, json_names, set(ests) - json_names
+
+
 def export_tiny_benchmark(
     predictor,
     *,
@@ -125,57 +181,9 @@ def export_tiny_benchmark(
     learned_names: set[str] = set()
     out_sc = {}
     for s in scenarios:
-        cols = p.cols_[s]
-        A = p.anchors_[(c, n, s)]
-        ps, pj = p.irt_[s], p.irt_["joint"]
-        stacks = {name: st for (cc, nn, ss, name), st in p.stacks_.items() if (cc, nn, ss) == (c, n, s)}
-        vs = v[v.scenario == s]
-        ests = {}
-        for r in vs.itertuples(index=False):
-            e = r.estimator
-            key = (c, n, s, e)
-            ests[e] = {
-                "val_mae_t1": _enc(r.val_mae_t1), "val_mae_t2": _enc(r.val_mae_t2), "n_val": int(r.n_val),
-                "interval_t1": _interval(p.int_t1_.get(key)),
-                "calibration_t2": _calibration(p.t2_cal_.get(key)),
-                "interval_t2": _interval(p.int_t2_.get(key)),
-            }
-        json_names |= {e for e in ests if _json_evaluable(e, stacks)}
-        learned_names |= {e for e in ests if not _json_evaluable(e, stacks)}
-        if not any(_json_evaluable(e, stacks) for e in ests):
-            raise ArtifactError(f"scenario {s!r}: no JSON-evaluable estimator in the predictor's validation table")
-        if c == c_sel:
-            sel = p.selection_[(n, s, "tinybench")]
-            learned = {"t1": sel["t1"][1], "t2": sel["t2"][1]}
-            served = getattr(p, "served_int_t1_", {}).get((n, s, "tinybench"))
-            if served is not None:  # the T1 interval that allows for the estimator's selection
-                learned["interval_t1"] = _interval(served)
-        else:
-            learned = _best(vs)
-        lam = {fit: {k: _enc(x) for k, x in p.lambdas_[(c, n, s, fit)].items()} for fit in ("sep", "joint")}
-        lam.update(b_sep=_enc(p.b_[("sep", s)]), b_joint=_enc(p.b_[("joint", s)]), v=_enc(p.v_[s]))
-        out_sc[s] = {
-            "n_items": int(len(cols)),
-            "items": [str(p.items_[j]) for j in cols],
-            "balance_weights": _enc_list(p.w_[cols]),
-            "anchors": {
-                "items": [str(p.items_[j]) for j in A.items],
-                "local": [int(i) for i in A.local],
-                "weights": _enc_list(A.weights),
-                "texts": [texts.get(p.items_[j]) for j in A.items],
-                "linear": None if getattr(A, "linear", None) is None else
-                {"fill": _enc_list(A.linear["fill"]), "coef": _enc_list(A.linear["coef"]),
-                 "intercept": _enc(A.linear["intercept"])},
-            },
-            "irt": {"sep": {"a": _enc_matrix(ps.a), "b": _enc_list(ps.b)},
-                    "joint": {"a": _enc_matrix(pj.a[cols]), "b": _enc_list(pj.b[cols])}},
-            "lambdas": lam,
-            "stacks": {name: {"members": list(st["members"]), "w_t1": _enc_list(st["w_t1"]), "w_t2": _enc_list(st["w_t2"])}
-                       for name, st in stacks.items()},
-            "estimators": ests,
-            "recommended": _best(vs[vs.estimator.isin([e for e in ests if _json_evaluable(e, stacks)])]),
-            "recommended_learned": learned,
-        }
+        out_sc[s], json_s, learned_s = _scenario_entry(p, c, n, s, v[v.scenario == s], texts, c == c_sel)
+        json_names |= json_s
+        learned_names |= learned_s
     models = [{"scenario": s, "kind": kind, "target": t, "n_features": _n_features(p, c, n, s, kind)}
               for s in scenarios for kind in ("sep", "joint") for t in ("t1", "t2") if (c, n, s, kind, t) in p.gbm_]
     bank = bank_info(p, c, n)
