@@ -45,7 +45,7 @@ def main(argv=None) -> int:
     import dagster as dg
     import pandas as pd
 
-    from tinybench_assets_tests.daemon_harness import (
+    from tinybench_assets.testing.daemon_harness import (
         DaemonProject,
         assert_same_store,
         orphan_failures,

@@ -5,8 +5,8 @@
 Everything runs in a temporary project home (its own DuckDB files, landing folders, quarantine and Dagster
 instances; never the project's data/), removed at the end (--keep leaves it):
 
-* **50-file drop** (tinybench_assets_tests/reliability_data.py): 20 good long tables, 4 exact duplicates, 3 changed
-  versions, 8 good files of other shapes (BOM, ';' and tab separators, names with spaces and accents, items,
+* **50-file drop** (tinybench_assets/testing/reliability_data.py): 20 good long tables, 4 exact duplicates, 3
+  changed versions, 8 good files of other shapes (BOM, ';' and tab separators, names with spaces and accents, items,
   full scores, RouterDC JSON), 14 malformed ones (missing column, score out of range, NaN, text score, conflicting
   duplicates, empty, header only, truncated parquet, not UTF-8, decimal comma, unusable scenario name, unknown
   suffix, broken JSON, an untrusted pickle whose unpickling would run code) and a valid 1,000,000-row long table.
@@ -21,13 +21,14 @@ instances; never the project's data/), removed at the end (--keep leaves it):
 * **concurrency**: two `tinybench run-all` started at the same moment on one new project, and `tinybench summary`
   beside them: both run-alls succeed (the second waits for the first, saying so), summary answers, and the store
   holds no duplicated response.
-* **PostgreSQL profile** (``postgres_matches_duckdb``): a throwaway PostgreSQL server (tinybench_assets_tests/pg_server.py:
-  initdb + pg_ctl in a temporary folder, no system service) holds the Dagster instance (deploy/dagster.yaml) and the
-  results store; ingest and scenario partition openllm.arc's assets (raw responses, matrix, binarized, IRT model) run
-  on it and on DuckDB, on the test suite's openllm slice (40 models of arc and mmlu), and every ingest table and every
-  row of the partition are compared (tinybench_assets_tests/test_deploy/parity.py, as test_deploy/test_postgres.py):
-  true when they are identical (floats to 1e-12; the largest difference is printed). False, with the reason, when no
-  PostgreSQL binaries are installed (scripts/env.sh installs Debian's postgresql package).
+* **PostgreSQL profile** (``postgres_matches_duckdb``): a throwaway PostgreSQL server
+  (tinybench_assets/testing/pg_server.py: initdb + pg_ctl in a temporary folder, no system service) holds the Dagster
+  instance (deploy/dagster.yaml) and the results store; ingest and scenario partition openllm.arc's assets (raw
+  responses, matrix, binarized, IRT model) run on it and on DuckDB, on the test suite's openllm slice (40 models of arc
+  and mmlu), and every ingest table and every row of the partition are compared (tinybench_assets/testing/parity.py,
+  as tinybench_assets_tests/test_deploy/test_postgres.py): true when they are identical (floats to 1e-12; the largest
+  difference is printed). False, with the reason, when no PostgreSQL binaries are installed (scripts/env.sh installs
+  Debian's postgresql package).
 """
 from __future__ import annotations
 
@@ -59,7 +60,7 @@ def fifty_file_drop(root: Path) -> dict:
     from tinybench_assets.io.drops import read_drop
     from tinybench_assets.io.landing import ingest_landing
     from tinybench_assets.io.store import Store
-    from tinybench_assets_tests import reliability_data as rd
+    from tinybench_assets.testing import reliability_data as rd
 
     db, incoming, quarantine = root / "tb.duckdb", root / "incoming", root / "quarantine"
     rd.write_first_versions(incoming)
@@ -131,7 +132,7 @@ def kill_recovery(root: Path) -> dict:
 
     from tinybench_assets.io.landing import ingest_landing
     from tinybench_assets.io.store import Store
-    from tinybench_assets_tests import reliability_data as rd
+    from tinybench_assets.testing import reliability_data as rd
 
     out: dict = {"ingest_kills": []}
     db, incoming, quarantine = root / "killed" / "tb.duckdb", root / "killed" / "incoming", root / "killed" / "q"
@@ -181,7 +182,7 @@ def kill_recovery(root: Path) -> dict:
 
 def concurrency(root: Path) -> dict:
     from tinybench_assets.io.store import Store
-    from tinybench_assets_tests import reliability_data as rd
+    from tinybench_assets.testing import reliability_data as rd
 
     env = rd.small_project(root / "concurrent", n_models=20, n_items=30)
     t0 = time.perf_counter()
@@ -204,8 +205,8 @@ def concurrency(root: Path) -> dict:
 
 
 def postgres_parity(root: Path) -> dict:
-    from tinybench_assets_tests.pg_server import PostgresMissing, PostgresServer
-    from tinybench_assets_tests.test_deploy import parity
+    from tinybench_assets.testing import parity
+    from tinybench_assets.testing.pg_server import PostgresMissing, PostgresServer
 
     incoming = parity.write_openllm_slice(root / "incoming")
     try:

@@ -7,13 +7,23 @@ call for it (the notes say where it is used and why).
 - ``InMemoryRunStorage`` / ``SqliteRunStorage`` (``orphans``): whether an instance's runs live on this machine.
 - ``InstanceRef`` (``cli/chains.py``): a worker process's instance from the parent's settings.
 - ``OpDefinition`` (``deploy_profiles``): an asset's op rebuilt with extra op tags.
+- ``TickStatus`` (``testing/daemon_harness.py``): whether a recorded sensor tick has ended; Dagster's public API
+  reads ticks only through the instance, whose tick records carry this private enum.
+- ``_create_run``, ``WorkspaceProcessContext``, ``WorkspaceFileTarget`` (``testing/daemon_harness.py``): runs
+  submitted to the daemon's queue from the code location the daemon loads (workspace.yaml), as the UI's Launch
+  button does; Dagster's public API launches runs only in-process (``materialize``, ``execute_in_process``).
 """
+from dagster._cli.job import _create_run
 from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleCauseCategory, StaleStatus
 from dagster._core.definitions.op_definition import OpDefinition
 from dagster._core.instance.ref import InstanceRef
+from dagster._core.scheduler.instigation import TickStatus
 from dagster._core.storage.runs import InMemoryRunStorage, SqliteRunStorage
+from dagster._core.workspace.context import WorkspaceProcessContext
+from dagster._core.workspace.load_target import WorkspaceFileTarget
 from dagster._time import get_current_datetime
 
 __all__ = ["AssetGraphView", "CachingStaleStatusResolver", "InMemoryRunStorage", "InstanceRef", "OpDefinition",
-           "SqliteRunStorage", "StaleCauseCategory", "StaleStatus", "TemporalContext", "get_current_datetime"]
+           "SqliteRunStorage", "StaleCauseCategory", "StaleStatus", "TemporalContext", "TickStatus",
+           "WorkspaceFileTarget", "WorkspaceProcessContext", "_create_run", "get_current_datetime"]

@@ -15,7 +15,7 @@ from dagster._core.test_utils import create_run_for_test
 from tinybench_assets import cli
 from tinybench_assets.defs import sensors as s
 from tinybench_assets.orchestration import orphans as o
-from tinybench_assets_tests import reliability_data as rd
+from tinybench_assets.testing import reliability_data as rd
 
 
 def _dead_pid() -> int:

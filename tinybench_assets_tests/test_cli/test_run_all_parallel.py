@@ -15,7 +15,7 @@ import pytest
 
 from tinybench_assets.io.store import Store
 from tinybench_assets.orchestration.orphans import PID_TAG, process_start_time
-from tinybench_assets_tests import reliability_data as rd
+from tinybench_assets.testing import reliability_data as rd
 
 pytestmark = pytest.mark.timeout(600)
 TABLES = ["binarized", "matrix_items", "irt_items", "irt_models", "irt_dims"]

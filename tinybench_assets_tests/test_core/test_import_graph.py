@@ -205,3 +205,20 @@ def test_no_asset_module_imports_another():
     assert f"{pkg}.router_eval" in assets and f"{pkg}.estimation" in assets
     crossed = {m: sorted(d for d in graph[m] if d == pkg or d in assets) for m in assets}
     assert not any(crossed.values()), f"asset modules importing asset modules: {crossed}"
+
+
+def test_benchmarks_import_the_package_not_the_tests_and_only_tests_use_testing():
+    """benchmarks/ imports the package (its ``testing`` harnesses included), never ``tinybench_assets_tests``; no
+    product module imports ``tinybench_assets.testing``."""
+    bench = Path(__file__).resolve().parents[2] / "benchmarks"
+    bad = []
+    for f in sorted(bench.glob("*.py")):
+        for node in ast.walk(ast.parse(f.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            bad += [f"{f.name}: {n}" for n in names if n.split(".")[0] == "tinybench_assets_tests"]
+    assert not bad, bad
+    graph = import_graph()
+    product = {m: sorted(d for d in deps if d.startswith(f"{ROOT}.testing")) for m, deps in graph.items()
+               if not m.startswith(f"{ROOT}.testing")}
+    assert not any(product.values()), product

@@ -27,7 +27,7 @@ import dagster as dg
 import pandas as pd
 import pytest
 
-from tinybench_assets_tests.daemon_harness import (
+from tinybench_assets.testing.daemon_harness import (
     DaemonProject,
     assert_same_tables,
     orphan_failures,

@@ -28,7 +28,7 @@ def _materialized(out: str) -> dict[str, int]:
 def project(landing, tmp_path, monkeypatch):
     shutil.rmtree(landing["incoming"] / "openllm")  # RouterDC only: small, and two scenarios to tell apart
     # and a second leaderboard (a small synthetic one, no question text): a drop in one leaderboard must leave the other
-    from tinybench_assets_tests import reliability_data as rd
+    from tinybench_assets.testing import reliability_data as rd
 
     rd.write_table(rd.long_table(9, 30, scenario="mmlu", seed=4), landing["incoming"] / "twin" / "mmlu.parquet")  # < 10 models: no estimation fits
     home = tmp_path / "dagster_home"

@@ -16,7 +16,7 @@ import pytest
 
 from tinybench_assets.defs.assets import estimation, irt, responses, router_eval, routing, subsets
 from tinybench_assets.defs.resources import EncoderResource
-from tinybench_assets_tests import reliability_data as rd
+from tinybench_assets.testing import reliability_data as rd
 from tinybench_assets_tests.conftest import SHARED, _need_shared
 from tinybench_assets_tests.snapshots import differences, explain, is_run_time, stored_rows
 from tinybench_assets_tests.test_defs.test_definitions import resources_for

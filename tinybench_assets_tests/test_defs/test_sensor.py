@@ -17,7 +17,7 @@ from tinybench_assets.defs.schedules import schedules
 from tinybench_assets.defs.sensors import refresh_sensor
 from tinybench_assets.orchestration.refresh import pending
 from tinybench_assets.orchestration.refresh_plan import REASON_TAG, STATE_TAG, run_all_lock_path
-from tinybench_assets_tests import reliability_data as rd
+from tinybench_assets.testing import reliability_data as rd
 
 pytestmark = pytest.mark.timeout(300)
 SCHEDULES = {s.job_name: s for s in schedules}

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from tinybench_assets.io.store import PostgresStore, Store, StoreUnavailable
-from tinybench_assets_tests.test_deploy.parity import postgres_matches_duckdb
+from tinybench_assets.testing.parity import postgres_matches_duckdb
 
 
 def test_scenario_partition_on_postgres_matches_duckdb(landing, pg_server, pg_env, tmp_path):
@@ -137,7 +137,7 @@ def test_embedding_cache_on_postgres(pg_store, tmp_path):
 
 def test_missing_postgres_binaries_fail_with_the_remedy(monkeypatch):
     """No initdb anywhere: the fixture fails (never skips) naming scripts/env.sh."""
-    from tinybench_assets_tests import pg_server
+    from tinybench_assets.testing import pg_server
 
     monkeypatch.setenv("TINYBENCH_PG_BIN", "")
     monkeypatch.setattr(pg_server.shutil, "which", lambda name: None)
@@ -147,7 +147,7 @@ def test_missing_postgres_binaries_fail_with_the_remedy(monkeypatch):
 
 
 def test_comparison_sees_a_changed_row():
-    from tinybench_assets_tests.test_deploy.parity import compare
+    from tinybench_assets.testing.parity import compare
 
     a = {"irt_items": pd.DataFrame({"item": ["i1"], "a": [(0.5, 1.0)]}, dtype=object)}
     b = {"irt_items": pd.DataFrame({"item": ["i1"], "a": [(0.5, 1.0 + 1e-9)]}, dtype=object)}

@@ -15,7 +15,7 @@ import yaml
 
 from tinybench_assets import deploy_profiles as dp
 from tinybench_assets.io.store import Store
-from tinybench_assets_tests import reliability_data as rd
+from tinybench_assets.testing import reliability_data as rd
 
 pytest.importorskip("dagster_k8s", reason="the k8s profile needs the k8s extra (pip install -e '.[dev]')")
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 
 from tinybench_assets import paths
-from tinybench_assets_tests.openllm_slice import write_openllm_slice
+from tinybench_assets.testing.openllm_slice import write_openllm_slice
 
 ROOT = paths.PROJECT_ROOT
 BOARD_MODELS = 12

@@ -19,7 +19,7 @@ import pytest
 from tinybench_assets.defs.assets import irt
 from tinybench_assets.defs.assets import responses as resp_assets
 from tinybench_assets.defs.resources import LandingResource, StoreResource, TorchDevice
-from tinybench_assets_tests import reliability_data as rd
+from tinybench_assets.testing import reliability_data as rd
 from tinybench_assets_tests.snapshots import differences, explain, stored_rows
 
 pytestmark = pytest.mark.timeout(300)

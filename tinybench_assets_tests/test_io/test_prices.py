@@ -206,7 +206,7 @@ def test_after_a_price_change_only_the_cost_assets_are_stale(board, tmp_path, mo
 
 def test_prices_on_postgresql_match_duckdb(board):
     """The same landing folder on both engines: the same prices, costs and prices version, before and after a change."""
-    from tinybench_assets_tests.pg_server import PostgresServer
+    from tinybench_assets.testing.pg_server import PostgresServer
 
     head = board["head"].assign(**{f"{STRONG}|total_cost": 0.01})
     head.to_csv(board["incoming"] / "routellm" / "gsm8k.csv", index=False)

@@ -21,7 +21,7 @@ from tinybench_assets.defs import sensors as sensors_mod
 from tinybench_assets.defs.resources import LandingResource
 from tinybench_assets.io.landing import ingest_landing
 from tinybench_assets.io.store import Store
-from tinybench_assets_tests import reliability_data as rd
+from tinybench_assets.testing import reliability_data as rd
 
 pytestmark = pytest.mark.timeout(600)
 

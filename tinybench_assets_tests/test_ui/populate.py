@@ -26,7 +26,7 @@ RUN_CONFIG = {
 
 
 def write_landing(incoming: Path) -> None:
-    from tinybench_assets_tests.openllm_slice import write_openllm_slice
+    from tinybench_assets.testing.openllm_slice import write_openllm_slice
 
     write_openllm_slice(incoming, n_models=MODELS, scenarios=SCENARIOS)
 

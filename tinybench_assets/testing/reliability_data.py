@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-ROOT = Path(__file__).resolve().parents[1]
+from tinybench_assets.paths import PROJECT_ROOT as ROOT
 
 
 # ---------------------------------------------------------------------- tables

@@ -20,13 +20,13 @@ from tinybench_assets.defs.assets import irt
 from tinybench_assets.defs.assets import responses as resp_assets
 from tinybench_assets.defs.resources import LandingResource, ModelStore, StoreResource, TorchDevice
 from tinybench_assets.io.store import Store
+from tinybench_assets.paths import PROJECT_ROOT as ROOT
+from tinybench_assets.testing.openllm_slice import write_openllm_slice  # noqa: F401 - re-exported
 
-ROOT = Path(__file__).resolve().parents[2]
 KEY = "openllm.arc"
 ASSETS = [resp_assets.raw_responses, resp_assets.response_matrix, resp_assets.binarized_responses, irt.irt_model]
 RUN_CONFIG = {"ops": {"irt_model": {"config": {"dims": [1, 2]}}}}
 INGEST_TABLES = ("drops", "landed_responses", "landed_costs", "items", "full_scores", "scenarios", "quarantine")
-from tinybench_assets_tests.openllm_slice import write_openllm_slice  # noqa: E402,F401 - re-exported
 
 PG_ENV = ("DAGSTER_PG_HOST", "DAGSTER_PG_PORT", "DAGSTER_PG_USER", "DAGSTER_PG_PASSWORD", "DAGSTER_PG_DB")
 

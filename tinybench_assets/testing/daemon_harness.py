@@ -20,7 +20,7 @@ VENV_BIN = Path(sys.executable).parent
 def write_slice(incoming: Path, n_models: int = 40, routerdc_records: int = 60, common_models: bool = False) -> None:
     """openllm arc + mmlu (the first ``n_models`` models; of those in both scenarios when ``common_models``) and
     RouterDC mmlu / gsm8k (the first records), real data."""
-    from tinybench_assets_tests.openllm_slice import write_openllm_slice
+    from tinybench_assets.testing.openllm_slice import write_openllm_slice
 
     write_openllm_slice(incoming, n_models=n_models, common=common_models)
     if not routerdc_records:
@@ -96,7 +96,8 @@ class DaemonProject:
     def instance(self):
         if self._instance is None:
             import dagster as dg
-            from dagster._core.instance.ref import InstanceRef
+
+            from tinybench_assets.orchestration.dagster_private import InstanceRef
 
             self._instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(self.home)))
         return self._instance
@@ -188,7 +189,7 @@ class DaemonProject:
 
     def wait_sensor_ticks(self, sensor: str, n: int, timeout_s: float = 120.0) -> list:
         """The first ``n`` ticks of ``sensor`` that start after now, once they have ended (TimeoutError otherwise)."""
-        from dagster._core.scheduler.instigation import TickStatus
+        from tinybench_assets.orchestration.dagster_private import TickStatus
 
         t_start = time.time()
         t0 = time.monotonic()
@@ -227,9 +228,11 @@ class DaemonProject:
 def queue_runs(project: DaemonProject, job_name: str, n: int) -> list[str]:
     """Submit ``n`` runs of ``job_name`` to the daemon's run queue at once, as the UI's Launch button does; returns
     their run ids. They launch as the "duckdb" pool frees up (two at a time), the rest waiting in the queue."""
-    from dagster._cli.job import _create_run
-    from dagster._core.workspace.context import WorkspaceProcessContext
-    from dagster._core.workspace.load_target import WorkspaceFileTarget
+    from tinybench_assets.orchestration.dagster_private import (
+        WorkspaceFileTarget,
+        WorkspaceProcessContext,
+        _create_run,
+    )
 
     saved = dict(os.environ)
     os.environ.update(project.env())

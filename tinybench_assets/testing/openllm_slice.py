@@ -1,5 +1,5 @@
 """The openllm slice as a landing folder, from the real data: what the browser test's populate script and the PostgreSQL
-parity check (test_deploy/parity.py, benchmarks/reliability.py) ingest."""
+parity check (testing/parity.py, benchmarks/reliability.py) ingest."""
 from __future__ import annotations
 
 from pathlib import Path
