@@ -94,53 +94,100 @@ def run_all(args: argparse.Namespace) -> int:
         return 3
 
 
-def _run_all(args: argparse.Namespace) -> int:
-    from tinybench_assets.cli.chains import CORES_PER_CHAIN, project_instance, run_chains, run_scenario_phase
+def _settle(instance) -> None:
+    """Before anything runs: runs of a killed run-all (left STARTED for ever, the UI showing them running) marked
+    FAILED (we hold the project's run lock, so none of them is a live run-all of this project), and the runs the
+    Dagster daemon has in hand waited for, so a partition is computed once (the refresh sensor requests no new ones
+    while we hold the lock; queued runs that no live daemon will launch are canceled)."""
+    from tinybench_assets.orchestration.live_runs import wait_for_live_runs
+    from tinybench_assets.orchestration.orphans import mark_orphaned_runs
+
+    for run_id, why in mark_orphaned_runs(instance, who=f"tinybench run-all (pid {os.getpid()})"):
+        print(f"marked orphaned run {run_id} FAILED: {why}", flush=True)
+    wait_for_live_runs(instance, say=lambda line: print(line, flush=True))
+
+
+def _seed(args) -> None:
+    """The default data copied into the landing folder (unless --no-seed)."""
+    from tinybench_assets.io.landing import seed_default_data
+
+    if args.no_seed:
+        return
+    src = Path(args.data or paths.default_data_dir())
+    if src.is_dir():
+        copied = seed_default_data(src, paths.incoming_dir())
+        print(f"landing folder {paths.incoming_dir()}: {len(copied)} file(s) copied from {src}")
+    else:
+        print(f"default data {src} not found; using what is already in {paths.incoming_dir()}")
+
+
+def _ingest(defs, instance, store, force: bool, quiet: dict, owner: dict) -> bool:
+    """ingest_landing when a drop is new or changed (or --force, or nothing is stored yet); False if it failed."""
+    from tinybench_assets.io.landing import pending_drops
+    from tinybench_assets.orchestration.refresh import refresh
+
+    pending = pending_drops(store, paths.incoming_dir())
+    if not (pending or force or not store.partition_keys()):
+        print(f"  ingest   nothing new in {paths.incoming_dir()}", flush=True)
+        return True
+    res = refresh(defs, instance, "ingest_landing", None, force=True, run_config=quiet, tags=owner)
+    print(f"  ingest   {'ok' if res.success else 'FAILED'} ({len(pending)} new or changed file(s))", flush=True)
+    return res.success
+
+
+def _refresh_boards(args, defs, instance, store, keys: list, chains: dict, owner: dict) -> tuple[int, list]:
+    """Every leaderboard chain: several at once (--jobs; 0: one per CORES_PER_CHAIN cores, so one after another on
+    2 cores; each its share of the cores), else the busy scenario partitions in one-thread workers (--scenario-jobs
+    0: one per core) with each leaderboard as soon as its scenarios are done, else one after another. Returns
+    (materializations, failed keys)."""
+    from tinybench_assets.cli.chains import CORES_PER_CHAIN, run_chains, run_scenario_phase
     from tinybench_assets.core.parallel import resolve_jobs
+    from tinybench_assets.orchestration.refresh import pending as stale_work
+
+    force = bool(getattr(args, "force", False))
+    jobs = getattr(args, "jobs", 0) or max(1, resolve_jobs(0) // CORES_PER_CHAIN)
+    jobs = resolve_jobs(jobs, len(chains))
+    threads = getattr(args, "threads", 0) or (max(1, resolve_jobs(0) // jobs) if jobs > 1 else 0)
+    kw = {"force": force, "log_level": args.log_level}
+    setup = (defs, instance, owner)
+    sjobs = getattr(args, "scenario_jobs", 0)
+    busy = [k for k in keys if force or stale_work(defs, instance, "refresh_scenario", k)] if jobs == 1 and sjobs != 1 else []
+    sjobs = resolve_jobs(sjobs, len(busy)) if busy else 1
+    if jobs > 1:
+        print(f"  {len(chains)} leaderboards in {jobs} processes at once ({threads} thread(s) each): "
+              f"{', '.join(chains)}", flush=True)
+        return run_chains(chains, jobs, threads=threads, setup=setup, **kw)
+    if sjobs > 1 and not getattr(args, "threads", 0):
+        print(f"  {len(busy)} scenario partition(s) to refresh in {sjobs} processes at once (1 thread each), each "
+              f"leaderboard as soon as its scenarios are done", flush=True)
+        for k in keys:
+            if k not in busy:
+                print(f"  scenario {k:<28} ok in {0:6.1f} s  (fresh, nothing to do)", flush=True)
+        return run_scenario_phase({b: [k for k in ks if k in busy] for b, ks in chains.items()}, sjobs, store, **kw)
+    return run_chains(chains, 1, threads=threads, setup=setup, **kw)
+
+
+def _run_all(args: argparse.Namespace) -> int:
+    from tinybench_assets.cli.chains import project_instance
     from tinybench_assets.definitions import build_defs
     from tinybench_assets.defs.partitions import register_partitions
     from tinybench_assets.io.drops import split_partition_key
-    from tinybench_assets.io.landing import pending_drops, seed_default_data
     from tinybench_assets.io.store import Store
-    from tinybench_assets.orchestration.orphans import mark_orphaned_runs, run_owner_tags
+    from tinybench_assets.orchestration.orphans import run_owner_tags
 
     instance = project_instance()
-    # a run-all killed (SIGKILL, out of memory) left its run STARTED for ever, the UI showing it running: mark such
-    # orphans FAILED first (we hold the project's run lock, so none of them is a live run-all of this project)
-    for run_id, why in mark_orphaned_runs(instance, who=f"tinybench run-all (pid {os.getpid()})"):
-        print(f"marked orphaned run {run_id} FAILED: {why}", flush=True)
-    # runs the Dagster daemon has in hand (the refresh sensor requests no new ones while we hold the lock): wait for
-    # them, so a partition is computed once; queued runs that no live daemon will launch are canceled
-    from tinybench_assets.orchestration.live_runs import wait_for_live_runs
-
-    wait_for_live_runs(instance, say=lambda line: print(line, flush=True))
+    _settle(instance)
     defs = build_defs()  # resources on the paths of this environment
     t0 = time.time()
-    if not args.no_seed:
-        src = Path(args.data or paths.default_data_dir())
-        if src.is_dir():
-            copied = seed_default_data(src, paths.incoming_dir())
-            print(f"landing folder {paths.incoming_dir()}: {len(copied)} file(s) copied from {src}")
-        else:
-            print(f"default data {src} not found; using what is already in {paths.incoming_dir()}")
-    from tinybench_assets.orchestration.refresh import pending as stale_work
-    from tinybench_assets.orchestration.refresh import refresh
-
+    _seed(args)
     # this process's pid, host and start time on every run it executes: a later start tells an orphan by them
     owner = run_owner_tags()
-
     # the console shows warnings and errors only; every event still goes to the instance (the UI's run pages)
     quiet = {"loggers": {"console": {"config": {"log_level": args.log_level}}}}
     force = bool(getattr(args, "force", False))
     store = Store(paths.store_target())
-    pending = pending_drops(store, paths.incoming_dir())
-    if pending or force or not store.partition_keys():
-        res = refresh(defs, instance, "ingest_landing", None, force=True, run_config=quiet, tags=owner)
-        print(f"  ingest   {'ok' if res.success else 'FAILED'} ({len(pending)} new or changed file(s))", flush=True)
-        if not res.success:
-            return 1
-    else:
-        print(f"  ingest   nothing new in {paths.incoming_dir()}", flush=True)
+    if not _ingest(defs, instance, store, force, quiet, owner):
+        return 1
     keys = store.partition_keys()
     if args.only:
         keys = [k for k in keys if any(k == o or k.startswith(o + ".") for o in args.only)]
@@ -148,31 +195,7 @@ def _run_all(args: argparse.Namespace) -> int:
     chains: dict[str, list[str]] = {}
     for key in keys:
         chains.setdefault(split_partition_key(key)[0], []).append(key)
-    # leaderboards at once (--jobs 0: one per CORES_PER_CHAIN cores, so one after another on 2 cores)
-    jobs = getattr(args, "jobs", 0) or max(1, resolve_jobs(0) // CORES_PER_CHAIN)
-    jobs = resolve_jobs(jobs, len(chains))
-    # several chains at once: each its share of the cores
-    threads = getattr(args, "threads", 0) or (max(1, resolve_jobs(0) // jobs) if jobs > 1 else 0)
-    kw = {"force": force, "log_level": args.log_level}
-    setup = (defs, instance, owner)
-    # scenario partitions with anything to do, spread over one-thread workers (--scenario-jobs 0: one per core)
-    sjobs = getattr(args, "scenario_jobs", 0)
-    busy = [k for k in keys if force or stale_work(defs, instance, "refresh_scenario", k)] if jobs == 1 and sjobs != 1 else []
-    sjobs = resolve_jobs(sjobs, len(busy)) if busy else 1
-    if jobs > 1:
-        print(f"  {len(chains)} leaderboards in {jobs} processes at once ({threads} thread(s) each): "
-              f"{', '.join(chains)}", flush=True)
-        materialized, failed = run_chains(chains, jobs, threads=threads, setup=setup, **kw)
-    elif sjobs > 1 and not getattr(args, "threads", 0):
-        print(f"  {len(busy)} scenario partition(s) to refresh in {sjobs} processes at once (1 thread each), each "
-              f"leaderboard as soon as its scenarios are done", flush=True)
-        for k in keys:
-            if k not in busy:
-                print(f"  scenario {k:<28} ok in {0:6.1f} s  (fresh, nothing to do)", flush=True)
-        materialized, failed = run_scenario_phase({b: [k for k in ks if k in busy] for b, ks in chains.items()},
-                                                  sjobs, store, **kw)
-    else:
-        materialized, failed = run_chains(chains, 1, threads=threads, setup=setup, **kw)
+    materialized, failed = _refresh_boards(args, defs, instance, store, keys, chains, owner)
     bad_keys, bad_boards = [k for k in keys if k in failed], [b for b in chains if b in failed]
     skipped = skipped_assets(instance, t0)
     print(f"{len(keys) - len(bad_keys)} of {len(keys)} scenario partition(s) and {len(chains) - len(bad_boards)} of "

@@ -331,32 +331,43 @@ def run_backtest(
                 f"train / {t['n_test']} test models, {t['total_seconds']:.1f}s for this split, "
                 f"{time.perf_counter() - start:.0f}s elapsed")
 
-    n_jobs = max(1, min(int(n_jobs), n_splits))
+    args = (matrix, t2_wide, params, seed, tuple(adaptive_n), groups)
+    _fit_splits(splits, max(1, min(int(n_jobs), n_splits)), args, done, say, start)
+    return _collect([outputs[k] for k in range(n_splits)], kinds)
+
+
+def _fit_splits(splits: list, n_jobs: int, args: tuple, done, say, start: float) -> None:
+    """Every split's ``_run_split`` (args: matrix, T2, predictor params, seed, adaptive lengths, groups), in this
+    process (n_jobs 1) or in ``n_jobs`` spawned one-thread workers; ``done(k, output)`` as each finishes."""
+    matrix, t2_wide, params, seed, adaptive_n, groups = args
+    n_splits = len(splits)
     if n_jobs == 1:
         for k, (train, test) in enumerate(splits):
             if say:
                 say(f"backtest split {k + 1} of {n_splits}: fitting on {len(train)} training models "
                     f"({time.perf_counter() - start:.0f}s elapsed)")
-            done(k, _run_split(k, matrix, t2_wide, train, test, params, seed, tuple(adaptive_n), groups))
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+            done(k, _run_split(k, matrix, t2_wide, train, test, params, seed, adaptive_n, groups))
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        if say:
-            say(f"backtest: {n_splits} splits in {n_jobs} worker processes (one thread each)")
-        with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"), initializer=init_worker,
-                                 initargs=(1,)) as pool:
-            futures = {pool.submit(_run_split, k, matrix, t2_wide, train, test, params, seed, tuple(adaptive_n), groups): k
-                       for k, (train, test) in enumerate(splits)}
-            for fut in as_completed(futures):
-                done(futures[fut], fut.result())
-    outs = [outputs[k] for k in range(n_splits)]
+    if say:
+        say(f"backtest: {n_splits} splits in {n_jobs} worker processes (one thread each)")
+    with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"), initializer=init_worker,
+                             initargs=(1,)) as pool:
+        futures = {pool.submit(_run_split, k, matrix, t2_wide, train, test, params, seed, adaptive_n, groups): k
+                   for k, (train, test) in enumerate(splits)}
+        for fut in as_completed(futures):
+            done(futures[fut], fut.result())
+
+
+def _collect(outs: list, kinds: list) -> BacktestResult:
+    """The splits' outputs in split order, each row tagged with its split kind."""
     for k, o in enumerate(outs):
         o["estimates"]["split_kind"] = kinds[k]
         o["timing"]["split_kind"] = kinds[k]
-    estimates = pd.concat([o["estimates"] for o in outs], ignore_index=True)
     return BacktestResult(
-        estimates=estimates,
+        estimates=pd.concat([o["estimates"] for o in outs], ignore_index=True),
         lambdas=pd.concat([o["lambdas"] for o in outs], ignore_index=True),
         selection=pd.concat([o["selection"] for o in outs], ignore_index=True),
         validation=pd.concat([o["validation"] for o in outs], ignore_index=True),

@@ -103,11 +103,8 @@ def failed_attempts(instance: dg.DagsterInstance, state: str) -> int:
 def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str) -> Decision:
     """What needs a run now, and why (see the module docstring). ``defs``: a Definitions or RepositoryDefinition.
     Nothing while a live ``tinybench run-all`` holds the project's lock: it does the work."""
-    from tinybench_assets.io.drops import split_partition_key
     from tinybench_assets.io.landing import pending_drops
     from tinybench_assets.orchestration.live_runs import live_runs
-    from tinybench_assets.orchestration.refresh import explain, repository, resolver_for
-    from tinybench_assets.orchestration.versions import code_version, landing_version
 
     out = Decision()
     holder = run_all_holder()
@@ -121,25 +118,42 @@ def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str) -> D
         return out
     drops = pending_drops(store, incoming)
     if drops:
-        incoming = Path(incoming)
-        marks = []
-        for rel in sorted(drops):
-            try:
-                st = (incoming / rel).stat()
-                marks.append(f"{rel}:{st.st_size}:{st.st_mtime_ns}")
-            except OSError:
-                marks.append(rel)
-        shown = ", ".join(sorted(drops)[:20]) + (f" and {len(drops) - 20} more" if len(drops) > 20 else "")
-        out.work.append(Work(INGEST_JOB, None, [], f"{len(drops)} new or changed file(s) in the landing folder: {shown}",
-                             _digest(INGEST_JOB, *marks, code_version("ingest"))))
-        out.work[-1].attempt = failed_attempts(instance, out.work[-1].state)
-        if out.work[-1].attempt >= MAX_ATTEMPTS:
-            out.waiting[:] = [f"ingest: its runs failed {MAX_ATTEMPTS} times on these files; not retried until they "
-                              "or the code change (see the failed runs)"]
-            out.work.clear()
-            return out
-        out.waiting.append("partitions are decided once the new drops are ingested")
+        return _ingest_decision(out, instance, Path(incoming), drops)
+    return _partition_decision(out, defs, instance, store, live)
+
+
+def _ingest_decision(out: Decision, instance, incoming: Path, drops) -> Decision:
+    """New or changed drops: one ingest run (its state: the files' names, sizes and times and the ingest code), or
+    nothing once its runs failed MAX_ATTEMPTS times on them; partitions wait for it."""
+    from tinybench_assets.orchestration.versions import code_version
+
+    marks = []
+    for rel in sorted(drops):
+        try:
+            st = (incoming / rel).stat()
+            marks.append(f"{rel}:{st.st_size}:{st.st_mtime_ns}")
+        except OSError:
+            marks.append(rel)
+    shown = ", ".join(sorted(drops)[:20]) + (f" and {len(drops) - 20} more" if len(drops) > 20 else "")
+    out.work.append(Work(INGEST_JOB, None, [], f"{len(drops)} new or changed file(s) in the landing folder: {shown}",
+                         _digest(INGEST_JOB, *marks, code_version("ingest"))))
+    out.work[-1].attempt = failed_attempts(instance, out.work[-1].state)
+    if out.work[-1].attempt >= MAX_ATTEMPTS:
+        out.waiting[:] = [f"ingest: its runs failed {MAX_ATTEMPTS} times on these files; not retried until they "
+                          "or the code change (see the failed runs)"]
+        out.work.clear()
         return out
+    out.waiting.append("partitions are decided once the new drops are ingested")
+    return out
+
+
+def _partition_decision(out: Decision, defs, instance, store, live: dict) -> Decision:
+    """Every scenario partition with stale or missing assets, and each leaderboard once its scenario partitions
+    have nothing to do; the larger leaderboards first."""
+    from tinybench_assets.io.drops import split_partition_key
+    from tinybench_assets.orchestration.refresh import explain, repository, resolver_for
+    from tinybench_assets.orchestration.versions import code_version, landing_version
+
     repo = repository(defs)
     resolver = resolver_for(instance, repo.asset_graph)
     keys = store.partition_keys()

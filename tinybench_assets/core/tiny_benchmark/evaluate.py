@@ -44,6 +44,33 @@ COLUMNS = ["scenario", "estimator", "estimator_t2", "answered", "n_anchors", "es
            "estimate_t2", "lower_t2", "upper_t2", "source"]
 
 
+def _estimators(art: dict, model, answered: list, estimator: str | None, pick: str, notes: list) -> tuple:
+    """(model, {scenario: (T1, T2 estimator)}, {scenario: JSON-evaluable names}): the recommended (``pick``) or
+    forced estimators; the trees attached when one of them needs them, else the best JSON-evaluable ones (noted)."""
+    want = {s: (estimator, estimator) if estimator is not None else
+            (art["scenarios"][s][pick]["t1"], art["scenarios"][s][pick]["t2"]) for s in answered}
+    json_ok = {s: model.json_names(s) & set(model.estimators[s]) for s in answered}
+    if any(e not in json_ok[s] for s in answered for e in want[s]):
+        learned = attach_trees(art, model)
+        if learned is not None:
+            model = learned
+        elif estimator is not None:
+            names = sorted(set().union(*json_ok.values()))
+            raise AnswerError(f"estimator {estimator!r} is not evaluable from the JSON (JSON estimators: "
+                              f"{', '.join(names)}) and {TREES_FILE} is not available")
+        else:
+            notes.append(f"{TREES_FILE} not available: learned estimators replaced by the best JSON-evaluable ones")
+            for s in answered:
+                d = art["scenarios"][s]["recommended"]
+                want[s] = tuple(e if e in json_ok[s] else d[t] for e, t in zip(want[s], ("t1", "t2")))
+    ok = {s: (model.learned_names(s) if model.trees is not None else model.json_names(s)) & set(model.estimators[s])
+          for s in answered}
+    bad = [s for s in answered if any(e not in ok[s] for e in want[s])]
+    if bad:
+        raise AnswerError(f"estimator {estimator!r} is not available for scenario(s) {bad}")
+    return model, want, json_ok
+
+
 def estimate_from_artifact(
     artifact,
     answers,
@@ -89,27 +116,7 @@ def estimate_from_artifact(
         raise AnswerError(f"unknown estimator {estimator!r}; choose one of {', '.join((*PER_SCENARIO, *JOINT, *SHRINKAGE))}")
     Ya, answered, notes = _prepare_answers(art, answers, allow_missing, allow_extra)
     pick = "recommended_learned" if use_learned else "recommended"
-    want = {s: (estimator, estimator) if estimator is not None else
-            (art["scenarios"][s][pick]["t1"], art["scenarios"][s][pick]["t2"]) for s in answered}
-    json_ok = {s: model.json_names(s) & set(model.estimators[s]) for s in answered}
-    if any(e not in json_ok[s] for s in answered for e in want[s]):
-        learned = attach_trees(art, model)
-        if learned is not None:
-            model = learned
-        elif estimator is not None:
-            names = sorted(set().union(*json_ok.values()))
-            raise AnswerError(f"estimator {estimator!r} is not evaluable from the JSON (JSON estimators: "
-                              f"{', '.join(names)}) and {TREES_FILE} is not available")
-        else:
-            notes.append(f"{TREES_FILE} not available: learned estimators replaced by the best JSON-evaluable ones")
-            for s in answered:
-                d = art["scenarios"][s]["recommended"]
-                want[s] = tuple(e if e in json_ok[s] else d[t] for e, t in zip(want[s], ("t1", "t2")))
-    ok = {s: (model.learned_names(s) if model.trees is not None else model.json_names(s)) & set(model.estimators[s])
-          for s in answered}
-    bad = [s for s in answered if any(e not in ok[s] for e in want[s])]
-    if bad:
-        raise AnswerError(f"estimator {estimator!r} is not available for scenario(s) {bad}")
+    model, want, json_ok = _estimators(art, model, answered, estimator, pick, notes)
     res = model.evaluate(Ya, {e for pair in want.values() for e in pair})
     rows = []
     for s in answered:
