@@ -250,12 +250,9 @@ def table_layout(path: Path, df: pd.DataFrame) -> str:
 
 
 # ---------------------------------------------------------------------- wide table
-def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
-    """Read and validate a wide table (see the module docstring); raises DropError."""
-    df = frame_with_index(df).rename(columns=str)
-    if len(df) == 0:
-        raise DropError(path, "empty file: header but no data rows")
-    _raw_header_duplicates(path, df)
+def _wide_columns_checked(path: Path, df: pd.DataFrame) -> tuple:
+    """(text column, model columns, {model: cost column}, {ignored column: why}, {model: response column}); a
+    DropError for no text column, a cost column without its model, or no model column."""
     text_col = _pick(df, WIDE_TEXT_COLUMNS)
     if text_col is None:
         raise DropError(path, f"wide table without a text column (one of {list(WIDE_TEXT_COLUMNS)}); found {list(df.columns)[:30]}")
@@ -276,12 +273,16 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
     response_of = response_columns(df.columns, models)
     for col in response_of.values():
         ignored.pop(col, None)
-    n = len(df)
-    # text
     missing = ~_present(df[text_col])
     if missing.any():
         raise DropError(path, "missing question text (NaN/empty)", row=int(np.argmax(missing)) + 1, column=text_col)
-    # scenario and split
+    return text_col, models, cost_of, ignored, response_of
+
+
+def _row_labels(path: Path, df: pd.DataFrame) -> tuple:
+    """(scenario, split, subscenario per row, the scenario column or None, the subscenario column or None), from
+    the columns where present, else from the file name's rule."""
+    n = len(df)
     name_scen, name_split = _name_rule(path)
     scen_col = _pick(df, SCENARIO_COLUMNS)
     if scen_col is not None:
@@ -312,17 +313,12 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
         sub = df[sub_col].astype(str).to_numpy(dtype=object)
     else:
         sub = scen
-    # item ids
-    id_col = _pick(df, ID_COLUMNS)
-    if id_col is not None:
-        items = _ids(df, id_col, path)
-    else:
-        items = np.array([f"{s}.{sp}.{i}" if sp else f"{s}.{i}" for i, (s, sp) in enumerate(zip(scen, split))], dtype=object)
-    key = pd.Series([f"{s}\x00{i}" for s, i in zip(scen, items)])
-    keep, conflicts, row_notes = merge_duplicate_rows(df, key, items, models, cost_of, [text_col, split_col, sub_col],
-                                                      path, id_col or "(generated id)", list(response_of.values()))
-    rejected, rejected_notes = rejected_rows(df, conflicts, path)
-    # scores and costs
+    return scen, split, sub, scen_col, split_col, sub_col
+
+
+def _scores_and_costs(path: Path, df: pd.DataFrame, models: list, cost_of: dict, scen, sub, items, keep) -> tuple:
+    """(response frames, cost frames, {model: scored rows}) of the kept rows; a DropError naming the row and column
+    of a score that is not a number in [0, 1] or of a cost that is not a finite non-negative number where scored."""
     resp_frames, cost_frames, scored_of = [], [], {}
     for m in models:
         vals, nonnum = _numeric(df[m])
@@ -350,6 +346,27 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
                     i = int(np.argmax(bad))
                     raise DropError(path, problem(i), row=i + 1, column=cc)
             cost_frames.append(pd.DataFrame({"scenario": scen[scored], "item": items[scored], "model": m, "cost": cost[scored]}))
+    return resp_frames, cost_frames, scored_of
+
+
+def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
+    """Read and validate a wide table (see the module docstring); raises DropError."""
+    df = frame_with_index(df).rename(columns=str)
+    if len(df) == 0:
+        raise DropError(path, "empty file: header but no data rows")
+    _raw_header_duplicates(path, df)
+    text_col, models, cost_of, ignored, response_of = _wide_columns_checked(path, df)
+    scen, split, sub, scen_col, split_col, sub_col = _row_labels(path, df)
+    id_col = _pick(df, ID_COLUMNS)
+    if id_col is not None:
+        items = _ids(df, id_col, path)
+    else:
+        items = np.array([f"{s}.{sp}.{i}" if sp else f"{s}.{i}" for i, (s, sp) in enumerate(zip(scen, split))], dtype=object)
+    key = pd.Series([f"{s}\x00{i}" for s, i in zip(scen, items)])
+    keep, conflicts, row_notes = merge_duplicate_rows(df, key, items, models, cost_of, [text_col, split_col, sub_col],
+                                                      path, id_col or "(generated id)", list(response_of.values()))
+    rejected, rejected_notes = rejected_rows(df, conflicts, path)
+    resp_frames, cost_frames, scored_of = _scores_and_costs(path, df, models, cost_of, scen, sub, items, keep)
     fmt = "wide_" + path.suffix.lower().lstrip(".")
     drop = Drop(path=path, leaderboard=leaderboard, format=fmt, sha256=sha)
     drop.responses = pd.concat(resp_frames, ignore_index=True).assign(leaderboard=leaderboard)[RESPONSE_COLUMNS]
