@@ -222,3 +222,19 @@ def test_benchmarks_import_the_package_not_the_tests_and_only_tests_use_testing(
     product = {m: sorted(d for d in deps if d.startswith(f"{ROOT}.testing")) for m, deps in graph.items()
                if not m.startswith(f"{ROOT}.testing")}
     assert not any(product.values()), product
+
+
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_long_function():
+    """No function or method of the package over MAX_FUNCTION_LINES lines (docstring included): a longer one is split
+    into named steps."""
+    long = {}
+    for mod, f in module_files().items():
+        for node in ast.walk(ast.parse(f.read_text())):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                n = node.end_lineno - node.lineno + 1
+                if n > MAX_FUNCTION_LINES:
+                    long[f"{mod}.{node.name}"] = n
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"

@@ -75,6 +75,31 @@ _DEFAULTS = dict(
 )
 
 
+def _options(options: dict, dim: int) -> tuple[dict, int]:
+    """fit_irt's options over their defaults (TypeError for an unknown one) and D (ValueError below 1); a_sd
+    defaults to A_SD_PER_DIM / sqrt(D)."""
+    unknown = set(options) - set(_DEFAULTS)
+    if unknown:
+        raise TypeError(f"unknown options {sorted(unknown)}")
+    opt = {**_DEFAULTS, **options}
+    dim = int(dim)
+    if dim < 1:
+        raise ValueError("dim must be >= 1")
+    if opt["a_sd"] is None:
+        opt["a_sd"] = A_SD_PER_DIM / math.sqrt(dim)
+    return opt, dim
+
+
+def _optimize(obj, x0, opt: dict) -> tuple:
+    """(x, loss, iterations, converged) of the optimizer the options name (L-BFGS or Adam)."""
+    if opt["optimizer"] == "lbfgs":
+        return _run_lbfgs(obj, x0, max_iter=opt["max_iter"], tol=opt["tol"], history_size=opt["history_size"],
+                          precondition=opt["precondition"])
+    if opt["optimizer"] == "adam":
+        return _run_adam(obj, x0, max_iter=opt["max_iter"], tol=opt["tol"], lr=opt["adam_lr"])
+    raise ValueError(f"unknown optimizer {opt['optimizer']!r}")
+
+
 def fit_irt(
     Y,
     mask=None,
@@ -120,15 +145,7 @@ def fit_irt(
         return fit_pyirt(Y, mask, dim, seed=seed, device=device, **options)
     if fitter != "torch":
         raise ValueError(f"unknown fitter {fitter!r}")
-    unknown = set(options) - set(_DEFAULTS)
-    if unknown:
-        raise TypeError(f"unknown options {sorted(unknown)}")
-    opt = {**_DEFAULTS, **options}
-    dim = int(dim)
-    if dim < 1:
-        raise ValueError("dim must be >= 1")
-    if opt["a_sd"] is None:
-        opt["a_sd"] = A_SD_PER_DIM / math.sqrt(dim)
+    opt, dim = _options(options, dim)
     t0 = time.perf_counter()
     dtype = _dtype(opt["dtype"])
     y8, m = _prepare(Y, mask)
@@ -139,15 +156,7 @@ def fit_irt(
         b_sd=opt["b_sd"], chunk_cells=opt["chunk_cells"], dtype=dtype, device=device,
     )
     x0 = _init_x(obj, y8, m, seed, dtype, obj.device, init=opt["init"])
-    if opt["optimizer"] == "lbfgs":
-        x, loss, n_iter, converged = _run_lbfgs(
-            obj, x0, max_iter=opt["max_iter"], tol=opt["tol"], history_size=opt["history_size"],
-            precondition=opt["precondition"],
-        )
-    elif opt["optimizer"] == "adam":
-        x, loss, n_iter, converged = _run_adam(obj, x0, max_iter=opt["max_iter"], tol=opt["tol"], lr=opt["adam_lr"])
-    else:
-        raise ValueError(f"unknown optimizer {opt['optimizer']!r}")
+    x, loss, n_iter, converged = _optimize(obj, x0, opt)
     phi = obj.split(x)[0]
     theta = obj.theta_of(phi)
     a, b = obj.item_params(x)

@@ -85,6 +85,35 @@ def _dataset(y8: np.ndarray, m: np.ndarray | None):
     )
 
 
+def _train(trainer, epochs: int, device: str, verbose: bool, what: str) -> None:
+    """py-irt's training, its console quiet unless verbose; a NaN divergence raised as FloatingPointError."""
+    import py_irt.anchor_utils as _au
+
+    quiet = _au.console.quiet
+    _au.console.quiet = not verbose
+    try:
+        trainer.train(epochs=epochs, device=device)
+    except ValueError as e:  # pyro's argument validation trips on NaN parameters
+        if "nan" in str(e).lower():
+            raise FloatingPointError(f"py-irt multidim_2pl diverged (NaN) with {what}") from e
+        raise
+    finally:
+        _au.console.quiet = quiet
+
+
+def _final_elbo(trainer, ds, device: str) -> float:
+    """The final ELBO loss, recomputed once (py-irt does not keep it)."""
+    import pyro
+
+    loss_fn = pyro.infer.Trace_ELBO()
+    dev = torch.device(device)
+    subjects = torch.tensor(ds.observation_subjects, dtype=torch.long, device=dev)
+    items = torch.tensor(ds.observation_items, dtype=torch.long, device=dev)
+    responses = torch.tensor(ds.observations, dtype=torch.float, device=dev)
+    with torch.no_grad():
+        return float(loss_fn.loss(trainer._pyro_model, trainer._pyro_guide, subjects, items, responses))
+
+
 def fit_pyirt(
     Y,
     mask=None,
@@ -134,30 +163,12 @@ def fit_pyirt(
                            seed=seed, log_every=max(1, epochs))
         trainer = IrtModelTrainer(data_path=None, config=config, dataset=ds, verbose=verbose)
         t1 = time.perf_counter()
-        import py_irt.anchor_utils as _au
-
-        quiet = _au.console.quiet
-        _au.console.quiet = not verbose
-        try:
-            trainer.train(epochs=epochs, device=device)
-        except ValueError as e:  # pyro's argument validation trips on NaN parameters
-            if "nan" in str(e).lower():
-                raise FloatingPointError(f"py-irt multidim_2pl diverged (NaN) with lr={lr}, D={dim}") from e
-            raise
-        finally:
-            _au.console.quiet = quiet
+        _train(trainer, epochs, device, verbose, f"lr={lr}, D={dim}")
         t_train = time.perf_counter() - t1
         params = trainer.best_params if use == "best" else trainer.last_params
         if params is None:
             params = trainer.last_params
-        # final ELBO loss, recomputed once (py-irt does not keep it)
-        loss_fn = pyro.infer.Trace_ELBO()
-        dev = torch.device(device)
-        subjects = torch.tensor(ds.observation_subjects, dtype=torch.long, device=dev)
-        items = torch.tensor(ds.observation_items, dtype=torch.long, device=dev)
-        responses = torch.tensor(ds.observations, dtype=torch.float, device=dev)
-        with torch.no_grad():
-            elbo = float(loss_fn.loss(trainer._pyro_model, trainer._pyro_guide, subjects, items, responses))
+        elbo = _final_elbo(trainer, ds, device)
     finally:
         random.setstate(py_state)
         np.random.set_state(np_state)
