@@ -105,12 +105,20 @@ class MagiTables:
     trend_png: bytes | None
 
 
-def _method_rows(setup, method: str, res, chosen_rows, chosen_roles, items, config) -> dict:
-    """One method's rows of every magi_* table, and its trend (sizes, scores)."""
-    models = np.asarray(setup.models, dtype=object)
-    fam = setup.families.loc[setup.models, "family"].to_numpy()
+def _roster(setup) -> pd.DataFrame:
+    """Every model's columns of magi_scores that no method changes: model, role (the reference named), family,
+    not_fair, guesser, full_score and pool_score; computed once per run."""
     role = setup.role.copy()
     role[setup.reference] = "reference"
+    return pd.DataFrame({"model": np.asarray(setup.models, dtype=object), "role": role,
+                         "family": setup.families.loc[setup.models, "family"].to_numpy(),
+                         "not_fair": setup.not_fair, "guesser": setup.guesser, "full_score": setup.full_score,
+                         "pool_score": np.nanmean(setup.Y, axis=1)})
+
+
+def _method_rows(setup, method: str, res, chosen_rows, chosen_roles, items, roster: pd.DataFrame, config) -> dict:
+    """One method's rows of every magi_* table, and its trend (sizes, scores)."""
+    models, fam = roster["model"].to_numpy(), roster["family"].to_numpy()
     keep = res.ranking.keep
     rank = np.empty(len(keep), dtype=int)
     rank[np.argsort(-keep, kind="stable")] = np.arange(1, len(keep) + 1)
@@ -133,9 +141,8 @@ def _method_rows(setup, method: str, res, chosen_rows, chosen_roles, items, conf
     out["summary"] = {"method": method, **{f"tune_{k}": v for k, v in res.chosen.metrics.items()},
                       **{f"eval_{k}": v for k, v in res.eval_metrics.items()},
                       "params": json.dumps({**res.params.as_dict(), **res.ranking_options}), "seconds": res.seconds}
-    out["scores"] = pd.DataFrame({"method": method, "model": models, "role": role, "family": fam,
-                                  "not_fair": setup.not_fair, "guesser": setup.guesser, "full_score": setup.full_score,
-                                  "pool_score": np.nanmean(setup.Y, axis=1), "subset_score": setup.scores(res.chosen.mask)})
+    out["scores"] = roster.assign(subset_score=setup.scores(res.chosen.mask))
+    out["scores"].insert(0, "method", method)
     return out
 
 
@@ -147,7 +154,9 @@ def magi_tables(setup, result, export: str, config, board: str) -> MagiTables:
     top = np.concatenate([setup.top(setup.role == "tune", 10), setup.top(setup.role == "eval", 10)])
     chosen_rows = np.concatenate([[setup.reference], setup.voters, top])
     chosen_roles = ["reference"] + ["voter"] * len(setup.voters) + ["top"] * len(top)
-    per = {m: _method_rows(setup, m, res, chosen_rows, chosen_roles, items, config) for m, res in result.methods.items()}
+    roster = _roster(setup)
+    per = {m: _method_rows(setup, m, res, chosen_rows, chosen_roles, items, roster, config)
+           for m, res in result.methods.items()}
     png = None
     if export in per:
         sizes, sc = per[export]["trend"]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from functools import cached_property
 
 import dagster as dg
 import numpy as np
@@ -152,14 +153,14 @@ class RoutingInputs:
         return cls(key, emb, E, Y, models, test, complete, question_groups(db, key, emb["item"]), prior,
                    int(np.argmax(prior)))
 
-    @property
+    @cached_property
     def train(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(E, Y, groups) of the training questions."""
+        """(E, Y, groups) of the training questions (sliced once)."""
         return self.E[~self.test], self.Y[~self.test], self.groups[~self.test]
 
-    @property
+    @cached_property
     def scored(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(E, Y, items) of the test questions every model answered."""
+        """(E, Y, items) of the test questions every model answered (sliced once)."""
         return (self.E[self.test][self.complete], self.Y[self.test][self.complete],
                 self.emb["item"][self.test].to_numpy()[self.complete])
 

@@ -7,7 +7,7 @@ The response matrix ``Y`` (M models x I items, 0/1, NaN = not answered) flows li
         fit_scenario(Y[rows not in f])   per scenario: a 2PL per D (irt.fit_irt) and the anchors per n: the
                                          prefixes of one nested stratified order (estimation/strata.py: by
                                          subscenario and training difficulty, or at random inside each
-                                         subscenario: design "random"; small_designs.py chooses per scenario),
+                                         subscenario: design "random", where small_guard.py switches a scenario),
                                          or KMeans on the training rows' correctness (design="kmeans")
         base_estimates(Y[rows in f] on the anchors only)
                                          anchor / irt / pirt of the held-out rows: the formulas ArtifactModel
@@ -115,7 +115,7 @@ def fit_scenario(Ys: np.ndarray, ws: np.ndarray, counts: dict, dims, *, seed: in
     subscenarios : (I_s,) subscenario per item (None: one stratum); design : "stratified" (spread over the
         training models' difficulty inside each subscenario), "random" (at random inside each subscenario: the
         stratified random items of the baseline, seeded, the same whatever the training rows) or "kmeans".
-    irt : {D: IRTParams} already fitted on these very rows (small_designs reuses them across designs), or None.
+    irt : {D: IRTParams} already fitted on these very rows (the guard's second pass reuses them), or None.
     """
     Ys = np.asarray(Ys, dtype=float)
     Ys = Ys[~np.isnan(Ys).all(1)]

@@ -212,11 +212,12 @@ def _fold_predictions(E, Y, tr, va, fitted: set, grid: dict, n_tasks: int, task,
             put("mf", cfg, va, MFRouter(rank=cfg["rank"], l2=cfg["l2"], seed=seed).fit(Etr, Ytr).predict_proba(Eva))
 
 
-def _cross_validate(E, Y, fold, n_folds: int, families: list, grid: dict, groups, seed: int, device: str, log, t0):
+def _cross_validate(E, Y, fold, n_folds: int, families: list, grid: dict, tasks: tuple, seed: int, device: str, log,
+                    t0):
     """{(family, config items): (n, M) out-of-fold P} of every family (calibrated families cross-fitted on their
-    base's P) and the raw P of the fitted base families."""
+    base's P) and the raw P of the fitted base families. ``tasks``: (task names, task index per question)."""
     n, M = Y.shape
-    names, task = task_index(groups) if groups is not None else (np.array([]), None)
+    names, task = tasks
     fitted = {base_family(f) for f in families}  # the families whose routers are fitted per fold
     oof: dict[tuple, np.ndarray] = {}
 
@@ -306,12 +307,13 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, groups=None, families=None, g
     unknown = [f for f in families if base_family(f) not in FITTED or f == "best_single" + CAL]
     if unknown:
         raise ValueError(f"unknown router families {unknown}; known: {', '.join(FITTED)} (and <family>{CAL})")
-    sat_out = sit_out(families, M, len(task_index(groups)[0]) if groups is not None else 0)
+    tasks = task_index(groups) if groups is not None else (np.array([]), None)
+    sat_out = sit_out(families, M, len(tasks[0]))
     families = [f for f in families if f not in sat_out]
     for f, why in sat_out.items():
         log(f"router family {f} sits out: {why}")
     fold = cv_folds(n, n_folds, seed)
-    oof, raw = _cross_validate(E, Y, fold, n_folds, families, grid, groups, seed, device, log, t0)
+    oof, raw = _cross_validate(E, Y, fold, n_folds, families, grid, tasks, seed, device, log, t0)
     prior = model_accuracy(Y)
     Yz = np.nan_to_num(Y, nan=0.0)
     margins = list(DEFAULT_MARGINS if margins is None else margins)
