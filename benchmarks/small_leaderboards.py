@@ -85,7 +85,7 @@ def run_one(Y, w, cols, T2, groups, eligible, items, size, seed, n_test, n_value
     Yt[:, keep] = Y[np.ix_(test, keep)]  # the test models' anchor answers, nothing else
     out = pred.predict(Yt, n=N)
     res = {"board_models": int(len(board)), "board_families": int(len(np.unique(groups[board]))),
-           "folds": int(pred.n_folds_), "test_models": int(len(test)), "fit_seconds": round(fit_s, 1),
+           "folds": int(pred.folds_.n), "test_models": int(len(test)), "fit_seconds": round(fit_s, 1),
            "notes": pred.notes_, "scenarios": {},
            "bank_chosen": {"t1": sum(ch.t1 == "bank_joint" for ch in pred.choices_.values()),
                            "t2": sum(ch.t2 == "bank_joint" for ch in pred.choices_.values()),

@@ -189,17 +189,18 @@ def adaptive_rows(pred: AnchorPredictor, matrix: ResponseMatrix, test, n_values,
                                     "estimate_t2": np.nan, "lower_t2": np.nan, "upper_t2": np.nan,
                                     "source": "adaptive", "adaptive_method": method, "adaptive_dim": dim}))
 
-    for s in pred.scenarios_:
-        cols = pred.cols_[s]
-        w = pred.w_[cols]
+    lay, split, irt = pred.layout, pred.named_steps["split"], pred.named_steps["irt"]
+    for s in lay.scenarios:
+        cols = lay.cols[s]
+        w = lay.w[cols]
         ns = tuple(n for n in n_values if n <= len(cols))
-        Yv, Yt = matrix.scores[np.ix_(pred.val_rows_, cols)], matrix.scores[np.ix_(test, cols)]
+        Yv, Yt = matrix.scores[np.ix_(split.val_rows_, cols)], matrix.scores[np.ix_(test, cols)]
         hv, ht = ~np.isnan(Yv).all(1), ~np.isnan(Yt).all(1)
         if not ns or hv.sum() < 10 or not ht.any():
             continue
-        truth_v = pred.pool_accuracy(matrix.scores[pred.val_rows_[hv]])[s].to_numpy()
-        fits = {pred.irt_[s].a.shape[1]: pred.irt_[s]}
-        Yf = matrix.scores[np.ix_(pred.fit_rows_, cols)]
+        truth_v = pred.pool_accuracy(matrix.scores[split.val_rows_[hv]])[s].to_numpy()
+        fits = {irt.params_[s].a.shape[1]: irt.params_[s]}
+        Yf = matrix.scores[np.ix_(split.fit_rows_, cols)]
         Yf = Yf[~np.isnan(Yf).all(1)]
         for d in extra_dims:
             if d not in fits:
@@ -211,7 +212,8 @@ def adaptive_rows(pred: AnchorPredictor, matrix: ResponseMatrix, test, n_values,
         served = {n: "irt" for n in ns}
         if bank:
             ba = BankAdaptive(pred.alpha, pred.interval_scale, seed=pred.seed).fit(bank_matrix(Yf, seed=pred.seed), Yv[hv], truth_v, w, ns)
-            Bt = bank_matrix(matrix.scores[np.ix_(np.concatenate([pred.fit_rows_, pred.val_rows_]), cols)], seed=pred.seed)
+            rows_fv = np.concatenate([split.fit_rows_, split.val_rows_])
+            Bt = bank_matrix(matrix.scores[np.ix_(rows_fv, cols)], seed=pred.seed)
             for n, (e, lo, hi) in ba.predict(Yt[ht], Bt).items():
                 rows(s, ht, n, "adaptive_bank", e, lo, hi, "bank", np.nan)
                 if ba.val_mae_[n] < irt_mae[n][best_d[n]]:
@@ -254,10 +256,11 @@ def _run_split(k, matrix, t2_wide, train, test, params, seed, adaptive_n=(), gro
     df["err_t2"] = df.estimate_t2 - df.truth_t2
     return {
         "estimates": df, "lambdas": pred.lambdas.assign(split=k), "selection": pred.selection.assign(split=k),
-        "validation": pred.validation_.assign(split=k),
+        "validation": pred.validation.assign(split=k),
         "dims": pd.DataFrame([{"split": k, "fit": key, "best_dim": sel.best_dim, **{f"err_d{d}": v for d, v in sel.errors.items()}}
-                              for key, sel in pred.dim_selection_.items()]),
-        "timing": {"split": k, "n_train": len(train), "n_fit": pred.n_fit_, "n_val": pred.n_val_, "n_test": len(test),
+                              for key, sel in pred.named_steps["irt"].dim_selection_.items()]),
+        "timing": {"split": k, "n_train": len(train), "n_fit": pred.named_steps["split"].n_fit_,
+                   "n_val": pred.named_steps["split"].n_val_, "n_test": len(test),
                    "fit_seconds": t_fit, "total_seconds": time.perf_counter() - t0,
                    **{f"fit_{kk}_seconds": v for kk, v in pred.timings_.items()}},
     }

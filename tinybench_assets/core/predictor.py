@@ -44,8 +44,10 @@ to predict the full score directly) to their real full score; and conformal inte
 served estimators' (tinybench, tinybench_own) T1 intervals allow for their selection: their residuals are
 taken out of selection, across folds of the validation models (:mod:`.estimation.served_intervals`).
 
-The parts live in :mod:`tinybench_assets.core.estimation` (one module per job, each a mixin sharing the fitted
-state); this module composes them and stays the public import path (and the pickled class's path).
+The predictor is a chain of named steps (:attr:`AnchorPredictor.named_steps`), each a small object of
+:mod:`tinybench_assets.core.estimation` that owns its fitted state: ``fit`` is a loop over them, every step reading
+the training data and the steps fitted before it; ``estimate`` walks the same steps
+(:mod:`~tinybench_assets.core.estimation.chain`).
 """
 from __future__ import annotations
 
@@ -55,34 +57,35 @@ import numpy as np
 import pandas as pd
 
 from . import estimators as est
-from .estimation.anchor_sets import AnchorSet, AnchorSetMixin
-from .estimation.bank import BankMixin
-from .estimation.base_estimates import BaseEstimatesMixin
-from .estimation.inference import InferenceMixin
-from .estimation.intervals import CalibrationMixin
-from .estimation.irt_fits import IRTFitMixin
-from .estimation.lambdas import LambdaMixin
-from .estimation.learned import LearnedMixin, fit_learned
+from .estimation.anchor_sets import AnchorSet, AnchorSets
+from .estimation.bank import AnswerBank
+from .estimation.calibrators import Calibrators
+from .estimation.chain import ValidationOutputs
+from .estimation.inference import estimate_table
+from .estimation.irt_fits import IRTFits
+from .estimation.lambdas import Lambdas
+from .estimation.learned import LearnedRegressors
 from .estimation.names import JOINT, LEARNED, PER_SCENARIO, SELECTED, STACKS
-from .estimation.selection import SelectionMixin
-from .estimation.served_intervals import ServedIntervalMixin
-from .estimation.stacks import StackMixin
-from .estimation.training import MIN_VALIDATION_MODELS, TrainingSplitMixin, full_scores_wide, split_models
-from .parallel import resolve_jobs, run_tasks, worker_pool
+from .estimation.selection import Selector
+from .estimation.served_intervals import ServedIntervals
+from .estimation.stacks import Stacks
+from .estimation.training import MIN_VALIDATION_MODELS, Layout, TrainingSplit, full_scores_wide, split_models
+from .parallel import resolve_jobs, worker_pool
 from .responses import ResponseMatrix
 
 __all__ = ["AnchorPredictor", "AnchorSet", "full_scores_wide", "split_models", "MIN_VALIDATION_MODELS",
            "PER_SCENARIO", "JOINT", "STACKS", "LEARNED", "SELECTED"]
 
+REBUILD = "rebuild it by materializing anchor_sets (or `tinybench run-all`)"
 
-class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
-                      LambdaMixin, StackMixin, CalibrationMixin, SelectionMixin, ServedIntervalMixin, InferenceMixin):
+
+class AnchorPredictor:
     """Anchors + IRT + learned estimators + calibration, fitted on training models.
 
     Parameters
     ----------
     n_values : anchor budgets to prepare. A budget is the anchor count of every scenario unless
-        ``scenario_n`` or the large-pool rule gives a scenario its own count (see :meth:`n_for`);
+        ``scenario_n`` or the large-pool rule gives a scenario its own count (``AnchorSets.n_for``);
         results stay keyed by the budget, so the joint estimators combine one budget across scenarios.
     scenario_n : {scenario: [count per budget, aligned with n_values]} or {scenario: {budget: count}}:
         explicit per-scenario anchor counts.
@@ -105,8 +108,8 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
     n_jobs : worker processes (one thread each) for the independent IRT fits and learned regressors; 1 = all in
         this process (the backtest's split workers), 0 = the CPU cores. Same seeds, same fits either way.
 
-    The methods come from the mixins of :mod:`tinybench_assets.core.estimation` (each module's docstring lists the
-    fitted attributes it reads and sets); this class holds the parameters and the order of the fit.
+    Fitted attributes: ``steps_`` ({name: fitted step}, in fit order; :attr:`named_steps`), ``timings_`` (seconds
+    per step and in total) and ``n_jobs_`` (worker processes used).
     """
 
     def __init__(
@@ -154,10 +157,26 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
         self.irt_options = dict(irt_options or {})
         self.n_jobs = int(n_jobs)
 
-    # ================================================================== fitting
+    def make_steps(self) -> dict:
+        """The unfitted steps, in fit order, from the parameters."""
+        return {
+            "split": TrainingSplit(self.val_fraction, self.seed, self.max_fit_models),
+            "irt": IRTFits(self.dim_candidates, self.joint_dim_candidates, self.seed, self.device, self.irt_options),
+            "anchors": AnchorSets(self.n_values, self.clusterings, self.scenario_n, self.large_pool_items,
+                                  self.large_pool_scale, self.n_init, self.seed, linear=self.learned),
+            "learned": LearnedRegressors(self.learned, self.seed, self.gbm_params),
+            "bank": AnswerBank(self.learned),
+            "validation": ValidationOutputs(self.seed),
+            "lambdas": Lambdas(self.lambda_grid),
+            "stacks": Stacks(self.seed),
+            "calibrators": Calibrators(self.alpha, self.interval_scale, self.seed),
+            "selector": Selector(),
+            "served": ServedIntervals(self.alpha, self.interval_scale, self.seed),
+        }
+
     def fit(self, matrix: ResponseMatrix, full_scores: pd.DataFrame | None = None, train=None,
             groups=None) -> "AnchorPredictor":
-        """Fit everything on the training models.
+        """Fit every step on the training models.
 
         Parameters
         ----------
@@ -171,53 +190,90 @@ class AnchorPredictor(TrainingSplitMixin, IRTFitMixin, AnchorSetMixin, BaseEstim
             grouped test split and a new model family are). None: a random share of the training models.
         """
         t0 = time.perf_counter()
-        self.timings_ = {}
-        Yf, Yv, T1v, T2f, T2v = self._split_training(matrix, full_scores, train, groups)
-        n_jobs = resolve_jobs(self.n_jobs, len(self.scenarios_) + 1)
-        with worker_pool(n_jobs) as pool:
-            # ---- IRT: per scenario and joint, D chosen on fit models
-            self._fit_irt_models(Yf, pool)
-            self.timings_["irt"] = time.perf_counter() - t0
-
-            # ---- the tutorial's b (IRT validation bias) and v (item variance) per scenario and fit
-            self._fit_bias_variance(Yf, Yv)
-
-            # ---- anchors and learned regressors per (clustering, n): the regressors are independent tasks
-            self.anchors_, self.gbm_, self.lambdas_, self.stacks_, self.bank_ = {}, {}, {}, {}, {}
-            self.t2_cal_, self.int_t1_, self.int_t2_ = {}, {}, {}
-            cn = [(c, n) for c in self.clusterings for n in self.n_values]
-            ta = time.perf_counter()
-            for c, n in cn:
-                for s in self.scenarios_:
-                    self.anchors_[(c, n, s)] = self._select(Yf, c, n, s)
-            tb = time.perf_counter()
-            if self.learned:
-                # the largest budgets (most features) first; stored in (clustering, n) order
-                for fitted in run_tasks(fit_learned, [(self, Yf, T2f, c, n) for c, n in cn], pool,
-                                        first=lambda i: -cn[i][1]):
-                    self.gbm_.update(fitted)
-            self.timings_.update(anchors=tb - ta, gbm=time.perf_counter() - tb)
-        self.n_jobs_ = n_jobs
-
-        # ---- validation outputs, lambdas, stacks and calibration per (clustering, n)
-        val_rows, val_t1 = [], {}
-        self.timings_["bank"] = 0.0
-        for c, n in cn:
-            tk = time.perf_counter()
-            self._fit_bank(Yf, Yv, T1v, c, n)  # the answer bank's eps, chosen on validation models
-            self.timings_["bank"] += time.perf_counter() - tk
-            raw, t2raw = self._raw(Yv, c, n)
-            self._fit_lambdas(raw, T1v, c, n)
-            full = self._compose(raw, c, n)
-            self._fit_stacks(full, t2raw, T1v, T2v, c, n)  # adds out-of-fold stack outputs
-            val_rows += self._calibrate(full, t2raw, T1v, T2v, c, n)
-            val_t1.update({(c, n, s, e): x for (s, e), x in full.items()})
-        # random baseline, calibrated the same way
-        for n in self.n_values:
-            full = {(s, "random"): self._random(Yv, s, n, self.seed + 7919 * n) for s in self.scenarios_}
-            val_rows += self._calibrate(full, {}, T1v, T2v, "random", n)
-        self.validation_ = pd.DataFrame(val_rows)
-        self._select_estimators()
-        self._fit_served_intervals(val_t1, T1v)  # the served estimators' intervals, allowing for their selection
+        steps = self.make_steps()
+        split = steps.pop("split")
+        data = split.fit(matrix, full_scores, train, groups)  # the fit and validation models' answers and truth
+        self.steps_, self.timings_ = {"split": split}, {"split": time.perf_counter() - t0}
+        self.n_jobs_ = resolve_jobs(self.n_jobs, len(data.layout.scenarios) + 1)
+        with worker_pool(self.n_jobs_) as pool:
+            data.pool = pool  # the IRT fits and the learned regressors run in its workers
+            for name, step in steps.items():
+                ts = time.perf_counter()
+                step.fit(data, self.steps_)  # reads the data and the steps fitted before it; sets only its own state
+                self.steps_[name] = step
+                self.timings_[name] = time.perf_counter() - ts
         self.timings_["total"] = time.perf_counter() - t0
         return self
+
+    # ================================================================== the fitted predictor
+    @property
+    def named_steps(self) -> dict:
+        """{name: fitted step}: split, irt, anchors, learned, bank, validation, lambdas, stacks, calibrators,
+        selector, served."""
+        if "steps_" not in vars(self):
+            raise ValueError("AnchorPredictor is not fitted, or was saved by an older tinybench without its steps: "
+                             + REBUILD)
+        return self.steps_
+
+    @property
+    def layout(self) -> Layout:
+        """The fitted matrix's item layout (items, scenarios, balance weights, each scenario's columns)."""
+        return self.named_steps["split"].layout_
+
+    def pool_accuracy(self, Y) -> pd.DataFrame:
+        """T1 truth of rows Y (M, I_all): :meth:`Layout.pool_accuracy`."""
+        return self.layout.pool_accuracy(Y)
+
+    @property
+    def validation(self) -> pd.DataFrame:
+        """Validation MAE per (scenario, clustering, n, estimator), the random baseline included."""
+        return self.named_steps["selector"].validation_
+
+    @property
+    def selection(self) -> pd.DataFrame:
+        """One row per (n, scenario, selector) with the chosen clustering and estimator for T1 and T2."""
+        return self.named_steps["selector"].table()
+
+    @property
+    def lambdas(self) -> pd.DataFrame:
+        """gp-IRT lambdas: one row per (clustering, n, scenario, fit) with tutorial and validation lambda, b, v."""
+        return self.named_steps["lambdas"].table(self.named_steps["irt"])
+
+    def anchor_table(self) -> pd.DataFrame:
+        """All anchors: one row per (clustering, n, scenario, anchor) with item id and weight."""
+        return self.named_steps["anchors"].table(self.layout.items)
+
+    def anchor_items(self, clustering: str, n: int) -> dict:
+        """{scenario: list of item ids} a new model must answer for (clustering, n)."""
+        sets = self.named_steps["anchors"].of(clustering, n)
+        return {s: [self.layout.items[j] for j in A.items] for s, A in sets.items()}
+
+    def estimate(self, Y, models=None, *, n_values=None, include_random: bool = False,
+                 random_seed: int = 12345) -> pd.DataFrame:
+        """Estimates for new models.
+
+        Parameters
+        ----------
+        Y : ndarray (M, I_all) aligned with the fitted matrix's items (or a ResponseMatrix with the same
+            items). Only the anchor cells of each (clustering, n) are read for the anchor-based estimators;
+            everything else may be NaN.
+        models : names of the M rows (default 0..M-1).
+        include_random : also score the random-sampling baseline (reads n random items per model: only
+            meaningful when Y holds the models' full responses, as in a backtest).
+
+        Returns
+        -------
+        DataFrame, one row per model x scenario x (clustering, estimator) x n with columns
+        model, scenario, clustering, estimator, n, estimate, lower, upper, estimate_t2, lower_t2,
+        upper_t2, source (the underlying clustering/estimator for the selected rows).
+        """
+        lay = self.layout
+        if isinstance(Y, ResponseMatrix):
+            if list(Y.items) != lay.items:
+                raise ValueError("ResponseMatrix items differ from the fitted items")
+            models = Y.models if models is None else models
+            Y = Y.scores
+        Y = np.asarray(Y, dtype=float)
+        models = np.arange(Y.shape[0]) if models is None else np.asarray(models, dtype=object)
+        return estimate_table(self.named_steps, lay, Y, models, self.n_values if n_values is None else n_values,
+                              include_random, random_seed)

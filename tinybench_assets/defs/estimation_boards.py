@@ -58,14 +58,15 @@ class BigBoard:
                                       "v"]],
             "estimator_selection": selection[["scenario", "n", "selector", "clustering_t1", "estimator_t1",
                                               "clustering_t2", "estimator_t2"]],
-            "estimator_validation": pred.validation_[["scenario", "clustering", "n", "estimator", "val_mae_t1",
+            "estimator_validation": pred.validation[["scenario", "clustering", "n", "estimator", "val_mae_t1",
                                                       "val_mae_t2", "n_val"]],
         }
         n30 = anchors[anchors.n == (30 if 30 in self.config.n_values else self.config.n_values[0])]
         sums = anchors.groupby(["clustering", "n", "scenario"])["weight"].sum()
-        meta = {"anchor_rows": len(anchors), "scenarios": dg.MetadataValue.json(pred.scenarios_),
-                "train_models": int(train.sum()), "fit_models": pred.n_fit_, "validation_models": pred.n_val_,
-                "dims": dg.MetadataValue.json({k: int(v.best_dim) for k, v in pred.dim_selection_.items()}),
+        split, irt = pred.named_steps["split"], pred.named_steps["irt"]
+        meta = {"anchor_rows": len(anchors), "scenarios": dg.MetadataValue.json(pred.layout.scenarios),
+                "train_models": int(train.sum()), "fit_models": split.n_fit_, "validation_models": split.n_val_,
+                "dims": dg.MetadataValue.json({k: int(v.best_dim) for k, v in irt.dim_selection_.items()}),
                 "weights_sum_per_scenario": dg.MetadataValue.json(
                     {f"{c}/{n}/{s}": round(float(w), 9) for (c, n, s), w in sums.items() if n == n30["n"].iloc[0]})}
         lam = lambdas[(lambdas.fit == "sep") & (lambdas.clustering == "correctness")]
@@ -106,9 +107,9 @@ class SmallBoard:
         pred = small.fit_small(matrix, full, groups, self.config, self.device)
         tables = small.anchor_tables(pred)
         meta = {"small_board": f"{len(matrix.models)} models: anchors, estimators and intervals chosen by "
-                               f"leave-family-out cross-validation ({pred.n_folds_} folds) on every model",
-                "anchor_rows": len(tables["anchors"]), "scenarios": dg.MetadataValue.json(pred.scenarios_),
-                "models": len(matrix.models), "folds": pred.n_folds_, "notes": dg.MetadataValue.json(pred.notes_)}
+                               f"leave-family-out cross-validation ({pred.folds_.n} folds) on every model",
+                "anchor_rows": len(tables["anchors"]), "scenarios": dg.MetadataValue.json(pred.layout_.scenarios),
+                "models": len(matrix.models), "folds": pred.folds_.n, "notes": dg.MetadataValue.json(pred.notes_)}
         return Fitted(pred, tables, meta, {
             "lambdas": dg.MetadataValue.md(tables["gpirt_lambdas"].round(4).to_markdown(index=False)),
             "selected_estimators": dg.MetadataValue.md(tables["estimator_selection"].to_markdown(index=False))})

@@ -58,6 +58,16 @@ def board_arrays(matrix: ResponseMatrix, full: pd.DataFrame) -> tuple[np.ndarray
     return matrix.scores, matrix.balance_weights(), cols, T2
 
 
+def reusable(old, digest: str) -> bool:
+    """Whether ``old`` (a saved predictor, or None) is a SmallBoardPredictor fitted on the inputs of ``digest`` whose
+    fitted state has the current layout (a small_state.BoardLayout), so the backtest can reuse it."""
+    from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
+    from tinybench_assets.core.estimation.small_state import BoardLayout
+
+    return (isinstance(old, SmallBoardPredictor) and isinstance(getattr(old, "layout_", None), BoardLayout)
+            and getattr(old, "input_digest_", None) == digest)
+
+
 def fit_small(matrix: ResponseMatrix, full: pd.DataFrame, groups: np.ndarray, config, device: str, saved=None):
     """The board's SmallBoardPredictor. ``saved`` = (model_store, board): reuse the predictor anchor_sets saved when it
     was fitted on exactly these inputs and settings (its ``input_digest_``), as the backtest does; else fit."""
@@ -78,7 +88,7 @@ def fit_small(matrix: ResponseMatrix, full: pd.DataFrame, groups: np.ndarray, co
             old = saved[0].load_predictor(saved[1])
         except Exception:  # noqa: BLE001 - none saved, or unreadable: fit
             old = None
-        if isinstance(old, SmallBoardPredictor) and getattr(old, "input_digest_", None) == digest:
+        if reusable(old, digest):
             old.reused_ = True
             return old
     pred = SmallBoardPredictor(**params, device=device).fit(Y, w, cols, T2, groups, items=matrix.items,
@@ -123,7 +133,7 @@ def board_estimates(pred, matrix: ResponseMatrix, full: pd.DataFrame) -> pd.Data
     parts = []
     for n in pred.n_values:
         am = pred.artifact_model(int(n))
-        Ya = {s: Y[:, am.anchors_[(am.c, int(n), s)].items] for s in pred.scenarios_}
+        Ya = {s: Y[:, am.anchor_sets[s].items] for s in pred.layout_.scenarios}
         for (s, e), r in am.evaluate(Ya).items():
             parts.append(pd.DataFrame({"model": models, "scenario": s, "estimator": e, "n": int(n),
                                        **{k: np.asarray(r[k], dtype=float) for k in
@@ -219,7 +229,7 @@ def small_backtest(config, db, board, matrix, full, groups, device: str, t0, mod
 
     pred = fit_small(matrix, full, groups.to_numpy(), config, device, (model_store, board))
     summary = backtest_summary(pred, seed=config.seed)
-    db.replace_partition({"backtest_summary": summary.assign(n_splits=pred.n_folds_),
+    db.replace_partition({"backtest_summary": summary.assign(n_splits=pred.folds_.n),
                           "backtest_timings": pd.DataFrame({"split_kind": [SPLIT_KIND], "split": [0],
                                                             "n_train": [len(matrix.models)],
                                                             "total_seconds": [time.perf_counter() - t0]})},
@@ -229,7 +239,7 @@ def small_backtest(config, db, board, matrix, full, groups, device: str, t0, mod
     table = at_n.pivot_table(index="estimator", columns="scenario", values="mae_t1").round(2)
     served = at_n[at_n.estimator == "tinybench"]
     return dg.MaterializeResult(metadata={
-        "small_board": f"{len(matrix.models)} models: leave-family-out cross-validation, {pred.n_folds_} folds",
+        "small_board": f"{len(matrix.models)} models: leave-family-out cross-validation, {pred.folds_.n} folds",
         **budget_metadata(pred, board),
         f"mae_t1_points_at_n{n_ref}": dg.MetadataValue.md(table.to_markdown()),
         f"tinybench_t1_mae_mean_n{n_ref}": float(served["mae_t1"].mean()) if len(served) else float("nan"),

@@ -52,8 +52,9 @@ def good(tmp_path_factory):
     recommends the stack over the learned estimators, so the default estimate reads the tree file."""
     rm, test, pred = fitted()
     pred = copy.deepcopy(pred)
-    c = pred.selection_[(5, "b", "tinybench")]["t1"][0]
-    pred.selection_[(5, "b", "tinybench")] = {"t1": (c, "stack"), "t2": (c, "stack")}
+    selection = pred.named_steps["selector"].selection_
+    c = selection[(5, "b", "tinybench")]["t1"][0]
+    selection[(5, "b", "tinybench")] = {"t1": (c, "stack"), "t2": (c, "stack")}
     folder = tmp_path_factory.mktemp("good")
     art = tb.export_tiny_benchmark(pred, leaderboard="sim", n=5, item_texts=texts(rm))
     tb.save_artifact(art, None, folder)

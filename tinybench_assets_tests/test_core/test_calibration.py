@@ -80,20 +80,22 @@ def test_conformal_quantile_finite_sample():
 def test_served_interval_allows_for_the_winners_curse():
     """Forty equally good noisy estimators: the validation winner's own residuals look better than they are, so an
     interval fitted on them under-covers new models; the out-of-selection residuals of the served interval do not."""
+    from types import SimpleNamespace
+
     import pandas as pd
 
-    from tinybench_assets.core.estimation.served_intervals import ServedIntervalMixin
-
-    class P(ServedIntervalMixin):
-        scenarios_, n_values, alpha, interval_scale, seed, val_groups_ = ["s"], (10,), 0.1, "none", 0, None
+    from tinybench_assets.core.estimation.served_intervals import ServedIntervals
 
     rng = np.random.default_rng(0)
     V, K = 60, 40
     truth = rng.uniform(0.3, 0.7, V)
     val_t1 = {("c", 10, "s", f"e{k}"): truth + rng.normal(0, 0.05, V) for k in range(K)}
-    p = P()
-    p._fit_served_intervals(val_t1, pd.DataFrame({"s": truth}))
-    served = p.served_int_t1_[(10, "s", "tinybench")]
+    data = SimpleNamespace(layout=SimpleNamespace(scenarios=["s"]), T1v=pd.DataFrame({"s": truth}),
+                           val={("c", 10): ({(s, e): x for (_, _, s, e), x in val_t1.items()}, {})})
+    done = {"split": SimpleNamespace(val_groups_=None), "anchors": SimpleNamespace(n_values=(10,))}
+    step = ServedIntervals(0.1, "none", 0)
+    step.fit(data, done)
+    served = step.intervals_[(10, "s", "tinybench")]
     winner = min(val_t1, key=lambda k: np.mean(np.abs(val_t1[k] - truth)))
     naive = ConformalInterval(0.1, "none").fit(val_t1[winner], truth)
     assert served.q_hi_ - served.q_lo_ > naive.q_hi_ - naive.q_lo_
@@ -102,5 +104,5 @@ def test_served_interval_allows_for_the_winners_curse():
     est = new_truth + rng.normal(0, 0.05, 20000)
     lo, up = served.predict(est)
     assert 0.86 <= np.mean((new_truth >= lo) & (new_truth <= up)) <= 0.97
-    assert p.served_interval(10, "s", "tinybench", est[:3], None)[0].shape == (3,)
-    assert p.served_interval(20, "s", "tinybench", est[:3], "fallback") == "fallback"
+    assert step.predict(10, "s", "tinybench", est[:3], None)[0].shape == (3,)
+    assert step.predict(20, "s", "tinybench", est[:3], "fallback") == "fallback"

@@ -60,8 +60,9 @@ def test_openllm_bank_beats_the_anchors_and_joins_the_stack():
     mae = df.groupby("estimator").ae.mean()
     assert mae["bank_joint"] < 0.9 * mae["anchor"], mae
     # its eps was chosen on validation models, and the fitted stacks give it weight somewhere
-    assert all(set(b["eps"]) == set(pred.scenarios_) for b in pred.bank_.values())
-    w = [st["w_t1"][st["members"].index("bank_joint")] for k, st in pred.stacks_.items() if k[3] == "stack"]
+    assert all(set(b["eps"]) == set(pred.layout.scenarios) for b in pred.named_steps["bank"].banks_.values())
+    w = [st["w_t1"][st["members"].index("bank_joint")] for k, st in pred.named_steps["stacks"].stacks_.items()
+         if k[3] == "stack"]
     assert max(w) > 0.05, w
 
 

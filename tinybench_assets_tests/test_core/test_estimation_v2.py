@@ -69,19 +69,20 @@ def _flip_rows(rm: ResponseMatrix, rows) -> ResponseMatrix:
 
 def _fitted_state(pred: AnchorPredictor, probe: np.ndarray) -> dict:
     """Everything a fitted predictor chose, as comparable plain values."""
+    steps = pred.named_steps
     state = {
         "anchors": pred.anchor_table().round(12).to_dict("records"),
         "lambdas": pred.lambdas.round(12).to_dict("records"),
         "selection": pred.selection.to_dict("records"),
-        "validation": pred.validation_.round(12).to_dict("records"),
-        "dims": {k: (v.best_dim, {d: round(e, 12) for d, e in v.errors.items()}) for k, v in pred.dim_selection_.items()},
+        "validation": pred.validation.round(12).to_dict("records"),
+        "dims": {k: (v.best_dim, {d: round(e, 12) for d, e in v.errors.items()}) for k, v in steps["irt"].dim_selection_.items()},
         "intervals_t1": {k: {a: np.round(np.asarray(b, dtype=float), 12).tolist() for a, b in vars(v).items()
-                             if isinstance(b, (int, float, np.ndarray))} for k, v in pred.int_t1_.items()},
+                             if isinstance(b, (int, float, np.ndarray))} for k, v in steps["calibrators"].t1_intervals_.items()},
         "intervals_t2": {k: {a: np.round(np.asarray(b, dtype=float), 12).tolist() for a, b in vars(v).items()
-                             if isinstance(b, (int, float, np.ndarray))} for k, v in pred.int_t2_.items()},
+                             if isinstance(b, (int, float, np.ndarray))} for k, v in steps["calibrators"].t2_intervals_.items()},
         "served_intervals_t1": {k: [round(float(v.q_lo_), 12), round(float(v.q_hi_), 12)]
-                                for k, v in pred.served_int_t1_.items()},
-        "bank": {k: (v["eps"], v["answers"].tobytes(), np.round(v["values"], 12).tobytes()) for k, v in pred.bank_.items()},
+                                for k, v in steps["served"].intervals_.items()},
+        "bank": {k: (v["eps"], v["answers"].tobytes(), np.round(v["values"], 12).tobytes()) for k, v in steps["bank"].banks_.items()},
         # learned estimators and calibration maps: their outputs on the same probe answers
         "probe": pred.estimate(probe, [f"p{i}" for i in range(len(probe))])[["estimate", "lower", "upper", "estimate_t2"]]
         .round(12).to_numpy().tolist(),
@@ -97,7 +98,7 @@ def test_flipping_every_test_answer_leaves_the_fitted_predictor_identical():
     a = AnchorPredictor(**params).fit(rm, full, train)
     b = AnchorPredictor(**params).fit(_flip_rows(rm, test), full, train)
     sa, sb = _fitted_state(a, probe), _fitted_state(b, probe)
-    assert sa["served_intervals_t1"] and {k[0] for k in a.anchors_} == {"correctness", "forward"}
+    assert sa["served_intervals_t1"] and {k[0] for k in a.named_steps["anchors"].sets_} == {"correctness", "forward"}
     for key in sa:
         assert sa[key] == sb[key], f"test answers leaked into the fitted predictor's {key}"
     # the check can fail: flipping TRAINING answers changes the fit
@@ -158,8 +159,9 @@ def test_grouped_validation_holds_out_whole_families():
     groups = np.array([f"g{i // 4}" for i in range(rm.shape[0])], dtype=object)
     train, _ = split_models(rm.shape[0], 0.25, seed=0)
     pred = AnchorPredictor(n_values=(10,), **FAST).fit(rm, full, train, groups=groups)
-    assert pred.validation_split_ == "grouped" and 0.1 < len(pred.val_rows_) / len(train) < 0.45
-    assert not set(groups[pred.fit_rows_]) & set(groups[pred.val_rows_])
-    assert set(pred.fit_rows_) | set(pred.val_rows_) <= set(train)
-    plain = AnchorPredictor(n_values=(10,), **FAST).fit(rm, full, train)
+    split = pred.named_steps["split"]
+    assert split.validation_split_ == "grouped" and 0.1 < len(split.val_rows_) / len(train) < 0.45
+    assert not set(groups[split.fit_rows_]) & set(groups[split.val_rows_])
+    assert set(split.fit_rows_) | set(split.val_rows_) <= set(train)
+    plain = AnchorPredictor(n_values=(10,), **FAST).fit(rm, full, train).named_steps["split"]
     assert plain.validation_split_ == "random" and set(groups[plain.fit_rows_]) & set(groups[plain.val_rows_])

@@ -22,17 +22,18 @@ def fitted():
 
 def test_counts_follow_override_and_large_pool_rule(fitted):
     rm, test, pred = fitted
-    assert [pred.n_for("a", n) for n in (5, 10)] == [4, 8]
-    assert [pred.n_for("b", n) for n in (5, 10)] == [17, 33]  # round(n * 100 / 30)
-    for (_c, n, s), A in pred.anchors_.items():
-        assert len(A.items) == len(set(A.items)) == pred.n_for(s, n)
+    anchors, irt = pred.named_steps["anchors"], pred.named_steps["irt"]
+    assert [anchors.n_for("a", n) for n in (5, 10)] == [4, 8]
+    assert [anchors.n_for("b", n) for n in (5, 10)] == [17, 33]  # round(n * 100 / 30)
+    for (_c, n, s), A in anchors.sets_.items():
+        assert len(A.items) == len(set(A.items)) == anchors.n_for(s, n)
         assert A.weights.sum() == pytest.approx(1.0)
     tab = pred.anchor_table()
     counts = tab.groupby(["clustering", "n", "scenario"]).size()
     assert (counts == tab.groupby(["clustering", "n", "scenario"]).n_anchors.first()).all()
     # the tutorial lambda uses the scenario's own count
-    for (_c, n, s, fit), lam in pred.lambdas_.items():
-        assert lam["tutorial"] == pytest.approx(est.tutorial_lambda(pred.b_[(fit, s)], pred.v_[s], pred.n_for(s, n)))
+    for (_c, n, s, fit), lam in pred.named_steps["lambdas"].lambdas_.items():
+        assert lam["tutorial"] == pytest.approx(est.tutorial_lambda(irt.b_[(fit, s)], irt.v_[s], anchors.n_for(s, n)))
     # estimates come out for every budget, keyed by the budget
     df = pred.estimate(rm.scores[test], np.asarray(rm.models, dtype=object)[test], include_random=True)
     assert set(df.n) == {5, 10} and np.isfinite(df[df.estimator == "tinybench"].estimate).all()
@@ -40,8 +41,8 @@ def test_counts_follow_override_and_large_pool_rule(fitted):
 
 def test_counts_are_capped_at_the_pool_and_misaligned_overrides_fail(fitted):
     rm, test, pred = fitted
-    p = AnchorPredictor(n_values=(5, 10), scenario_n={"a": {5: 3, 10: 500}})
-    p.cols_ = pred.cols_
+    p = AnchorPredictor(n_values=(5, 10), scenario_n={"a": {5: 3, 10: 500}}).make_steps()["anchors"]
+    p.pool_sizes_ = pred.named_steps["anchors"].pool_sizes_
     assert p.n_for("a", 5) == 3 and p.n_for("a", 10) == 20  # capped at the 20-item pool
     assert p.n_for("b", 10) == 10  # 40 items: below the default 1,000-item large-pool threshold
     with pytest.raises(ValueError, match="scenario_n\\['a'\\] has 1 counts for 2 budgets"):

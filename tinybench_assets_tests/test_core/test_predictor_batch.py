@@ -55,12 +55,13 @@ def test_worker_processes_give_the_same_fit():
     finally:
         torch.set_num_threads(threads)
     assert one.n_jobs_ == 1 and two.n_jobs_ == 2
-    assert one.gbm_.keys() == two.gbm_.keys() and len(one.gbm_) > 0
-    for k in one.irt_:
-        assert one.dim_selection_[k].best_dim == two.dim_selection_[k].best_dim
-        np.testing.assert_array_equal(one.irt_[k].a, two.irt_[k].a)
-        np.testing.assert_array_equal(one.irt_[k].b, two.irt_[k].b)
-    pd.testing.assert_frame_equal(one.validation_, two.validation_, check_exact=True)
+    s1, s2 = one.named_steps, two.named_steps
+    assert s1["learned"].models_.keys() == s2["learned"].models_.keys() and len(s1["learned"].models_) > 0
+    for k in s1["irt"].params_:
+        assert s1["irt"].dim_selection_[k].best_dim == s2["irt"].dim_selection_[k].best_dim
+        np.testing.assert_array_equal(s1["irt"].params_[k].a, s2["irt"].params_[k].a)
+        np.testing.assert_array_equal(s1["irt"].params_[k].b, s2["irt"].params_[k].b)
+    pd.testing.assert_frame_equal(one.validation, two.validation, check_exact=True)
     Y, names = rm.scores[test], np.asarray(rm.models, dtype=object)[test]
     pd.testing.assert_frame_equal(one.estimate(Y, names), two.estimate(Y, names), check_exact=True)
 
@@ -70,7 +71,7 @@ def test_anchor_linear_map_is_a_least_squares_fit_and_a_learned_feature():
     last feature of the per-scenario regressors and one column per scenario of the joint ones; an anchor set
     without a map (an older predictor or artifact) gives the features without it."""
     from tinybench_assets.core.estimation.anchor_sets import fit_linear, linear_score
-    from tinybench_assets.core.estimation.base_estimates import feature_width
+    from tinybench_assets.core.estimation.base_estimates import feature_width, features
 
     rng = np.random.default_rng(0)
     X = (rng.random((600, 6)) < 0.5).astype(float)
@@ -81,16 +82,18 @@ def test_anchor_linear_map_is_a_least_squares_fit_and_a_learned_feature():
     assert lin["fill"][2] == pytest.approx(np.nanmean(X[:, 2]))
     rm, full = _world(n_models=200, seed=2)
     p = AnchorPredictor(n_values=(5,), **FAST).fit(rm, full)
-    A = {s: p.anchors_[("correctness", 5, s)] for s in p.scenarios_}
-    _, feats, _ = p._features(rm.scores[:7], "correctness", 5)
-    for s in p.scenarios_:
+    lay, st = p.layout, p.named_steps
+    A = st["anchors"].of("correctness", 5)
+    _, feats, _ = features(rm.scores[:7], lay, st["irt"], st["anchors"], "correctness", 5)
+    irt = st["irt"].params_
+    for s in lay.scenarios:
         assert A[s].linear is not None
         np.testing.assert_array_equal(feats[("sep", s)][:, -1], linear_score(A[s], rm.scores[:7][:, A[s].items]))
-        assert feats[("sep", s)].shape[1] == feature_width(A, p.irt_, s, "sep")
-        assert feats[("joint", s)].shape[1] == feature_width(A, p.irt_, s, "joint")
-    for s in p.scenarios_:
+        assert feats[("sep", s)].shape[1] == feature_width(A, irt, s, "sep")
+        assert feats[("joint", s)].shape[1] == feature_width(A, irt, s, "joint")
+    for s in lay.scenarios:
         A[s].linear = None
-    _, plain, _ = p._features(rm.scores[:7], "correctness", 5)
-    s = p.scenarios_[0]
-    assert plain[("sep", s)].shape[1] == feats[("sep", s)].shape[1] - 1 == feature_width(A, p.irt_, s, "sep")
-    assert plain[("joint", s)].shape[1] == feats[("joint", s)].shape[1] - len(p.scenarios_)
+    _, plain, _ = features(rm.scores[:7], lay, st["irt"], st["anchors"], "correctness", 5)
+    s = lay.scenarios[0]
+    assert plain[("sep", s)].shape[1] == feats[("sep", s)].shape[1] - 1 == feature_width(A, irt, s, "sep")
+    assert plain[("joint", s)].shape[1] == feats[("joint", s)].shape[1] - len(lay.scenarios)

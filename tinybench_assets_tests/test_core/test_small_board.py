@@ -68,7 +68,7 @@ def test_fit_predict_shapes():
     assert len(at) == 2 * (10 + 30)
     np.testing.assert_allclose(at.groupby(["scenario", "n"]).weight.sum(), 1.0)
     for (s, _n), g in at.groupby(["scenario", "n"]):
-        assert set(g.item_index) <= set(p.cols_[s]) and g.item_index.is_unique
+        assert set(g.item_index) <= set(p.layout_.cols[s]) and g.item_index.is_unique
     cv = p.cv_table()
     assert {"scenario", "n", "estimator", "dim", "cv_mae_t1", "cv_mae_t2", "n_models"} <= set(cv.columns)
     assert len(cv) == 2 * 2 * (1 + 4 * 2 + 2 + 1 + 1)  # scenarios x n x (anchor + 4 per D + 2 shrunk + bank + served)
@@ -95,18 +95,31 @@ def test_fit_predict_shapes():
     # a model that never ran a scenario gets NaN there, and its other scenario is unaffected unless the served
     # estimator reads every scenario (shrunk_joint, bank_joint): then it conditions on the answered ones only
     Y1 = Y[:1].copy()
-    Y1[0, p.cols_["s1"]] = np.nan
+    Y1[0, p.layout_.cols["s1"]] = np.nan
     one = p.predict(Y1, n=30)
     assert np.isnan(one.estimate.iloc[1]) and np.isfinite(one.estimate.iloc[0])
     if "joint" not in one.estimator.iloc[0]:
         assert one.estimate.iloc[0] == pytest.approx(out.estimate.iloc[0], abs=1e-12)
     am = p.artifact_model(30)
-    alone = am.evaluate({"s0": Y1[:, am.anchors_[(am.c, 30, "s0")].items], "s1": np.full((1, 30), np.nan)})
-    prior = p.priors_[30]
+    alone = am.evaluate({"s0": Y1[:, am.anchor_sets["s0"].items], "s1": np.full((1, 30), np.nan)})
+    prior = p.served_.priors[30]
     x0 = alone[("s0", "anchor")]["estimate"][0]
     want = prior.mean[0] + prior.cov[0, 0] / (prior.cov[0, 0] + prior.noise[0]) * (x0 - prior.mean[0])
     assert alone[("s0", "shrunk_joint")]["estimate"][0] == pytest.approx(np.clip(want, 0, 1), abs=1e-12)
     assert alone[("s0", "shrunk")]["estimate"][0] == pytest.approx(np.clip(want, 0, 1), abs=1e-12)
+
+
+def test_fitted_state_is_a_few_objects():
+    """At most 12 fitted attributes, grouped by job (small_state): the layout, truths, folds and guard decision are
+    one object each, and so is everything served (fits, answer bank, priors, the ArtifactModel per n)."""
+    _Y, p = fitted()
+    fitted_attrs = set(vars(p)) - set(vars(SmallBoardPredictor()))
+    assert fitted_attrs == {"layout_", "truth_", "folds_", "counts_", "notes_", "oof_", "choices_", "board_rules_",
+                            "guard_", "served_"}
+    assert p.layout_.scenarios == list(p.layout_.cols) == ["s0", "s1"] and len(p.layout_.models) == len(_Y)
+    assert p.truth_.t1.shape == p.truth_.t2.shape == (len(_Y), 2) and p.folds_.n == int(p.folds_.ids.max()) + 1
+    assert set(p.served_.fits) == set(p.guard_.designs) == {"s0", "s1"} and set(p.served_.priors) == {10, 30}
+    assert p.artifact_model(30) is p.served_.models[30]
 
 
 def test_deterministic_with_seed():
@@ -126,8 +139,8 @@ def test_cv_never_reads_a_held_out_family():
     Y, p = fitted()
     _, w, cols, full, groups, items = world()
     fam = "fam3"
-    f = int(p.folds_[groups == fam][0])
-    assert (p.folds_[groups == fam] == f).all()  # families are whole
+    f = int(p.folds_.ids[groups == fam][0])
+    assert (p.folds_.ids[groups == fam] == f).all()  # families are whole
     assert not np.isin(np.flatnonzero(groups == fam), p.oof_.train_rows[f]).any()
     Y2 = Y.copy()
     Y2[groups == fam] = 1 - Y2[groups == fam]
@@ -139,9 +152,9 @@ def test_cv_never_reads_a_held_out_family():
             all(np.array_equal(a[s].anchors[n][k], b[s].anchors[n][k]) for s in a for n in a[s].anchors for k in (0, 1))
 
     assert same_fit(p.oof_.fits[f], q.oof_.fits[f])
-    others = [g for g in range(p.n_folds_) if g != f]
+    others = [g for g in range(p.folds_.n) if g != f]
     assert not any(same_fit(p.oof_.fits[g], q.oof_.fits[g]) for g in others)
-    rest = (p.folds_ == f) & (groups != fam)  # the fold's other held-out models
+    rest = (p.folds_.ids == f) & (groups != fam)  # the fold's other held-out models
     assert rest.any()
     for key, d in p.oof_.base.items():
         for k, x in d.items():
@@ -242,7 +255,7 @@ def test_input_errors_and_capped_n():
     Y4 = Y.copy()
     Y4[0, cols["s1"]] = np.nan  # one model never ran s1: left out of s1's fits, truths and intervals
     p = SmallBoardPredictor(n_values=(30,), dims=(1,), max_folds=3, n_init=2).fit(Y4, w, cols, None, groups)
-    assert np.isnan(p.truth_t1_[0, 1]) and np.isfinite(p.truth_t1_[1:]).all()
+    assert np.isnan(p.truth_.t1[0, 1]) and np.isfinite(p.truth_.t1[1:]).all()
     oof = p.oof_table()
     assert oof[(oof.model == "model0") & (oof.scenario == "s1")].estimate.isna().all()
     assert oof[(oof.model != "model0") | (oof.scenario == "s0")].estimate.notna().all()
@@ -265,19 +278,19 @@ def test_served_estimates_are_the_artifacts(tmp_path):
 
     Y, p = fitted()
     art = p.to_artifact("small-sim", 30, item_texts={"q0": "What?"}, binarization={"rule": "given"})
-    eps = {s: p.choices_[(s, 30)].eps for s in p.scenarios_}
+    eps = {s: p.choices_[(s, 30)].eps for s in p.layout_.scenarios}
     assert art["learned"] == {"file": tb.TREES_FILE, "sha256": None, "fit_learned": False, "models": [],
                               "bank": {"models": len(Y), "eps": eps}}
     json_names = {*tb.JSON_BASE, "shrunk", "shrunk_joint"}  # a small board's prior makes shrunk* JSON-evaluable
     assert set(art["json_estimators"]) <= json_names and art["learned_estimators"] == ["bank_joint"]
-    assert art["shrinkage"]["scenarios"] == p.scenarios_ and len(art["shrinkage"]["cov"]) == len(p.scenarios_)
-    for s in p.scenarios_:
+    assert art["shrinkage"]["scenarios"] == p.layout_.scenarios and len(art["shrinkage"]["cov"]) == len(p.layout_.scenarios)
+    for s in p.layout_.scenarios:
         assert art["scenarios"][s]["recommended"]["t1"] in json_names
     tb.save_artifact(art, folder=tmp_path)
     loaded = tb.load_artifact(tmp_path)
     served = p.predict(Y, n=30)
     for row in (0, 7, 23):
-        ans = {it: float(Y[row, p.items_.index(it)]) for s in loaded["scenario_order"]
+        ans = {it: float(Y[row, p.layout_.items.index(it)]) for s in loaded["scenario_order"]
                for it in loaded["scenarios"][s]["anchors"]["items"]}
         df = tb.estimate_from_artifact(loaded, ans)
         mine = served[served.model == row].reset_index(drop=True)
@@ -286,8 +299,8 @@ def test_served_estimates_are_the_artifacts(tmp_path):
         assert list(df.estimator) == list(mine.estimator)
         forced = tb.estimate_from_artifact(loaded, ans, estimator="bank_joint")  # the bank read from the file
         am = p.artifact_model(30)
-        res = am.evaluate({s: Y[row:row + 1, am.anchors_[(am.c, 30, s)].items] for s in am.scenarios_}, {"bank_joint"})
-        for j, s in enumerate(p.scenarios_):
+        res = am.evaluate({s: Y[row:row + 1, am.anchor_sets[s].items] for s in am.scenarios}, {"bank_joint"})
+        for j, s in enumerate(p.layout_.scenarios):
             for col in ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2"):
                 assert forced[col].iloc[j] == pytest.approx(float(res[(s, "bank_joint")][col][0]), abs=1e-12)
     (tmp_path / "answers.json").write_text(json.dumps(ans))
@@ -300,11 +313,11 @@ def test_served_estimates_are_the_artifacts(tmp_path):
     np.testing.assert_allclose([r["estimate"] for r in cli], mine.estimate, atol=1e-12)
     # the CV path (small_folds.base_estimates) computes what the artifact computes, estimator by estimator
     am = p.artifact_model(30)
-    res = am.evaluate({s: Y[:, am.anchors_[(am.c, 30, s)].items] for s in am.scenarios_})
-    for s in p.scenarios_:
-        ch, fit, c = p.choices_[(s, 30)], p.fits_[s], p.cols_[s]
+    res = am.evaluate({s: Y[:, am.anchor_sets[s].items] for s in am.scenarios})
+    for s in p.layout_.scenarios:
+        ch, fit, c = p.choices_[(s, 30)], p.served_.fits[s], p.layout_.cols[s]
         local, weights = fit.anchors[30]
-        mine = base_estimates(Y[:, c[local]], local, weights, fit.irt[ch.dim], p.w_[c])
+        mine = base_estimates(Y[:, c[local]], local, weights, fit.irt[ch.dim], p.layout_.w[c])
         for e in ("anchor", "irt", "pirt"):
             np.testing.assert_allclose(res[(s, e)]["estimate"], mine[e], rtol=0, atol=1e-12)
         lam = ch.lambdas["validation"]
@@ -315,7 +328,7 @@ def test_served_estimates_are_the_artifacts(tmp_path):
 def _bank_by_hand(Yb, Yq, p, anchors, eps):
     """bank_joint of rows Yq from bank rows Yb, written out from bank.py's pure functions (the big predictor's
     formula): own anchor answers + the posterior mean of the bank's accuracy on the other items."""
-    cols, w = p.cols_, p.w_
+    cols, w = p.layout_.cols, p.layout_.w
     values = np.column_stack([bank_values(Yb, c, anchors[s][0], w[c]) for s, c in cols.items()])
     keep = np.isfinite(values).any(1)
     at = np.concatenate([cols[s][anchors[s][0]] for s in cols])
@@ -334,16 +347,16 @@ def test_bank_is_the_training_models_and_the_artifacts():
     Y, p = fitted()
     f, n = 1, 30
     test = p.oof_.folds == f
-    anchors = {s: p.oof_.fits[f][s].anchors[n] for s in p.scenarios_}
+    anchors = {s: p.oof_.fits[f][s].anchors[n] for s in p.layout_.scenarios}
     for e in (BANK_EPS[0], BANK_EPS[-1]):
         mine = _bank_by_hand(Y[p.oof_.train_rows[f]], Y[test], p, anchors, e)
-        for s in p.scenarios_:
+        for s in p.layout_.scenarios:
             np.testing.assert_allclose(p.oof_.bank[(s, n)][e][test], mine[s], rtol=0, atol=1e-12)
     am = p.artifact_model(n)
-    res = am.evaluate({s: Y[:, am.anchors_[(am.c, n, s)].items] for s in am.scenarios_}, {"bank_joint"})
-    for s in p.scenarios_:
+    res = am.evaluate({s: Y[:, am.anchor_sets[s].items] for s in am.scenarios}, {"bank_joint"})
+    for s in p.layout_.scenarios:
         e = p.choices_[(s, n)].eps
-        mine = _bank_by_hand(Y, Y, p, {x: p.fits_[x].anchors[n] for x in p.scenarios_}, e)
+        mine = _bank_by_hand(Y, Y, p, {x: p.served_.fits[x].anchors[n] for x in p.layout_.scenarios}, e)
         np.testing.assert_allclose(res[(s, "bank_joint")]["estimate"], mine[s], rtol=0, atol=1e-12)
 
 
@@ -354,18 +367,18 @@ def test_bank_served_round_trip(tmp_path):
 
     Y, p0 = fitted()
     p = copy.deepcopy(p0)
-    for s in p.scenarios_:
+    for s in p.layout_.scenarios:
         ch = p.choices_[(s, 30)]
         ch.t1 = ch.t2 = "bank_joint"
-    p._served = {}
+    p.served_.models.clear()
     served = p.predict(Y, n=30)
     assert served.estimator.eq("bank_joint").all() and served.estimator_t2.eq("bank_joint").all()
     art = p.to_artifact("small-sim", 30)
-    assert all(art["scenarios"][s]["recommended_learned"]["t1"] == "bank_joint" for s in p.scenarios_)
+    assert all(art["scenarios"][s]["recommended_learned"]["t1"] == "bank_joint" for s in p.layout_.scenarios)
     tb.save_artifact(art, folder=tmp_path)
     loaded = tb.load_artifact(tmp_path)
     row = 5
-    ans = {it: float(Y[row, p.items_.index(it)]) for s in loaded["scenario_order"]
+    ans = {it: float(Y[row, p.layout_.items.index(it)]) for s in loaded["scenario_order"]
            for it in loaded["scenarios"][s]["anchors"]["items"]}
     df = tb.estimate_from_artifact(loaded, ans)
     mine = served[served.model == row].reset_index(drop=True)
@@ -373,7 +386,7 @@ def test_bank_served_round_trip(tmp_path):
     for col in ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2"):
         np.testing.assert_allclose(df[col].to_numpy(), mine[col].to_numpy(), rtol=0, atol=1e-12)
     js = tb.estimate_from_artifact(loaded, ans, use_learned=False)
-    assert list(js.estimator) == [p.choices_[(s, 30)].t1_json for s in p.scenarios_]
+    assert list(js.estimator) == [p.choices_[(s, 30)].t1_json for s in p.layout_.scenarios]
     (tmp_path / tb.TREES_FILE).unlink()
     fallback = tb.estimate_from_artifact(tb.load_artifact(tmp_path), ans)
     assert list(fallback.estimator) == list(js.estimator) and fallback.attrs["notes"]

@@ -145,11 +145,11 @@ def test_pooled_intervals_cover_and_are_measured_out_of_fold():
         assert 0.7 <= cov <= 1.0
         half = 50 * (iv.upper - iv.lower)
         assert half.mean() < 25  # not half the scale
-        for s in p.scenarios_:  # the served interval: one half-width per scenario, q * its out-of-fold MAE
+        for s in p.layout_.scenarios:  # the served interval: one half-width per scenario, q * its out-of-fold MAE
             ci = p.choices_[(s, n)].interval_t1[p.choices_[(s, n)].t1]
             assert ci.scale == "none" and 0 < ci.q_hi_ == -ci.q_lo_ < 0.25
     bt = p.budget_table()
-    assert list(bt.n.unique()) == [10, 30, 100] and set(bt.scenario) == set(p.scenarios_)
+    assert list(bt.n.unique()) == [10, 30, 100] and set(bt.scenario) == set(p.layout_.scenarios)
     assert (bt.groupby("scenario").mae.apply(lambda x: x.iloc[-1] < x.iloc[0])).all()  # more anchors, less error
 
 
@@ -176,12 +176,12 @@ def test_budgets_anchors_and_estimate(tmp_path):
     code, out100, _ = run(["anchors", "--artifact", str(tmp_path), "--n", "100"])
     a100 = pd.read_csv(io.StringIO(out100))
     assert len(a30) == 60 and len(a100) == 200
-    for s in p.scenarios_:  # nested: the first 30 are among the 100, in the same order
+    for s in p.layout_.scenarios:  # nested: the first 30 are among the 100, in the same order
         assert a100[a100.scenario == s].item.tolist()[:30] == a30[a30.scenario == s].item.tolist()
     code, out17, err17 = run(["anchors", "--artifact", str(tmp_path), "--n", "17"])  # not prepared: the prefix
     a17 = pd.read_csv(io.StringIO(out17))
     assert code == 0 and "not a prepared budget" in err17 and "n=10" in err17
-    for s in p.scenarios_:
+    for s in p.layout_.scenarios:
         assert a17[a17.scenario == s].item.tolist() == a30[a30.scenario == s].item.tolist()[:17]
     widths = {b["n"]: b["worst_half_width"] for b in budgets["budgets"]}
     w = (widths[30] + widths[10]) / 2 if widths[30] < widths[10] else widths[30]
@@ -203,7 +203,7 @@ def test_budgets_anchors_and_estimate(tmp_path):
         assert res["n"] == n
         served = p.predict(Y[row:row + 1], n=n)
         got = {r["scenario"]: r["estimate"] for r in res["scenarios"]}
-        for s in p.scenarios_:
+        for s in p.layout_.scenarios:
             assert got[s] == pytest.approx(float(served[served.scenario == s].estimate.iloc[0]), abs=1e-9)
 
 

@@ -98,18 +98,18 @@ def test_predictor_serves_random_anchors_where_the_guard_fires(monkeypatch, expe
                         lambda Ys, ws, subs, k: np.full(len(Ys), expected_error))
     p = SmallBoardPredictor(**{**FAST, "max_folds": 4}).fit(Y, w, cols, full, groups, items=items)
     if switched:
-        assert p.designs_ == dict.fromkeys(cols, RANDOM)
+        assert p.guard_.designs == dict.fromkeys(cols, RANDOM)
         assert len(calls) == 2 and calls[0] == "stratified" and isinstance(calls[1], dict)
         assert all(v == RANDOM for per in calls[1].values() for v in per.values())
         assert sum("anchors drawn at random" in n for n in p.notes_) == len(cols)
         for s in cols:  # served anchors: the random order's prefixes, nested
-            a = p.fits_[s].anchors
+            a = p.served_.fits[s].anchors
             np.testing.assert_array_equal(a[30][0][:10], a[10][0])
-            np.testing.assert_array_equal(p.fits_[s].order[:30], a[30][0])
+            np.testing.assert_array_equal(p.served_.fits[s].order[:30], a[30][0])
         est = p.predict(Y, n=30)
         assert np.isfinite(est.estimate).all()
     else:
-        assert p.designs_ == dict.fromkeys(cols, "stratified") and calls == ["stratified"]
-        assert all(v < 0 for v in p.guard_excess_.values())
+        assert p.guard_.designs == dict.fromkeys(cols, "stratified") and calls == ["stratified"]
+        assert all(v < 0 for v in p.guard_.excess.values())
     off = SmallBoardPredictor(**{**FAST, "max_folds": 4}, guard=False).fit(Y, w, cols, full, groups, items=items)
-    assert off.designs_ == dict.fromkeys(cols, "stratified") and off.guard_excess_ == {}
+    assert off.guard_.designs == dict.fromkeys(cols, "stratified") and off.guard_.excess == {}

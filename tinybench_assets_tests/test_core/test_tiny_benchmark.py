@@ -78,10 +78,12 @@ def test_export_is_strict_json_and_round_trips(tmp_path):
     assert raw["learned"]["file"] == "learned_models.npz" and raw["learned"]["fit_learned"] is True
     # every regressor of the exported (clustering, n) and no other
     keys = {(m["scenario"], m["kind"], m["target"]) for m in raw["learned"]["models"]}
-    assert keys == {k[2:] for k in pred.gbm_ if k[:2] == (raw["clustering"], 5)} and len(keys) == 8
+    st = pred.named_steps
+    assert keys == {k[2:] for k in st["learned"].models_ if k[:2] == (raw["clustering"], 5)} and len(keys) == 8
     assert {"gbm", "gbm_joint", "bank_joint", "stack"} <= set(raw["learned_estimators"]) and "gbm" not in raw["json_estimators"]
-    assert raw["learned"]["bank"]["models"] == pred.n_fit_ and set(raw["learned"]["bank"]["eps"]) == set(pred.scenarios_)
-    c = pred.selection_[(5, "a", "tinybench")]["t1"][0]
+    assert raw["learned"]["bank"]["models"] == st["split"].n_fit_
+    assert set(raw["learned"]["bank"]["eps"]) == set(pred.layout.scenarios)
+    c = st["selector"].selection_[(5, "a", "tinybench")]["t1"][0]
     assert raw["clustering"] == c and raw["clustering_source"] == "selected"
     assert raw["scenario_order"] == ["a", "b"]
     for s in ("a", "b"):
@@ -90,15 +92,15 @@ def test_export_is_strict_json_and_round_trips(tmp_path):
         assert d["anchors"]["texts"] == [f"Question {i}?" for i in d["anchors"]["items"]]
         np.testing.assert_allclose(sum(d["anchors"]["weights"]), 1.0)
         assert d["n_items"] == 20 == len(d["items"]) == len(d["irt"]["sep"]["a"]) == len(d["irt"]["joint"]["b"])
-        assert set(d["estimators"]) == set(pred.validation_.query("clustering == @c and n == 5").estimator)
+        assert set(d["estimators"]) == set(pred.validation.query("clustering == @c and n == 5").estimator)
         assert set(d["stacks"]) == {"stack", "stack_own"}
         assert d["recommended"]["t1"] in d["estimators"] and d["recommended"]["t2"] in d["estimators"]
-        sel = pred.selection_[(5, s, "tinybench")]
+        sel = st["selector"].selection_[(5, s, "tinybench")]
         rl = d["recommended_learned"]
         assert {k: rl[k] for k in ("t1", "t2")} == {"t1": sel["t1"][1], "t2": sel["t2"][1]}
-        served = pred.served_int_t1_[(5, s, "tinybench")]  # its selection-aware interval travels with it
+        served = st["served"].intervals_[(5, s, "tinybench")]  # its selection-aware interval travels with it
         assert (rl["interval_t1"]["q_lo"], rl["interval_t1"]["q_hi"]) == (served.q_lo_, served.q_hi_)
-        lam = pred.lambdas_[(c, 5, s, "joint")]
+        lam = st["lambdas"].lambdas_[(c, 5, s, "joint")]
         assert d["lambdas"]["joint"] == {"tutorial": lam["tutorial"], "validation": lam["validation"]}
     loaded = tb.load_artifact(path)
     assert {k: v for k, v in loaded.items() if k != "_folder"} == raw
@@ -191,9 +193,10 @@ def test_missing_or_foreign_tree_file(tmp_path):
     # force the selection for scenario "b" at n=5 to the stack over gbm members (which estimator wins
     # validation in this simulated world is not the point here): it needs the tree file
     pred = copy.deepcopy(pred)
-    c = pred.selection_[(5, "b", "tinybench")]["t1"][0]
-    assert any(m.startswith("gbm") for m in pred.stacks_[(c, 5, "b", "stack")]["members"])
-    pred.selection_[(5, "b", "tinybench")] = {"t1": (c, "stack"), "t2": (c, "stack")}
+    selection = pred.named_steps["selector"].selection_
+    c = selection[(5, "b", "tinybench")]["t1"][0]
+    assert any(m.startswith("gbm") for m in pred.named_steps["stacks"].stacks_[(c, 5, "b", "stack")]["members"])
+    selection[(5, "b", "tinybench")] = {"t1": (c, "stack"), "t2": (c, "stack")}
     tb.save_artifact(tb.export_tiny_benchmark(pred, leaderboard="sim", n=5, item_texts=texts(rm)), pred, tmp_path)
     art = tb.load_artifact(tmp_path)
     ans = answers_of(art, rm, next(r for r in test if np.isfinite(rm.scores[r]).all()))

@@ -14,6 +14,7 @@ import torch
 
 from tinybench_assets import paths
 from tinybench_assets.core import tiny_benchmark as tb
+from tinybench_assets.core.estimation.base_estimates import features
 from tinybench_assets.core.predictor import AnchorPredictor, split_models
 from tinybench_assets.core.responses import ResponseMatrix
 from tinybench_assets_tests.test_core.test_tiny_benchmark import COLS, anchor_block, answers_of
@@ -44,7 +45,7 @@ def openllm_fit():
 def test_openllm_artifact_equals_the_pickled_predictor(tmp_path, clustering):
     rm, test, pred = openllm_fit()
     if clustering == "not selected":  # the other prepared anchor set than the one the predictor serves
-        chosen = pred.selection_[(10, SCENARIOS[0], "tinybench")]["t1"][0]
+        chosen = pred.named_steps["selector"].selection_[(10, SCENARIOS[0], "tinybench")]["t1"][0]
         clustering = next(c for c in pred.clusterings if c != chosen)
     pickled = pickle.loads(pickle.dumps(pred))  # what the pipeline's predictor.pkl holds
     tb.save_artifact(tb.export_tiny_benchmark(pred, leaderboard="openllm", n=10, clustering=clustering), None, tmp_path)
@@ -89,9 +90,10 @@ def test_openllm_trees_equal_sklearn_with_missing_answers(tmp_path):
     Y = rm.scores.copy()
     rng = np.random.default_rng(1)
     Y[rng.random(Y.shape) < 0.3] = np.nan  # unanswered anchors
-    Y[:40, pred.cols_["mmlu"]] = np.nan  # a scenario never run
-    _, feats, _ = pred._features(pred._mask_to_anchors(Y, c, 10), c, 10)
+    lay, st = pred.layout, pred.named_steps
+    Y[:40, lay.cols["mmlu"]] = np.nan  # a scenario never run
+    _, feats, _ = features(st["anchors"].mask(Y, c, 10, lay.scenarios), lay, st["irt"], st["anchors"], c, 10)
     for key, ens in zip(model.model_keys, model.trees):
         X = feats[(key[3], key[2])]
         assert np.isnan(X).any(1).mean() > 0.5
-        np.testing.assert_array_equal(ens.predict(X), pred.gbm_[key].predict(X), err_msg=str(key))
+        np.testing.assert_array_equal(ens.predict(X), st["learned"].models_[key].predict(X), err_msg=str(key))

@@ -1,21 +1,23 @@
-"""The anchor predictor's parts: one module per job, each a mixin that :class:`~tinybench_assets.core.predictor.AnchorPredictor` inherits.
-
-The predictor is one object whose fitted state (attributes ending in ``_``) is what ``predictor.pkl`` stores, so
-the parts are mixins sharing that state rather than separate estimators: each module's docstring says which
-fitted attributes it reads and sets. Import the public names from :mod:`tinybench_assets.core.predictor`.
+"""The anchor predictor's steps: one module per job, each a small object that owns its fitted state (attributes
+ending in ``_``). :class:`~tinybench_assets.core.predictor.AnchorPredictor` holds them as named steps and fits them in
+this order, each reading the training data (:class:`.training.FitData`) and the steps fitted before it; the
+tiny-benchmark artifact (:class:`~tinybench_assets.core.tiny_benchmark.model.ArtifactModel`) rebuilds the same steps
+from its file. Import the public names from :mod:`tinybench_assets.core.predictor`.
 
 =================  ====================================================================================
 names              estimator names: ``PER_SCENARIO``, ``JOINT``, ``STACKS``, ``LEARNED``, ``SELECTED``
-training           training data: ``full_scores_wide``, ``split_models``, the fit / validation split, T1 truth
-irt_fits           per-scenario and joint 2PL fits with D chosen on fit models; the tutorial's b and v
-anchor_sets        ``AnchorSet``, anchor counts per scenario, KMeans anchor selection, anchor tables
-base_estimates     anchor / irt / p-IRT estimates and the learned regressors' features; the random baseline
-learned            the gradient-boosted estimators (gbm, gbm_joint): fit and raw outputs
-bank               the answer-bank estimator (bank_joint): the fit models' answers as a prior, eps on validation
-lambdas            gp-IRT lambdas (tutorial formula and validation grid) and the gp-IRT estimates
-stacks             convex stacks of estimators fitted on validation models
-intervals          isotonic full-score calibration and conformal intervals
-selection          per-scenario estimator choice (tinybench, tinybench_own)
-inference          ``estimate``: every estimator for new models that answered the anchors
+training           ``Layout`` (the item layout), ``FitData``, ``TrainingSplit`` (step 1: fit / validation models)
+irt_fits           ``IRTFits`` (step 2): per-scenario and joint 2PL fits with D chosen on fit models; b and v
+anchor_sets        ``AnchorSet``, ``AnchorSets`` (step 3): anchor counts, KMeans / forward anchors, anchor tables
+learned            ``LearnedRegressors`` (step 4): the gradient-boosted estimators (gbm, gbm_joint)
+bank               ``AnswerBank`` (step 5): the answer-bank estimator (bank_joint), eps on validation
+chain              ``ValidationOutputs`` (step 6) and the path answers take through the fitted steps
+base_estimates     anchor / irt / p-IRT estimates and the regressors' features; the random baseline
+lambdas            ``Lambdas`` (step 7): gp-IRT lambdas (tutorial formula and validation grid)
+stacks             ``Stacks`` (step 8): convex stacks of estimators fitted on validation models
+calibrators        ``Calibrators`` (step 9): isotonic full-score maps and conformal intervals
+selection          ``Selector`` (step 10): per-scenario estimator choice (tinybench, tinybench_own)
+served_intervals   ``ServedIntervals`` (step 11): the served estimators' selection-aware intervals
+inference          the estimate table for new models
 =================  ====================================================================================
 """

@@ -1,10 +1,5 @@
-"""Anchor selection of the anchor predictor: per-scenario anchor counts, KMeans anchors per (clustering, budget),
-and views of the chosen anchors.
-
-:class:`AnchorSetMixin` reads ``cols_``, ``w_``, ``irt_``, ``items_``, ``scenarios_`` and the parameters
-``scenario_n``, ``n_values``, ``large_pool_items``, ``large_pool_scale``, ``n_init``, ``seed``; the predictor's
-``fit`` fills ``anchors_`` ({(clustering, n, scenario): AnchorSet}) with :meth:`AnchorSetMixin._select`.
-"""
+"""Anchor step of the anchor predictor: per-scenario anchor counts, KMeans anchors per (clustering, budget), and
+views of the chosen anchors."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,8 +19,8 @@ class AnchorSet:
     weights : (n,) summing to 1.
     linear : the fit models' least-squares map from the anchor answers to the pool accuracy, {"fill" (n,): the
         answer used for an unanswered anchor (its mean on the fit models), "coef" (n,), "intercept"}; its score is
-        one more feature of the learned regressors (:func:`linear_score`). None: no such feature (predictors and
-        artifacts made before it).
+        one more feature of the learned regressors (:func:`linear_score`). None: no such feature (an artifact
+        without it, or a predictor fitted without learned estimators).
     """
 
     scenario: str
@@ -53,19 +48,44 @@ def fit_linear(Ya: np.ndarray, target: np.ndarray, alpha: float = 1.0) -> dict:
 def linear_score(A: AnchorSet, Ya: np.ndarray) -> np.ndarray | None:
     """(M,) the anchor set's linear map applied to anchor answers Ya (M, n), rounded to 8 decimals like the
     abilities (the same answers give bit-identical features whatever the batch); None without a map."""
-    lin = getattr(A, "linear", None)
+    lin = A.linear
     if lin is None:
         return None
     X = np.where(np.isnan(Ya), lin["fill"], Ya)
     return np.round(X @ lin["coef"] + lin["intercept"], 8)
 
 
-# pickled predictors (data/artifacts/*/predictor.pkl) name the class by the public module that re-exports it
-AnchorSet.__module__ = "tinybench_assets.core.predictor"
+class AnchorSets:
+    """Step 3: the anchors of every (clustering, budget, scenario), chosen on the fit models.
 
+    Parameters: ``n_values`` (budgets), ``clusterings``, ``scenario_n`` / ``large_pool_items`` / ``large_pool_scale``
+    (anchor counts, :meth:`n_for`), ``n_init`` (KMeans restarts), ``seed``, ``linear`` (fit each set's linear map, a
+    feature of the learned regressors).
 
-class AnchorSetMixin:
-    """Anchor counts, KMeans anchor selection and anchor tables."""
+    Fitted attributes: ``sets_`` ({(clustering, n, scenario): :class:`AnchorSet`}) and ``pool_sizes_`` ({scenario:
+    items in its pool}).
+    """
+
+    def __init__(self, n_values=(10, 20, 30, 50), clusterings=("correctness", "forward"), scenario_n: dict | None = None,
+                 large_pool_items: int = 1000, large_pool_scale: float = 100 / 30, n_init: int = 10, seed: int = 0,
+                 linear: bool = True):
+        self.n_values, self.clusterings, self.scenario_n = tuple(n_values), tuple(clusterings), dict(scenario_n or {})
+        self.large_pool_items, self.large_pool_scale = large_pool_items, large_pool_scale
+        self.n_init, self.seed, self.linear = n_init, seed, linear
+
+    @classmethod
+    def from_sets(cls, sets: dict, pool_sizes: dict) -> "AnchorSets":
+        """A fitted step from stored anchor sets ({(clustering, n, scenario): AnchorSet})."""
+        step = cls(n_values=sorted({k[1] for k in sets}), clusterings=sorted({k[0] for k in sets}))
+        step.sets_, step.pool_sizes_ = dict(sets), dict(pool_sizes)
+        return step
+
+    def fit(self, data, done) -> None:
+        """KMeans (or forward) anchors of every (clustering, n, scenario) from ``data.Yf`` and the IRT fits."""
+        lay = data.layout
+        self.pool_sizes_ = {s: len(lay.cols[s]) for s in lay.scenarios}
+        self.sets_ = {(c, n, s): self._select(data.Yf, lay, done["irt"].params_[s], c, n, s)
+                      for c in self.clusterings for n in self.n_values for s in lay.scenarios}
 
     def n_for(self, s: str, n: int) -> int:
         """Anchor count of scenario ``s`` at budget ``n`` (at most the scenario's pool size).
@@ -73,50 +93,49 @@ class AnchorSetMixin:
         An explicit ``scenario_n`` entry wins; else pools of at least ``large_pool_items`` items get
         ``round(n * large_pool_scale)``; else ``n``.
         """
-        pool = len(self.cols_[s])
-        override = getattr(self, "scenario_n", {}).get(s)  # older pickles lack the attribute
+        pool = self.pool_sizes_[s]
+        override = self.scenario_n.get(s)
         if override is not None:
             count = override[n] if isinstance(override, dict) else override[self.n_values.index(n)]
-        elif pool >= getattr(self, "large_pool_items", 10**12):
+        elif pool >= self.large_pool_items:
             count = round(n * self.large_pool_scale)
         else:
             count = n
         return int(max(1, min(int(count), pool)))
 
-    def _select(self, Yf, c, n, s) -> AnchorSet:
-        """KMeans anchors of scenario ``s`` for (clustering ``c``, budget ``n``) from the fit models Yf (F, I_all)."""
-        cols = self.cols_[s]
+    def _select(self, Yf, lay, p, c, n, s) -> AnchorSet:
+        """Anchors of scenario ``s`` for (clustering ``c``, budget ``n``) from the fit models Yf (F, I_all)."""
+        cols = lay.cols[s]
         Ys = Yf[:, cols]
         Ys = Ys[~np.isnan(Ys).all(1)]
-        p = self.irt_[s]
         sel = AnchorSelector(n_anchors=self.n_for(s, n), clustering=c, n_init=self.n_init, random_state=self.seed)
-        sel.fit(Ys, self.w_[cols], a=p.a, b=p.b)
+        sel.fit(Ys, lay.w[cols], a=p.a, b=p.b)
         # the fit models' linear map from these anchors' answers to the pool accuracy: a feature of the learned
         # regressors (on family-grouped openllm splits it lowered a gradient-boosted regressor's joint MAE ~6 %)
-        target = est.weighted_accuracy(Ys, self.w_[cols])
-        linear = fit_linear(Ys[:, sel.anchors_], target) if self.learned else None
+        target = est.weighted_accuracy(Ys, lay.w[cols])
+        linear = fit_linear(Ys[:, sel.anchors_], target) if self.linear else None
         return AnchorSet(s, c, n, sel.anchors_, cols[sel.anchors_], sel.weights_, linear)
 
-    def _anchor_cols(self, c, n):
-        """(sum of anchor counts,) column indices of every scenario's anchors for (c, n), in scenario order."""
-        return np.concatenate([self.anchors_[(c, n, s)].items for s in self.scenarios_])
+    def of(self, c, n) -> dict:
+        """{scenario: AnchorSet} of (c, n), in scenario order."""
+        return {s: A for (cc, nn, s), A in self.sets_.items() if (cc, nn) == (c, n)}
 
-    def _mask_to_anchors(self, Y, c, n):
+    def columns(self, c, n, scenarios) -> np.ndarray:
+        """(sum of anchor counts,) column indices of every scenario's anchors for (c, n), in ``scenarios``' order."""
+        return np.concatenate([self.sets_[(c, n, s)].items for s in scenarios])
+
+    def mask(self, Y, c, n, scenarios):
         """Copy of Y with every cell but the anchors of (c, n) set to NaN: no other answer can leak in."""
-        keep = self._anchor_cols(c, n)
+        keep = self.columns(c, n, scenarios)
         out = np.full_like(Y, np.nan)
         out[:, keep] = Y[:, keep]
         return out
 
-    def anchor_table(self) -> pd.DataFrame:
+    def table(self, items) -> pd.DataFrame:
         """All anchors: one row per (clustering, n, scenario, anchor) with item id and weight."""
         rows = []
-        for (c, n, s), A in self.anchors_.items():
-            for _loc, col, wt in zip(A.local, A.items, A.weights):
-                rows.append({"clustering": c, "n": n, "scenario": s, "n_anchors": len(A.items), "item": self.items_[col],
+        for (c, n, s), A in self.sets_.items():
+            for col, wt in zip(A.items, A.weights):
+                rows.append({"clustering": c, "n": n, "scenario": s, "n_anchors": len(A.items), "item": items[col],
                              "item_index": int(col), "weight": float(wt)})
         return pd.DataFrame(rows)
-
-    def anchor_items(self, clustering: str, n: int) -> dict:
-        """{scenario: list of item ids} a new model must answer for (clustering, n)."""
-        return {s: [self.items_[j] for j in self.anchors_[(clustering, n, s)].items] for s in self.scenarios_}

@@ -9,10 +9,8 @@ on validation MAE, like the gp-IRT lambda. A nearest-neighbour view of the leade
 the regressors' and IRT's, so it is chiefly a member of the convex ``stack`` (5 grouped splits, n=30 joint: served
 T1 MAE 2.05 -> 1.97 with it in the stack).
 
-:class:`BankMixin` reads ``anchors_``, ``cols_``, ``w_``, ``scenarios_`` and the parameter ``learned`` (no bank
-without learned estimators); it fills ``bank_`` ({(clustering, n): {"answers": (F, A) float32 soft answers at
-:meth:`_anchor_cols`, "values": (F, S) the fit models' weighted accuracy on each scenario's non-anchor items
-(NaN: scenario not run), "eps": {scenario: float}}}).
+:class:`AnswerBank` is the predictor's step; :func:`bank_estimates` applies one bank to any anchor layout (the small
+boards' folds use it too).
 """
 from __future__ import annotations
 
@@ -93,40 +91,66 @@ def posterior_means(Ya, answers, values, eps: float) -> np.ndarray:
     return out
 
 
-class BankMixin:
-    """Fit (on fit models, eps on validation models) and apply the answer-bank estimator."""
+def bank_estimates(Y, cols: dict, w, anchor_sets: dict, bank: dict, eps: dict) -> dict:
+    """{scenario: (M,) bank_joint estimate} for rows Y (M, I_all), reading only the anchors.
 
-    def _fit_bank(self, Yf, Yv, T1v, c, n):
-        """The bank of (c, n) from the fit models ``Yf``; eps per scenario by MAE on validation models ``Yv``."""
-        if not self.learned:
+    cols : {scenario: (N_s,) columns} (scenario order); w : (I_all,) balance weights; anchor_sets : {scenario:
+    AnchorSet}; bank : {"answers", "values"} (:func:`bank_arrays` at these anchors); eps : {scenario: eps}."""
+    Y = np.asarray(Y, dtype=float)
+    Ya = Y[:, np.concatenate([anchor_sets[s].items for s in cols])]
+    out, cache = {}, {}
+    for k, s in enumerate(cols):
+        e = eps[s]
+        if e not in cache:  # one likelihood per distinct eps, every scenario's values at once
+            cache[e] = posterior_means(Ya, bank["answers"], bank["values"], e)
+        A = anchor_sets[s]
+        ws = np.asarray(w)[cols[s]]
+        Ys = Y[:, A.items]
+        seen = np.where(np.isnan(Ys), 0.0, Ys) @ (ws[A.local] / ws.sum())  # unanswered anchors count as wrong
+        out[s] = np.where(np.isnan(Ys).all(1), np.nan, seen + cache[e][:, k])
+    return out
+
+
+class AnswerBank:
+    """Step 5: the answer bank of every (clustering, n), from the fit models, ``eps`` per scenario on validation MAE.
+
+    Parameter: ``enabled`` (False: no bank; the predictor ties it to its learned estimators). Fitted attribute:
+    ``banks_`` ({(clustering, n): {"answers": (F, A) float32 soft answers at every scenario's anchors, "values": (F, S)
+    the fit models' weighted accuracy on each scenario's non-anchor items (NaN: scenario not run), "eps": {scenario:
+    float}}}).
+    """
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+
+    @classmethod
+    def from_banks(cls, banks: dict) -> "AnswerBank":
+        step = cls(enabled=bool(banks))
+        step.banks_ = dict(banks)
+        return step
+
+    def fit(self, data, done) -> None:
+        """The bank of every (c, n) from ``data.Yf``; eps per scenario by MAE on the validation models ``data.Yv``."""
+        self.banks_ = {}
+        if not self.enabled:
             return
-        bank = {**bank_arrays(Yf, {s: self.cols_[s] for s in self.scenarios_}, self.w_,
-                              {s: self.anchors_[(c, n, s)].local for s in self.scenarios_}), "eps": {}}
-        self.bank_[(c, n)] = bank
-        mae = {}
-        for e in BANK_EPS:
-            pred = self._bank_estimates(Yv, c, n, eps={s: e for s in self.scenarios_})
-            for s in self.scenarios_:
-                t = T1v[s].to_numpy()
-                ok = np.isfinite(t) & np.isfinite(pred[s])
-                mae[(s, e)] = float(np.abs(pred[s][ok] - t[ok]).mean()) if ok.any() else np.inf
-        bank["eps"] = {s: min(BANK_EPS, key=lambda e: mae[(s, e)]) for s in self.scenarios_}
+        lay, anchors = data.layout, done["anchors"]
+        for c in anchors.clusterings:
+            for n in anchors.n_values:
+                sets = anchors.of(c, n)
+                bank = bank_arrays(data.Yf, lay.cols, lay.w, {s: A.local for s, A in sets.items()})
+                mae = {}
+                for e in BANK_EPS:
+                    pred = bank_estimates(data.Yv, lay.cols, lay.w, sets, bank, dict.fromkeys(lay.scenarios, e))
+                    for s in lay.scenarios:
+                        t = data.T1v[s].to_numpy()
+                        ok = np.isfinite(t) & np.isfinite(pred[s])
+                        mae[(s, e)] = float(np.abs(pred[s][ok] - t[ok]).mean()) if ok.any() else np.inf
+                self.banks_[(c, n)] = {**bank, "eps": {s: min(BANK_EPS, key=lambda e: mae[(s, e)]) for s in lay.scenarios}}
 
-    def _bank_estimates(self, Y, c, n, eps: dict | None = None) -> dict:
-        """{scenario: (M,) bank_joint estimate} for rows Y (M, I_all); reads only the anchors of (c, n).
-        eps : {scenario: eps} to use (default the fitted ones)."""
-        bank = self.bank_[(c, n)]
-        eps = bank["eps"] if eps is None else eps
-        Y = np.asarray(Y, dtype=float)
-        Ya = Y[:, self._anchor_cols(c, n)]
-        out, cache = {}, {}
-        for k, s in enumerate(self.scenarios_):
-            e = eps[s]
-            if e not in cache:  # one likelihood per distinct eps, every scenario's values at once
-                cache[e] = posterior_means(Ya, bank["answers"], bank["values"], e)
-            A = self.anchors_[(c, n, s)]
-            w = self.w_[self.cols_[s]]
-            Ys = Y[:, A.items]
-            seen = np.where(np.isnan(Ys), 0.0, Ys) @ (w[A.local] / w.sum())  # unanswered anchors count as wrong
-            out[s] = np.where(np.isnan(Ys).all(1), np.nan, seen + cache[e][:, k])
-        return out
+    def predict(self, Y, lay, anchors, c, n) -> dict:
+        """{scenario: (M,) bank_joint estimate} with the fitted eps; {} when (c, n) has no bank."""
+        bank = self.banks_.get((c, n))
+        if bank is None:
+            return {}
+        return bank_estimates(Y, lay.cols, lay.w, anchors.of(c, n), bank, bank["eps"])

@@ -1,11 +1,5 @@
-"""IRT part of the anchor predictor: per-scenario and joint 2PL fits with D chosen on the fit models, and the
-tutorial's gp-IRT inputs b (IRT validation bias) and v (item variance).
-
-:class:`IRTFitMixin` reads ``scenarios_``, ``cols_``, ``w_`` and the parameters ``dim_candidates``,
-``joint_dim_candidates``, ``seed``, ``device``, ``irt_options``; it sets ``dim_selection_`` ({scenario | "joint":
-:class:`~tinybench_assets.core.irt.select.DimensionSelection`}), ``irt_`` ({scenario | "joint": fitted 2PL}),
-``b_`` ({(fit, scenario): float}, fit in {"sep", "joint"}) and ``v_`` ({scenario: float}).
-"""
+"""IRT step of the anchor predictor: per-scenario and joint 2PL fits with D chosen on the fit models, and the
+tutorial's gp-IRT inputs b (IRT validation bias) and v (item variance)."""
 from __future__ import annotations
 
 import numpy as np
@@ -21,38 +15,58 @@ def select_and_fit(Y, candidates, seed, device, irt_options):
     return sel, fit_irt(Y, dim=sel.best_dim, seed=seed, device=device, **irt_options)
 
 
-class IRTFitMixin:
-    """Per-scenario and joint IRT fits, D selection, and the tutorial's b and v."""
+class IRTFits:
+    """Step 2: a 2PL per scenario and one over all scenarios ("joint"), each at the D chosen on the fit models.
 
-    def _fit_irt_models(self, Yf, pool=None) -> None:
-        """Per scenario and jointly over all scenarios, choose D and fit a 2PL on the fit models Yf (F, I_all).
+    Parameters: ``dim_candidates`` / ``joint_dim_candidates`` (D tried per scenario / jointly), ``seed``, ``device``
+    (torch device of the IRT engine), ``irt_options`` (extra ``fit_irt`` options).
 
-        The fits are independent tasks: with a ``pool`` (:func:`~tinybench_assets.core.parallel.worker_pool`)
-        they run in its worker processes, the joint fit and the largest scenarios first; the same seeds give
-        the same fits either way."""
+    Fitted attributes: ``dim_selection_`` ({scenario | "joint": :class:`~..irt.select.DimensionSelection`}),
+    ``params_`` ({scenario | "joint": fitted 2PL with ``a`` (I, D) and ``b`` (I,)}), ``b_`` ({(fit, scenario):
+    the tutorial's b}, fit in {"sep", "joint"}) and ``v_`` ({scenario: mean item variance}).
+    """
+
+    def __init__(self, dim_candidates=(1, 2, 5, 10), joint_dim_candidates=(2, 5, 10, 15), seed: int = 0,
+                 device: str = "cpu", irt_options: dict | None = None):
+        self.dim_candidates, self.joint_dim_candidates = tuple(dim_candidates), tuple(joint_dim_candidates)
+        self.seed, self.device, self.irt_options = seed, device, dict(irt_options or {})
+
+    @classmethod
+    def from_params(cls, params: dict, b: dict | None = None, v: dict | None = None, device: str = "cpu") -> "IRTFits":
+        """A fitted step from stored item parameters ({scenario | "joint": object with ``a``, ``b``})."""
+        step = cls(device=device)
+        step.params_, step.b_, step.v_, step.dim_selection_ = dict(params), dict(b or {}), dict(v or {}), {}
+        return step
+
+    def fit(self, data, done=None) -> None:
+        """Choose D and fit on ``data.Yf``; b from the validation models ``data.Yv``, v from the fit models."""
+        lay, Yf = data.layout, data.Yf
         tasks, keys = [], []
-        for s in self.scenarios_:
-            Ys = Yf[:, self.cols_[s]]
+        for s in lay.scenarios:
+            Ys = Yf[:, lay.cols[s]]
             tasks.append((Ys[~np.isnan(Ys).all(1)], self.dim_candidates, self.seed, self.device, self.irt_options))
             keys.append(s)
-        if len(self.scenarios_) > 1:
+        if len(lay.scenarios) > 1:
             tasks.append((Yf, self.joint_dim_candidates, self.seed, self.device, self.irt_options))
             keys.append("joint")
-        done = run_tasks(select_and_fit, tasks, pool, first=lambda k: (keys[k] != "joint", -tasks[k][0].size))
-        self.dim_selection_, self.irt_ = {}, {}
+        # independent tasks: in the pool's workers when there is one, the joint fit and the largest scenarios first
+        done_fits = run_tasks(select_and_fit, tasks, data.pool, first=lambda k: (keys[k] != "joint", -tasks[k][0].size))
+        self.dim_selection_, self.params_ = {}, {}
         for k in range(len(tasks)):  # scenarios in order, then joint
-            self.dim_selection_[keys[k]], self.irt_[keys[k]] = done[k]
-        if len(self.scenarios_) == 1:  # one scenario: the joint fit is the per-scenario fit
-            self.dim_selection_["joint"] = self.dim_selection_[self.scenarios_[0]]
-            self.irt_["joint"] = self.irt_[self.scenarios_[0]]
+            self.dim_selection_[keys[k]], self.params_[keys[k]] = done_fits[k]
+        if len(lay.scenarios) == 1:  # one scenario: the joint fit is the per-scenario fit
+            self.dim_selection_["joint"] = self.dim_selection_[lay.scenarios[0]]
+            self.params_["joint"] = self.params_[lay.scenarios[0]]
+        self.b_ = self._bias(lay, data.Yv)
+        self.v_ = {s: est.mean_item_variance(Yf[:, lay.cols[s]][~np.isnan(Yf[:, lay.cols[s]]).all(1)])
+                   for s in lay.scenarios}
 
-    def _fit_bias_variance(self, Yf, Yv) -> None:
-        """The tutorial's b (IRT validation bias, from Yv (V, I_all)) and v (item variance, from Yf (F, I_all))."""
-        self.b_, self.v_ = self._irt_bias(Yv), {}
-        for s in self.scenarios_:
-            self.v_[s] = est.mean_item_variance(Yf[:, self.cols_[s]][~np.isnan(Yf[:, self.cols_[s]]).all(1)])
+    def ability(self, key: str, Ya, rows) -> np.ndarray:
+        """(M, D) abilities by MAP from answers Ya (M, k) to items ``rows`` of fit ``key`` (scenario or "joint")."""
+        p = self.params_[key]
+        return estimate_ability(Ya, p.a[rows], p.b[rows], device=self.device)
 
-    def _irt_bias(self, Yv) -> dict:
+    def _bias(self, lay, Yv) -> dict:
         """Tutorial b: validation MAE of the IRT-predicted balance-weighted accuracy on a random half of items.
 
         For validation models, abilities are estimated from a seeded random half of every scenario's
@@ -60,22 +74,22 @@ class IRTFitMixin:
         Returns {(fit, scenario): b} with fit in {"sep", "joint"}.
         """
         rng = np.random.default_rng(self.seed + 11)
-        seen = {s: np.sort(rng.permutation(self.cols_[s])[: len(self.cols_[s]) // 2]) for s in self.scenarios_}
-        unseen = {s: np.setdiff1d(self.cols_[s], seen[s]) for s in self.scenarios_}
+        seen = {s: np.sort(rng.permutation(lay.cols[s])[: len(lay.cols[s]) // 2]) for s in lay.scenarios}
+        unseen = {s: np.setdiff1d(lay.cols[s], seen[s]) for s in lay.scenarios}
         out = {}
-        allseen = np.concatenate([seen[s] for s in self.scenarios_])
-        pj = self.irt_["joint"]
-        thj = estimate_ability(Yv[:, allseen], pj.a[allseen], pj.b[allseen], device=self.device)
-        for s in self.scenarios_:
-            has = ~np.isnan(Yv[:, self.cols_[s]]).all(1)
+        allseen = np.concatenate([seen[s] for s in lay.scenarios])
+        pj = self.params_["joint"]
+        thj = self.ability("joint", Yv[:, allseen], allseen)
+        for s in lay.scenarios:
+            has = ~np.isnan(Yv[:, lay.cols[s]]).all(1)
             us = unseen[s]
-            actual = est.weighted_accuracy(Yv[has][:, us], self.w_[us])
-            p = self.irt_[s]
-            loc = np.searchsorted(self.cols_[s], seen[s])
-            uloc = np.searchsorted(self.cols_[s], us)
-            th = estimate_ability(Yv[has][:, seen[s]], p.a[loc], p.b[loc], device=self.device)
-            pred = est.irt_estimate(item_curve(th, p.a[uloc], p.b[uloc]), self.w_[us])
+            actual = est.weighted_accuracy(Yv[has][:, us], lay.w[us])
+            p = self.params_[s]
+            loc = np.searchsorted(lay.cols[s], seen[s])
+            uloc = np.searchsorted(lay.cols[s], us)
+            th = self.ability(s, Yv[has][:, seen[s]], loc)
+            pred = est.irt_estimate(item_curve(th, p.a[uloc], p.b[uloc]), lay.w[us])
             out[("sep", s)] = float(np.mean(np.abs(pred - actual)))
-            predj = est.irt_estimate(item_curve(thj[has], pj.a[us], pj.b[us]), self.w_[us])
+            predj = est.irt_estimate(item_curve(thj[has], pj.a[us], pj.b[us]), lay.w[us])
             out[("joint", s)] = float(np.mean(np.abs(predj - actual)))
         return out

@@ -1,8 +1,7 @@
 """Estimator choice of the anchor predictor, on validation MAE: ``tinybench`` (per scenario the best estimator of
 one clustering shared by all scenarios) and ``tinybench_own`` (among estimators reading only the scenario's anchors).
 
-:class:`SelectionMixin` reads ``validation_``, ``scenarios_`` and the parameter ``n_values``; it sets
-``selection_`` ({(n, scenario, selector): {"t1": (clustering, estimator), "t2": (clustering, estimator)}}).
+The rule is :func:`choose`; :class:`Selector` is the predictor's step that applies it at every budget.
 """
 from __future__ import annotations
 
@@ -37,20 +36,23 @@ def choose(vn: pd.DataFrame, scenarios) -> dict:
     return out
 
 
-class SelectionMixin:
-    """Per-scenario estimator selection."""
+class Selector:
+    """Step 10: per (n, scenario), the served estimators tinybench and tinybench_own (:func:`choose`).
 
-    def _select_estimators(self):
-        """Per (n, scenario): tinybench (one clustering for all scenarios) and tinybench_own (:func:`choose`)."""
-        v = self.validation_
-        v = v[v.clustering != "random"]
+    Fitted attributes: ``validation_`` (the validation MAE of every clustering, n, scenario and estimator, the random
+    baseline included) and ``selection_`` ({(n, scenario, selector): {"t1": (clustering, estimator), "t2": ...}}).
+    """
+
+    def fit(self, data, done) -> None:
+        """Choose on the validation records ``data.records`` (the random baseline is never chosen)."""
+        self.validation_ = pd.DataFrame(data.records)
+        v = self.validation_[self.validation_.clustering != "random"]
         self.selection_ = {}
-        for n in self.n_values:
-            for (s, name), d in choose(v[v.n == n], self.scenarios_).items():
+        for n in done["anchors"].n_values:
+            for (s, name), d in choose(v[v.n == n], data.layout.scenarios).items():
                 self.selection_[(n, s, name)] = d
 
-    @property
-    def selection(self) -> pd.DataFrame:
+    def table(self) -> pd.DataFrame:
         """One row per (n, scenario, selector) with the chosen clustering and estimator for T1 and T2."""
         rows = []
         for (n, s, name), d in self.selection_.items():

@@ -8,8 +8,7 @@ models (grouped openllm splits, n = 30: arc 0.866 for a 90 % interval). Here the
 pooled out-of-selection residuals measure the selection procedure, not its winner, and the served interval is
 their conformal interval (same alpha and scale as every other interval).
 
-:class:`ServedIntervalMixin` reads ``scenarios_``, ``n_values``, ``val_groups_`` and the parameters ``alpha``,
-``interval_scale``, ``seed``; it fills ``served_int_t1_`` ({(n, scenario, selector): ConformalInterval}).
+:class:`ServedIntervals` is the predictor's last step.
 """
 from __future__ import annotations
 
@@ -23,23 +22,39 @@ from .selection import choose
 SERVED_FOLDS = 5
 
 
-class ServedIntervalMixin:
-    """Selection-aware T1 intervals of the served estimators."""
+def validation_folds(n_val: int, groups, seed: int) -> np.ndarray:
+    """(n_val,) fold id in [0, SERVED_FOLDS): by family when the validation models' ``groups`` are given, else a
+    seeded shuffle."""
+    if groups is not None and len(groups) == n_val:
+        uniq, inv = np.unique(np.asarray(groups, dtype=object), return_inverse=True)
+        return np.minimum((model_unit(uniq, f"folds:{seed}") * SERVED_FOLDS).astype(int), SERVED_FOLDS - 1)[inv]
+    return np.random.default_rng(seed + 31).permutation(n_val) % SERVED_FOLDS
 
-    def _validation_folds(self, n_val: int) -> np.ndarray:
-        """(n_val,) fold id in [0, SERVED_FOLDS): by family when validation is grouped, else a seeded shuffle."""
-        groups = getattr(self, "val_groups_", None)
-        if groups is not None and len(groups) == n_val:
-            uniq, inv = np.unique(np.asarray(groups, dtype=object), return_inverse=True)
-            return np.minimum((model_unit(uniq, f"folds:{self.seed}") * SERVED_FOLDS).astype(int), SERVED_FOLDS - 1)[inv]
-        return np.random.default_rng(self.seed + 31).permutation(n_val) % SERVED_FOLDS
 
-    def _fit_served_intervals(self, val_t1: dict, T1v: pd.DataFrame) -> None:
-        """val_t1 : {(clustering, n, scenario, estimator): (V,) validation T1 estimates} (random excluded)."""
-        self.served_int_t1_ = {}
-        folds = self._validation_folds(len(T1v))
-        truth = {s: T1v[s].to_numpy() for s in self.scenarios_}
-        for n in self.n_values:
+class ServedIntervals:
+    """Step 11: selection-aware T1 intervals of the served estimators (module docstring).
+
+    Parameters: ``alpha``, ``interval_scale``, ``seed``. Fitted attribute: ``intervals_`` ({(n, scenario, selector):
+    ConformalInterval}).
+    """
+
+    def __init__(self, alpha: float = 0.1, interval_scale: str = "binomial", seed: int = 0):
+        self.alpha, self.interval_scale, self.seed = alpha, interval_scale, seed
+
+    @classmethod
+    def from_intervals(cls, intervals: dict) -> "ServedIntervals":
+        step = cls()
+        step.intervals_ = dict(intervals)
+        return step
+
+    def fit(self, data, done) -> None:
+        """Re-run the selection rule on all folds but one of the validation models, score its pick on that fold."""
+        self.intervals_ = {}
+        scenarios = data.layout.scenarios
+        val_t1 = {(c, n, s, e): x for (c, n), (full, _) in data.val.items() if c != "random" for (s, e), x in full.items()}
+        folds = validation_folds(len(data.T1v), done["split"].val_groups_, self.seed)
+        truth = {s: data.T1v[s].to_numpy() for s in scenarios}
+        for n in done["anchors"].n_values:
             keys = [k for k in val_t1 if k[1] == n]
             pairs: dict = {}
             for f in range(SERVED_FOLDS):
@@ -53,21 +68,24 @@ class ServedIntervalMixin:
                 if not rows or (folds == f).sum() == 0:
                     continue
                 vn = pd.DataFrame(rows)
-                if set(vn.scenario) != set(self.scenarios_):
+                if set(vn.scenario) != set(scenarios):
                     continue
-                for (s, name), d in choose(vn, self.scenarios_).items():
+                for (s, name), d in choose(vn, scenarios).items():
                     c, e = d["t1"]
                     x, t = val_t1[(c, n, s, e)], truth[s]
                     ok = (folds == f) & np.isfinite(x) & np.isfinite(t)
                     pairs.setdefault((s, name), []).append((x[ok], t[ok]))
-            for (s, name), parts in pairs.items():
-                x = np.concatenate([p[0] for p in parts])
-                t = np.concatenate([p[1] for p in parts])
-                if len(x) >= 2:
-                    self.served_int_t1_[(n, s, name)] = ConformalInterval(self.alpha, self.interval_scale).fit(x, t)
+            self._fit_pairs(n, pairs)
 
-    def served_interval(self, n: int, s: str, name: str, estimate: np.ndarray, fallback):
-        """(lower, upper) of the served estimator ``name`` for ``estimate``; ``fallback`` (lower, upper) when the
-        predictor has no selection-aware interval (an older pickle, or too few validation models)."""
-        iv = getattr(self, "served_int_t1_", {}).get((n, s, name))
+    def _fit_pairs(self, n, pairs: dict) -> None:
+        for (s, name), parts in pairs.items():
+            x = np.concatenate([p[0] for p in parts])
+            t = np.concatenate([p[1] for p in parts])
+            if len(x) >= 2:
+                self.intervals_[(n, s, name)] = ConformalInterval(self.alpha, self.interval_scale).fit(x, t)
+
+    def predict(self, n: int, s: str, name: str, estimate: np.ndarray, fallback):
+        """(lower, upper) of the served estimator ``name`` for ``estimate``; ``fallback`` (lower, upper) when there is
+        no selection-aware interval (too few validation models)."""
+        iv = self.intervals_.get((n, s, name))
         return fallback if iv is None else iv.predict(estimate)

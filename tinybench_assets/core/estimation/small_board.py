@@ -17,14 +17,15 @@ everything through the tiny-benchmark artifact::
                     inside each subscenario; every fold is refitted with its own decision (made without it) and
                     the choice is made again
       4. refit      small_folds.fit_scenario on every model: the served 2PLs (chosen D) and anchors; the
-                    served answer bank per n (small_folds.build_bank on every model, eps as chosen)
+                    served answer bank per n (small_folds.build_bank on every model, eps as chosen); the state
+                    lives in small_state's objects (the class's "Fitted attributes")
     predict(Y)      builds the artifact of n (to_artifact's dict) and runs ArtifactModel.evaluate on it: the
                     served estimates ARE the exported tiny benchmark's (``estimate_from_artifact`` /
                     ``tinybench estimate`` on the saved file give the same numbers)
 
 The artifact has the layout of :mod:`..tiny_benchmark.format`: the JSON-evaluable estimators anchor, irt, pirt,
 gpirt, gpirt_val at the served D, and bank_joint, whose answer bank travels in the learned file exactly as the big
-predictor's does (``export.learned_models`` / ``bank_info`` read ``bank_``; no regressors: ``models`` is empty,
+predictor's does (``export.bank_info`` / ``bank_arrays`` of ``served_.bank``; no regressors: ``models`` is empty,
 ``fit_learned`` False); ``recommended`` is the best JSON-evaluable estimator, ``recommended_learned`` the served
 one. Its ``joint`` IRT entry is the block-diagonal of the
 per-scenario fits (each scenario's discriminations in its own D columns, zeros elsewhere): with independent N(0, 1)
@@ -56,6 +57,7 @@ from .small_folds import (
     scenario_truth,
 )
 from .small_guard import RANDOM, fold_designs, guard_choices, guard_note
+from .small_state import BoardLayout, BoardTruth, FamilyFolds, GuardDecision, ServedBoard, scenario_subscenarios
 
 __all__ = ["SmallBoardPredictor", "MIN_MODELS", "MIN_TRAIN"]
 
@@ -155,6 +157,24 @@ def check_params(p) -> None:
         raise ValueError(f"design must be one of {DESIGNS}, got {p.design!r}")
 
 
+def refit_served(Y, layout: BoardLayout, truth: BoardTruth, counts: dict, choices: dict, designs: dict, ns: list,
+                 **fit_kw) -> ServedBoard:
+    """Step 4 of ``fit``, on every model: the served 2PLs (chosen D) and anchors per scenario (``designs``), the served
+    answer bank per n (eps as chosen) and the shrinkage priors (shrunk / shrunk_joint as served). fit_kw : seed,
+    device, n_init of small_folds.fit_scenario."""
+    L, fits = layout, {}
+    for s, c in L.cols.items():
+        need = sorted({choices[(s, n)].dim for n in ns})
+        fits[s] = fit_scenario(Y[:, c], L.w[c], {n: counts[(s, n)] for n in ns}, need, subscenarios=L.subscenarios[s],
+                               design=designs[s], **fit_kw)
+    bank = {}  # every model's answers at the served anchors
+    for n in ns:
+        b = build_bank(Y, L.cols, L.w, {s: f.anchors[n] for s, f in fits.items()})
+        bank[(CLUSTERING, n)] = {**b, "eps": {s: choices[(s, n)].eps for s in L.scenarios}}
+    priors = {n: fit_prior(Y, truth.t1, L.w, L.cols, {s: f.anchors[n] for s, f in fits.items()}) for n in ns}
+    return ServedBoard(fits, bank, priors)
+
+
 class SmallBoardPredictor:
     """Anchors, estimators and a tiny benchmark for a leaderboard of 10-49 models (module docstring).
 
@@ -172,11 +192,13 @@ class SmallBoardPredictor:
 
     Fitted attributes
     -----------------
-    scenarios_ [S], cols_ {s: (I_s,)}, w_ (I,), items_ [I], models_ [M], groups_ (M,), folds_ (M,), n_folds_,
-    counts_ {(s, n): anchors}, notes_ [str], oof_ (small_folds.OutOfFold), truth_t1_ / truth_t2_ (M, S),
-    choices_ {(s, n): small_choice.ScenarioChoice}, fits_ {s: small_folds.ScenarioFit on every model},
-    bank_ {(clustering, n): {"answers", "values", "eps"}} the served answer bank (BankMixin's layout),
-    designs_ {s: design} served, guard_excess_ {s: mean log(served MAE / random items' MAE) before the guard}.
+    layout_ (small_state.BoardLayout: scenarios, cols, w, items, models, groups, subscenarios),
+    truth_ (small_state.BoardTruth: t1 / t2 (M, S)), folds_ (small_state.FamilyFolds: ids (M,), n),
+    counts_ {(s, n): anchors}, notes_ [str], oof_ (small_folds.OutOfFold),
+    choices_ {(s, n): small_choice.ScenarioChoice}, board_rules_ {n: {None | fold: the board's rule}},
+    guard_ (small_state.GuardDecision: designs {s: design} served, excess {s: mean log(served MAE / random items'
+    MAE) before the guard}), served_ (small_state.ServedBoard: fits {s: small_folds.ScenarioFit on every model},
+    bank {(clustering, n): {"answers", "values", "eps"}}, priors {n: prior}, the ArtifactModel per n).
     """
 
     def __init__(self, n_values=(10, 20, 30, 50), dims=(1, 2), alpha=0.1, max_folds=10, seed=0, device="cpu",
@@ -202,80 +224,73 @@ class SmallBoardPredictor:
         subscenario per item, the strata of the anchors (None: difficulty strata only).
         """
         check_params(self)
-        Y, self.w_, self.cols_, T2, self.groups_, self.items_ = _check(Y, w, scenario_cols, full_scores, groups, items)
-        self.models_ = [f"model{i}" for i in range(len(Y))] if models is None else [str(m) for m in models]
-        self.scenarios_, self.notes_ = list(self.cols_), []
-        self.folds_ = family_folds(self.groups_, self.max_folds, self.seed)  # 1. folds
-        self.n_folds_ = int(self.folds_.max()) + 1
-        check_folds(Y, self.cols_, self.folds_, self.groups_)
-        self.counts_ = anchor_counts(self.cols_, self._ns(), self.notes_)
-        subs = None if subscenarios is None else np.asarray(subscenarios, dtype=object).astype(str)
-        if subs is not None and subs.shape != (Y.shape[1],):
-            raise ValueError(f"subscenarios needs one label per item ({Y.shape[1]}), got {subs.shape}")
-        self.subscenarios_ = {s: (None if subs is None else subs[c]) for s, c in self.cols_.items()}
-        self.truth_t1_, self.truth_t2_ = scenario_truth(Y, self.w_, self.cols_), T2
-        run = partial(out_of_fold, Y, self.w_, self.cols_, self.folds_, self.counts_, tuple(self.dims), seed=self.seed,
-                      device=self.device, n_init=self.n_init, subscenarios=self.subscenarios_, irt_cache={})
+        Y, w, cols, T2, groups, items = _check(Y, w, scenario_cols, full_scores, groups, items)
+        models = [f"model{i}" for i in range(len(Y))] if models is None else [str(m) for m in models]
+        self.notes_ = []
+        self.folds_ = FamilyFolds.of(family_folds(groups, self.max_folds, self.seed))  # 1. folds
+        check_folds(Y, cols, self.folds_.ids, groups)
+        self.counts_ = anchor_counts(cols, self._ns(), self.notes_)
+        self.layout_ = BoardLayout(list(cols), cols, w, items, models, groups,
+                                   scenario_subscenarios(subscenarios, cols, Y.shape[1]))
+        self.truth_ = BoardTruth(scenario_truth(Y, w, cols), T2)
+        run = partial(out_of_fold, Y, w, cols, self.folds_.ids, self.counts_, tuple(self.dims), seed=self.seed,
+                      device=self.device, n_init=self.n_init, subscenarios=self.layout_.subscenarios, irt_cache={})
         self.oof_, notes = run(design=self.design), list(self.notes_)  # 2. per fold
         self.choices_ = self._choose(Y)  # 3. choice
-        self.designs_, self.guard_excess_, switch = dict.fromkeys(self.scenarios_, self.design), {}, {}
-        if self.guard and self.design == "stratified":  # 3b. the guard: random anchors where the rule loses to them
-            switch, self.guard_excess_ = guard_choices(self.choices_, Y, self.w_, self.cols_, self.subscenarios_,
-                                                       self.counts_, self.truth_t1_, self.folds_, self._ns())
-        if any(switch.values()):  # every fold refitted with its own decision, the choice made again
-            self.designs_ = {s: (RANDOM if s in switch[None] else self.design) for s in self.scenarios_}
-            self.oof_, self.notes_ = run(design=fold_designs(switch, self.scenarios_, self.design)), notes
-            self.choices_ = self._choose(Y)
-            self.notes_ += [guard_note(s, self.guard_excess_[s]) for s in switch[None]]
-        self.fits_ = {}  # 4. refit on every model, at the chosen D's
-        for s, c in self.cols_.items():
-            need = sorted({self.choices_[(s, n)].dim for n in self._ns()})
-            self.fits_[s] = fit_scenario(Y[:, c], self.w_[c], {n: self.counts_[(s, n)] for n in self._ns()}, need,
-                                         seed=self.seed, device=self.device, n_init=self.n_init,
-                                         subscenarios=self.subscenarios_[s], design=self.designs_[s])
-        self.bank_ = {}  # the served answer bank: every model's answers at the served anchors
-        for n in self._ns():
-            bank = build_bank(Y, self.cols_, self.w_, {s: f.anchors[n] for s, f in self.fits_.items()})
-            self.bank_[(CLUSTERING, n)] = {**bank, "eps": {s: self.choices_[(s, n)].eps for s in self.scenarios_}}
-        self.priors_ = {n: fit_prior(Y, self.truth_t1_, self.w_, self.cols_, {s: f.anchors[n] for s, f in self.fits_.items()})
-                        for n in self._ns()}  # shrunk / shrunk_joint as served: every model's accuracies
-        self._served = {}
+        self.guard_ = self._guard(Y, run, notes)  # 3b. the guard
+        self.served_ = refit_served(Y, self.layout_, self.truth_, self.counts_, self.choices_, self.guard_.designs,
+                                    self._ns(), seed=self.seed, device=self.device, n_init=self.n_init)  # 4. refit
         return self
 
     def _ns(self) -> list[int]:
         return [int(n) for n in self.n_values]
 
+    def _guard(self, Y, run, notes: list) -> GuardDecision:
+        """3b: random anchors inside each subscenario where the served rule loses to them (small_guard); every fold
+        refitted with its own decision (``run``: out_of_fold on this board), the choice made again."""
+        L, switch, excess = self.layout_, {}, {}
+        if self.guard and self.design == "stratified":
+            switch, excess = guard_choices(self.choices_, Y, L.w, L.cols, L.subscenarios, self.counts_,
+                                           self.truth_.t1, self.folds_.ids, self._ns())
+        if not any(switch.values()):
+            return GuardDecision(dict.fromkeys(L.scenarios, self.design), excess)
+        self.oof_, self.notes_ = run(design=fold_designs(switch, L.scenarios, self.design)), notes
+        self.choices_ = self._choose(Y)
+        self.notes_ += [guard_note(s, excess[s]) for s in switch[None]]
+        return GuardDecision({s: (RANDOM if s in switch[None] else self.design) for s in L.scenarios}, excess)
+
     def _choose(self, Y) -> dict:
         """{(scenario, n): ScenarioChoice} from the out-of-fold estimates (small_choice.choose_scenario)."""
-        fams, need = len(set(self.groups_)), int(np.ceil(1 / self.alpha)) - 1
+        L, folds, truth = self.layout_, self.folds_, self.truth_
+        fams, need = len(set(L.groups)), int(np.ceil(1 / self.alpha)) - 1
         if fams < need:
             self.notes_.append(f"{fams} families: a {1 - self.alpha:.0%} conformal interval needs {need}; "
                                "intervals are the largest cross-validated residual")
         out = {}
         bases = {(s, n): {D: {**self.oof_.base[(s, n, D)], **self.oof_.shrink[(s, n)]} for D in self.dims}
-                 for s in self.cols_ for n in self._ns()}
-        truths = {s: self.truth_t1_[:, j] for j, s in enumerate(self.cols_)}
-        var = {s: _row_variance(Y[:, c]) for s, c in self.cols_.items()}
-        bias = {s: {D: self.oof_.bias[(s, D)] for D in self.dims} for s in self.cols_}
+                 for s in L.cols for n in self._ns()}
+        truths = {s: truth.t1[:, j] for j, s in enumerate(L.cols)}
+        var = {s: _row_variance(Y[:, c]) for s, c in L.cols.items()}
+        bias = {s: {D: self.oof_.bias[(s, D)] for D in self.dims} for s in L.cols}
 
         def board(n, rows):  # the board's rule of budget n, read on ``rows`` only
             rules = {s: rules_for(bases[(s, n)], bias[s], var[s], truths[s], rows, self.counts_[(s, n)])[0]
-                     for s in self.cols_}
-            return board_rule({s: bases[(s, n)] for s in self.cols_}, rules, truths, rows)
+                     for s in L.cols}
+            return board_rule({s: bases[(s, n)] for s in L.cols}, rules, truths, rows)
 
         self.board_rules_ = {n: {None: board(n, np.ones(len(Y), dtype=bool)),  # every row, and without each fold
-                                 **{f: board(n, self.folds_ != f) for f in range(self.n_folds_)}} for n in self._ns()}
-        for j, (s, _c) in enumerate(self.cols_.items()):
-            if np.isfinite(self.truth_t2_[:, j]).sum() < MIN_T2:
+                                 **{f: board(n, folds.ids != f) for f in range(folds.n)}} for n in self._ns()}
+        for j, (s, _c) in enumerate(L.cols.items()):
+            if np.isfinite(truth.t2[:, j]).sum() < MIN_T2:
                 self.notes_.append(f"scenario {s!r}: fewer than {MIN_T2} models with a full score: no T2")
             for n in self._ns():
                 out[(s, n)] = choose_scenario(
-                    s, n, self.counts_[(s, n)], bases[(s, n)], bias[s], var[s], truths[s], self.truth_t2_[:, j],
-                    self.folds_, self.groups_, alpha=self.alpha, scale=self.interval_scale,
+                    s, n, self.counts_[(s, n)], bases[(s, n)], bias[s], var[s], truths[s], truth.t2[:, j],
+                    folds.ids, L.groups, alpha=self.alpha, scale=self.interval_scale,
                     bank=self.oof_.bank[(s, n)], prefer=self.board_rules_[n])
         for n in self._ns():  # the served T1 intervals, calibrated over every scenario at once
             half = pooled_half_widths(*small_tables.served_oof(self, out, n), np.ones(len(Y), dtype=bool), self.alpha)
-            for s in self.cols_:
+            for s in L.cols:
                 ch = out[(s, n)]
                 ch.interval_t1[ch.t1] = fixed_interval(half[s], self.alpha, int(np.isfinite(ch.oof_served).sum()))
         return out
@@ -310,12 +325,13 @@ class SmallBoardPredictor:
 
     def artifact_model(self, n: int) -> ArtifactModel:
         """The ArtifactModel of budget ``n`` that :meth:`predict` runs (built from :meth:`to_artifact`'s dict)."""
-        if not hasattr(self, "fits_"):
+        if not hasattr(self, "served_"):
             raise ValueError("SmallBoardPredictor is not fitted")
-        if int(n) not in self._served:  # the bank from the dict's learned arrays (attach_trees on a fresh export)
+        cache = self.served_.models
+        if int(n) not in cache:  # the bank from the dict's learned arrays (attach_trees on a fresh export)
             art = self.to_artifact("served", int(n))
-            self._served[int(n)] = attach_trees(art, ArtifactModel(art))
-        return self._served[int(n)]
+            cache[int(n)] = attach_trees(art, ArtifactModel(art))
+        return cache[int(n)]
 
     def predict(self, Y, n: int | None = None, models=None) -> pd.DataFrame:
         """Served estimates from anchor answers, through the artifact (so they equal the exported file's).
@@ -331,17 +347,17 @@ class SmallBoardPredictor:
         for nn in ns:
             am = self.artifact_model(nn)
             if isinstance(Y, dict):
-                Ya = {s: np.atleast_2d(np.asarray(Y[s], dtype=float)) for s in self.scenarios_}
+                Ya = {s: np.atleast_2d(np.asarray(Y[s], dtype=float)) for s in self.layout_.scenarios}
             else:
                 Yf = np.atleast_2d(np.asarray(Y, dtype=float))
-                Ya = {s: Yf[:, am.anchors_[(am.c, nn, s)].items] for s in self.scenarios_}
+                Ya = {s: Yf[:, am.anchor_sets[s].items] for s in self.layout_.scenarios}
             M = len(next(iter(Ya.values())))
             names = list(models) if models is not None else list(range(M))
             res = am.evaluate(Ya)
-            for s in self.scenarios_:
+            for s in self.layout_.scenarios:
                 ch = self.choices_[(s, nn)]
                 r1, r2 = res[(s, ch.t1)], res[(s, ch.t2)]
-                lo, up = am.served_int_t1_[s].predict(r1["estimate"])
+                lo, up = am.served[s].predict(r1["estimate"])
                 out.append(pd.DataFrame({"model": names, "scenario": s, "n": nn, "estimator": ch.t1,
                                          "estimator_t2": ch.t2, "answered": np.isfinite(Ya[s]).sum(1),
                                          "estimate": r1["estimate"], "lower": lo, "upper": up,

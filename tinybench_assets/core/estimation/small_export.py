@@ -6,8 +6,9 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ..tiny_benchmark.export import _calibration, _interval, bank_info, learned_models
+from ..tiny_benchmark.export import _calibration, _interval, bank_arrays, bank_info
 from ..tiny_benchmark.format import FORMAT, TREES_FILE, _enc, _enc_list, _enc_matrix
+from ..tiny_benchmark.trees import pack
 from .small_choice import BANK, CANDIDATES, NO_IRT
 from .small_folds import CLUSTERING
 
@@ -26,16 +27,16 @@ def joint_block(fits: dict, dims: dict, s: str) -> np.ndarray:
 
 def build_artifact(p, leaderboard: str, n: int, item_texts=None, binarization=None) -> dict:
     """:meth:`SmallBoardPredictor.to_artifact`: the dict of :mod:`..tiny_benchmark.format`, version 2."""
-    if not hasattr(p, "fits_"):
+    if not hasattr(p, "served_"):
         raise ValueError("SmallBoardPredictor is not fitted")
     n = int(n)
     if n not in [int(x) for x in p.n_values]:
         raise ValueError(f"n={n} was not prepared (n_values={list(p.n_values)})")
-    texts = item_texts or {}
-    dims = {s: p.choices_[(s, n)].dim for s in p.scenarios_}
+    texts, L, fits, bank = item_texts or {}, p.layout_, p.served_.fits, p.served_.bank[(CLUSTERING, n)]
+    dims = {s: p.choices_[(s, n)].dim for s in L.scenarios}
     scenarios = {}
-    for s in p.scenarios_:
-        ch, fit, cols = p.choices_[(s, n)], p.fits_[s], p.cols_[s]
+    for s in L.scenarios:
+        ch, fit, cols = p.choices_[(s, n)], fits[s], L.cols[s]
         irt, (local, weights) = fit.irt[ch.dim], fit.anchors[n]
         lam = {"tutorial": _enc(ch.lambdas["tutorial"]), "validation": _enc(ch.lambdas["validation"])}
         cv = {r["estimator"]: r for r in ch.cv if r["estimator"] in NO_IRT or r["dim"] == ch.dim}
@@ -43,13 +44,13 @@ def build_artifact(p, leaderboard: str, n: int, item_texts=None, binarization=No
                     "n_val": int(cv[e]["n_models"]), "interval_t1": _interval(ch.interval_t1[e]),
                     "calibration_t2": _calibration(ch.calibration_t2.get(e)),
                     "interval_t2": _interval(ch.interval_t2.get(e))} for e in (*CANDIDATES, BANK)}
-        anchor_ids = [p.items_[j] for j in cols[local]]
+        anchor_ids = [L.items[j] for j in cols[local]]
         scenarios[s] = {
-            "n_items": int(len(cols)), "items": [p.items_[j] for j in cols], "balance_weights": _enc_list(p.w_[cols]),
+            "n_items": int(len(cols)), "items": [L.items[j] for j in cols], "balance_weights": _enc_list(L.w[cols]),
             "anchors": {"items": anchor_ids, "local": [int(i) for i in local], "weights": _enc_list(weights),
                         "texts": [texts.get(i) for i in anchor_ids], "linear": None},
             "irt": {"sep": {"a": _enc_matrix(irt.a), "b": _enc_list(irt.b)},
-                    "joint": {"a": _enc_matrix(joint_block(p.fits_, dims, s)), "b": _enc_list(irt.b)}},
+                    "joint": {"a": _enc_matrix(joint_block(fits, dims, s)), "b": _enc_list(irt.b)}},
             "lambdas": {"sep": lam, "joint": dict(lam), "b_sep": _enc(ch.lambdas["b"]),
                         "b_joint": _enc(ch.lambdas["b"]), "v": _enc(ch.lambdas["v"])},
             "stacks": {},
@@ -61,12 +62,12 @@ def build_artifact(p, leaderboard: str, n: int, item_texts=None, binarization=No
         "format": FORMAT, "leaderboard": str(leaderboard),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "n": n, "clustering": CLUSTERING,
         "clustering_source": "given", "alpha": float(p.alpha), "interval_scale": p.interval_scale,
-        "scenario_order": list(p.scenarios_), "irt_dims": {**dims, "joint": int(sum(dims.values()))},
-        "training": {"fit_models": len(p.models_), "validation_models": len(p.models_), "seed": int(p.seed)},
+        "scenario_order": list(L.scenarios), "irt_dims": {**dims, "joint": int(sum(dims.values()))},
+        "training": {"fit_models": len(L.models), "validation_models": len(L.models), "seed": int(p.seed)},
         "binarization": binarization, "json_estimators": sorted(CANDIDATES), "learned_estimators": [BANK],
         "learned": {"file": TREES_FILE, "sha256": None, "fit_learned": False, "models": [],
-                    "bank": bank_info(p, CLUSTERING, n)},
+                    "bank": bank_info(bank)},
         "scenarios": scenarios,
-        "shrinkage": p.priors_[n].to_json(),
-        "_trees": learned_models(p, CLUSTERING, n, []),  # the answer bank's arrays (no regressors)
+        "shrinkage": p.served_.priors[n].to_json(),
+        "_trees": {**pack([]), **bank_arrays(bank)},  # the answer bank's arrays (no regressors)
     }

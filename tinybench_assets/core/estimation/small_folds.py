@@ -18,7 +18,7 @@ The response matrix ``Y`` (M models x I items, 0/1, NaN = not answered) flows li
                                          rows' soft answers at every scenario's fold anchors and their accuracy on
                                          each scenario's other items
         bank_estimates(Y[rows in f])     bank_joint of the held-out rows for every eps in BANK_EPS, by the very
-                                         BankMixin._bank_estimates that ArtifactModel runs
+                                         bank.bank_estimates that ArtifactModel runs
         ShrinkagePrior.fit(rows not in f) per n: the training rows' accuracies and anchor estimates give the prior
                                          and noise of shrunk / shrunk_joint (estimation/shrinkage.py); the
                                          held-out rows' anchor estimates are shrunk with it
@@ -39,8 +39,9 @@ from sklearn.exceptions import ConvergenceWarning
 from .. import estimators as est
 from ..anchors import select_anchors
 from ..irt import IRTParams, estimate_ability, fit_irt, item_curve
-from .anchor_sets import AnchorSet, AnchorSetMixin
-from .bank import BANK_EPS, BankMixin, bank_arrays
+from .anchor_sets import AnchorSet
+from .bank import BANK_EPS, bank_arrays
+from .bank import bank_estimates as bank_estimates_of
 from .shrinkage import SHRINKAGE, ShrinkagePrior
 from .strata import nested_order, prefix_anchors
 
@@ -142,7 +143,7 @@ def base_estimates(Ya: np.ndarray, local: np.ndarray, weights: np.ndarray, param
                    device: str = "cpu") -> dict:
     """The JSON-evaluable base estimates of one scenario from anchor answers only.
 
-    Exactly the per-scenario steps of ``BaseEstimatesMixin._features`` (which ArtifactModel runs): abilities by
+    Exactly the per-scenario steps of ``base_estimates.features`` (which ArtifactModel runs): abilities by
     MAP on the answered anchors, anchor-weighted mean, IRT mean and p-IRT (unanswered anchors scored 0 in p-IRT's
     seen part, as there).
 
@@ -181,19 +182,8 @@ def half_item_error(Ys: np.ndarray, params: IRTParams, ws: np.ndarray, seen: np.
     return out
 
 
-class _BankView(AnchorSetMixin, BankMixin):
-    """The state ``BankMixin._bank_estimates`` reads (as ArtifactModel holds it), for one budget's anchors."""
-
-    def __init__(self, cols: dict, w: np.ndarray, anchors: dict, bank: dict):
-        self.cols_, self.w_, self.scenarios_ = cols, w, list(cols)
-        self.anchors_ = {(CLUSTERING, 0, s): AnchorSet(s, CLUSTERING, 0, np.asarray(local), cols[s][np.asarray(local)],
-                                                       np.asarray(weights))
-                         for s, (local, weights) in anchors.items()}
-        self.bank_ = {(CLUSTERING, 0): bank}
-
-
 def build_bank(Yb: np.ndarray, cols: dict, w: np.ndarray, anchors: dict) -> dict:
-    """The answer bank of ``Yb``'s rows (bank.bank_arrays, as ``BankMixin._fit_bank`` builds it and the artifact
+    """The answer bank of ``Yb``'s rows (bank.bank_arrays, as the big board's ``AnswerBank`` builds it and the artifact
     stores it). Yb : (F, I) the bank models' answers (a fold's TRAINING rows, or every model when serving); cols :
     {scenario: (I_s,)}; w : (I,); anchors : {scenario: (local (k,), weights (k,))} of one budget."""
     return bank_arrays(Yb, cols, w, {s: local for s, (local, _) in anchors.items()})
@@ -201,8 +191,9 @@ def build_bank(Yb: np.ndarray, cols: dict, w: np.ndarray, anchors: dict) -> dict
 
 def bank_estimates(Y: np.ndarray, cols: dict, w: np.ndarray, anchors: dict, bank: dict, eps: dict) -> dict:
     """{scenario: (M,)} bank_joint of rows ``Y`` (M, I; only the anchors are read) with eps {scenario: eps}."""
-    return _BankView(cols, w, anchors, {**bank, "eps": dict(eps)})._bank_estimates(np.asarray(Y, dtype=float),
-                                                                                  CLUSTERING, 0)
+    sets = {s: AnchorSet(s, CLUSTERING, 0, np.asarray(local), cols[s][np.asarray(local)], np.asarray(weights))
+            for s, (local, weights) in anchors.items()}
+    return bank_estimates_of(Y, cols, w, sets, bank, eps)
 
 
 def scenario_truth(Y: np.ndarray, w: np.ndarray, cols: dict) -> np.ndarray:

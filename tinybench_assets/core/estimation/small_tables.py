@@ -12,8 +12,8 @@ __all__ = ["served_oof", "oof_intervals", "anchor_table", "cv_table", "oof_table
 
 def served_oof(p, choices: dict, n: int) -> tuple[dict, dict]:
     """({scenario: (M,) out-of-fold served estimates}, {scenario: (M,) T1}) of budget n."""
-    return ({s: choices[(s, n)].oof_served for s in p.cols_},
-            {s: p.truth_t1_[:, j] for j, s in enumerate(p.cols_)})
+    cols = p.layout_.cols
+    return ({s: choices[(s, n)].oof_served for s in cols}, {s: p.truth_.t1[:, j] for j, s in enumerate(cols)})
 
 
 def oof_intervals(p, n: int) -> pd.DataFrame:
@@ -22,12 +22,12 @@ def oof_intervals(p, n: int) -> pd.DataFrame:
     truth_t1."""
     est_, truth = served_oof(p, p.choices_, int(n))
     parts = []
-    for f in range(p.n_folds_):
-        mine = p.folds_ == f
+    for f in range(p.folds_.n):
+        mine = p.folds_.ids == f
         half = pooled_half_widths(est_, truth, ~mine, p.alpha)
-        for s in p.cols_:
+        for s in p.layout_.cols:
             e = est_[s][mine]
-            parts.append(pd.DataFrame({"model": np.asarray(p.models_, dtype=object)[mine], "scenario": s,
+            parts.append(pd.DataFrame({"model": np.asarray(p.layout_.models, dtype=object)[mine], "scenario": s,
                                        "estimate": e, "lower": np.clip(e - half[s], 0, 1),
                                        "upper": np.clip(e + half[s], 0, 1), "truth_t1": truth[s][mine]}))
     return pd.concat(parts, ignore_index=True)
@@ -35,12 +35,12 @@ def oof_intervals(p, n: int) -> pd.DataFrame:
 
 def anchor_table(p) -> pd.DataFrame:
     """Served anchors: scenario, n, item, item_index (column of Y), weight."""
-    rows = []
-    for s, fit in p.fits_.items():
+    rows, L = [], p.layout_
+    for s, fit in p.served_.fits.items():
         for n, (local, weights) in fit.anchors.items():
             for j, wt in zip(local, weights):
-                col = int(p.cols_[s][j])
-                rows.append({"scenario": s, "n": n, "item": p.items_[col], "item_index": col, "weight": float(wt)})
+                col = int(L.cols[s][j])
+                rows.append({"scenario": s, "n": n, "item": L.items[col], "item_index": col, "weight": float(wt)})
     return pd.DataFrame(rows)
 
 
@@ -53,15 +53,15 @@ def cv_table(p) -> pd.DataFrame:
 def oof_table(p) -> pd.DataFrame:
     """Out-of-fold estimates per model: model, group, fold, scenario, n, estimator, dim, eps (bank_joint),
     estimate, estimate_t2, truth_t1, truth_t2 (estimator "served": the choice made without the model's fold)."""
-    parts = []
+    parts, L, truth = [], p.layout_, p.truth_
     for (s, n), ch in p.choices_.items():
-        j = p.scenarios_.index(s)
+        j = L.scenarios.index(s)
         ests = [(row["estimator"], row["dim"], r.eps, x, x2)  # the CV table's names
                 for r, row, x, x2 in zip(ch.rules, ch.cv, ch.oof, ch.oof_t2)]
         for e, d, eps, x, x2 in ests + [("served", ch.dim, None, ch.oof_served, np.nan)]:
-            parts.append(pd.DataFrame({"model": p.models_, "group": p.groups_, "fold": p.folds_,
+            parts.append(pd.DataFrame({"model": L.models, "group": L.groups, "fold": p.folds_.ids,
                                        "scenario": s, "n": n, "estimator": e, "dim": d,
                                        "eps": np.nan if eps is None else eps, "estimate": x,
-                                       "estimate_t2": x2, "truth_t1": p.truth_t1_[:, j],
-                                       "truth_t2": p.truth_t2_[:, j]}))
+                                       "estimate_t2": x2, "truth_t1": truth.t1[:, j],
+                                       "truth_t2": truth.t2[:, j]}))
     return pd.concat(parts, ignore_index=True)

@@ -1,9 +1,5 @@
 """Stacks of the anchor predictor: convex combinations (weights >= 0, sum 1) of the estimators in ``STACKS``,
-fitted on validation models, one for T1 and one for the T2 input.
-
-:class:`StackMixin` reads ``scenarios_`` and the parameter ``seed``; it fills ``stacks_`` ({(clustering, n,
-scenario, stack name): {"members": [estimator], "w_t1": (K,), "w_t2": (K,)}}).
-"""
+fitted on validation models, one for T1 and one for the T2 input."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,36 +8,38 @@ from .. import estimators as est
 from .names import STACKS
 
 
-class StackMixin:
-    """Fit and apply the convex stacks."""
+class Stacks:
+    """Step 8: the convex stacks of every (clustering, n, scenario).
 
-    def _stack_inputs(self, full, t2raw, s, name):
-        """(members present, X1 (M, K) their T1 estimates, X2 (M, K) their T2 inputs) of stack ``name`` in ``s``."""
-        members = [m for m in STACKS[name] if (s, m) in full]
-        X1 = np.column_stack([full[(s, m)] for m in members])
-        X2 = np.column_stack([t2raw.get((s, m), full[(s, m)]) for m in members])
-        return members, X1, X2
+    Parameter: ``seed`` (the out-of-fold split). Fitted attribute: ``stacks_`` ({(c, n, scenario, stack name):
+    {"members": [estimator], "w_t1": (K,), "w_t2": (K,)}}).
+    """
 
-    def _apply_stacks(self, full, t2raw, c, n):
-        """Add the fitted convex stacks (T1 estimate and T2 input) to ``full`` / ``t2raw`` in place."""
-        for s in self.scenarios_:
-            for name in STACKS:
-                st = self.stacks_.get((c, n, s, name))
-                if st is None:
-                    continue
-                X1 = np.column_stack([full[(s, m)] for m in st["members"]])
-                X2 = np.column_stack([t2raw.get((s, m), full[(s, m)]) for m in st["members"]])
-                full[(s, name)] = X1 @ st["w_t1"]
-                t2raw[(s, name)] = X2 @ st["w_t2"]
+    def __init__(self, seed: int = 0):
+        self.seed = seed
 
-    def _fit_stacks(self, full, t2raw, T1v, T2v, c, n):
-        """Convex stacks on validation models; ``full`` / ``t2raw`` get their out-of-fold outputs."""
-        for s in self.scenarios_:
+    @classmethod
+    def from_stacks(cls, stacks: dict) -> "Stacks":
+        step = cls()
+        step.stacks_ = dict(stacks)
+        return step
+
+    def fit(self, data, done) -> None:
+        """Stacks on the validation outputs ``data.val``, to which their out-of-fold outputs are added."""
+        self.stacks_ = {}
+        for (c, n), (full, t2raw) in data.val.items():
+            if c != "random":
+                self._fit_budget(full, t2raw, data.T1v, data.T2v, data.layout.scenarios, c, n)
+
+    def _fit_budget(self, full, t2raw, T1v, T2v, scenarios, c, n) -> None:
+        for s in scenarios:
             t1, t2 = T1v[s].to_numpy(), T2v[s].to_numpy()
             for name in STACKS:
-                members, X1, X2 = self._stack_inputs(full, t2raw, s, name)
+                members = [m for m in STACKS[name] if (s, m) in full]
                 if len(members) < 2:
                     continue
+                X1 = np.column_stack([full[(s, m)] for m in members])
+                X2 = np.column_stack([t2raw.get((s, m), full[(s, m)]) for m in members])
                 ok1 = np.isfinite(X1).all(1) & np.isfinite(t1)
                 oof1, w1 = est.stack_out_of_fold(X1[ok1], t1[ok1], seed=self.seed)
                 ok2 = np.isfinite(X2).all(1) & np.isfinite(t2)
@@ -57,3 +55,13 @@ class StackMixin:
                 if oof2 is not None:
                     v2[ok2] = oof2
                 t2raw[(s, name)] = v2
+
+    def transform(self, full, t2raw, c, n) -> None:
+        """Add the fitted stacks of (c, n) (T1 estimate and T2 input) to ``full`` / ``t2raw`` in place."""
+        for (cc, nn, s, name), st in self.stacks_.items():
+            if (cc, nn) != (c, n):
+                continue
+            X1 = np.column_stack([full[(s, m)] for m in st["members"]])
+            X2 = np.column_stack([t2raw.get((s, m), full[(s, m)]) for m in st["members"]])
+            full[(s, name)] = X1 @ st["w_t1"]
+            t2raw[(s, name)] = X2 @ st["w_t2"]

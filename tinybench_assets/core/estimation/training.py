@@ -1,9 +1,13 @@
-"""Training data of the anchor predictor: full scores, the seeded model splits, the fit / validation split, T1 truth.
+"""Training data of the anchor predictor: the item layout, the fit / validation split of the training models, T1 truth.
 
-:class:`TrainingSplitMixin` sets ``items_``, ``scenarios_``, ``item_scenarios_``, ``w_``, ``cols_``,
-``validation_split_``, ``n_fit_``, ``n_val_``, ``val_groups_``, ``val_rows_`` and ``fit_rows_``.
+:class:`Layout` is the fitted matrix's item layout (items, scenarios, balance weights, each scenario's columns) that
+every step indexes; :class:`TrainingSplit` is the first step of the predictor: it splits the training models into
+fit and validation models and hands the next steps a :class:`FitData`.
 """
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -35,29 +39,76 @@ def split_models(n_models: int, fraction: float, seed: int) -> tuple[np.ndarray,
     return np.sort(perm[k:]), np.sort(perm[:k])
 
 
-class TrainingSplitMixin:
-    """The item layout of the fitted matrix and the split of the training models into fit and validation models.
+@dataclass
+class Layout:
+    """The item layout of a response matrix: item ids, scenario names (in order), each item's scenario, the balance
+    weights (I_all,) and each scenario's column indices {scenario: (N_s,)}."""
 
-    Reads the parameters ``val_fraction``, ``seed``, ``max_fit_models``.
+    items: list
+    scenarios: list
+    w: np.ndarray
+    cols: dict
+
+    @classmethod
+    def of(cls, matrix) -> "Layout":
+        scenarios = list(pd.unique(matrix.scenarios))
+        return cls(list(matrix.items), scenarios, matrix.balance_weights(),
+                   {s: np.flatnonzero(matrix.scenarios == s) for s in scenarios})
+
+    def pool_accuracy(self, Y) -> pd.DataFrame:
+        """T1 truth: balance-weighted accuracy on the whole item pool, (M, scenarios) DataFrame, NaN where
+        a model has no answer in a scenario. Y : (M, I_all) aligned with the items."""
+        Y = np.asarray(Y, dtype=float)
+        out = {}
+        for s in self.scenarios:
+            Ys = Y[:, self.cols[s]]
+            acc = est.weighted_accuracy(Ys, self.w[self.cols[s]])
+            out[s] = np.where(np.isnan(Ys).all(1), np.nan, acc)
+        return pd.DataFrame(out, columns=self.scenarios)
+
+
+@dataclass
+class FitData:
+    """What flows through the predictor's fit: the layout, the fit models' answers Yf (F, I_all) and full scores T2f
+    (F, scenarios), the validation models' answers Yv (V, I_all), T1 truth T1v and full scores T2v (V, scenarios), the
+    worker pool of the independent fits, and the validation outputs the steps add as they fit: ``val`` {(clustering,
+    n): (estimates {(scenario, estimator): (V,)}, full-score inputs {(scenario, estimator): (V,)})} (clustering
+    "random": the random baseline) and ``records`` (one validation-MAE row per clustering, n, scenario, estimator)."""
+
+    layout: Layout
+    Yf: np.ndarray
+    Yv: np.ndarray
+    T1v: pd.DataFrame
+    T2f: pd.DataFrame
+    T2v: pd.DataFrame
+    pool: object = None
+    val: dict = field(default_factory=dict)
+    records: list = field(default_factory=list)
+
+
+class TrainingSplit:
+    """Step 1: the fit / validation split of the training models.
+
+    Parameters: ``val_fraction`` (share of training models held out as validation models), ``seed``,
+    ``max_fit_models`` (subsample the fit models to at most this many; None = all).
+
+    Fitted attributes: ``layout_`` (:class:`Layout`), ``validation_split_`` ("grouped" or "random"), ``n_fit_``,
+    ``n_val_``, ``val_groups_`` (family of each validation model, None for a random split), ``val_rows_`` and
+    ``fit_rows_`` (rows of the matrix).
     """
 
-    def _split_training(self, matrix, full_scores, train, groups):
-        """Set the item layout and the fit / validation split (see :meth:`AnchorPredictor.fit` for the arguments).
+    def __init__(self, val_fraction: float = 0.25, seed: int = 0, max_fit_models: int | None = None):
+        self.val_fraction, self.seed, self.max_fit_models = val_fraction, seed, max_fit_models
 
-        Returns (Yf (F, I_all), Yv (V, I_all), T1v (V, scenarios), T2f (F, scenarios), T2v (V, scenarios)):
-        the fit and validation models' scores, their pool accuracy (T1) and full-benchmark scores (T2).
-        """
+    def fit(self, matrix, full_scores, train, groups) -> FitData:
+        """Split the training rows ``train`` of ``matrix`` (see :meth:`AnchorPredictor.fit` for the arguments)."""
         rows = np.arange(matrix.shape[0]) if train is None else np.asarray(train)
         if rows.dtype == bool:
             rows = np.flatnonzero(rows)
-        self.items_ = list(matrix.items)
-        self.scenarios_ = list(pd.unique(matrix.scenarios))
-        self.item_scenarios_ = np.asarray(matrix.scenarios)
-        self.w_ = matrix.balance_weights()
-        self.cols_ = {s: np.flatnonzero(matrix.scenarios == s) for s in self.scenarios_}
+        lay = self.layout_ = Layout.of(matrix)
         Y = matrix.scores[rows]
-        t1_all = self.pool_accuracy(Y).to_numpy()
-        t2 = full_scores_wide(full_scores, np.asarray(matrix.models, dtype=object)[rows], self.scenarios_).to_numpy()
+        t1_all = lay.pool_accuracy(Y).to_numpy()
+        t2 = full_scores_wide(full_scores, np.asarray(matrix.models, dtype=object)[rows], lay.scenarios).to_numpy()
         fit_rel, val_rel = split_models(len(rows), self.val_fraction, self.seed)
         self.validation_split_ = "random"
         if groups is not None:
@@ -65,7 +116,7 @@ class TrainingSplitMixin:
             # whole families as validation models, unless that leaves a scenario with too few of them (few models,
             # or families that never ran it): then the random share, as without groups
             seen = ~np.isnan(Y)
-            per_scen = [int((seen[is_val][:, self.cols_[s]].any(1)).sum()) for s in self.scenarios_]
+            per_scen = [int((seen[is_val][:, lay.cols[s]].any(1)).sum()) for s in lay.scenarios]
             if min(per_scen) >= MIN_VALIDATION_MODELS and (~is_val).sum() >= MIN_VALIDATION_MODELS:
                 fit_rel, val_rel = np.flatnonzero(~is_val), np.flatnonzero(is_val)
                 self.validation_split_ = "grouped"
@@ -76,19 +127,5 @@ class TrainingSplitMixin:
         self.val_groups_ = None if self.validation_split_ != "grouped" else np.asarray(groups, dtype=object)[rows][val_rel]
         self.val_rows_ = rows[val_rel]  # rows of ``matrix`` used as validation models (adaptive calibration reuses them)
         self.fit_rows_ = rows[fit_rel]
-        Yf, Yv = Y[fit_rel], Y[val_rel]
-        T1v = pd.DataFrame(t1_all[val_rel], columns=self.scenarios_)
-        T2f = pd.DataFrame(t2[fit_rel], columns=self.scenarios_)
-        T2v = pd.DataFrame(t2[val_rel], columns=self.scenarios_)
-        return Yf, Yv, T1v, T2f, T2v
-
-    def pool_accuracy(self, Y) -> pd.DataFrame:
-        """T1 truth: balance-weighted accuracy on the whole item pool, (M, scenarios) DataFrame, NaN where
-        a model has no answer in a scenario. Y : (M, I_all) aligned with the fitted items."""
-        Y = np.asarray(Y, dtype=float)
-        out = {}
-        for s in self.scenarios_:
-            Ys = Y[:, self.cols_[s]]
-            acc = est.weighted_accuracy(Ys, self.w_[self.cols_[s]])
-            out[s] = np.where(np.isnan(Ys).all(1), np.nan, acc)
-        return pd.DataFrame(out, columns=self.scenarios_)
+        frame = partial(pd.DataFrame, columns=lay.scenarios)
+        return FitData(lay, Y[fit_rel], Y[val_rel], frame(t1_all[val_rel]), frame(t2[fit_rel]), frame(t2[val_rel]))

@@ -15,7 +15,7 @@ One module per job (this file only re-exports, so importers write
 * ``trees.py``    the learned regressors as numeric arrays: export from sklearn, the tree file's layout, its
   safe reader and checks, TreeEnsemble (a pure-numpy evaluator equal to sklearn's predict)
 * ``schema.py``   Reader: checked, typed reads of the JSON (errors name the file and the field)
-* ``model.py``    ArtifactModel: the predictor's estimation mixins on the state read from the artifact
+* ``model.py``    ArtifactModel: the predictor's steps rebuilt from the artifact
 * ``files.py``    save_artifact, load_artifact, load_model / attach_trees (the tree file, sha256-checked)
 * ``export.py``   export_tiny_benchmark (a fitted predictor -> the artifact dict)
 * ``answers.py``  read_answers, AnswerError, score checks, answers laid out per scenario

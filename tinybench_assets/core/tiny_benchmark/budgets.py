@@ -46,7 +46,8 @@ def save_budgets(pred, leaderboard: str, folder, table, **export) -> Path:
                         "half_width": {s: float(v) for s, v in t.half_width.items()},
                         "coverage": {s: float(v) for s, v in t.coverage.items()},
                         "worst_half_width": float(t.half_width.max())})
-    order = {s: [pred.items_[j] for j in pred.cols_[s][fit.order]] for s, fit in pred.fits_.items()
+    L = pred.layout_
+    order = {s: [L.items[j] for j in L.cols[s][fit.order]] for s, fit in pred.served_.fits.items()
              if fit.order is not None}
     path = folder / BUDGETS_FILE
     text = json.dumps({"leaderboard": leaderboard, "budgets": entries, "order": order}, indent=1)

@@ -124,7 +124,7 @@ def estimate_from_artifact(
         r1, r2 = res[(s, e1)], res[(s, e2)]
         src = ["json" if e in json_ok[s] else TREES_FILE for e in (e1, e2)]
         lo, up = r1["lower"], r1["upper"]
-        served = model.served_int_t1_.get(s)
+        served = model.served.get(s)
         if estimator is None and pick == "recommended_learned" and e1 == d[pick]["t1"] and served is not None:
             lo, up = served.predict(r1["estimate"])  # the served estimator's selection-aware interval
         rows.append({"scenario": s, "estimator": e1, "estimator_t2": e2, "answered": int(np.isfinite(Ya[s]).sum()),

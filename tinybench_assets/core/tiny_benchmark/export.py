@@ -21,42 +21,44 @@ def _json_evaluable(name: str, stacks: dict) -> bool:
     return st is not None and all(m in JSON_BASE for m in st["members"])
 
 
-def _n_features(p, c: str, n: int, s: str, kind: str) -> int:
-    """Width of the learned regressors' features (``BaseEstimatesMixin._features``): anchors + D + its linear
-    score (sep), every scenario's anchors + D_joint + every scenario's linear score (joint)."""
-    return feature_width({x: p.anchors_[(c, n, x)] for x in p.scenarios_}, p.irt_, s, kind)
+def _n_features(st: dict, c: str, n: int, s: str, kind: str) -> int:
+    """Width of the learned regressors' features (``base_estimates.features``): anchors + D + its linear score
+    (sep), every scenario's anchors + D_joint + every scenario's linear score (joint). st : the named steps."""
+    return feature_width(st["anchors"].of(c, n), st["irt"].params_, s, kind)
 
 
-def learned_models(p, c: str, n: int, models: list[dict]) -> dict:
-    """The tree file's arrays for the regressors ``models`` ([{scenario, kind, target}], in order) of (c, n), and
-    the answer bank of (c, n) when the predictor has one (:data:`.trees.BANK_ARRAYS`)."""
-    out = []
-    for m in models:
-        key = (c, n, m["scenario"], m["kind"], m["target"])
-        if key not in p.gbm_:
-            raise ArtifactError(f"the predictor has no learned regressor {key}")
-        out.append(hgb_arrays(p.gbm_[key], _n_features(p, c, n, m["scenario"], m["kind"])))
-    arrays = pack(out)
-    bank = getattr(p, "bank_", {}).get((c, n))
-    if bank is not None:
-        arrays["bank_answers"] = np.asarray(bank["answers"], dtype="<f4").ravel()
-        arrays["bank_values"] = np.asarray(bank["values"], dtype="<f8").ravel()
-    return arrays
+def bank_arrays(bank: dict | None) -> dict:
+    """The tree file's arrays of an answer bank ({"answers", "values", ...}; :data:`.trees.BANK_ARRAYS`), {} for None."""
+    if bank is None:
+        return {}
+    return {"bank_answers": np.asarray(bank["answers"], dtype="<f4").ravel(),
+            "bank_values": np.asarray(bank["values"], dtype="<f8").ravel()}
 
 
-def bank_info(p, c: str, n: int) -> dict | None:
-    """The JSON's ``learned.bank`` of (c, n): {models: F, eps: {scenario: eps}}, or None without an answer bank."""
-    bank = getattr(p, "bank_", {}).get((c, n))
+def bank_info(bank: dict | None) -> dict | None:
+    """The JSON's ``learned.bank`` of an answer bank: {models: F, eps: {scenario: eps}}, or None without one."""
     if bank is None:
         return None
     return {"models": int(len(bank["answers"])), "eps": {s: float(e) for s, e in bank["eps"].items()}}
+
+
+def learned_models(st: dict, c: str, n: int, models: list[dict]) -> dict:
+    """The tree file's arrays for the regressors ``models`` ([{scenario, kind, target}], in order) of (c, n), and
+    the answer bank of (c, n) when the predictor has one. st : the predictor's named steps."""
+    out = []
+    for m in models:
+        key = (c, n, m["scenario"], m["kind"], m["target"])
+        if key not in st["learned"].models_:
+            raise ArtifactError(f"the predictor has no learned regressor {key}")
+        out.append(hgb_arrays(st["learned"].models_[key], _n_features(st, c, n, m["scenario"], m["kind"])))
+    return {**pack(out), **bank_arrays(st["bank"].banks_.get((c, n)))}
 
 
 def _interval(ci: ConformalInterval | None) -> dict | None:
     if ci is None:
         return None
     return {"alpha": float(ci.alpha), "scale": ci.scale, "floor": float(ci.floor), "lo": float(ci.lo),
-            "hi": float(ci.hi), "q_lo": _enc(ci.q_lo_), "q_hi": _enc(ci.q_hi_), "n": int(getattr(ci, "n_", 0))}
+            "hi": float(ci.hi), "q_lo": _enc(ci.q_lo_), "q_hi": _enc(ci.q_hi_), "n": int(ci.n_)}
 
 
 def _calibration(cal: IsotonicCalibrator | None) -> dict | None:
@@ -76,55 +78,58 @@ def _best(rows: pd.DataFrame) -> dict:
     return {"t1": str(r1.estimator), "t2": str(r2.estimator)}
 
 
-def _scenario_entry(p, c: str, n: int, s: str, vs, texts: dict, selected: bool) -> tuple[dict, set, set]:
+def _scenario_entry(st: dict, lay, c: str, n: int, s: str, vs, texts: dict, selected: bool) -> tuple[dict, set, set]:
     """One scenario's block of the artifact (items, anchors, IRT, lambdas, stacks, estimators with their validation
     figures, intervals and calibrations, the recommendations) and its JSON-evaluable and learned estimator names.
-    ``vs``: the predictor's validation rows of (c, n, s); ``selected``: c is the clustering the predictor selected."""
-    cols = p.cols_[s]
-    A = p.anchors_[(c, n, s)]
-    ps, pj = p.irt_[s], p.irt_["joint"]
-    stacks = {name: st for (cc, nn, ss, name), st in p.stacks_.items() if (cc, nn, ss) == (c, n, s)}
+    ``st``: the predictor's named steps; ``lay``: its item layout; ``vs``: its validation rows of (c, n, s);
+    ``selected``: c is the clustering the predictor selected."""
+    cols = lay.cols[s]
+    A = st["anchors"].sets_[(c, n, s)]
+    ps, pj = st["irt"].params_[s], st["irt"].params_["joint"]
+    stacks = {name: x for (cc, nn, ss, name), x in st["stacks"].stacks_.items() if (cc, nn, ss) == (c, n, s)}
+    cal = st["calibrators"]
     ests = {}
     for r in vs.itertuples(index=False):
         e = r.estimator
         key = (c, n, s, e)
         ests[e] = {
             "val_mae_t1": _enc(r.val_mae_t1), "val_mae_t2": _enc(r.val_mae_t2), "n_val": int(r.n_val),
-            "interval_t1": _interval(p.int_t1_.get(key)),
-            "calibration_t2": _calibration(p.t2_cal_.get(key)),
-            "interval_t2": _interval(p.int_t2_.get(key)),
+            "interval_t1": _interval(cal.t1_intervals_.get(key)),
+            "calibration_t2": _calibration(cal.t2_maps_.get(key)),
+            "interval_t2": _interval(cal.t2_intervals_.get(key)),
         }
     json_names = {e for e in ests if _json_evaluable(e, stacks)}
     if not json_names:
         raise ArtifactError(f"scenario {s!r}: no JSON-evaluable estimator in the predictor's validation table")
     if selected:
-        sel = p.selection_[(n, s, "tinybench")]
+        sel = st["selector"].selection_[(n, s, "tinybench")]
         learned = {"t1": sel["t1"][1], "t2": sel["t2"][1]}
-        served = getattr(p, "served_int_t1_", {}).get((n, s, "tinybench"))
+        served = st["served"].intervals_.get((n, s, "tinybench"))
         if served is not None:  # the T1 interval that allows for the estimator's selection
             learned["interval_t1"] = _interval(served)
     else:
         learned = _best(vs)
-    lam = {fit: {k: _enc(x) for k, x in p.lambdas_[(c, n, s, fit)].items()} for fit in ("sep", "joint")}
-    lam.update(b_sep=_enc(p.b_[("sep", s)]), b_joint=_enc(p.b_[("joint", s)]), v=_enc(p.v_[s]))
+    irt = st["irt"]
+    lam = {fit: {k: _enc(x) for k, x in st["lambdas"].lambdas_[(c, n, s, fit)].items()} for fit in ("sep", "joint")}
+    lam.update(b_sep=_enc(irt.b_[("sep", s)]), b_joint=_enc(irt.b_[("joint", s)]), v=_enc(irt.v_[s]))
     entry = {
         "n_items": int(len(cols)),
-        "items": [str(p.items_[j]) for j in cols],
-        "balance_weights": _enc_list(p.w_[cols]),
+        "items": [str(lay.items[j]) for j in cols],
+        "balance_weights": _enc_list(lay.w[cols]),
         "anchors": {
-            "items": [str(p.items_[j]) for j in A.items],
+            "items": [str(lay.items[j]) for j in A.items],
             "local": [int(i) for i in A.local],
             "weights": _enc_list(A.weights),
-            "texts": [texts.get(p.items_[j]) for j in A.items],
-            "linear": None if getattr(A, "linear", None) is None else
+            "texts": [texts.get(lay.items[j]) for j in A.items],
+            "linear": None if A.linear is None else
             {"fill": _enc_list(A.linear["fill"]), "coef": _enc_list(A.linear["coef"]),
              "intercept": _enc(A.linear["intercept"])},
         },
         "irt": {"sep": {"a": _enc_matrix(ps.a), "b": _enc_list(ps.b)},
                 "joint": {"a": _enc_matrix(pj.a[cols]), "b": _enc_list(pj.b[cols])}},
         "lambdas": lam,
-        "stacks": {name: {"members": list(st["members"]), "w_t1": _enc_list(st["w_t1"]), "w_t2": _enc_list(st["w_t2"])}
-                   for name, st in stacks.items()},
+        "stacks": {name: {"members": list(x["members"]), "w_t1": _enc_list(x["w_t1"]), "w_t2": _enc_list(x["w_t2"])}
+                   for name, x in stacks.items()},
         "estimators": ests,
         "recommended": _best(vs[vs.estimator.isin(list(json_names))]),
         "recommended_learned": learned,
@@ -160,13 +165,15 @@ def export_tiny_benchmark(
     JSON: :func:`.files.save_artifact` writes them to ``learned_models.npz`` and fills ``learned.sha256``).
     """
     p = predictor
-    if not hasattr(p, "anchors_"):
-        raise ArtifactError("the predictor is not fitted")
+    if "steps_" not in vars(p):
+        raise ArtifactError("the predictor is not fitted, or was saved by an older tinybench without its steps: "
+                            "rebuild it by materializing anchor_sets (or `tinybench run-all`)")
+    st, lay = p.named_steps, p.layout
     if int(n) not in p.n_values:
         raise ArtifactError(f"n={n} was not prepared by the predictor (it has n_values={list(p.n_values)})")
     n = int(n)
-    scenarios = list(p.scenarios_)
-    c_sel = p.selection_[(n, scenarios[0], "tinybench")]["t1"][0]
+    scenarios = list(lay.scenarios)
+    c_sel = st["selector"].selection_[(n, scenarios[0], "tinybench")]["t1"][0]
     if clustering is None:
         clustering, source = c_sel, "selected"
     else:
@@ -175,18 +182,19 @@ def export_tiny_benchmark(
         source = "given"
     c = clustering
     texts = item_texts or {}
-    v = p.validation_
+    v = p.validation
     v = v[(v.clustering == c) & (v.n == n)]
     json_names: set[str] = set()
     learned_names: set[str] = set()
     out_sc = {}
     for s in scenarios:
-        out_sc[s], json_s, learned_s = _scenario_entry(p, c, n, s, v[v.scenario == s], texts, c == c_sel)
+        out_sc[s], json_s, learned_s = _scenario_entry(st, lay, c, n, s, v[v.scenario == s], texts, c == c_sel)
         json_names |= json_s
         learned_names |= learned_s
-    models = [{"scenario": s, "kind": kind, "target": t, "n_features": _n_features(p, c, n, s, kind)}
-              for s in scenarios for kind in ("sep", "joint") for t in ("t1", "t2") if (c, n, s, kind, t) in p.gbm_]
-    bank = bank_info(p, c, n)
+    models = [{"scenario": s, "kind": kind, "target": t, "n_features": _n_features(st, c, n, s, kind)}
+              for s in scenarios for kind in ("sep", "joint") for t in ("t1", "t2")
+              if (c, n, s, kind, t) in st["learned"].models_]
+    bank = bank_info(st["bank"].banks_.get((c, n)))
     return {
         "format": FORMAT,
         "leaderboard": str(leaderboard),
@@ -197,13 +205,14 @@ def export_tiny_benchmark(
         "alpha": float(p.alpha),
         "interval_scale": p.interval_scale,
         "scenario_order": scenarios,
-        "irt_dims": {k: int(p.irt_[k].dim) for k in [*scenarios, "joint"]},
-        "training": {"fit_models": int(p.n_fit_), "validation_models": int(p.n_val_), "seed": int(p.seed)},
+        "irt_dims": {k: int(st["irt"].params_[k].dim) for k in [*scenarios, "joint"]},
+        "training": {"fit_models": int(st["split"].n_fit_), "validation_models": int(st["split"].n_val_),
+                     "seed": int(p.seed)},
         "binarization": binarization,
         "json_estimators": sorted(json_names),
         "learned_estimators": sorted(learned_names),
         "learned": {"file": TREES_FILE if models or bank else None, "sha256": None,
-                    "fit_learned": bool(p.learned), "models": models, "bank": bank},
+                    "fit_learned": bool(st["learned"].enabled), "models": models, "bank": bank},
         "scenarios": out_sc,
-        "_trees": learned_models(p, c, n, models),
+        "_trees": learned_models(st, c, n, models),
     }

@@ -43,7 +43,7 @@ def save_artifact(artifact: dict, predictor=None, folder=None) -> Path:
             raise ArtifactError("the artifact lists learned regressors but carries no tree arrays; pass the predictor")
         from .export import learned_models
 
-        trees = learned_models(predictor, art["clustering"], int(art["n"]), models)
+        trees = learned_models(predictor.named_steps, art["clustering"], int(art["n"]), models)
     stale = folder / TREES_FILE
     if has_file:
         write_tree_file(trees, stale)

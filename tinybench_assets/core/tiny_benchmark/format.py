@@ -41,7 +41,7 @@ JSON layout (``format = "tinybench.tiny_benchmark/2"``)::
                                                        interval_t1: its selection-aware T1 interval)
     }}
 
-The learned regressors' features are the predictor's (``BaseEstimatesMixin._features``): per scenario ("sep")
+The learned regressors' features are the predictor's (``estimation.base_estimates.features``): per scenario ("sep")
 the anchor answers, the rounded per-scenario abilities, then the anchors' rounded linear score when ``linear``
 is given (anchors + D + 1 features), jointly ("joint") every scenario's anchor answers in scenario order, the
 rounded joint abilities, then every scenario's linear score (all anchors + D_joint + scenarios with ``linear``).

@@ -1,23 +1,24 @@
-"""The artifact as a predictor: :class:`ArtifactModel` holds exactly the fitted state that the predictor's own
-estimation mixins read (anchors, IRT parameters, balance weights, lambdas, stacks, calibrations, intervals and,
-when loaded, the learned regressors as :class:`~.trees.TreeEnsemble` and the answer bank), rebuilt from the
-JSON with every field checked (:mod:`.schema`). Estimates from an artifact therefore run the predictor's code
-(``BaseEstimatesMixin._features``, ``LearnedMixin._raw``, ``LambdaMixin._compose``, ``StackMixin._apply_stacks``,
-``CalibrationMixin._finish``), not a copy of it."""
+"""The artifact as a predictor: :class:`ArtifactModel` rebuilds the predictor's own steps (IRT fits, anchor sets,
+lambdas, stacks, calibrators and, when loaded, the learned regressors as :class:`~.trees.TreeEnsemble` and the
+answer bank) from the JSON, with every field checked (:mod:`.schema`). Estimates from an artifact therefore walk the
+predictor's path (:mod:`..estimation.chain`), not a copy of it."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..calibration import ConformalInterval, IsotonicCalibrator
-from ..estimation.anchor_sets import AnchorSet, AnchorSetMixin
-from ..estimation.bank import BankMixin
-from ..estimation.base_estimates import BaseEstimatesMixin, feature_width
-from ..estimation.intervals import CalibrationMixin
-from ..estimation.lambdas import LambdaMixin
-from ..estimation.learned import LearnedMixin
+from ..estimation.anchor_sets import AnchorSet, AnchorSets
+from ..estimation.bank import AnswerBank
+from ..estimation.base_estimates import feature_width
+from ..estimation.calibrators import Calibrators
+from ..estimation.chain import calibrated, estimates
+from ..estimation.irt_fits import IRTFits
+from ..estimation.lambdas import Lambdas
+from ..estimation.learned import LearnedRegressors
 from ..estimation.names import STACKS
 from ..estimation.shrinkage import SHRINKAGE, ShrinkagePrior
-from ..estimation.stacks import StackMixin
+from ..estimation.stacks import Stacks
+from ..estimation.training import Layout
 from .format import JSON_BASE, LEARNED_BASE, TREES_FILE
 from .schema import Reader
 from .trees import bank_tables
@@ -28,10 +29,23 @@ KINDS = {"sep": "gbm", "joint": "gbm_joint"}
 
 
 class _IRT:
-    """Item parameters of one 2PL fit (what ``_features`` reads: ``a`` (I, D), ``b`` (I,))."""
+    """Item parameters of one 2PL fit (what the features read: ``a`` (I, D), ``b`` (I,))."""
 
     def __init__(self, a, b):
         self.a, self.b = a, b
+
+
+class _Shrinkage:
+    """A small board's shrinkage prior as a step of the chain: adds shrunk and shrunk_joint of the anchor means."""
+
+    def __init__(self, prior: ShrinkagePrior):
+        self.prior = prior
+
+    def transform(self, raw, full, scenarios) -> None:
+        est = self.prior.estimate(np.column_stack([raw[(s, "anchor")] for s in scenarios]))
+        for j, s in enumerate(scenarios):
+            for e in SHRINKAGE:
+                full[(s, e)] = est[e][:, j]
 
 
 class _Calibration:
@@ -88,15 +102,15 @@ def _bank_info(r: Reader, info: dict, scenarios) -> dict | None:
     return out
 
 
-def _attach_bank(model, arrays: dict | None, source) -> None:
-    """Set ``model.bank_`` (the predictor's layout) from the tree file's arrays, checked by :func:`.trees.bank_tables`
-    against the JSON's ``learned.bank``; nothing when the artifact has no answer bank."""
+def _bank(model, arrays: dict | None, source) -> dict:
+    """{(c, n): bank} (the AnswerBank step's layout) from the tree file's arrays, checked by :func:`.trees.bank_tables`
+    against the JSON's ``learned.bank``; {} when the artifact has no answer bank."""
     info = model.bank_info
     if info is None:
-        return
-    A = sum(len(model.anchors_[(model.c, model.n, s)].items) for s in model.scenarios_)
-    answers, values = bank_tables(arrays or {}, info["models"], A, len(model.scenarios_), source or "the tree file")
-    model.bank_[(model.c, model.n)] = {"answers": answers, "values": values, "eps": dict(info["eps"])}
+        return {}
+    A = sum(len(A.items) for A in model.anchor_sets.values())
+    answers, values = bank_tables(arrays or {}, info["models"], A, len(model.scenarios), source or "the tree file")
+    return {(model.c, model.n): {"answers": answers, "values": values, "eps": dict(info["eps"])}}
 
 
 def read_learned(self, art: dict) -> None:
@@ -108,14 +122,14 @@ def read_learned(self, art: dict) -> None:
     models = r.key(info, "models", "$.learned")
     if not isinstance(models, list):
         r.fail("$.learned.models", "expected a list")
-    sets = {s: self.anchors_[(self.c, self.n, s)] for s in self.scenarios_}
+    sets, irt = self.anchor_sets, self.steps["irt"].params_
     self.model_keys, self.n_features = [], []
     for i, m in enumerate(models):
         q = f"$.learned.models[{i}]"
-        s = r.text(m, "scenario", q, self.scenarios_)
+        s = r.text(m, "scenario", q, self.scenarios)
         kind = r.text(m, "kind", q, tuple(KINDS))
         key = (self.c, self.n, s, kind, r.text(m, "target", q, ("t1", "t2")))
-        want = feature_width(sets, self.irt_, s, kind)
+        want = feature_width(sets, irt, s, kind)
         r.integer(m, "n_features", q, want, want)
         if key in self.model_keys:
             r.fail(q, "the same regressor is listed twice")
@@ -126,8 +140,8 @@ def read_learned(self, art: dict) -> None:
         sha = r.key(info, "sha256", "$.learned")  # null in a fresh export's dict, until it is saved
         if sha is not None and not (isinstance(sha, str) and len(sha) == 64):
             r.fail("$.learned.sha256", "expected a hex sha256 or null")
-    self.bank_info = _bank_info(r, info, self.scenarios_)  # the answer bank's size and eps (arrays: tree file)
-    for s in self.scenarios_:
+    self.bank_info = _bank_info(r, info, self.scenarios)  # the answer bank's size and eps (arrays: tree file)
+    for s in self.scenarios:
         bad = [e for e in self.estimators[s] if e not in self.learned_names(s) and e not in self.json_names(s)]
         if bad:
             r.fail(f"$.scenarios.{s}.estimators", f"{bad} need learned regressors that $.learned.models lacks")
@@ -151,13 +165,16 @@ def read_shrinkage(r: Reader, art: dict, order: list) -> ShrinkagePrior | None:
     return prior
 
 
-class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin, LambdaMixin, StackMixin,
-                    CalibrationMixin):
-    """The predictor's state for the artifact's (clustering, n), from the JSON (and the tree file, see
-    :meth:`with_trees`). Items are laid out scenario after scenario in ``scenario_order`` (each scenario's pool
-    in its ``items`` order), so ``cols_``, ``anchors_``, ``w_`` and the joint IRT rows index one matrix."""
+class ArtifactModel:
+    """The predictor's steps for the artifact's (clustering, n), from the JSON (and the tree file, see
+    :meth:`with_trees`). Items are laid out scenario after scenario in ``scenario_order`` (each scenario's pool in its
+    ``items`` order), so the layout, the anchor sets and the joint IRT rows index one matrix.
 
-    device = "cpu"
+    Attributes: ``c``, ``n``, ``scenarios``, ``layout`` (:class:`~..estimation.training.Layout`), ``steps`` (the
+    chain's steps, :mod:`..estimation.chain`), ``anchor_sets`` ({scenario: AnchorSet}), ``estimators`` ({scenario:
+    names listed}), ``served`` ({scenario: the served estimator's selection-aware T1 interval}), ``trees`` (the
+    attached regressors, None before :meth:`with_trees`).
+    """
 
     def __init__(self, art: dict, where: str = "artifact"):
         r = self.r = Reader(where)
@@ -168,63 +185,83 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
         order = r.strings(art, "scenario_order", "$")
         if not order or len(set(order)) != len(order) or "joint" in order:
             r.fail("$.scenario_order", "expected distinct scenario names (\"joint\" names the joint fit)")
-        self.scenarios_ = order
+        self.scenarios = order
+        self.shrinkage = read_shrinkage(r, art, order)
+        self.stacks_all, self.estimators, self.served, self.anchor_sets = {}, {}, {}, {}
+        parts = self._read_scenarios(art, order)
+        self.layout = Layout(parts["items"], order, np.concatenate(parts["w"]), parts["cols"])
+        irt = {**parts["irt"], "joint": _IRT(np.vstack(parts["ja"]), np.concatenate(parts["jb"]))}
+        self.steps = {
+            "irt": IRTFits.from_params(irt),
+            "anchors": AnchorSets.from_sets({(self.c, self.n, s): A for s, A in self.anchor_sets.items()},
+                                            {s: len(c) for s, c in parts["cols"].items()}),
+            "learned": LearnedRegressors.from_models({}, enabled=False),
+            "bank": AnswerBank.from_banks({}),
+            "lambdas": Lambdas.from_lambdas(parts["lambdas"]),
+            "stacks": Stacks.from_stacks(self._stacks(learned=False)),
+            "calibrators": Calibrators.from_fitted(parts["int_t1"], parts["t2_cal"], parts["int_t2"]),
+        }
+        if self.shrinkage is not None:
+            self.steps["shrinkage"] = _Shrinkage(self.shrinkage)
+        read_learned(self, art)
+        self.trees = None
+
+    # ------------------------------------------------------------------ reading
+    def _read_scenarios(self, art: dict, order: list) -> dict:
+        """Every scenario's block: items, weights, IRT, anchors, lambdas, estimators (into the parts of the steps)."""
+        r, c, n = self.r, self.c, self.n
         dims = r.obj(art, "irt_dims", "$")
         dj = r.integer(dims, "joint", "$.irt_dims", 1, MAX_DIM)
         scs = r.obj(art, "scenarios", "$")
-        self.cols_, self.irt_, self.anchors_, self.lambdas_ = {}, {}, {}, {}
-        self.int_t1_, self.int_t2_, self.t2_cal_, self.served_int_t1_ = {}, {}, {}, {}
-        self.stacks_all, self.estimators, w, ja, jb, start, seen = {}, {}, [], [], [], 0, set()
-        self.shrinkage_ = read_shrinkage(r, art, order)
+        parts = {"items": [], "w": [], "cols": {}, "irt": {}, "ja": [], "jb": [], "lambdas": {}, "int_t1": {},
+                 "t2_cal": {}, "int_t2": {}}
+        start, seen = 0, set()
         for s in order:
             p = f"$.scenarios.{s}"
             d = r.obj(scs, s, "$.scenarios")
             N = r.integer(d, "n_items", p, 1, MAX_ITEMS)
             items = r.strings(d, "items", p, N)
-            self.cols_[s] = np.arange(start, start + N)
-            w.append(r.vector(d, "balance_weights", p, N, finite=True))
+            parts["items"] += list(items)
+            parts["cols"][s] = np.arange(start, start + N)
+            parts["w"].append(r.vector(d, "balance_weights", p, N, finite=True))
             irt = r.obj(d, "irt", p)
             sep, joint = r.obj(irt, "sep", f"{p}.irt"), r.obj(irt, "joint", f"{p}.irt")
             D = r.integer(dims, s, "$.irt_dims", 1, MAX_DIM)
-            self.irt_[s] = _IRT(r.matrix(sep, "a", f"{p}.irt.sep", N, D), r.vector(sep, "b", f"{p}.irt.sep", N, finite=True))
-            ja.append(r.matrix(joint, "a", f"{p}.irt.joint", N, dj))
-            jb.append(r.vector(joint, "b", f"{p}.irt.joint", N, finite=True))
-            a = r.obj(d, "anchors", p)
-            ids = r.strings(a, "items", f"{p}.anchors")
-            if not ids:
-                r.fail(f"{p}.anchors.items", "no anchor")
-            local = r.indices(a, "local", f"{p}.anchors", len(ids), N)
-            if any(items[j] != it for j, it in zip(local, ids)):
-                r.fail(f"{p}.anchors", "items and local (pool indices) disagree")
-            if seen & set(ids):
-                r.fail(f"{p}.anchors.items", "an anchor appears in two scenarios")
-            seen |= set(ids)
-            if "texts" in a and a["texts"] is not None:
-                r.strings(a, "texts", f"{p}.anchors", len(ids), nullable=True)
-            linear = None
-            if a.get("linear") is not None:  # the anchors' linear map (a regressor feature), absent in older artifacts
-                lin, q = r.obj(a, "linear", f"{p}.anchors"), f"{p}.anchors.linear"
-                linear = {"fill": r.vector(lin, "fill", q, len(ids), finite=True),
-                          "coef": r.vector(lin, "coef", q, len(ids), finite=True),
-                          "intercept": r.number(lin, "intercept", q, finite=True)}
-            self.anchors_[(self.c, self.n, s)] = AnchorSet(s, self.c, self.n, local, start + local,
-                                                           r.vector(a, "weights", f"{p}.anchors", len(ids), finite=True),
-                                                           linear)
+            parts["irt"][s] = _IRT(r.matrix(sep, "a", f"{p}.irt.sep", N, D), r.vector(sep, "b", f"{p}.irt.sep", N, finite=True))
+            parts["ja"].append(r.matrix(joint, "a", f"{p}.irt.joint", N, dj))
+            parts["jb"].append(r.vector(joint, "b", f"{p}.irt.joint", N, finite=True))
+            self.anchor_sets[s] = self._read_anchors(r.obj(d, "anchors", p), s, p, items, start, seen)
             lam = r.obj(d, "lambdas", p)
             for fit in ("sep", "joint"):
                 lf = r.obj(lam, fit, f"{p}.lambdas")
-                self.lambdas_[(self.c, self.n, s, fit)] = {k: r.number(lf, k, f"{p}.lambdas.{fit}")
-                                                           for k in ("tutorial", "validation")}
-            self._read_estimators(d, s, p)
+                parts["lambdas"][(c, n, s, fit)] = {k: r.number(lf, k, f"{p}.lambdas.{fit}") for k in ("tutorial", "validation")}
+            self._read_estimators(d, s, p, parts)
             start += N
-        self.w_ = np.concatenate(w)
-        self.irt_["joint"] = _IRT(np.vstack(ja), np.concatenate(jb))
-        self._read_learned(art)
-        self.gbm_, self.learned, self.stacks_, self.bank_ = {}, False, self._stacks(learned=False), {}
-        self.trees = None
+        return parts
 
-    # ------------------------------------------------------------------ reading
-    def _read_estimators(self, d: dict, s: str, p: str) -> None:
+    def _read_anchors(self, a: dict, s: str, p: str, items: list, start: int, seen: set) -> AnchorSet:
+        r = self.r
+        ids = r.strings(a, "items", f"{p}.anchors")
+        if not ids:
+            r.fail(f"{p}.anchors.items", "no anchor")
+        local = r.indices(a, "local", f"{p}.anchors", len(ids), len(items))
+        if any(items[j] != it for j, it in zip(local, ids)):
+            r.fail(f"{p}.anchors", "items and local (pool indices) disagree")
+        if seen & set(ids):
+            r.fail(f"{p}.anchors.items", "an anchor appears in two scenarios")
+        seen |= set(ids)
+        if "texts" in a and a["texts"] is not None:
+            r.strings(a, "texts", f"{p}.anchors", len(ids), nullable=True)
+        linear = None
+        if a.get("linear") is not None:  # the anchors' linear map (a regressor feature); optional
+            lin, q = r.obj(a, "linear", f"{p}.anchors"), f"{p}.anchors.linear"
+            linear = {"fill": r.vector(lin, "fill", q, len(ids), finite=True),
+                      "coef": r.vector(lin, "coef", q, len(ids), finite=True),
+                      "intercept": r.number(lin, "intercept", q, finite=True)}
+        return AnchorSet(s, self.c, self.n, local, start + local,
+                         r.vector(a, "weights", f"{p}.anchors", len(ids), finite=True), linear)
+
+    def _read_estimators(self, d: dict, s: str, p: str, parts: dict) -> None:
         r, key = self.r, (self.c, self.n, s)
         self.stacks_all[s] = {}
         for name, st in r.obj(d, "stacks", p).items():
@@ -244,51 +281,37 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
                 r.fail(q, "unknown estimator (not a base estimator, a learned one or a stack of this scenario)")
             if not isinstance(ed, dict):
                 r.fail(q, "expected an object")
-            self.int_t1_[(*key, e)] = _interval(r, r.obj(ed, "interval_t1", q), f"{q}.interval_t1")
+            parts["int_t1"][(*key, e)] = _interval(r, r.obj(ed, "interval_t1", q), f"{q}.interval_t1")
             cal = r.obj(ed, "calibration_t2", q, nullable=True)
             if cal is not None:
-                self.t2_cal_[(*key, e)] = _calibration(r, cal, f"{q}.calibration_t2")
-                self.int_t2_[(*key, e)] = _interval(r, r.obj(ed, "interval_t2", q), f"{q}.interval_t2")
+                parts["t2_cal"][(*key, e)] = _calibration(r, cal, f"{q}.calibration_t2")
+                parts["int_t2"][(*key, e)] = _interval(r, r.obj(ed, "interval_t2", q), f"{q}.interval_t2")
             self.estimators[s].append(e)
         if not self.estimators[s]:
             r.fail(f"{p}.estimators", "no estimator")
-        if set(self.estimators[s]) & set(SHRINKAGE) and self.shrinkage_ is None:
+        if set(self.estimators[s]) & set(SHRINKAGE) and self.shrinkage is None:
             r.fail("$.shrinkage", f"scenario {s} lists shrunk estimators but the artifact has no prior")
         rl = r.obj(d, "recommended_learned", p)
         if rl.get("interval_t1") is not None:  # the served estimator's selection-aware T1 interval
             q = f"{p}.recommended_learned.interval_t1"
-            self.served_int_t1_[s] = _interval(r, r.obj(rl, "interval_t1", f"{p}.recommended_learned"), q)
+            self.served[s] = _interval(r, r.obj(rl, "interval_t1", f"{p}.recommended_learned"), q)
         for rec in ("recommended", "recommended_learned"):
             rd = r.obj(d, rec, p)
             for t in ("t1", "t2"):
                 r.text(rd, t, f"{p}.{rec}", self.estimators[s] if rec == "recommended_learned" else
                        [e for e in self.estimators[s] if e in self.json_names(s)])
 
-    def _compose(self, raw, c, n):
-        """The gp-IRT variants (LambdaMixin) and, with a shrinkage prior, shrunk and shrunk_joint of the anchor
-        means (estimation/shrinkage.py)."""
-        out = super()._compose(raw, c, n)
-        if self.shrinkage_ is not None:
-            est = self.shrinkage_.estimate(np.column_stack([raw[(s, "anchor")] for s in self.scenarios_]))
-            for j, s in enumerate(self.scenarios_):
-                for e in SHRINKAGE:
-                    out[(s, e)] = est[e][:, j]
-        return out
-
-    def _read_learned(self, art: dict) -> None:
-        read_learned(self, art)
-
     # ------------------------------------------------------------------ what can be computed
     def _gbm_available(self, s: str, name: str) -> bool:
         if name == "bank_joint":
             return self.bank_info is not None
         kind = "sep" if name == "gbm" else "joint"
-        has_t1 = (self.c, self.n, s, kind, "t1") in getattr(self, "model_keys", ())
-        return has_t1 or (self.fit_learned and len(self.anchors_[(self.c, self.n, s)].local) >= len(self.cols_[s]))
+        has_t1 = (self.c, self.n, s, kind, "t1") in self.model_keys
+        return has_t1 or (self.fit_learned and len(self.anchor_sets[s].local) >= len(self.layout.cols[s]))
 
     def json_names(self, s: str) -> set[str]:
         """Estimators of scenario ``s`` computed from the JSON alone."""
-        base = {*JSON_BASE, *(SHRINKAGE if self.shrinkage_ is not None else ())}
+        base = {*JSON_BASE, *(SHRINKAGE if self.shrinkage is not None else ())}
         return {*base, *(k for k, st in self.stacks_all[s].items() if set(st["members"]) <= base)}
 
     def learned_names(self, s: str) -> set[str]:
@@ -298,16 +321,17 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
 
     def _stacks(self, learned: bool) -> dict:
         ok = self.learned_names if learned else self.json_names
-        return {(self.c, self.n, s, k): st for s in self.scenarios_ for k, st in self.stacks_all[s].items()
+        return {(self.c, self.n, s, k): st for s in self.scenarios for k, st in self.stacks_all[s].items()
                 if k in ok(s)}
 
     def with_trees(self, ensembles: list, arrays: dict | None = None, source=None) -> "ArtifactModel":
         """Attach the learned regressors (a TreeEnsemble per ``model_keys`` entry) and the answer bank, if any."""
         if len(ensembles) != len(self.model_keys):
             self.r.fail("$.learned.models", f"{len(self.model_keys)} regressors listed, the tree file holds {len(ensembles)}")
-        _attach_bank(self, arrays, source)
-        self.gbm_ = dict(zip(self.model_keys, ensembles))
-        self.learned, self.stacks_, self.trees = self.fit_learned, self._stacks(learned=True), ensembles
+        self.steps["bank"] = AnswerBank.from_banks(_bank(self, arrays, source))
+        self.steps["learned"] = LearnedRegressors.from_models(dict(zip(self.model_keys, ensembles)), self.fit_learned)
+        self.trees = ensembles
+        self.steps["stacks"] = Stacks.from_stacks(self._stacks(learned=True))
         return self
 
     # ------------------------------------------------------------------ estimation
@@ -320,21 +344,17 @@ class ArtifactModel(AnchorSetMixin, BaseEstimatesMixin, LearnedMixin, BankMixin,
 
         Returns {(scenario, estimator): {estimate, lower, upper, estimate_t2, lower_t2, upper_t2: (M,)}}.
         """
-        c, n = self.c, self.n
-        Ms = {np.shape(Ya[s])[0] for s in self.scenarios_}
-        if len(Ms) != 1 or any(np.shape(Ya[s]) != (next(iter(Ms)), len(self.anchors_[(c, n, s)].items))
-                               for s in self.scenarios_):
+        Ms = {np.shape(Ya[s])[0] for s in self.scenarios}
+        if len(Ms) != 1 or any(np.shape(Ya[s]) != (next(iter(Ms)), len(self.anchor_sets[s].items))
+                               for s in self.scenarios):
             raise ValueError("Ya must hold an (M, n_anchors) block per scenario, the same M for all")
-        Y = np.full((next(iter(Ms)), len(self.w_)), np.nan)
-        for s in self.scenarios_:
-            Y[:, self.anchors_[(c, n, s)].items] = np.asarray(Ya[s], dtype=float)
-        raw, t2raw = self._raw(Y, c, n)
-        full = self._compose(raw, c, n)
-        self._apply_stacks(full, t2raw, c, n)
-        out = {}
-        for s in self.scenarios_:
+        Y = np.full((next(iter(Ms)), len(self.layout.w)), np.nan)
+        for s in self.scenarios:
+            Y[:, self.anchor_sets[s].items] = np.asarray(Ya[s], dtype=float)
+        full, t2raw = estimates(Y, self.layout, self.steps, self.c, self.n)
+        want = {}
+        for s in self.scenarios:
             ok = self.learned_names(s) if self.trees is not None else self.json_names(s)
-            for e in self.estimators[s]:
-                if e in ok and (estimators is None or e in estimators):
-                    out[(s, e)] = self._finish(full[(s, e)], t2raw.get((s, e), full[(s, e)]), c, n, s, e)
-        return out
+            want.update({(s, e): full[(s, e)] for e in self.estimators[s]
+                         if e in ok and (estimators is None or e in estimators)})
+        return calibrated(want, t2raw, self.steps, self.c, self.n)

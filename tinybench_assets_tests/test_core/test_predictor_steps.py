@@ -1,0 +1,83 @@
+"""The predictor is a chain of steps, each owning its fitted state: walked on a real openllm slice, every step's fit
+sets attributes on that step only, leaves the steps fitted before it untouched, and the artifact rebuilds the same
+steps (same estimates) from its file."""
+from __future__ import annotations
+
+import hashlib
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+from tinybench_assets.core import tiny_benchmark as tb
+from tinybench_assets.core.predictor import AnchorPredictor
+from tinybench_assets_tests.test_core.test_backtest import FAST
+from tinybench_assets_tests.test_core.test_predictor_batch import openllm_slice
+from tinybench_assets_tests.test_core.test_tiny_benchmark import anchor_block
+
+torch.set_num_threads(1)
+ORDER = ["split", "irt", "anchors", "learned", "bank", "validation", "lambdas", "stacks", "calibrators", "selector",
+         "served"]
+
+
+def _state(step) -> dict:
+    """{attribute: digest of its pickled value} of every attribute of ``step`` (the watching wrapper aside)."""
+    return {k: hashlib.sha256(pickle.dumps(v)).hexdigest() for k, v in vars(step).items() if k != "fit"}
+
+
+@pytest.mark.timeout(600)
+def test_each_step_fits_only_its_own_state(monkeypatch):
+    rm, full, train, test = openllm_slice(("arc", "truthfulqa"), 160)
+    walk = []  # (name, fitted attributes it set, the states of every step before and after its fit)
+    make = AnchorPredictor.make_steps
+
+    def watched(self):
+        steps = make(self)
+        every = dict(steps)  # fit takes the split step out of the dict it is given
+        for name, step in every.items():
+            def fit(*args, _name=name, _step=step, _fit=step.fit, **kw):
+                before = {n: _state(s) for n, s in every.items()}
+                out = _fit(*args, **kw)
+                after = {n: _state(s) for n, s in every.items()}
+                walk.append((_name, set(after[_name]) - set(before[_name]), before, after))
+                return out
+            step.fit = fit
+        return steps
+
+    monkeypatch.setattr(AnchorPredictor, "make_steps", watched)
+    pred = AnchorPredictor(n_values=(10,), **{**FAST, "learned": True}).fit(rm, full, train)
+    assert [w[0] for w in walk] == ORDER == list(pred.named_steps)
+    for name, new, before, after in walk:
+        for other in ORDER:
+            if other != name:  # no step writes another's attributes
+                assert after[other] == before[other], f"fitting {name} changed {other}"
+        fitted = {k for k in new if k.endswith("_")}
+        assert new == fitted, f"{name} set non-fitted attributes {new - fitted}"
+        assert not any(k.endswith("_") for k in before[name]), f"{name} had fitted state before its fit"
+    sets = {name: new for name, new, _, _ in walk}
+    assert sets["validation"] == set() and sets["irt"] == {"dim_selection_", "params_", "b_", "v_"}
+    assert all(sets[n] for n in ORDER if n != "validation"), sets
+    st = pred.named_steps
+    assert len(st["learned"].models_) > 0 and st["bank"].banks_ and st["served"].intervals_
+
+
+@pytest.mark.timeout(600)
+def test_the_artifact_rebuilds_the_same_steps(tmp_path):
+    rm, full, train, test = openllm_slice(("arc", "truthfulqa"), 160)
+    pred = AnchorPredictor(n_values=(10,), **{**FAST, "learned": True}).fit(rm, full, train)
+    tb.save_artifact(tb.export_tiny_benchmark(pred, leaderboard="openllm", n=10), None, tmp_path)
+    art = tb.load_artifact(tmp_path)
+    model = tb.load_model(art, learned=True)
+    c, st = art["clustering"], pred.named_steps
+    assert set(model.steps) == {"irt", "anchors", "learned", "bank", "lambdas", "stacks", "calibrators"}
+    for s, A in model.anchor_sets.items():
+        np.testing.assert_array_equal(A.local, st["anchors"].sets_[(c, 10, s)].local)
+    assert set(model.steps["learned"].models_) == {k for k in st["learned"].models_ if k[:2] == (c, 10)}
+    assert model.steps["lambdas"].lambdas_ == {k: v for k, v in st["lambdas"].lambdas_.items() if k[:2] == (c, 10)}
+    got = model.evaluate(anchor_block(art, rm, test))
+    ref = pred.estimate(rm.scores[test], np.arange(len(test)), n_values=[10])
+    ref = ref[ref.clustering == c].set_index(["scenario", "estimator", "model"]).sort_index()
+    for (s, e), cols in got.items():
+        np.testing.assert_allclose(cols["estimate"], ref.loc[(s, e)].estimate.reindex(range(len(test))).to_numpy(),
+                                   atol=1e-12, err_msg=f"{s}/{e}")
