@@ -8,6 +8,7 @@ training-CV APGR (``apgr_family``, as ``gap_report`` chooses) scores the held-ou
 CPT with a bootstrap over all questions. The plain kNN reference (k = 20 nearest training questions by cosine,
 score = the strong model's mean minus the weak one's) runs on the same folds, side by side.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,5 +48,4 @@ def crossfit_gap(E, Y, groups=None, n_folds: int = 5, seed: int = 0, n_boot: int
     keep = ("apgr", "apgr_lo", "apgr_hi", "cpt50", "cpt50_lo", "cpt50_hi", "cpt80", "n_test")
     prod = gap_measures(score, Y[:, weak], Y[:, strong], n_boot=n_boot, seed=seed)
     ref = gap_measures(knn, Y[:, weak], Y[:, strong], n_boot=n_boot, seed=seed)
-    return {"product": {**{k: prod[k] for k in keep}, "families": chosen},
-            "plain_knn": {k: ref[k] for k in keep}}
+    return {"product": {**{k: prod[k] for k in keep}, "families": chosen}, "plain_knn": {k: ref[k] for k in keep}}

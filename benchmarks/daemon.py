@@ -10,6 +10,7 @@ changed drop, run-all started while the daemon refreshes a drop, and 20 runs que
 daemon_converge_seconds, runall_seconds (and their ratio), runs_after_restart, runs_after_runall, false_orphans,
 duplicate_runs, rows_equal_runall, one_drop_partitions, seconds.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,8 +27,13 @@ from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, mach
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-BARS = {"daemon_over_runall": 1.5, "runs_after_restart": 0, "runs_after_runall": 0, "false_orphans": 0,
-        "duplicate_runs": 0}
+BARS = {
+    "daemon_over_runall": 1.5,
+    "runs_after_restart": 0,
+    "runs_after_runall": 0,
+    "false_orphans": 0,
+    "duplicate_runs": 0,
+}
 
 
 def main(argv=None) -> int:
@@ -35,9 +41,13 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--models", type=int, default=60, help="openllm models in the slice (>= 50: estimation runs too)")
     ap.add_argument("--records", type=int, default=60, help="RouterDC questions per scenario")
-    ap.add_argument("--sensor-interval", type=int, default=30,
-                    help="seconds between the refresh sensor's full decisions (the product default, 30; a landing "
-                         "file or a run that changed triggers one at once)")
+    ap.add_argument(
+        "--sensor-interval",
+        type=int,
+        default=30,
+        help="seconds between the refresh sensor's full decisions (the product default, 30; a landing "
+        "file or a run that changed triggers one at once)",
+    )
     ap.add_argument("--queued", type=int, default=20, help="runs queued at once for the false-orphan count")
     ap.add_argument("--workdir", help="keep the two project homes here (default: a temporary folder)")
     args = ap.parse_args(argv)
@@ -75,8 +85,11 @@ def main(argv=None) -> int:
         out["daemon_converge_seconds"] = round(d.wait_converged(timeout_s=1800), 1)
         out["daemon_runs"] = len(d.runs())
         out["daemon_over_runall"] = round(out["daemon_converge_seconds"] / out["runall_seconds"], 2)
-        print(f"daemon alone: {out['daemon_converge_seconds']} s in {out['daemon_runs']} runs "
-              f"({out['daemon_over_runall']}x run-all)", flush=True)
+        print(
+            f"daemon alone: {out['daemon_converge_seconds']} s in {out['daemon_runs']} runs "
+            f"({out['daemon_over_runall']}x run-all)",
+            flush=True,
+        )
         try:
             assert_same_store(d.db, r.db)
             out["rows_equal_runall"] = True
@@ -95,11 +108,18 @@ def main(argv=None) -> int:
         time.sleep(wait_ticks)
         out["runs_after_runall"] = len(ids(r) - before)
         r.stop()
-        print(f"runs launched: after a daemon restart {out['runs_after_restart']}, by a daemon started after run-all "
-              f"{out['runs_after_runall']}", flush=True)
+        print(
+            f"runs launched: after a daemon restart {out['runs_after_restart']}, by a daemon started after run-all "
+            f"{out['runs_after_runall']}",
+            flush=True,
+        )
 
         mark = d.last_storage_id()
-        path = d.incoming / "routerdc" / "gsm8k-train.json" if args.records else d.incoming / "openllm" / "mmlu.responses.parquet"
+        path = (
+            d.incoming / "routerdc" / "gsm8k-train.json"
+            if args.records
+            else d.incoming / "openllm" / "mmlu.responses.parquet"
+        )
         if path.suffix == ".json":
             path.write_text(json.dumps(json.loads(path.read_text())[:-5]))
         else:
@@ -123,8 +143,11 @@ def main(argv=None) -> int:
         counts = collections.Counter((a, k) for a, k, _ in d.materializations(mark))
         out["duplicate_runs"] = sum(1 for n in counts.values() if n > 1)
         out["duplicate_assets"] = sorted(f"{a}[{k}]" for (a, k), n in counts.items() if n > 1)
-        print(f"run-all beside the daemon on one drop: rc {res.returncode}, asset partitions computed twice: "
-              f"{out['duplicate_runs']}", flush=True)
+        print(
+            f"run-all beside the daemon on one drop: rc {res.returncode}, asset partitions computed twice: "
+            f"{out['duplicate_runs']}",
+            flush=True,
+        )
 
         queued = queue_runs(d, "ingest_landing", args.queued)
         t0 = time.monotonic()
@@ -141,8 +164,17 @@ def main(argv=None) -> int:
         r.close()
     out["seconds"] = round(time.perf_counter() - t_all, 1)
     print(f"\n{'figure':<26}{'value':>12}  bar")
-    for k in ("runall_seconds", "daemon_converge_seconds", "daemon_over_runall", "runs_after_restart",
-              "runs_after_runall", "false_orphans", "duplicate_runs", "rows_equal_runall", "seconds"):
+    for k in (
+        "runall_seconds",
+        "daemon_converge_seconds",
+        "daemon_over_runall",
+        "runs_after_restart",
+        "runs_after_runall",
+        "false_orphans",
+        "duplicate_runs",
+        "rows_equal_runall",
+        "seconds",
+    ):
         bar = BARS.get(k)
         print(f"{k:<26}{str(out[k]):>12}  {'' if bar is None else ('<= ' + str(bar))}")
     print(f"one_drop_partitions: {out['one_drop_partitions']}")

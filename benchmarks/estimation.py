@@ -20,6 +20,7 @@ Usage::
 
     flock /tmp/tinybench_heavy.lock .venv/bin/python benchmarks/estimation.py --json OUT.json [--quick]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,10 @@ ADAPTIVE_N = (10, 15, 20, 30)
 # gp-IRT the reference table below reports
 CLUSTERINGS = ("correctness", "irt", "forward")
 # the tutorial's estimators as the issue reports them on this data at n = 30 (accuracy points), for reference
-REFERENCE_N30 = {"random": {"arc": 4.8, "gsm8k": 5.5, "mmlu": 6.4, "truthfulqa": 5.0},
-                 "tutorial_gpirt": {"arc": 2.8, "gsm8k": 3.9, "mmlu": 1.8, "truthfulqa": 2.7}}
+REFERENCE_N30 = {
+    "random": {"arc": 4.8, "gsm8k": 5.5, "mmlu": 6.4, "truthfulqa": 5.0},
+    "tutorial_gpirt": {"arc": 2.8, "gsm8k": 3.9, "mmlu": 1.8, "truthfulqa": 2.7},
+}
 
 
 def default_data_dir() -> Path:
@@ -92,12 +95,22 @@ def ci(summ: pd.DataFrame, est: str, tgt: str, n: int, clustering=None) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", type=Path, help="write the results here")
-    ap.add_argument("--quick", action="store_true", help="1 split of each kind, at most 2,000 training and 800 test models")
+    ap.add_argument(
+        "--quick", action="store_true", help="1 split of each kind, at most 2,000 training and 800 test models"
+    )
     ap.add_argument("--splits", type=int, default=None, help="random model splits (default 3; quick 1)")
-    ap.add_argument("--grouped-splits", type=int, default=None, help="family-grouped splits, the headline (default 5; quick 1)")
-    ap.add_argument("--no-lockbox-line", action="store_true", help="skip the final lockbox line (the lockbox stays out of every split)")
+    ap.add_argument(
+        "--grouped-splits", type=int, default=None, help="family-grouped splits, the headline (default 5; quick 1)"
+    )
+    ap.add_argument(
+        "--no-lockbox-line",
+        action="store_true",
+        help="skip the final lockbox line (the lockbox stays out of every split)",
+    )
     ap.add_argument("--data-dir", type=Path, default=None)
-    ap.add_argument("--threads", type=int, default=2, help="CPU cores: splits run in this many one-thread worker processes")
+    ap.add_argument(
+        "--threads", type=int, default=2, help="CPU cores: splits run in this many one-thread worker processes"
+    )
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--csv", type=Path, default=None, help="also write the summary table as CSV")
     args = ap.parse_args(argv)
@@ -115,19 +128,30 @@ def main(argv=None) -> int:
     groups = model_groups(matrix.models, aggregate_table(data_dir)).to_numpy()
     box = lockbox_mask(groups)
     gsum = group_summary(pd.Series(groups))
-    print(f"model families (org x base arch/size, core/groups.py): {gsum['n_groups']} groups for {gsum['n_models']} models, "
-          f"{gsum['singletons']} singletons; largest: {gsum['largest']}")
+    print(
+        f"model families (org x base arch/size, core/groups.py): {gsum['n_groups']} groups for {gsum['n_models']} models, "
+        f"{gsum['singletons']} singletons; largest: {gsum['largest']}"
+    )
     print(f"lockbox: {int(box.sum())} models of {len(np.unique(groups[box]))} groups, in no development split")
     n_random = args.splits if args.splits is not None else (1 if args.quick else 3)
     n_grouped = args.grouped_splits if args.grouped_splits is not None else (1 if args.quick else 5)
     caps = dict(max_train_models=2000 if args.quick else None, max_test_models=800 if args.quick else None)
-    plan = (split_plan(len(groups), ("grouped",), n_grouped, 0.2, args.seed, groups=groups, exclude=box, **caps)
-            + split_plan(len(groups), ("random",), n_random, 0.2, args.seed, exclude=box, **caps))
+    plan = split_plan(
+        len(groups), ("grouped",), n_grouped, 0.2, args.seed, groups=groups, exclude=box, **caps
+    ) + split_plan(len(groups), ("random",), n_random, 0.2, args.seed, exclude=box, **caps)
     if not args.no_lockbox_line:  # fitted on every development model, tested on the lockbox: read only in the last line
         plan.append(("lockbox", np.flatnonzero(~box), np.flatnonzero(box)))
-    res = run_backtest(matrix, full, splits=plan, seed=args.seed,
-                       predictor_params={"n_values": N_VALUES, "clusterings": CLUSTERINGS}, adaptive_n=ADAPTIVE_N, n_jobs=args.threads, verbose=True,
-                       groups=groups)  # every predictor's validation models are whole families too
+    res = run_backtest(
+        matrix,
+        full,
+        splits=plan,
+        seed=args.seed,
+        predictor_params={"n_values": N_VALUES, "clusterings": CLUSTERINGS},
+        adaptive_n=ADAPTIVE_N,
+        n_jobs=args.threads,
+        verbose=True,
+        groups=groups,
+    )  # every predictor's validation models are whole families too
     seconds = time.perf_counter() - t0
     e_all = res.estimates
     by_kind = summarize_by_kind(e_all)
@@ -151,12 +175,26 @@ def main(argv=None) -> int:
         for (s_, lab), row in sd.iterrows():
             out[f"sd_{tgt}"].setdefault(s_, {})[lab] = {int(n): round(float(v), 3) for n, v in row.items()}
 
-    cols = ["scenario", "estimator", "n", "mae_t1", "mae_t1_lo", "mae_t1_hi", "coverage_t1", "width_t1", "mae_t2",
-            "mae_t2_lo", "mae_t2_hi", "coverage_t2"]
+    cols = [
+        "scenario",
+        "estimator",
+        "n",
+        "mae_t1",
+        "mae_t1_lo",
+        "mae_t1_hi",
+        "coverage_t1",
+        "width_t1",
+        "mae_t2",
+        "mae_t2_lo",
+        "mae_t2_hi",
+        "coverage_t2",
+    ]
     for kind, sm in (("grouped", grouped), ("random", summ)):
         sel = sm[sm.estimator.isin(["tinybench", "tinybench_own", "adaptive", "random"])]
-        print(f"\n=== {kind} splits: served estimators, MAE (points) with 95% bootstrap interval over test models, "
-              "coverage and width of 90% intervals ===")
+        print(
+            f"\n=== {kind} splits: served estimators, MAE (points) with 95% bootstrap interval over test models, "
+            "coverage and width of 90% intervals ==="
+        )
         print(sel[cols].round(3).to_string(index=False))
 
     def mean_at(sm, est, tgt, n=30, clustering=None, scenario=None):
@@ -182,8 +220,10 @@ def main(argv=None) -> int:
         "tinybench_t2": {int(n): round(float(in2[tb & ok2 & (e.n == n)].mean()), 4) for n in N_VALUES},
         "all_estimators_t1": round(float(in1.mean()), 4),
         "all_estimators_t2": round(float(in2[ok2].mean()), 4),
-        "min_group_t1": round(float(grp.coverage_t1.min()), 4), "max_group_t1": round(float(grp.coverage_t1.max()), 4),
-        "min_group_t2": round(float(grp.coverage_t2.min()), 4), "max_group_t2": round(float(grp.coverage_t2.max()), 4),
+        "min_group_t1": round(float(grp.coverage_t1.min()), 4),
+        "max_group_t1": round(float(grp.coverage_t1.max()), 4),
+        "min_group_t2": round(float(grp.coverage_t2.min()), 4),
+        "max_group_t2": round(float(grp.coverage_t2.max()), 4),
         "note": "random splits; groups = scenario x clustering x estimator x n, pooled over splits",
     }
     g30 = grouped[grouped.n == 30].set_index(["scenario", "estimator"]).sort_index()
@@ -196,75 +236,112 @@ def main(argv=None) -> int:
     static_own = {n: mean_at(grouped, "tinybench_own", "t1", n) for n in N_VALUES}
     lock = by_kind.get("lockbox")
     lock_t1 = mean_at(lock, "tinybench", "t1") if lock is not None else float("nan")
-    cov_ok = all(0.85 <= v <= 0.95 for v in list(coverage90["tinybench_t1"].values()) + list(coverage90["tinybench_t2"].values()))
-    out.update({
-        "best_t1_n30_mean": round(best_t1, 3),
-        "best_t2_n30_mean": round(best_t2, 3),
-        "best_own_t1_n30_mean": round(mean30("tinybench_own", "t1"), 3),
-        "best_own_t2_n30_mean": round(mean30("tinybench_own", "t2"), 3),
-        "tutorial_gpirt_t1_n30_mean": {c: round(mean30("gpirt", "t1", c), 3) for c in ("correctness", "irt")},
-        "random_t1_n30_mean": round(mean30("random", "t1"), 3),
-        "coverage90": coverage90,
-        # issue 11: family-grouped splits are the headline; own = this scenario's n answers only, joint = all
-        # scenarios' anchors (4 x the answers)
-        "grouped_t1_n30_own": round(g_own, 3),
-        "grouped_t1_n30_joint": round(g_joint, 3),
-        "grouped_t2_n30": round(g_t2, 3),
-        "grouped_t1_n10_joint": round(g_n10, 3),
-        "adaptive_t1_n15": round(adaptive[15], 3),
-        "static_t1_n30_own": round(static_own[30], 3),
-        "adaptive_t1_by_n": {int(n): round(v, 3) for n, v in adaptive.items()},
-        "static_own_t1_by_n": {int(n): round(v, 3) for n, v in static_own.items()},
-        "coverage90_by_scenario": cov_by_scen,
-        "coverage90_by_scenario_own": cov_by_scen_own,
-        "lockbox_t1_n30": round(lock_t1, 3),
-        "n_groups": int(gsum["n_groups"]),
-        "n_lockbox_models": int(box.sum()),
-        "grouped_ci95": {k: ci(grouped, *k.split("|")[:2], int(k.split("|")[2])) for k in
-                         ("tinybench|t1|30", "tinybench_own|t1|30", "tinybench|t2|30", "tinybench|t1|10", "adaptive|t1|15")},
-        "bars": {"best_t1_n30_mean<=2.3": best_t1 <= 2.3, "best_t2_n30_mean<=2.0": best_t2 <= 2.0,
-                 "tinybench_coverage90_in_[0.85,0.95]": cov_ok,
-                 "grouped_t1_n30_own<=2.3": g_own <= 2.3, "grouped_t1_n30_joint<=2.0": g_joint <= 2.0,
-                 "grouped_t2_n30<=2.0": g_t2 <= 2.0, "grouped_t1_n10_joint<=3.5": g_n10 <= 3.5,
-                 "coverage90_by_scenario_in_[0.87,0.93]": all(0.87 <= v <= 0.93 for v in cov_by_scen.values()),
-                 "adaptive_t1_n15<=static_t1_n30_own": adaptive[15] <= static_own[30],
-                 "lockbox_within_0.5_of_grouped": abs(lock_t1 - g_joint) <= 0.5},
-        "reference_n30": REFERENCE_N30,
-        "selection": res.selection.to_dict(orient="records"),
-        "dims": res.dims.to_dict(orient="records"),
-        "timings": res.timings.to_dict(orient="records"),
-        "config": {"n_splits": n_random, "n_grouped_splits": n_grouped, "quick": args.quick, "seed": args.seed,
-                   "n_values": list(N_VALUES), "adaptive_n": list(ADAPTIVE_N), "threads": args.threads,
-                   "seconds": round(seconds, 1)},
-        "best_estimator_definition": "tinybench: per scenario and n, the estimator (one anchor clustering for all "
-                                     "scenarios) with the lowest validation MAE on held-out TRAINING models",
-    })
-    print(f"\n=== headline: {n_grouped} family-GROUPED splits (lockbox excluded), n=30 unless said, mean of 4 scenarios, "
-          "95% bootstrap intervals over test models ===")
+    cov_ok = all(
+        0.85 <= v <= 0.95 for v in list(coverage90["tinybench_t1"].values()) + list(coverage90["tinybench_t2"].values())
+    )
+    out.update(
+        {
+            "best_t1_n30_mean": round(best_t1, 3),
+            "best_t2_n30_mean": round(best_t2, 3),
+            "best_own_t1_n30_mean": round(mean30("tinybench_own", "t1"), 3),
+            "best_own_t2_n30_mean": round(mean30("tinybench_own", "t2"), 3),
+            "tutorial_gpirt_t1_n30_mean": {c: round(mean30("gpirt", "t1", c), 3) for c in ("correctness", "irt")},
+            "random_t1_n30_mean": round(mean30("random", "t1"), 3),
+            "coverage90": coverage90,
+            # issue 11: family-grouped splits are the headline; own = this scenario's n answers only, joint = all
+            # scenarios' anchors (4 x the answers)
+            "grouped_t1_n30_own": round(g_own, 3),
+            "grouped_t1_n30_joint": round(g_joint, 3),
+            "grouped_t2_n30": round(g_t2, 3),
+            "grouped_t1_n10_joint": round(g_n10, 3),
+            "adaptive_t1_n15": round(adaptive[15], 3),
+            "static_t1_n30_own": round(static_own[30], 3),
+            "adaptive_t1_by_n": {int(n): round(v, 3) for n, v in adaptive.items()},
+            "static_own_t1_by_n": {int(n): round(v, 3) for n, v in static_own.items()},
+            "coverage90_by_scenario": cov_by_scen,
+            "coverage90_by_scenario_own": cov_by_scen_own,
+            "lockbox_t1_n30": round(lock_t1, 3),
+            "n_groups": int(gsum["n_groups"]),
+            "n_lockbox_models": int(box.sum()),
+            "grouped_ci95": {
+                k: ci(grouped, *k.split("|")[:2], int(k.split("|")[2]))
+                for k in (
+                    "tinybench|t1|30",
+                    "tinybench_own|t1|30",
+                    "tinybench|t2|30",
+                    "tinybench|t1|10",
+                    "adaptive|t1|15",
+                )
+            },
+            "bars": {
+                "best_t1_n30_mean<=2.3": best_t1 <= 2.3,
+                "best_t2_n30_mean<=2.0": best_t2 <= 2.0,
+                "tinybench_coverage90_in_[0.85,0.95]": cov_ok,
+                "grouped_t1_n30_own<=2.3": g_own <= 2.3,
+                "grouped_t1_n30_joint<=2.0": g_joint <= 2.0,
+                "grouped_t2_n30<=2.0": g_t2 <= 2.0,
+                "grouped_t1_n10_joint<=3.5": g_n10 <= 3.5,
+                "coverage90_by_scenario_in_[0.87,0.93]": all(0.87 <= v <= 0.93 for v in cov_by_scen.values()),
+                "adaptive_t1_n15<=static_t1_n30_own": adaptive[15] <= static_own[30],
+                "lockbox_within_0.5_of_grouped": abs(lock_t1 - g_joint) <= 0.5,
+            },
+            "reference_n30": REFERENCE_N30,
+            "selection": res.selection.to_dict(orient="records"),
+            "dims": res.dims.to_dict(orient="records"),
+            "timings": res.timings.to_dict(orient="records"),
+            "config": {
+                "n_splits": n_random,
+                "n_grouped_splits": n_grouped,
+                "quick": args.quick,
+                "seed": args.seed,
+                "n_values": list(N_VALUES),
+                "adaptive_n": list(ADAPTIVE_N),
+                "threads": args.threads,
+                "seconds": round(seconds, 1),
+            },
+            "best_estimator_definition": "tinybench: per scenario and n, the estimator (one anchor clustering for all "
+            "scenarios) with the lowest validation MAE on held-out TRAINING models",
+        }
+    )
+    print(
+        f"\n=== headline: {n_grouped} family-GROUPED splits (lockbox excluded), n=30 unless said, mean of 4 scenarios, "
+        "95% bootstrap intervals over test models ==="
+    )
     print(f"T1 own budget (30 answers per scenario)      {ci(grouped, 'tinybench_own', 't1', 30)}   (bar <= 2.3)")
     print(f"T1 joint (all 4 scenarios' anchors, 4 x 30)  {ci(grouped, 'tinybench', 't1', 30)}   (bar <= 2.0)")
     print(f"T2 joint                                     {ci(grouped, 'tinybench', 't2', 30)}   (bar <= 2.0)")
     print(f"T1 joint at n=10                             {ci(grouped, 'tinybench', 't1', 10)}   (bar <= 3.5)")
     print(f"coverage of the served 90% intervals per scenario (T1, n=30): joint {cov_by_scen}  own {cov_by_scen_own}")
-    print("adaptive (own budget: n items of this scenario) vs static own anchors, T1 MAE:  "
-          + "  ".join(f"n={n}: {adaptive[n]:.2f}" for n in ADAPTIVE_N) + "   |   static own "
-          + "  ".join(f"n={n}: {v:.2f}" for n, v in static_own.items()))
+    print(
+        "adaptive (own budget: n items of this scenario) vs static own anchors, T1 MAE:  "
+        + "  ".join(f"n={n}: {adaptive[n]:.2f}" for n in ADAPTIVE_N)
+        + "   |   static own "
+        + "  ".join(f"n={n}: {v:.2f}" for n, v in static_own.items())
+    )
     print(f"adaptive n=15 {adaptive[15]:.3f} vs static own n=30 {static_own[30]:.3f} (bar: at or below)")
-    print(f"\nrandom splits ({n_random}, the figures quoted before issue 11): tinybench T1 {best_t1:.3f}  T2 {best_t2:.3f}  "
-          f"own T1 {out['best_own_t1_n30_mean']:.3f}  T2 {out['best_own_t2_n30_mean']:.3f}")
-    print("\n=== at n=30, T1 MAE (points) per scenario (random splits): random and tutorial gp-IRT, ours vs the issue's reference ===")
+    print(
+        f"\nrandom splits ({n_random}, the figures quoted before issue 11): tinybench T1 {best_t1:.3f}  T2 {best_t2:.3f}  "
+        f"own T1 {out['best_own_t1_n30_mean']:.3f}  T2 {out['best_own_t2_n30_mean']:.3f}"
+    )
+    print(
+        "\n=== at n=30, T1 MAE (points) per scenario (random splits): random and tutorial gp-IRT, ours vs the issue's reference ==="
+    )
     for s_ in SCENARIOS:
         ours_r = mean30("random", "t1", scenario=s_)
         ours_g = {c: mean30("gpirt", "t1", c, s_) for c in ("correctness", "irt")}
         best_ = mean30("tinybench", "t1", scenario=s_)
-        print(f"  {s_:<11} random {ours_r:5.2f} (ref {REFERENCE_N30['random'][s_]:.1f})   gp-IRT correctness {ours_g['correctness']:5.2f}"
-              f" / irt {ours_g['irt']:5.2f} (ref {REFERENCE_N30['tutorial_gpirt'][s_]:.1f})   tinybench {best_:5.2f}")
+        print(
+            f"  {s_:<11} random {ours_r:5.2f} (ref {REFERENCE_N30['random'][s_]:.1f})   gp-IRT correctness {ours_g['correctness']:5.2f}"
+            f" / irt {ours_g['irt']:5.2f} (ref {REFERENCE_N30['tutorial_gpirt'][s_]:.1f})   tinybench {best_:5.2f}"
+        )
     print(f"tinybench 90% coverage T1 {coverage90['tinybench_t1']}  T2 {coverage90['tinybench_t2']}")
     print(f"total {seconds:.1f}s")
     if lock is not None:
-        print(f"\nLOCKBOX (fixed grouped split, {int(box.sum())} models never used in development; read once here): "
-              f"T1 joint n=30 {ci(lock, 'tinybench', 't1', 30)}  own {ci(lock, 'tinybench_own', 't1', 30)}  "
-              f"vs grouped mean {g_joint:.2f} (bar: within 0.5)")
+        print(
+            f"\nLOCKBOX (fixed grouped split, {int(box.sum())} models never used in development; read once here): "
+            f"T1 joint n=30 {ci(lock, 'tinybench', 't1', 30)}  own {ci(lock, 'tinybench_own', 't1', 30)}  "
+            f"vs grouped mean {g_joint:.2f} (bar: within 0.5)"
+        )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({**out, "meta": run_meta()}, indent=1, default=str))

@@ -28,6 +28,7 @@ measured 200-epoch time; its log-loss is then not available), the real-data sect
 RouterDC and arc, the large scale case is 1,000 x 30,000 instead of 5,000 x 30,000, and the
 lr sweep runs fewer settings. Every such figure is labelled in the JSON.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -143,8 +144,20 @@ def evaluate(params, y, hold, truth_b=None):
     return out
 
 
-def compare(name, y, dim, *, epochs_full, epochs_short, quick, truth_b=None, tutorial_lr=0.1, fallback_lr=None,
-            repeats=3, pyirt_short_repeats=1):
+def compare(
+    name,
+    y,
+    dim,
+    *,
+    epochs_full,
+    epochs_short,
+    quick,
+    truth_b=None,
+    tutorial_lr=0.1,
+    fallback_lr=None,
+    repeats=3,
+    pyirt_short_repeats=1,
+):
     """tinybench vs py-irt at epochs_full (unless quick) and epochs_short on one matrix."""
     from tinybench_assets.core.irt.pyirt import DEFAULT_LR
 
@@ -159,14 +172,24 @@ def compare(name, y, dim, *, epochs_full, epochs_short, quick, truth_b=None, tut
         fits.append(prm)
     ours = fits[0]
     same = all(np.array_equal(f.a, ours.a) and np.array_equal(f.theta, ours.theta) for f in fits[1:])
-    res["tinybench"] = {"seconds": float(np.median(times)), "seconds_all_runs": times,
-                        "n_iter": ours.n_iter, "n_evals": ours.info["n_evals"], "converged": ours.info["converged"],
-                        "identical_across_runs": bool(same), **evaluate(ours, y, hold, truth_b)}
+    res["tinybench"] = {
+        "seconds": float(np.median(times)),
+        "seconds_all_runs": times,
+        "n_iter": ours.n_iter,
+        "n_evals": ours.info["n_evals"],
+        "converged": ours.info["converged"],
+        "identical_across_runs": bool(same),
+        **evaluate(ours, y, hold, truth_b),
+    }
     for label, epochs in (("pyirt_200", epochs_short), ("pyirt_2000", epochs_full)):
         if label == "pyirt_2000" and quick:
             short = res["pyirt_200"]
-            res[label] = {"seconds": short["seconds"] * epochs_full / epochs_short, "lr": short["lr"],
-                          "extrapolated": True, "note": f"EXTRAPOLATED: 10 x the measured {epochs_short}-epoch time"}
+            res[label] = {
+                "seconds": short["seconds"] * epochs_full / epochs_short,
+                "lr": short["lr"],
+                "extrapolated": True,
+                "note": f"EXTRAPOLATED: 10 x the measured {epochs_short}-epoch time",
+            }
             continue
         entry = {"epochs": epochs, "lr": tutorial_lr}
         params, sec, note = run_pyirt(y_train, dim, epochs, tutorial_lr)
@@ -184,7 +207,8 @@ def compare(name, y, dim, *, epochs_full, epochs_short, quick, truth_b=None, tut
         if params is not None:
             entry.update(evaluate(params, y, hold, truth_b))
             entry["pred_corr_with_tinybench"] = float(
-                np.corrcoef(params.predict_proba().ravel(), ours.predict_proba().ravel())[0, 1])
+                np.corrcoef(params.predict_proba().ravel(), ours.predict_proba().ravel())[0, 1]
+            )
         res[label] = entry
         print(f"  [{name}] {label}: {sec:.1f}s lr={entry['lr']} {note}", flush=True)
     for label in ("pyirt_200", "pyirt_2000"):
@@ -205,8 +229,8 @@ def scale_child(m, i, d, seed, out_path, device="cpu"):
     b = rng.normal(0.0, 1.2, i).astype(np.float32)
     y = np.empty((m, i), dtype=np.uint8)
     for r0 in range(0, m, 500):  # generated in row blocks, stored as uint8
-        z = theta[r0:r0 + 500] @ a.T - b
-        y[r0:r0 + 500] = rng.random(z.shape, dtype=np.float32) < 1.0 / (1.0 + np.exp(-z))
+        z = theta[r0 : r0 + 500] @ a.T - b
+        y[r0 : r0 + 500] = rng.random(z.shape, dtype=np.float32) < 1.0 / (1.0 + np.exp(-z))
     rss_data = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     t = time.perf_counter()
     if device.startswith("cuda"):
@@ -216,9 +240,19 @@ def scale_child(m, i, d, seed, out_path, device="cpu"):
         torch.cuda.synchronize()
     sec = time.perf_counter() - t
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # KiB on Linux -> GB (1e6 KiB)
-    out = {"shape": [m, i], "dim": d, "seconds": sec, "peak_rss_gb": peak, "peak_rss_gb_before_fit": rss_data,
-           "n_iter": params.n_iter, "n_evals": params.info["n_evals"], "converged": params.info["converged"],
-           "difficulty_spearman": spearman(params.b, b), "torch_threads": torch.get_num_threads(), "device": device}
+    out = {
+        "shape": [m, i],
+        "dim": d,
+        "seconds": sec,
+        "peak_rss_gb": peak,
+        "peak_rss_gb_before_fit": rss_data,
+        "n_iter": params.n_iter,
+        "n_evals": params.info["n_evals"],
+        "converged": params.info["converged"],
+        "difficulty_spearman": spearman(params.b, b),
+        "torch_threads": torch.get_num_threads(),
+        "device": device,
+    }
     if device.startswith("cuda"):
         out["peak_gpu_gb"] = torch.cuda.max_memory_allocated() / 1e9
         out["gpu"] = torch.cuda.get_device_name()
@@ -250,10 +284,16 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", required=False, help="write results here")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--lr-study", action="store_true",
-                    help="also run section 4's py-irt learning-rate sweep and under-fit check (about 30 minutes more)")
-    ap.add_argument("--device", default="auto", help="device of the scale figures besides the CPU: auto (cuda when "
-                    "available), cpu, cuda")
+    ap.add_argument(
+        "--lr-study",
+        action="store_true",
+        help="also run section 4's py-irt learning-rate sweep and under-fit check (about 30 minutes more)",
+    )
+    ap.add_argument(
+        "--device",
+        default="auto",
+        help="device of the scale figures besides the CPU: auto (cuda when available), cpu, cuda",
+    )
     ap.add_argument("--scale-child", nargs=6, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.scale_child:
@@ -270,14 +310,20 @@ def main():
     t_all = time.perf_counter()
     fit_irt(np.random.default_rng(0).integers(0, 2, (20, 30)).astype(float), dim=2)  # warm-up
     quick = args.quick
-    out = {"quick": quick, "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
-           "cpu_count": os.cpu_count(), "pyirt_default_lr": DEFAULT_LR}
+    out = {
+        "quick": quick,
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+        "cpu_count": os.cpu_count(),
+        "pyirt_default_lr": DEFAULT_LR,
+    }
 
     # 1. synthetic
     print("== 1. synthetic 300 x 5000, D=2 (10% held out)", flush=True)
     y, theta, a, b, p = synthetic_2pl(300, 5000, 2, seed=0)
-    syn = compare("synthetic", y, 2, epochs_full=2000, epochs_short=200, quick=quick, truth_b=b,
-                  repeats=5, pyirt_short_repeats=2)
+    syn = compare(
+        "synthetic", y, 2, epochs_full=2000, epochs_short=200, quick=quick, truth_b=b, repeats=5, pyirt_short_repeats=2
+    )
     _, hold = holdout(y)
     syn["oracle_heldout_logloss"] = logloss(p[hold], y[hold])
     out["synthetic_300x5000"] = syn
@@ -297,8 +343,13 @@ def main():
         for _ in range(3):
             prm, sec = run_tinybench(y_train, 2, **kw)
             secs.append(sec)
-        opt_cmp[name] = {"seconds": float(np.median(secs)), "n_iter": prm.n_iter, "n_evals": prm.info["n_evals"],
-                         "objective": prm.loss, **evaluate(prm, y, hold, b)}
+        opt_cmp[name] = {
+            "seconds": float(np.median(secs)),
+            "n_iter": prm.n_iter,
+            "n_evals": prm.info["n_evals"],
+            "objective": prm.loss,
+            **evaluate(prm, y, hold, b),
+        }
     out["optimizer_comparison_synthetic"] = opt_cmp
 
     # 2. real data
@@ -333,11 +384,18 @@ def main():
     if DATA.exists():
         yr = load_routerdc()
         y_train, hold = holdout(yr)
-        grid = [(lr, d) for d in (2, 5) for lr in (0.1, 0.03, 0.02, 0.01)] if args.lr_study else [(0.1, 2), (DEFAULT_LR, 2)]
+        grid = (
+            [(lr, d) for d in (2, 5) for lr in (0.1, 0.03, 0.02, 0.01)]
+            if args.lr_study
+            else [(0.1, 2), (DEFAULT_LR, 2)]
+        )
         for lr, d in grid:
             prm, sec, note = run_pyirt(y_train, d, 2000, lr)
-            stab[f"lr={lr},D={d}"] = {"result": note, "seconds": sec,
-                                      "heldout_logloss": None if prm is None else evaluate(prm, yr, hold)["heldout_logloss"]}
+            stab[f"lr={lr},D={d}"] = {
+                "result": note,
+                "seconds": sec,
+                "heldout_logloss": None if prm is None else evaluate(prm, yr, hold)["heldout_logloss"],
+            }
             print(f"  lr={lr} D={d}: {note}", flush=True)
         for d in (2, 5):
             ours, sec = run_tinybench(y_train, d)
@@ -353,8 +411,11 @@ def main():
             y_train, hold = holdout(yy)
             for lr in sorted({0.01, DEFAULT_LR}):
                 prm, sec, note = run_pyirt(y_train, 2, 2000, lr)
-                under[f"{name},lr={lr}"] = {"result": note, "seconds": sec, "heldout_logloss":
-                                            None if prm is None else evaluate(prm, yy, hold)["heldout_logloss"]}
+                under[f"{name},lr={lr}"] = {
+                    "result": note,
+                    "seconds": sec,
+                    "heldout_logloss": None if prm is None else evaluate(prm, yy, hold)["heldout_logloss"],
+                }
                 print(f"  {name} lr={lr}: {note}", flush=True)
     out["pyirt_lr_fit_quality"] = under
 
@@ -365,8 +426,12 @@ def main():
             yr = load_routerdc() if name.startswith("routerdc") else load_openllm(name)
             t = time.perf_counter()
             sel = select_dimension(yr, candidates=(1, 2, 5, 10), seed=0)
-            dims[name] = {"best_dim": sel.best_dim, "errors": {str(k): v for k, v in sel.errors.items()},
-                          "bias": {str(k): v for k, v in sel.bias.items()}, "seconds": time.perf_counter() - t}
+            dims[name] = {
+                "best_dim": sel.best_dim,
+                "errors": {str(k): v for k, v in sel.errors.items()},
+                "bias": {str(k): v for k, v in sel.bias.items()},
+                "seconds": time.perf_counter() - t,
+            }
     out["select_dimension"] = dims
 
     # headline keys
@@ -386,7 +451,8 @@ def main():
         "speedup_vs_pyirt_200>=30": out["speedup_vs_pyirt_200"] >= 30,
         "logloss<=pyirt_200+0.002": out["logloss_pyirt_200"] is not None
         and out["logloss_tinybench"] <= out["logloss_pyirt_200"] + 0.002,
-        "logloss<=pyirt_2000+0.002": None if out["logloss_pyirt_2000"] is None
+        "logloss<=pyirt_2000+0.002": None
+        if out["logloss_pyirt_2000"] is None
         else out["logloss_tinybench"] <= out["logloss_pyirt_2000"] + 0.002,
         "difficulty_spearman>=0.98": out["difficulty_spearman"] >= 0.98,
         "scale_400x28659<90s": out["scale_400x28659_seconds"] < 90,
@@ -405,25 +471,44 @@ def main():
             sp = "" if label == "tinybench" else fmt(res[f"speedup_vs_{label}"], 1) + "x"
             rho = r.get("difficulty_spearman_b_eff") if label != "tinybench" else r.get("difficulty_spearman_b")
             tag = label + ("*" if r.get("extrapolated") else "")
-            print(f"{name:<22}{tag:<12}{fmt(r.get('lr', ''), 2):>6}{fmt(r['seconds'], 1):>9}{sp:>9}"
-                  f"{fmt(r.get('heldout_logloss')):>12}{fmt(r.get('heldout_accuracy'), 3):>8}{fmt(rho, 3):>9}")
+            print(
+                f"{name:<22}{tag:<12}{fmt(r.get('lr', ''), 2):>6}{fmt(r['seconds'], 1):>9}{sp:>9}"
+                f"{fmt(r.get('heldout_logloss')):>12}{fmt(r.get('heldout_accuracy'), 3):>8}{fmt(rho, 3):>9}"
+            )
     if quick:
         print("* extrapolated from the 200-epoch run (--quick)")
     print()
     for key in [k for k in out if k.startswith("scale_") and isinstance(out[k], dict) and "seconds" in out[k]]:
         r = out[key]
-        print(f"{key}: {r['seconds']:.1f}s fit, peak RSS {r['peak_rss_gb']:.2f} GB "
-              f"(before fit {r['peak_rss_gb_before_fit']:.2f} GB), {r['n_iter']} L-BFGS iterations, {r.get('device', 'cpu')}"
-              + (f", peak GPU memory {r['peak_gpu_gb']:.2f} GB" if "peak_gpu_gb" in r else ""))
-    print("\noptimizer (synthetic):", {k: (round(v["seconds"], 2), v["n_iter"], round(v["heldout_logloss"], 5))
-                                       for k, v in opt_cmp.items()})
-    print("py-irt lr stability (RouterDC):", {k: v["result"][:8] + (f" {v['heldout_logloss']:.4f}" if v.get("heldout_logloss") else "")
-                                              for k, v in stab.items()})
+        print(
+            f"{key}: {r['seconds']:.1f}s fit, peak RSS {r['peak_rss_gb']:.2f} GB "
+            f"(before fit {r['peak_rss_gb_before_fit']:.2f} GB), {r['n_iter']} L-BFGS iterations, {r.get('device', 'cpu')}"
+            + (f", peak GPU memory {r['peak_gpu_gb']:.2f} GB" if "peak_gpu_gb" in r else "")
+        )
+    print(
+        "\noptimizer (synthetic):",
+        {k: (round(v["seconds"], 2), v["n_iter"], round(v["heldout_logloss"], 5)) for k, v in opt_cmp.items()},
+    )
+    print(
+        "py-irt lr stability (RouterDC):",
+        {
+            k: v["result"][:8] + (f" {v['heldout_logloss']:.4f}" if v.get("heldout_logloss") else "")
+            for k, v in stab.items()
+        },
+    )
     if under:
-        print("py-irt lr fit quality (2000 epochs, held-out log-loss):",
-              {k: (round(v["heldout_logloss"], 4) if v["heldout_logloss"] is not None else v["result"]) for k, v in under.items()})
+        print(
+            "py-irt lr fit quality (2000 epochs, held-out log-loss):",
+            {
+                k: (round(v["heldout_logloss"], 4) if v["heldout_logloss"] is not None else v["result"])
+                for k, v in under.items()
+            },
+        )
     if dims:
-        print("select_dimension:", {k: (v["best_dim"], {d: round(e, 4) for d, e in v["errors"].items()}) for k, v in dims.items()})
+        print(
+            "select_dimension:",
+            {k: (v["best_dim"], {d: round(e, 4) for d, e in v["errors"].items()}) for k, v in dims.items()},
+        )
     print("bars:", out["bars"])
     print(f"total {out['total_seconds']:.0f}s")
     if args.json:

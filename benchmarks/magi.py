@@ -19,6 +19,7 @@ IRT fit, optimizer) sees the voters and the tune half of the non-voters only; th
 on the held-out eval half (top-10 std, Kendall tau of the eval top 50 against their real full-benchmark scores,
 weakest non-guesser) and on the voters (penalties). Runs on 2 CPU threads.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -51,13 +52,36 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)
 
 SCENARIOS = ("arc", "gsm8k", "mmlu", "truthfulqa")
-CONTRACT = ("size", "fraction_of_pool", "top10_std", "top10_std_ratio", "mean_voter_penalty", "max_voter_penalty",
-            "min_score", "guesser_advantage", "kendall_tau_nonvoters", "seconds")
+CONTRACT = (
+    "size",
+    "fraction_of_pool",
+    "top10_std",
+    "top10_std_ratio",
+    "mean_voter_penalty",
+    "max_voter_penalty",
+    "min_score",
+    "guesser_advantage",
+    "kendall_tau_nonvoters",
+    "seconds",
+)
 ORDER = ("full", "mean_score", "irt", "irt_information", "ref_vs_voters", "irt_discrimination", "top_discrimination")
-SPREAD_ONLY = {"balanced": False, "stratify": False, "irt_scope": "pooled", "validity_top": 100, "min_validity": None,
-               "information": "raw"}
-EXTRA = ("kendall_tau_tune", "top10_std_ratio_tune", "top10_std_voters", "mean_abs_voter_penalty", "chance",
-         "reference_score", "top10_std_all")
+SPREAD_ONLY = {
+    "balanced": False,
+    "stratify": False,
+    "irt_scope": "pooled",
+    "validity_top": 100,
+    "min_validity": None,
+    "information": "raw",
+}
+EXTRA = (
+    "kendall_tau_tune",
+    "top10_std_ratio_tune",
+    "top10_std_voters",
+    "mean_abs_voter_penalty",
+    "chance",
+    "reference_score",
+    "top10_std_all",
+)
 
 
 def load_openllm(data: Path):
@@ -79,9 +103,12 @@ def figures(result, t_full: float) -> dict:
     rows["full"]["kendall_tau_tune"] = result.full_metrics["kendall_tau_nonvoters"]
     rows["full"]["top10_std_tune"] = result.full_metrics["top10_std"]
     for method, res in result.methods.items():
-        rows[method] = {**res.eval_metrics, "seconds": res.seconds,
-                        "kendall_tau_tune": res.chosen.metrics["kendall_tau_nonvoters"],
-                        "top10_std_tune": res.chosen.metrics["top10_std"]}
+        rows[method] = {
+            **res.eval_metrics,
+            "seconds": res.seconds,
+            "kendall_tau_tune": res.chosen.metrics["kendall_tau_nonvoters"],
+            "top10_std_tune": res.chosen.metrics["top10_std"],
+        }
     base, base_t = rows["full"]["top10_std"], rows["full"]["top10_std_tune"]
     out = {}
     for method in ORDER:
@@ -113,7 +140,8 @@ def bars(out: dict, stage: float) -> dict:
         "subset_le_1/5_std_ge_3x_penalty_le_0.5": any(meets_3x_bar(out[m]) for m in out if m != "full"),
         "irt_information_ge_2.5x": info["top10_std_ratio"] >= 2.5,
         "subset_le_1/5_std_ge_3x_penalty_le_0.5_tau_above_0": any(
-            meets_3x_bar(out[m]) and tau_above_0(out[m]) for m in out if m != "full"),
+            meets_3x_bar(out[m]) and tau_above_0(out[m]) for m in out if m != "full"
+        ),
         "irt_information_ge_2.5x_tau_above_0": info["top10_std_ratio"] >= 2.5 and tau_above_0(info),
         "stage_under_180s": stage < 180,
     }
@@ -129,25 +157,55 @@ def variants(setup, trials: int, seed: int) -> pd.DataFrame:
         for stratify in (False, True):
             for scope in ("pooled", "scenario"):
                 for top in (0, 50, 100, 200, 400):  # 0: guard off
-                    opts = dict(balanced=balanced, stratify=stratify, irt_scope=scope, validity_top=top or 100,
-                                min_validity=0.0 if top else None)
+                    opts = dict(
+                        balanced=balanced,
+                        stratify=stratify,
+                        irt_scope=scope,
+                        validity_top=top or 100,
+                        min_validity=0.0 if top else None,
+                    )
                     methods = ORDER[1:5] + ("top_discrimination",) if scope == "pooled" else ("irt", "irt_information")
-                    r = run_magi(setup, methods=methods, n_trials=trials, seed=seed, irt_params=fits[scope],
-                                 information="raw", **opts)
+                    r = run_magi(
+                        setup,
+                        methods=methods,
+                        n_trials=trials,
+                        seed=seed,
+                        irt_params=fits[scope],
+                        information="raw",
+                        **opts,
+                    )
                     results = [(m, "raw", res, r) for m, res in r.methods.items()]
                     if scope == "pooled":  # the direction fit does not depend on the IRT scope: run it once
-                        rd = run_magi(setup, methods=("irt_information",), n_trials=trials, seed=seed,
-                                      irt_params=fits[scope], info_params=fit2, information="full_direction", **opts)
+                        rd = run_magi(
+                            setup,
+                            methods=("irt_information",),
+                            n_trials=trials,
+                            seed=seed,
+                            irt_params=fits[scope],
+                            info_params=fit2,
+                            information="full_direction",
+                            **opts,
+                        )
                         results += [(m, "full_direction", res, rd) for m, res in rd.methods.items()]
                     for m, info, res, r in results:
                         ft, fe = r.full_metrics["top10_std"], r.full_eval_metrics["top10_std"]
                         c, e = res.chosen.metrics, res.eval_metrics
-                        rows.append({**opts, "validity_top": top, "information": info if m == "irt_information" else "",
-                                     "method": m, "tune_fraction": c["fraction_of_pool"],
-                                     "tune_ratio": c["top10_std"] / ft, "tune_abs_penalty": c["mean_abs_voter_penalty"],
-                                     "tune_guesser_advantage": c["guesser_advantage"],
-                                     "tune_kendall_tau": c["kendall_tau_nonvoters"], "eval_ratio": e["top10_std"] / fe,
-                                     "eval_kendall_tau": e["kendall_tau_nonvoters"], "demoted": ",".join(r.demoted)})
+                        rows.append(
+                            {
+                                **opts,
+                                "validity_top": top,
+                                "information": info if m == "irt_information" else "",
+                                "method": m,
+                                "tune_fraction": c["fraction_of_pool"],
+                                "tune_ratio": c["top10_std"] / ft,
+                                "tune_abs_penalty": c["mean_abs_voter_penalty"],
+                                "tune_guesser_advantage": c["guesser_advantage"],
+                                "tune_kendall_tau": c["kendall_tau_nonvoters"],
+                                "eval_ratio": e["top10_std"] / fe,
+                                "eval_kendall_tau": e["kendall_tau_nonvoters"],
+                                "demoted": ",".join(r.demoted),
+                            }
+                        )
     return pd.DataFrame(rows)
 
 
@@ -183,9 +241,18 @@ def aggregate(per_split: list[dict], seed: int) -> dict:
 def run_split(wide, info, full, aggregate_table, seed: int, trials: int):
     """One tune/eval split (seed): the product default and the spread-only run, with their figures."""
     t0 = time.perf_counter()
-    setup = prepare(wide.to_numpy(dtype=float), list(wide.index), list(wide.columns), info["scenario"].to_numpy(),
-                    info["subscenario"].to_numpy(), chance_per_item(info["scenario"].to_numpy()), full.to_numpy(),
-                    aggregate=aggregate_table, seed=seed, balanced=DEFAULTS["balanced"])
+    setup = prepare(
+        wide.to_numpy(dtype=float),
+        list(wide.index),
+        list(wide.columns),
+        info["scenario"].to_numpy(),
+        info["subscenario"].to_numpy(),
+        chance_per_item(info["scenario"].to_numpy()),
+        full.to_numpy(),
+        aggregate=aggregate_table,
+        seed=seed,
+        balanced=DEFAULTS["balanced"],
+    )
     t_setup = time.perf_counter() - t0
     result = run_magi(setup, n_trials=trials, seed=seed)  # the product default (core DEFAULTS)
     stage = time.perf_counter() - t0
@@ -205,12 +272,21 @@ def main(argv=None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json", type=Path)
     ap.add_argument("--trials", type=int, default=60)
-    ap.add_argument("--seed", type=int, default=0, help="first split seed (seeds the split, the IRT fits and the search)")
-    ap.add_argument("--splits", type=int, default=10,
-                    help="tune/eval splits (seeds seed .. seed+splits-1); the contract keys are means over them")
+    ap.add_argument(
+        "--seed", type=int, default=0, help="first split seed (seeds the split, the IRT fits and the search)"
+    )
+    ap.add_argument(
+        "--splits",
+        type=int,
+        default=10,
+        help="tune/eval splits (seeds seed .. seed+splits-1); the contract keys are means over them",
+    )
     ap.add_argument("--data", type=Path, default=Path(paths.default_data_dir()))
-    ap.add_argument("--variants", action="store_true",
-                    help="also run the variants grid and the default-choosing rule (first split only)")
+    ap.add_argument(
+        "--variants",
+        action="store_true",
+        help="also run the variants grid and the default-choosing rule (first split only)",
+    )
     args = ap.parse_args(argv)
     import torch
 
@@ -221,8 +297,9 @@ def main(argv=None) -> dict:
     t_load = time.perf_counter() - t0
     splits, stages, spread_stages, firsts = [], [], [], None
     for seed in range(args.seed, args.seed + args.splits):
-        setup, result, spread, stage, spread_stage, out, out_spread = run_split(wide, info, full, aggregate_table,
-                                                                               seed, args.trials)
+        setup, result, spread, stage, spread_stage, out, out_spread = run_split(
+            wide, info, full, aggregate_table, seed, args.trials
+        )
         for fig in (out, out_spread):
             fig["full"]["seconds"] += t_load
         splits.append((out, out_spread, setup.models[setup.reference], list(result.demoted)))
@@ -230,9 +307,12 @@ def main(argv=None) -> dict:
         spread_stages.append(spread_stage + t_load)
         firsts = firsts or (setup, result, spread)
         r = out["irt_information"], out["irt"]
-        print(f"split {seed}: reference {setup.models[setup.reference]}; eval ratio / tau: irt_information "
-              f"{r[0]['top10_std_ratio']:.2f} / {r[0]['kendall_tau_nonvoters']:+.2f}, irt {r[1]['top10_std_ratio']:.2f}"
-              f" / {r[1]['kendall_tau_nonvoters']:+.2f}; stage {stage + t_load:.1f} s", flush=True)
+        print(
+            f"split {seed}: reference {setup.models[setup.reference]}; eval ratio / tau: irt_information "
+            f"{r[0]['top10_std_ratio']:.2f} / {r[0]['kendall_tau_nonvoters']:+.2f}, irt {r[1]['top10_std_ratio']:.2f}"
+            f" / {r[1]['kendall_tau_nonvoters']:+.2f}; stage {stage + t_load:.1f} s",
+            flush=True,
+        )
     setup, result, spread = firsts
     out = aggregate([s[0] for s in splits], args.seed)
     out_spread = aggregate([s[1] for s in splits], args.seed)
@@ -240,49 +320,87 @@ def main(argv=None) -> dict:
     for fig in (out, out_spread):
         fig["full"]["seconds"] = t_load
     roles = pd.Series(setup.role).value_counts().to_dict()
-    meta = {"models": len(setup.models), "items": len(setup.items), "roles": roles, "guessers": int(setup.guesser.sum()),
-            "splits": args.splits, "split_seeds": list(range(args.seed, args.seed + args.splits)),
-            "aggregation": "contract keys are means over the splits (size: rounded mean); *_ci90: 90 % bootstrap "
-                           "interval of the mean over splits; *_per_split: each split's value",
-            "reference_per_split": [s[2] for s in splits], "demoted_per_split": [s[3] for s in splits],
-            "not_fair_models_first_split": int(setup.not_fair.sum()),
-            "trials_per_method": args.trials, "seed": args.seed, "stage_seconds": stage,
-            "stage_seconds_per_split": stages, "irt_seconds_first_split": result.irt_seconds,
-            "spread_only_stage_seconds": spread_stage, "torch_threads": torch.get_num_threads(),
-            "product_default": result.options, "spread_only_options": spread.options,
-            "scenario_validity_tune_top100_first_split": result.validity,
-            "penalty_sign": "penalty = score without the voter - score with it; positive = penalized"}
+    meta = {
+        "models": len(setup.models),
+        "items": len(setup.items),
+        "roles": roles,
+        "guessers": int(setup.guesser.sum()),
+        "splits": args.splits,
+        "split_seeds": list(range(args.seed, args.seed + args.splits)),
+        "aggregation": "contract keys are means over the splits (size: rounded mean); *_ci90: 90 % bootstrap "
+        "interval of the mean over splits; *_per_split: each split's value",
+        "reference_per_split": [s[2] for s in splits],
+        "demoted_per_split": [s[3] for s in splits],
+        "not_fair_models_first_split": int(setup.not_fair.sum()),
+        "trials_per_method": args.trials,
+        "seed": args.seed,
+        "stage_seconds": stage,
+        "stage_seconds_per_split": stages,
+        "irt_seconds_first_split": result.irt_seconds,
+        "spread_only_stage_seconds": spread_stage,
+        "torch_threads": torch.get_num_threads(),
+        "product_default": result.options,
+        "spread_only_options": spread.options,
+        "scenario_validity_tune_top100_first_split": result.validity,
+        "penalty_sign": "penalty = score without the voter - score with it; positive = penalized",
+    }
     cols = list(CONTRACT) + ["kendall_tau_tune", "top10_std_ratio_tune", "mean_abs_voter_penalty"]
-    print(f"pooled openllm: {meta['models']} models x {meta['items']} items; roles (first split) {roles}; guessers "
-          f"{meta['guessers']}; {args.splits} tune/eval splits (seeds {args.seed}..{args.seed + args.splits - 1})")
+    print(
+        f"pooled openllm: {meta['models']} models x {meta['items']} items; roles (first split) {roles}; guessers "
+        f"{meta['guessers']}; {args.splits} tune/eval splits (seeds {args.seed}..{args.seed + args.splits - 1})"
+    )
     print("references per split (their families flagged not fair):", meta["reference_per_split"])
-    print("figures: MEANS OVER THE SPLITS on the held-out eval non-voters (top-10 std [0,1] scale; penalties in points,"
-          " positive = penalized; *_tune: the same on the tune models the search saw)")
-    short = {"fraction_of_pool": "frac", "top10_std_ratio": "ratio", "mean_voter_penalty": "pen", "max_voter_penalty":
-             "max_pen", "guesser_advantage": "guess_adv", "kendall_tau_nonvoters": "tau", "kendall_tau_tune": "tau_tune",
-             "top10_std_ratio_tune": "ratio_tune", "mean_abs_voter_penalty": "abs_pen", "min_score": "min"}
-    both = pd.concat({"PRODUCT DEFAULT " + str(result.options): pd.DataFrame(out).T[cols].rename(columns=short),
-                      "SPREAD ONLY (no guard, pooled IRT)": pd.DataFrame(out_spread).T[cols].rename(columns=short)}, axis=1)
+    print(
+        "figures: MEANS OVER THE SPLITS on the held-out eval non-voters (top-10 std [0,1] scale; penalties in points,"
+        " positive = penalized; *_tune: the same on the tune models the search saw)"
+    )
+    short = {
+        "fraction_of_pool": "frac",
+        "top10_std_ratio": "ratio",
+        "mean_voter_penalty": "pen",
+        "max_voter_penalty": "max_pen",
+        "guesser_advantage": "guess_adv",
+        "kendall_tau_nonvoters": "tau",
+        "kendall_tau_tune": "tau_tune",
+        "top10_std_ratio_tune": "ratio_tune",
+        "mean_abs_voter_penalty": "abs_pen",
+        "min_score": "min",
+    }
+    both = pd.concat(
+        {
+            "PRODUCT DEFAULT " + str(result.options): pd.DataFrame(out).T[cols].rename(columns=short),
+            "SPREAD ONLY (no guard, pooled IRT)": pd.DataFrame(out_spread).T[cols].rename(columns=short),
+        },
+        axis=1,
+    )
     with pd.option_context("display.width", 250, "display.max_columns", 40):
         for name in both.columns.levels[0]:
             print(name)
-            print(both[name].drop(columns=["seconds", "top10_std"]).astype(float).to_string(
-                float_format=lambda v: f"{v:.3f}"))
+            print(
+                both[name]
+                .drop(columns=["seconds", "top10_std"])
+                .astype(float)
+                .to_string(float_format=lambda v: f"{v:.3f}")
+            )
             fig = out if name.startswith("PRODUCT") else out_spread
             for m in ORDER[1:] + ("export_auto",):
                 if m in fig:
                     f = fig[m]
                     lo, hi = f["top10_std_ratio_ci90"]
                     tlo, thi = f["kendall_tau_nonvoters_ci90"]
-                    print(f"  {m:20s} ratio {f['top10_std_ratio']:.2f} [{lo:.2f}, {hi:.2f}] median "
-                          f"{f['top10_std_ratio_median']:.2f}; tau {f['kendall_tau_nonvoters']:+.2f} [{tlo:+.2f}, "
-                          f"{thi:+.2f}]; splits meeting the 3x bar {f['splits_meeting_3x_bar']}/{args.splits}, tau > 0 "
-                          f"{f['splits_tau_positive']}/{args.splits}; per split ratio "
-                          + " ".join(f"{v:.2f}" for v in f["top10_std_ratio_per_split"])
-                          + ("; picks " + " ".join(f.get("method_per_split", [])) if m == "export_auto" else ""))
+                    print(
+                        f"  {m:20s} ratio {f['top10_std_ratio']:.2f} [{lo:.2f}, {hi:.2f}] median "
+                        f"{f['top10_std_ratio_median']:.2f}; tau {f['kendall_tau_nonvoters']:+.2f} [{tlo:+.2f}, "
+                        f"{thi:+.2f}]; splits meeting the 3x bar {f['splits_meeting_3x_bar']}/{args.splits}, tau > 0 "
+                        f"{f['splits_tau_positive']}/{args.splits}; per split ratio "
+                        + " ".join(f"{v:.2f}" for v in f["top10_std_ratio_per_split"])
+                        + ("; picks " + " ".join(f.get("method_per_split", [])) if m == "export_auto" else "")
+                    )
     b, b_spread = bars(out, stage), bars(out_spread, spread_stage)
-    print(f"whole MAGI stage, product default (load, voters, IRT fits, {len(result.methods)} searches x {args.trials}"
-          f" trials), slowest split: {stage:.1f} s; spread-only: {spread_stage:.1f} s")
+    print(
+        f"whole MAGI stage, product default (load, voters, IRT fits, {len(result.methods)} searches x {args.trials}"
+        f" trials), slowest split: {stage:.1f} s; spread-only: {spread_stage:.1f} s"
+    )
     print("bars on the means over splits, product default:", b)
     print("bars on the means over splits, spread only:    ", b_spread)
     doc = {**out, "spread_only": out_spread, "_meta": {**meta, "bars": b, "bars_spread_only": b_spread}}
@@ -295,12 +413,19 @@ def main(argv=None) -> dict:
         print("rule:", VARIANT_RULE)
         print("rule picks:", None if pick is None else pick.to_dict())
         print("export (no reference burned):", None if pick_export is None else pick_export["method"])
-        doc["_variants"] = {"rule": VARIANT_RULE, "rows": grid.to_dict("records"),
-                            "pick": None if pick is None else pick.drop("_dist").to_dict(),
-                            "export_method": None if pick_export is None else pick_export["method"]}
+        doc["_variants"] = {
+            "rule": VARIANT_RULE,
+            "rows": grid.to_dict("records"),
+            "pick": None if pick is None else pick.drop("_dist").to_dict(),
+            "export_method": None if pick_export is None else pick_export["method"],
+        }
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({**doc, "meta": run_meta()}, indent=2, default=lambda v: v.item() if hasattr(v, "item") else str(v)))
+        args.json.write_text(
+            json.dumps(
+                {**doc, "meta": run_meta()}, indent=2, default=lambda v: v.item() if hasattr(v, "item") else str(v)
+            )
+        )
     return out
 
 

@@ -5,6 +5,7 @@ A JSON written without it (by an older script) is stamped after the fact::
 
     .venv/bin/python benchmarks/meta.py --stamp benchmarks/results/router.json --commit 7bfa377 --date 2026-11-26
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,10 +22,15 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _commit() -> str:
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "tinybench_assets",
-                                "benchmarks"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", "tinybench_assets", "benchmarks"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
         return head + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return "unknown"

@@ -9,6 +9,7 @@ arc.responses.parquet). Prints wall times beside the issue's reference (16 min 1
 what each run materialized (read from the Dagster instance), the slowest steps of the cold run, the backtest's
 time per split and per predictor stage, and the peak memory of the runs.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -35,12 +36,19 @@ BARS = {"cold_seconds": 480.0, "warm_seconds": 60.0, "peak_rss_gb": 6.0}
 
 def project_env(home: Path, data: Path) -> dict:
     env = dict(os.environ)
-    env.update({
-        "TINYBENCH_DUCKDB": str(home / "data" / "tinybench.duckdb"), "TINYBENCH_INCOMING": str(home / "data" / "incoming"),
-        "TINYBENCH_QUARANTINE": str(home / "data" / "quarantine"), "TINYBENCH_ARTIFACTS": str(home / "data" / "artifacts"),
-        "TINYBENCH_DEFAULT_DATA": str(data), "DAGSTER_HOME": str(home / "dagster_home"),
-        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-    })
+    env.update(
+        {
+            "TINYBENCH_DUCKDB": str(home / "data" / "tinybench.duckdb"),
+            "TINYBENCH_INCOMING": str(home / "data" / "incoming"),
+            "TINYBENCH_QUARANTINE": str(home / "data" / "quarantine"),
+            "TINYBENCH_ARTIFACTS": str(home / "data" / "artifacts"),
+            "TINYBENCH_DEFAULT_DATA": str(data),
+            "DAGSTER_HOME": str(home / "dagster_home"),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+        }
+    )
     (home / "dagster_home").mkdir(parents=True, exist_ok=True)
     (home / "dagster_home" / "dagster.yaml").write_text((ROOT / "dagster.yaml.template").read_text())
     return env
@@ -48,7 +56,12 @@ def project_env(home: Path, data: Path) -> dict:
 
 def run_all(env: dict, *args: str) -> tuple[float, str]:
     exe = ROOT / ".venv" / "bin" / "tinybench"
-    cmd = [str(exe) if exe.exists() else sys.executable, *([] if exe.exists() else ["-m", "tinybench_assets.cli"]), "run-all", *args]
+    cmd = [
+        str(exe) if exe.exists() else sys.executable,
+        *([] if exe.exists() else ["-m", "tinybench_assets.cli"]),
+        "run-all",
+        *args,
+    ]
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - t0
@@ -74,7 +87,9 @@ def step_durations(instance, since: float) -> Counter:
     import dagster as dg
 
     out = Counter()
-    for rec in instance.get_run_records(dg.RunsFilter(created_after=__import__("datetime").datetime.fromtimestamp(since))):
+    for rec in instance.get_run_records(
+        dg.RunsFilter(created_after=__import__("datetime").datetime.fromtimestamp(since))
+    ):
         part = rec.dagster_run.tags.get("dagster/partition", "")
         for entry in instance.all_logs(rec.dagster_run.run_id, of_type=dg.DagsterEventType.STEP_SUCCESS):
             ev = entry.dagster_event
@@ -119,14 +134,23 @@ def main(argv=None) -> int:
         drop_mats = materializations_since(instance, t_drop0)
         drop_parts = sorted({p for a, p in drop_mats if a not in ("landing_ingest", "raw_responses") and p})
 
-        recs = instance.fetch_materializations(dg.AssetRecordsFilter(
-            asset_key=dg.AssetKey("estimation_backtest"), asset_partitions=["openllm"], before_timestamp=t_warm0), limit=1)
+        recs = instance.fetch_materializations(
+            dg.AssetRecordsFilter(
+                asset_key=dg.AssetKey("estimation_backtest"), asset_partitions=["openllm"], before_timestamp=t_warm0
+            ),
+            limit=1,
+        )
         md = recs.records[0].asset_materialization.metadata if recs.records else {}
         # the asset's headline is the family-grouped splits' figure; the random splits' is the one quoted before
-        t1 = md["tinybench_t1_mae_mean_n30_random"].value if "tinybench_t1_mae_mean_n30_random" in md else next(
-            (v.value for k, v in md.items() if k.startswith("tinybench_t1_mae_mean_n")), float("nan"))
-        t1_grouped = md["tinybench_t1_mae_mean_n30_grouped"].value if "tinybench_t1_mae_mean_n30_grouped" in md else float("nan")
-        peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024 ** 2
+        t1 = (
+            md["tinybench_t1_mae_mean_n30_random"].value
+            if "tinybench_t1_mae_mean_n30_random" in md
+            else next((v.value for k, v in md.items() if k.startswith("tinybench_t1_mae_mean_n")), float("nan"))
+        )
+        t1_grouped = (
+            md["tinybench_t1_mae_mean_n30_grouped"].value if "tinybench_t1_mae_mean_n30_grouped" in md else float("nan")
+        )
+        peak_gb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024**2
         from tinybench_assets.io.store import Store
 
         store = Store(env["TINYBENCH_DUCKDB"])
@@ -142,26 +166,43 @@ def main(argv=None) -> int:
         if timings is not None and len(timings):
             cols = [c for c in timings.columns if c.endswith("seconds")]
             print("\n== backtest, per split (seconds)")
-            print(timings[[c for c in ("leaderboard", "split_kind", "split", "n_train") if c in timings] + cols]
-                  .round(1).to_string(index=False))
+            print(
+                timings[[c for c in ("leaderboard", "split_kind", "split", "n_train") if c in timings] + cols]
+                .round(1)
+                .to_string(index=False)
+            )
         figures = {
-            "cold_seconds": round(cold, 1), "warm_seconds": round(warm, 1), "warm_materializations": len(warm_mats),
-            "one_drop_seconds": round(one_drop, 1), "one_drop_partitions": drop_parts, "peak_rss_gb": round(peak_gb, 2),
-            "estimation_t1_n30_mean": float(t1), "estimation_t1_n30_grouped": float(t1_grouped),
+            "cold_seconds": round(cold, 1),
+            "warm_seconds": round(warm, 1),
+            "warm_materializations": len(warm_mats),
+            "one_drop_seconds": round(one_drop, 1),
+            "one_drop_partitions": drop_parts,
+            "peak_rss_gb": round(peak_gb, 2),
+            "estimation_t1_n30_mean": float(t1),
+            "estimation_t1_n30_grouped": float(t1_grouped),
             "cold_materializations": len(cold_mats),
             "one_drop_materializations": len(drop_mats),
             "one_drop_reread_only": sorted({p for a, p in drop_mats if a == "raw_responses"} - set(drop_parts)),
-            "reference": REFERENCE, "bars": BARS,
+            "reference": REFERENCE,
+            "bars": BARS,
         }
         print("\n== pipeline (2 CPU cores)           measured   reference   bar")
-        print(f"  cold run-all                     {cold:8.0f} s  {REFERENCE['cold_seconds']:8.0f} s  < {BARS['cold_seconds']:.0f} s")
-        print(f"  warm run-all (nothing changed)   {warm:8.1f} s  {REFERENCE['warm_seconds']:8.0f} s  < {BARS['warm_seconds']:.0f} s"
-              f"   materializations: {len(warm_mats)}")
-        print(f"  one changed openllm drop (arc)   {one_drop:8.1f} s   refreshed: {', '.join(drop_parts)}"
-              f"   (re-read only: {', '.join(figures['one_drop_reread_only']) or 'none'})")
+        print(
+            f"  cold run-all                     {cold:8.0f} s  {REFERENCE['cold_seconds']:8.0f} s  < {BARS['cold_seconds']:.0f} s"
+        )
+        print(
+            f"  warm run-all (nothing changed)   {warm:8.1f} s  {REFERENCE['warm_seconds']:8.0f} s  < {BARS['warm_seconds']:.0f} s"
+            f"   materializations: {len(warm_mats)}"
+        )
+        print(
+            f"  one changed openllm drop (arc)   {one_drop:8.1f} s   refreshed: {', '.join(drop_parts)}"
+            f"   (re-read only: {', '.join(figures['one_drop_reread_only']) or 'none'})"
+        )
         print(f"  peak RSS of a run                {peak_gb:8.2f} GB                 < {BARS['peak_rss_gb']:.0f} GB")
         print(f"  estimation T1 MAE n=30, random   {t1:8.2f} pts  (benchmarks/estimation.py's figure is the reference)")
-        print(f"  estimation T1 MAE n=30, grouped  {t1_grouped:8.2f} pts  (the asset's headline: family-grouped splits)")
+        print(
+            f"  estimation T1 MAE n=30, grouped  {t1_grouped:8.2f} pts  (the asset's headline: family-grouped splits)"
+        )
     finally:
         if args.keep:
             print(f"\nproject home kept: {home}")

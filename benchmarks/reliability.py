@@ -30,6 +30,7 @@ instances; never the project's data/), removed at the end (--keep leaves it):
   difference is printed). False, with the reason, when no PostgreSQL binaries are installed (scripts/env.sh installs
   Debian's postgresql package).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -67,12 +68,17 @@ def fifty_file_drop(root: Path) -> dict:
     ingest_landing(Store(db), incoming, quarantine)
     t0 = time.perf_counter()
     exp = rd.write_fifty_file_drop(incoming, marker=root / "PICKLE_RAN")
-    print(f"  50-file drop written in {time.perf_counter() - t0:.1f} s "
-          f"({(incoming / exp.big).stat().st_size / 1e6:.0f} MB million-row CSV)", flush=True)
+    print(
+        f"  50-file drop written in {time.perf_counter() - t0:.1f} s "
+        f"({(incoming / exp.big).stat().st_size / 1e6:.0f} MB million-row CSV)",
+        flush=True,
+    )
 
     instance, ticks, repo = dg.DagsterInstance.ephemeral(), {}, build_defs().get_repository_def()
-    resources = {"landing": LandingResource(incoming=str(incoming), quarantine=str(quarantine)),
-                 "store": StoreResource(database=str(db))}
+    resources = {
+        "landing": LandingResource(incoming=str(incoming), quarantine=str(quarantine)),
+        "store": StoreResource(database=str(db)),
+    }
 
     def tick(label: str):
         t = time.perf_counter()
@@ -91,24 +97,36 @@ def fifty_file_drop(root: Path) -> dict:
     exp.good[exp.big] += 1
     exp.partition_rows["bench.huge"] += 1
     changed = tick("big file changed")
-    requested = [[r.job_name for r in first], [r.job_name for r in changed]]  # one ingest run each: it finds the partitions
+    requested = [
+        [r.job_name for r in first],
+        [r.job_name for r in changed],
+    ]  # one ingest run each: it finds the partitions
     t = time.perf_counter()
     read_drop(big, "bench")  # what a tick would cost if the sensor parsed the big file
     whole_read_s = time.perf_counter() - t
 
     report, rss = rd.ingest_in_child(db, incoming, quarantine)
     store = Store(db)
-    per_drop = store.query(
-        """SELECT d.path, (SELECT count(*) FROM landed_responses l WHERE l.drop_id = d.drop_id)
+    per_drop = (
+        store.query(
+            """SELECT d.path, (SELECT count(*) FROM landed_responses l WHERE l.drop_id = d.drop_id)
                         + (SELECT count(*) FROM items i WHERE i.drop_id = d.drop_id)
                         + (SELECT count(*) FROM full_scores f WHERE f.drop_id = d.drop_id) AS stored
-           FROM drops d WHERE d.status = 'active'""").set_index("path")["stored"].to_dict()
+           FROM drops d WHERE d.status = 'active'"""
+        )
+        .set_index("path")["stored"]
+        .to_dict()
+    )
     lost_files = {rel: n - per_drop.get(rel, 0) for rel, n in exp.good.items() if per_drop.get(rel, 0) < n}
     lost_parts = {k: n - c for k, n in exp.partition_rows.items() if (c := store.consolidate_responses(k)) < n}
-    wrong = {"not ingested": sorted(set(exp.good) - set(report["ingested"])),
-             "not quarantined": sorted(set(exp.bad) - set(report["quarantined"])),
-             "duplicates not skipped": sorted(set(exp.duplicates) - set(report["skipped"])),
-             "quarantine message without the problem": sorted(r for r, e in exp.bad.items() if e not in report["quarantined"].get(r, e))}
+    wrong = {
+        "not ingested": sorted(set(exp.good) - set(report["ingested"])),
+        "not quarantined": sorted(set(exp.bad) - set(report["quarantined"])),
+        "duplicates not skipped": sorted(set(exp.duplicates) - set(report["skipped"])),
+        "quarantine message without the problem": sorted(
+            r for r, e in exp.bad.items() if e not in report["quarantined"].get(r, e)
+        ),
+    }
     return {
         "files": exp.n_files,
         "files_ingested": len(report["ingested"]),
@@ -123,7 +141,8 @@ def fifty_file_drop(root: Path) -> dict:
         "ingest_seconds": round(report["seconds"], 1),
         "peak_rss_gb": round(rss, 3),
         "pickle_code_ran": (root / "PICKLE_RAN").exists(),
-        "problems": {k: v for k, v in wrong.items() if v} | ({"rows lost": lost_files | lost_parts} if lost_files or lost_parts else {}),
+        "problems": {k: v for k, v in wrong.items() if v}
+        | ({"rows lost": lost_files | lost_parts} if lost_files or lost_parts else {}),
     }
 
 
@@ -171,11 +190,18 @@ def kill_recovery(root: Path) -> dict:
     instance = rd.instance_for(env)
     failed = instance.get_run_by_id(run_id).status == dg.DagsterRunStatus.FAILURE
     freed = run_id not in instance.event_log_storage.get_concurrency_run_ids()
-    out["run_all_kill"] = {"orphan_was_started": stuck, "orphan_held_pool_slot": held, "next_run_all_rc": proc.returncode,
-                           "orphan_marked_failed": failed, "pool_slot_freed": freed,
-                           "message_printed": f"marked orphaned run {run_id} FAILED" in proc.stdout,
-                           "seconds": round(time.perf_counter() - t0, 1)}
-    orphan_ok = stuck and failed and freed and not held and proc.returncode == 0 and out["run_all_kill"]["message_printed"]
+    out["run_all_kill"] = {
+        "orphan_was_started": stuck,
+        "orphan_held_pool_slot": held,
+        "next_run_all_rc": proc.returncode,
+        "orphan_marked_failed": failed,
+        "pool_slot_freed": freed,
+        "message_printed": f"marked orphaned run {run_id} FAILED" in proc.stdout,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
+    orphan_ok = (
+        stuck and failed and freed and not held and proc.returncode == 0 and out["run_all_kill"]["message_printed"]
+    )
     out["kill_recovery_ok"] = bool(ingest_ok and orphan_ok)
     return out
 
@@ -186,20 +212,35 @@ def concurrency(root: Path) -> dict:
 
     env = rd.small_project(root / "concurrent", n_models=20, n_items=30)
     t0 = time.perf_counter()
-    procs = [subprocess.Popen(rd.run_all_cmd(), env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-             for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            rd.run_all_cmd(), env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        for _ in range(2)
+    ]
     time.sleep(8)  # both started; one holds the project lock
     ts = time.perf_counter()
-    summ = subprocess.run([sys.executable, "-m", "tinybench_assets.cli", "summary"], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
+    summ = subprocess.run(
+        [sys.executable, "-m", "tinybench_assets.cli", "summary"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     summary_s = time.perf_counter() - ts
     outs = [p.communicate(timeout=900)[0] for p in procs]
     waited = sum("another tinybench run-all is running on this project" in o for o in outs)
     store = Store(env["TINYBENCH_DUCKDB"])
     dups = sum(len(store.response_duplicates(k)) for k in store.partition_keys())
-    res = {"run_all_rcs": [p.returncode for p in procs], "one_waited_with_message": waited == 1,
-           "summary_rc": summ.returncode, "summary_seconds": round(summary_s, 1), "duplicated_responses": dups,
-           "seconds": round(time.perf_counter() - t0, 1)}
+    res = {
+        "run_all_rcs": [p.returncode for p in procs],
+        "one_waited_with_message": waited == 1,
+        "summary_rc": summ.returncode,
+        "summary_seconds": round(summary_s, 1),
+        "duplicated_responses": dups,
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
     res["concurrent_ok"] = res["run_all_rcs"] == [0, 0] and waited == 1 and summ.returncode == 0 and dups == 0
     return res
 
@@ -226,9 +267,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temporary project home")
     args = ap.parse_args(argv)
     home = Path(tempfile.mkdtemp(prefix="tinybench-reliability-"))
-    for var, name in (("TINYBENCH_DUCKDB", "default.duckdb"), ("TINYBENCH_INCOMING", "incoming"),
-                      ("TINYBENCH_QUARANTINE", "quarantine"), ("TINYBENCH_ARTIFACTS", "artifacts"),
-                      ("DAGSTER_HOME", "dagster_home")):
+    for var, name in (
+        ("TINYBENCH_DUCKDB", "default.duckdb"),
+        ("TINYBENCH_INCOMING", "incoming"),
+        ("TINYBENCH_QUARANTINE", "quarantine"),
+        ("TINYBENCH_ARTIFACTS", "artifacts"),
+        ("DAGSTER_HOME", "dagster_home"),
+    ):
         os.environ[var] = str(home / "default" / name)  # nothing here may fall back to the project's data/
     (home / "default" / "dagster_home").mkdir(parents=True)
     os.environ.pop("TINYBENCH_TRUST_PICKLE_DROPS", None)  # pickles off, as by default
@@ -247,33 +292,41 @@ def main(argv: list[str] | None = None) -> int:
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
     figures = {
-        "files_ingested": drop["files_ingested"], "files_quarantined": drop["files_quarantined"],
-        "rows_lost": drop["rows_lost"], "sensor_tick_seconds_max": drop["sensor_tick_seconds_max"],
-        "peak_rss_gb": drop["peak_rss_gb"], "kill_recovery_ok": kill["kill_recovery_ok"],
-        "concurrent_ok": conc["concurrent_ok"], "postgres_matches_duckdb": bool(pg["match"]),
+        "files_ingested": drop["files_ingested"],
+        "files_quarantined": drop["files_quarantined"],
+        "rows_lost": drop["rows_lost"],
+        "sensor_tick_seconds_max": drop["sensor_tick_seconds_max"],
+        "peak_rss_gb": drop["peak_rss_gb"],
+        "kill_recovery_ok": kill["kill_recovery_ok"],
+        "concurrent_ok": conc["concurrent_ok"],
+        "postgres_matches_duckdb": bool(pg["match"]),
         "seconds": round(time.perf_counter() - t0, 1),
     }
     checks = {
         "rows_lost": figures["rows_lost"] == BARS["rows_lost"],
         "peak_rss_gb": figures["peak_rss_gb"] < BARS["peak_rss_gb"],
         "sensor_tick_seconds_max": figures["sensor_tick_seconds_max"] < BARS["sensor_tick_seconds_max"],
-        "kill_recovery_ok": figures["kill_recovery_ok"], "concurrent_ok": figures["concurrent_ok"],
+        "kill_recovery_ok": figures["kill_recovery_ok"],
+        "concurrent_ok": figures["concurrent_ok"],
         "postgres_matches_duckdb": figures["postgres_matches_duckdb"],
         "files_quarantined": not drop["problems"] and not drop["pickle_code_ran"],
     }
     print()
     notes = {
         "files_ingested": f"of {drop['files']} files; {drop['files_skipped_duplicates']} exact duplicates skipped",
-        "files_quarantined": "each with an error report" + (f"; PROBLEMS {drop['problems']}" if drop["problems"] else ""),
+        "files_quarantined": "each with an error report"
+        + (f"; PROBLEMS {drop['problems']}" if drop["problems"] else ""),
         "rows_lost": f"bar 0; {drop['rows_expected']:,} rows expected",
         "sensor_tick_seconds_max": f"bar {BARS['sensor_tick_seconds_max']:.0f} s (Dagster's limit 60 s); ticks {drop['sensor_tick_seconds']}; "
-                                   f"requested {drop['sensor_requested']} (the sensor hashes files; parsing the big file: {drop['big_file_whole_read_seconds']} s)",
+        f"requested {drop['sensor_requested']} (the sensor hashes files; parsing the big file: {drop['big_file_whole_read_seconds']} s)",
         "peak_rss_gb": f"bar {BARS['peak_rss_gb']} GB; ingest of the 50 files in {drop['ingest_seconds']} s",
         "kill_recovery_ok": f"ingest kills {kill['ingest_kills']}; run-all kill {kill['run_all_kill']}",
         "concurrent_ok": f"{conc}",
-        "postgres_matches_duckdb": (f"{pg.get('tables')} tables, {pg.get('rows')} rows of ingest + openllm.arc compared; largest "
-                                    f"float difference {pg.get('max_abs_float_diff')}; PostgreSQL instance {pg.get('pg_instance')}; "
-                                    f"seconds {pg.get('seconds')}" + (f"; PROBLEMS {pg['problems']}" if pg["problems"] else "")),
+        "postgres_matches_duckdb": (
+            f"{pg.get('tables')} tables, {pg.get('rows')} rows of ingest + openllm.arc compared; largest "
+            f"float difference {pg.get('max_abs_float_diff')}; PostgreSQL instance {pg.get('pg_instance')}; "
+            f"seconds {pg.get('seconds')}" + (f"; PROBLEMS {pg['problems']}" if pg["problems"] else "")
+        ),
         "seconds": "the whole benchmark",
     }
     for k, v in figures.items():
@@ -281,9 +334,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{k:<24} {json.dumps(v):>8}{flag}   {notes[k]}")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps({**figures, "meta": run_meta(), "details": {"fifty_file_drop": drop, "kill_recovery": kill,
-                                                                      "concurrency": conc, "postgres": pg}},
-                                              indent=2, default=str) + "\n")
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    **figures,
+                    "meta": run_meta(),
+                    "details": {"fifty_file_drop": drop, "kill_recovery": kill, "concurrency": conc, "postgres": pg},
+                },
+                indent=2,
+                default=str,
+            )
+            + "\n"
+        )
     return 0 if all(checks.values()) else 1
 
 

@@ -21,6 +21,7 @@ Usage::
 
     flock /tmp/tinybench_heavy.lock .venv/bin/python benchmarks/small_leaderboards.py --json benchmarks/results/small_leaderboards.json
 """
+
 from __future__ import annotations
 
 import os
@@ -74,8 +75,9 @@ def draw_board(groups: np.ndarray, eligible: np.ndarray, target: int, seed: int)
 def run_one(Y, w, cols, T2, groups, eligible, items, size, seed, n_test, n_values, subscenarios=None) -> dict:
     board = draw_board(groups, eligible, size, seed)
     t0 = time.perf_counter()
-    pred = SmallBoardPredictor(n_values=n_values, seed=seed).fit(Y[board], w, cols, T2[board], groups[board], items=items,
-                                                                 subscenarios=subscenarios)
+    pred = SmallBoardPredictor(n_values=n_values, seed=seed).fit(
+        Y[board], w, cols, T2[board], groups[board], items=items, subscenarios=subscenarios
+    )
     fit_s = time.perf_counter() - t0
     others = np.flatnonzero(eligible & ~np.isin(groups, groups[board]))
     test = np.sort(np.random.default_rng([size, seed, 7]).choice(others, size=min(n_test, len(others)), replace=False))
@@ -84,12 +86,20 @@ def run_one(Y, w, cols, T2, groups, eligible, items, size, seed, n_test, n_value
     Yt = np.full((len(test), Y.shape[1]), np.nan)
     Yt[:, keep] = Y[np.ix_(test, keep)]  # the test models' anchor answers, nothing else
     out = pred.predict(Yt, n=N)
-    res = {"board_models": int(len(board)), "board_families": int(len(np.unique(groups[board]))),
-           "folds": int(pred.folds_.n), "test_models": int(len(test)), "fit_seconds": round(fit_s, 1),
-           "notes": pred.notes_, "scenarios": {},
-           "bank_chosen": {"t1": sum(ch.t1 == "bank_joint" for ch in pred.choices_.values()),
-                           "t2": sum(ch.t2 == "bank_joint" for ch in pred.choices_.values()),
-                           "of": len(pred.choices_)}}
+    res = {
+        "board_models": int(len(board)),
+        "board_families": int(len(np.unique(groups[board]))),
+        "folds": int(pred.folds_.n),
+        "test_models": int(len(test)),
+        "fit_seconds": round(fit_s, 1),
+        "notes": pred.notes_,
+        "scenarios": {},
+        "bank_chosen": {
+            "t1": sum(ch.t1 == "bank_joint" for ch in pred.choices_.values()),
+            "t2": sum(ch.t2 == "bank_joint" for ch in pred.choices_.values()),
+            "of": len(pred.choices_),
+        },
+    }
     cv = pred.cv_table()
     for j, (s, c) in enumerate(cols.items()):
         o = out[out.scenario == s].reset_index(drop=True)
@@ -105,8 +115,12 @@ def run_one(Y, w, cols, T2, groups, eligible, items, size, seed, n_test, n_value
             "coverage90": float(np.mean((t1 >= o.lower) & (t1 <= o.upper))),
             "width90": 100 * float(np.mean(o.upper - o.lower)),
             "t2_mae": 100 * float(np.mean(np.abs(o.estimate_t2[ok2] - t2[ok2]))) if ok2.any() else None,
-            "coverage90_t2": float(np.mean((t2[ok2] >= o.lower_t2[ok2]) & (t2[ok2] <= o.upper_t2[ok2]))) if ok2.any() else None,
-            "estimator": ch.t1, "estimator_t2": ch.t2, "dim": int(ch.dim),
+            "coverage90_t2": float(np.mean((t2[ok2] >= o.lower_t2[ok2]) & (t2[ok2] <= o.upper_t2[ok2])))
+            if ok2.any()
+            else None,
+            "estimator": ch.t1,
+            "estimator_t2": ch.t2,
+            "dim": int(ch.dim),
             "cv_mae_t1_served": 100 * float(ch.served_mae),
             "cv_mae_t1_chosen": 100 * float(cvs[cvs.served_t1].cv_mae_t1.iloc[0]),
         }
@@ -134,8 +148,13 @@ def main(argv=None) -> int:
         print("bars: " + "  ".join(f"[{'PASS' if ok else 'MISS'}] {name}" for name, ok in bars.items()))
         if args.json:
             args.json.parent.mkdir(parents=True, exist_ok=True)
-            args.json.write_text(json.dumps({**res, "bars": bars, "seconds": round(time.perf_counter() - t0, 1),
-                                             "meta": run_meta()}, indent=1, default=str))
+            args.json.write_text(
+                json.dumps(
+                    {**res, "bars": bars, "seconds": round(time.perf_counter() - t0, 1), "meta": run_meta()},
+                    indent=1,
+                    default=str,
+                )
+            )
         return 0
     matrix, full = load_openllm(data_dir)
     groups = model_groups(matrix.models, aggregate_table(data_dir)).to_numpy().astype(str)
@@ -145,26 +164,48 @@ def main(argv=None) -> int:
     complete = np.column_stack([~np.isnan(Y[:, c]).any(1) for c in cols.values()]).all(1)
     eligible = complete & ~box
     T2 = full_scores_wide(full, matrix.models, SCENARIOS).to_numpy()
-    print(f"{int(eligible.sum())} eligible models (all 4 scenarios, lockbox's {int(box.sum())} excluded), "
-          f"{len(np.unique(groups[eligible]))} families")
+    print(
+        f"{int(eligible.sum())} eligible models (all 4 scenarios, lockbox's {int(box.sum())} excluded), "
+        f"{len(np.unique(groups[eligible]))} families"
+    )
     runs = {}
     for size in SIZES:
         for seed in range(args.repeats):
-            r = run_one(Y, w, cols, T2, groups, eligible, matrix.items, size, seed, args.test_models, (10, 20, 30, 50),
-                        matrix.subscenarios)
+            r = run_one(
+                Y,
+                w,
+                cols,
+                T2,
+                groups,
+                eligible,
+                matrix.items,
+                size,
+                seed,
+                args.test_models,
+                (10, 20, 30, 50),
+                matrix.subscenarios,
+            )
             runs[f"{size}/{seed}"] = r
             sc = r["scenarios"]
-            print(f"size {size:>2} seed {seed}: {r['board_models']} models / {r['board_families']} families, "
-                  f"{r['folds']} folds, fit {r['fit_seconds']}s | T1 MAE "
-                  + " ".join(f"{s} {v['t1_mae']:.2f} ({v['estimator']}@D{v['dim']})" for s, v in sc.items())
-                  + f" | random {np.mean([v['random_t1_mae'] for v in sc.values()]):.2f}"
-                  f" | cov {np.mean([v['coverage90'] for v in sc.values()]):.3f}", flush=True)
+            print(
+                f"size {size:>2} seed {seed}: {r['board_models']} models / {r['board_families']} families, "
+                f"{r['folds']} folds, fit {r['fit_seconds']}s | T1 MAE "
+                + " ".join(f"{s} {v['t1_mae']:.2f} ({v['estimator']}@D{v['dim']})" for s, v in sc.items())
+                + f" | random {np.mean([v['random_t1_mae'] for v in sc.values()]):.2f}"
+                f" | cov {np.mean([v['coverage90'] for v in sc.values()]):.3f}",
+                flush=True,
+            )
     v2 = None if args.only == "openllm" else run_v2(data_dir)
     seconds = time.perf_counter() - t0
 
     def mean_of(size, key):
-        vals = [v[key] for k, r in runs.items() if k.startswith(f"{size}/") for v in r["scenarios"].values()
-                if v[key] is not None]
+        vals = [
+            v[key]
+            for k, r in runs.items()
+            if k.startswith(f"{size}/")
+            for v in r["scenarios"].values()
+            if v[key] is not None
+        ]
         return float(np.mean(vals))
 
     keys = [str(s) for s in SIZES]
@@ -178,42 +219,85 @@ def main(argv=None) -> int:
         "cv_mae_t1_served": {k: round(mean_of(k, "cv_mae_t1_served"), 3) for k in keys},
         "board_models": {k: [r["board_models"] for kk, r in runs.items() if kk.startswith(f"{k}/")] for k in keys},
         # bank_joint served: n = 30 (scenario x seed pairs), and every (scenario, n) choice
-        "bank_chosen_n30": {k: sum(v["estimator"] == "bank_joint" for kk, r in runs.items() if kk.startswith(f"{k}/")
-                                   for v in r["scenarios"].values()) for k in keys},
-        "bank_chosen_all_n": {k: {t: sum(r["bank_chosen"][t] for kk, r in runs.items() if kk.startswith(f"{k}/"))
-                                  for t in ("t1", "t2", "of")} for k in keys},
+        "bank_chosen_n30": {
+            k: sum(
+                v["estimator"] == "bank_joint"
+                for kk, r in runs.items()
+                if kk.startswith(f"{k}/")
+                for v in r["scenarios"].values()
+            )
+            for k in keys
+        },
+        "bank_chosen_all_n": {
+            k: {
+                t: sum(r["bank_chosen"][t] for kk, r in runs.items() if kk.startswith(f"{k}/"))
+                for t in ("t1", "t2", "of")
+            }
+            for k in keys
+        },
         "seconds": round(seconds, 1),
     }
-    per_scen = {k: {s: {m: round(float(np.mean([runs[f"{k}/{i}"]["scenarios"][s][m] for i in range(args.repeats)])), 3)
-                        for m in ("t1_mae", "random_t1_mae", "coverage90")} for s in SCENARIOS} for k in keys}
+    per_scen = {
+        k: {
+            s: {
+                m: round(float(np.mean([runs[f"{k}/{i}"]["scenarios"][s][m] for i in range(args.repeats)])), 3)
+                for m in ("t1_mae", "random_t1_mae", "coverage90")
+            }
+            for s in SCENARIOS
+        }
+        for k in keys
+    }
     m25, r25, c25 = out["t1_n30_mae"]["25"], out["random_t1_n30_mae"]["25"], out["coverage90"]["25"]
     m40, r40 = out["t1_n30_mae"]["40"], out["random_t1_n30_mae"]["40"]
-    out["bars"] = {"25: t1_n30_mae < random": m25 < r25, "25: coverage90 in [0.85, 0.97]": 0.85 <= c25 <= 0.97,
-                   "40: t1_n30_mae <= 0.75 * random": m40 <= 0.75 * r40}
+    out["bars"] = {
+        "25: t1_n30_mae < random": m25 < r25,
+        "25: coverage90 in [0.85, 0.97]": 0.85 <= c25 <= 0.97,
+        "40: t1_n30_mae <= 0.75 * random": m40 <= 0.75 * r40,
+    }
     if v2 is not None:
         out.update(v2)
         out["bars"].update(v2_bars(v2))
     out["per_scenario"] = per_scen
     out["runs"] = runs
-    out["config"] = {"sizes": list(SIZES), "repeats": args.repeats, "test_models": args.test_models, "n": N,
-                     "n_values": [10, 20, 30, 50], "dims": [1, 2], "alpha": 0.1, "max_folds": 10,
-                     "units": "MAE in accuracy points; coverage as a fraction of test model x scenario pairs"}
+    out["config"] = {
+        "sizes": list(SIZES),
+        "repeats": args.repeats,
+        "test_models": args.test_models,
+        "n": N,
+        "n_values": [10, 20, 30, 50],
+        "dims": [1, 2],
+        "alpha": 0.1,
+        "max_folds": 10,
+        "units": "MAE in accuracy points; coverage as a fraction of test model x scenario pairs",
+    }
 
-    print(f"\n=== small boards, n = {N} anchors per scenario, mean over 4 scenarios x {args.repeats} seeds; "
-          f"{args.test_models} test models from other families each ===")
-    print(f"{'models':>7} {'actual':>16} {'T1 MAE':>7} {'random':>7} {'ratio':>6} {'cov90':>6} {'width':>6} "
-          f"{'CV MAE':>7} {'T2 MAE':>7} {'cov90 T2':>8}")
+    print(
+        f"\n=== small boards, n = {N} anchors per scenario, mean over 4 scenarios x {args.repeats} seeds; "
+        f"{args.test_models} test models from other families each ==="
+    )
+    print(
+        f"{'models':>7} {'actual':>16} {'T1 MAE':>7} {'random':>7} {'ratio':>6} {'cov90':>6} {'width':>6} "
+        f"{'CV MAE':>7} {'T2 MAE':>7} {'cov90 T2':>8}"
+    )
     for k in keys:
-        print(f"{k:>7} {str(out['board_models'][k]):>16} {out['t1_n30_mae'][k]:7.2f} {out['random_t1_n30_mae'][k]:7.2f} "
-              f"{out['t1_n30_mae'][k] / out['random_t1_n30_mae'][k]:6.2f} {out['coverage90'][k]:6.3f} "
-              f"{out['width90_t1'][k]:6.1f} {out['cv_mae_t1_served'][k]:7.2f} {out['t2_n30_mae'][k]:7.2f} "
-              f"{out['coverage90_t2'][k]:8.3f}")
+        print(
+            f"{k:>7} {str(out['board_models'][k]):>16} {out['t1_n30_mae'][k]:7.2f} {out['random_t1_n30_mae'][k]:7.2f} "
+            f"{out['t1_n30_mae'][k] / out['random_t1_n30_mae'][k]:6.2f} {out['coverage90'][k]:6.3f} "
+            f"{out['width90_t1'][k]:6.1f} {out['cv_mae_t1_served'][k]:7.2f} {out['t2_n30_mae'][k]:7.2f} "
+            f"{out['coverage90_t2'][k]:8.3f}"
+        )
     print("per scenario (T1 MAE / random / coverage):")
     for k in keys:
-        print(f"  {k:>3}: " + "  ".join(f"{s} {v['t1_mae']:.2f}/{v['random_t1_mae']:.2f}/{v['coverage90']:.2f}"
-                                        for s, v in per_scen[k].items()))
-    print(f"bank_joint served at n = {N} (of {4 * args.repeats} scenario x seed): {out['bank_chosen_n30']}; "
-          f"over every (scenario, n): {out['bank_chosen_all_n']}")
+        print(
+            f"  {k:>3}: "
+            + "  ".join(
+                f"{s} {v['t1_mae']:.2f}/{v['random_t1_mae']:.2f}/{v['coverage90']:.2f}" for s, v in per_scen[k].items()
+            )
+        )
+    print(
+        f"bank_joint served at n = {N} (of {4 * args.repeats} scenario x seed): {out['bank_chosen_n30']}; "
+        f"over every (scenario, n): {out['bank_chosen_all_n']}"
+    )
     if v2 is not None:
         print_v2(v2)
     print("bars: " + "  ".join(f"[{'PASS' if ok else 'MISS'}] {name}" for name, ok in out["bars"].items()))

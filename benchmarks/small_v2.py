@@ -8,6 +8,7 @@ it, on the same models: 30 (or 100) uniformly random items and items stratified 
 proportion to the subscenarios' sizes, each subscenario weighted as in the scenario's score), both the mean
 absolute error of 50 draws per model.
 """
+
 from __future__ import annotations
 
 import time
@@ -61,8 +62,9 @@ def run_v2(data_dir: Path, seed: int = 0) -> dict:
     cols = {s: np.flatnonzero(m.scenarios == s) for s in pd.unique(m.scenarios)}
     w = m.balance_weights()
     t0 = time.perf_counter()
-    pred = SmallBoardPredictor(n_values=V2_NS, seed=seed).fit(m.scores, w, cols, None, fam, items=m.items,
-                                                               models=m.models, subscenarios=m.subscenarios)
+    pred = SmallBoardPredictor(n_values=V2_NS, seed=seed).fit(
+        m.scores, w, cols, None, fam, items=m.items, models=m.models, subscenarios=m.subscenarios
+    )
     fit_s = time.perf_counter() - t0
     out, pooled, by_n = {}, {}, {}
     for n in V2_NS:
@@ -70,9 +72,11 @@ def run_v2(data_dir: Path, seed: int = 0) -> dict:
         ok = np.isfinite(iv.estimate) & np.isfinite(iv.truth_t1)
         iv = iv[ok]
         cov = (iv.lower <= iv.truth_t1) & (iv.truth_t1 <= iv.upper)
-        by_n[str(n)] = {"t1_mae": round(100 * float(np.mean(np.abs(iv.estimate - iv.truth_t1))), 3),
-                        "mean_half_width": round(50 * float(np.mean(iv.upper - iv.lower)), 3),
-                        "coverage90": round(float(cov.mean()), 4)}
+        by_n[str(n)] = {
+            "t1_mae": round(100 * float(np.mean(np.abs(iv.estimate - iv.truth_t1))), 3),
+            "mean_half_width": round(50 * float(np.mean(iv.upper - iv.lower)), 3),
+            "coverage90": round(float(cov.mean()), 4),
+        }
         if n not in REPORT_NS:
             continue
         pooled[str(n)] = round(float(cov.mean()), 4)
@@ -82,48 +86,77 @@ def run_v2(data_dir: Path, seed: int = 0) -> dict:
             Ys, ws = m.scores[np.ix_(rows, c)], w[c]
             truth = est.weighted_accuracy(Ys, ws)
             rnd = np.mean([np.abs(est.random_estimate(Ys, ws, n, seed=1000 + d) - truth) for d in range(DRAWS)], axis=0)
-            strat = np.mean([np.abs(stratified_random(Ys, ws, m.subscenarios[c], n, seed=2000 + d) - truth)
-                             for d in range(DRAWS)], axis=0)
+            strat = np.mean(
+                [np.abs(stratified_random(Ys, ws, m.subscenarios[c], n, seed=2000 + d) - truth) for d in range(DRAWS)],
+                axis=0,
+            )
             out.setdefault(s, {})[str(n)] = {
                 "t1_mae": round(100 * float(np.mean(np.abs(g.estimate - g.truth_t1))), 3),
                 "random_mae": round(100 * float(np.mean(rnd)), 3),
                 "stratified_random_mae": round(100 * float(np.mean(strat)), 3),
                 "coverage90": round(float(np.mean((g.lower <= g.truth_t1) & (g.truth_t1 <= g.upper))), 4),
                 "mean_half_width": round(50 * float(np.mean(g.upper - g.lower)), 3),
-                "estimator": pred.choices_[(s, n)].t1}
-    ratio = float(np.mean([v["30"]["t1_mae"] for v in out.values()]) /
-                  np.mean([v["30"]["stratified_random_mae"] for v in out.values()]))
-    return {"v2": out, "v2_coverage90_pooled": pooled, "v2_mean_ratio_n30": round(ratio, 4), "v2_by_n": by_n,
-            "v2_fit_seconds": round(fit_s, 1), "v2_models": len(m.models), "v2_families": int(len(set(fam))),
-            "v2_notes": pred.notes_}
+                "estimator": pred.choices_[(s, n)].t1,
+            }
+    ratio = float(
+        np.mean([v["30"]["t1_mae"] for v in out.values()])
+        / np.mean([v["30"]["stratified_random_mae"] for v in out.values()])
+    )
+    return {
+        "v2": out,
+        "v2_coverage90_pooled": pooled,
+        "v2_mean_ratio_n30": round(ratio, 4),
+        "v2_by_n": by_n,
+        "v2_fit_seconds": round(fit_s, 1),
+        "v2_models": len(m.models),
+        "v2_families": int(len(set(fam))),
+        "v2_notes": pred.notes_,
+    }
 
 
 def print_v2(res: dict) -> None:
     v2 = res["v2"]
     for n in (str(x) for x in REPORT_NS):
-        print(f"\n=== v2 board ({res['v2_models']} models, {res['v2_families']} families), leave-family-out, n = {n} ===")
-        print(f"{'scenario':<10} {'T1 MAE':>7} {'random':>7} {'strat':>7} {'ratio':>6} {'cov90':>6} {'half-w':>7} "
-              f"{'hw/MAE':>6}  estimator")
+        print(
+            f"\n=== v2 board ({res['v2_models']} models, {res['v2_families']} families), leave-family-out, n = {n} ==="
+        )
+        print(
+            f"{'scenario':<10} {'T1 MAE':>7} {'random':>7} {'strat':>7} {'ratio':>6} {'cov90':>6} {'half-w':>7} "
+            f"{'hw/MAE':>6}  estimator"
+        )
         for s, v in v2.items():
             r = v[n]
-            print(f"{s:<10} {r['t1_mae']:7.2f} {r['random_mae']:7.2f} {r['stratified_random_mae']:7.2f} "
-                  f"{r['t1_mae'] / r['stratified_random_mae']:6.2f} {r['coverage90']:6.3f} {r['mean_half_width']:7.2f} "
-                  f"{r['mean_half_width'] / r['t1_mae']:6.2f}  {r['estimator']}")
+            print(
+                f"{s:<10} {r['t1_mae']:7.2f} {r['random_mae']:7.2f} {r['stratified_random_mae']:7.2f} "
+                f"{r['t1_mae'] / r['stratified_random_mae']:6.2f} {r['coverage90']:6.3f} {r['mean_half_width']:7.2f} "
+                f"{r['mean_half_width'] / r['t1_mae']:6.2f}  {r['estimator']}"
+            )
         mt = np.mean([v[n]["t1_mae"] for v in v2.values()])
         ms = np.mean([v[n]["stratified_random_mae"] for v in v2.values()])
         mr = np.mean([v[n]["random_mae"] for v in v2.values()])
-        print(f"{'mean':<10} {mt:7.2f} {mr:7.2f} {ms:7.2f} {mt / ms:6.2f} pooled coverage {res['v2_coverage90_pooled'][n]:.3f}")
-    print("error and half-width against n (all scenarios): " + "  ".join(
-        f"n={n}: {v['t1_mae']:.2f} / {v['mean_half_width']:.2f} (cov {v['coverage90']:.2f})" for n, v in res["v2_by_n"].items()))
+        print(
+            f"{'mean':<10} {mt:7.2f} {mr:7.2f} {ms:7.2f} {mt / ms:6.2f} pooled coverage {res['v2_coverage90_pooled'][n]:.3f}"
+        )
+    print(
+        "error and half-width against n (all scenarios): "
+        + "  ".join(
+            f"n={n}: {v['t1_mae']:.2f} / {v['mean_half_width']:.2f} (cov {v['coverage90']:.2f})"
+            for n, v in res["v2_by_n"].items()
+        )
+    )
 
 
 def v2_bars(res: dict) -> dict:
     v2 = res["v2"]
-    bars = {"v2 n30: mean T1 MAE <= 0.7 x stratified random": res["v2_mean_ratio_n30"] <= 0.7,
-            "v2 n30: no scenario worse than stratified random":
-                all(v["30"]["t1_mae"] <= v["30"]["stratified_random_mae"] for v in v2.values())}
+    bars = {
+        "v2 n30: mean T1 MAE <= 0.7 x stratified random": res["v2_mean_ratio_n30"] <= 0.7,
+        "v2 n30: no scenario worse than stratified random": all(
+            v["30"]["t1_mae"] <= v["30"]["stratified_random_mae"] for v in v2.values()
+        ),
+    }
     for n in (str(x) for x in REPORT_NS):
         bars[f"v2 n{n}: pooled coverage in [0.85, 0.95]"] = 0.85 <= res["v2_coverage90_pooled"][n] <= 0.95
-        bars[f"v2 n{n}: every half-width <= 2.5 x MAE"] = all(v[n]["mean_half_width"] <= 2.5 * v[n]["t1_mae"]
-                                                             for v in v2.values())
+        bars[f"v2 n{n}: every half-width <= 2.5 x MAE"] = all(
+            v[n]["mean_half_width"] <= 2.5 * v[n]["t1_mae"] for v in v2.values()
+        )
     return bars

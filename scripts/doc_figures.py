@@ -7,6 +7,7 @@ instance ($DAGSTER_HOME) written as PNG files.
 A figure whose asset partition was never materialized (or has no such plot) is reported and skipped; the exit code is
 1 when none was written.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,13 @@ FIGURES = (
     ("estimation_error_vs_n.png", "estimation_backtest", "openllm", "error_vs_n_", "docs/estimate.md"),
     ("router_cost_quality.png", "router_accuracy", "routerbench.mbpp", "cost_curve", "docs/routing.md"),
     ("magi_score_trends.png", "magi_score_trends", "openllm", "trend_chart", "docs/magi.md"),
-    ("irt_difficulty_discrimination.png", "irt_model", "openllm.mmlu", "difficulty_vs_discrimination", "docs/assets.md"),
+    (
+        "irt_difficulty_discrimination.png",
+        "irt_model",
+        "openllm.mmlu",
+        "difficulty_vs_discrimination",
+        "docs/assets.md",
+    ),
 )
 PNG = re.compile(r"data:image/png;base64,([A-Za-z0-9+/=]+)")
 
@@ -30,7 +37,8 @@ def latest_metadata(instance, asset: str, partition: str) -> dict | None:
     import dagster as dg
 
     result = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=1, ascending=False)
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[partition]), limit=1, ascending=False
+    )
     if not result.records:
         return None
     return result.records[0].asset_materialization.metadata
@@ -38,7 +46,9 @@ def latest_metadata(instance, asset: str, partition: str) -> dict | None:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "img", help="folder for the PNG files (default docs/img)")
+    ap.add_argument(
+        "--out", type=Path, default=ROOT / "docs" / "img", help="folder for the PNG files (default docs/img)"
+    )
     args = ap.parse_args(argv)
     import dagster as dg
 

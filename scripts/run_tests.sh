@@ -3,8 +3,10 @@
 source "$(dirname "$0")/env.sh"
 export DAGSTER_HOME="$(mktemp -d)"   # tests never touch the project's instance
 cp "$ROOT/dagster.yaml.template" "$DAGSTER_HOME/dagster.yaml"
-# the linter first (pyproject's [tool.ruff]: pyflakes, pycodestyle's errors, bugbear, import order): a second
+# the linter and the formatter first (pyproject's [tool.ruff]: pyflakes, pycodestyle's errors, bugbear, import order;
+# ruff's format): a second
 .venv/bin/ruff check "$ROOT"
+.venv/bin/ruff format --check "$ROOT"
 set +e
 # two pytest workers (pytest-xdist): the suite's time is half waiting (subprocesses, servers, Dagster's overhead), so two
 # workers on 2 cores took 423 s where one took 736 s; TINYBENCH_TEST_WORKERS=0 runs in one process

@@ -1,4 +1,5 @@
 """Whole-or-nothing file writes, shared by the saved models (io/model_files.py) and the tiny-benchmark artifact."""
+
 from __future__ import annotations
 
 import os

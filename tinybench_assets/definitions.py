@@ -1,4 +1,5 @@
 """The one Definitions object of the tinybench code location."""
+
 import dagster as dg
 
 from tinybench_assets.defs.assets import all_assets

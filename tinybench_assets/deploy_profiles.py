@@ -14,6 +14,7 @@ Both keep every asset, check, job, sensor and schedule of ``definitions.build_de
 the device resources differ. ``dagster api grpc -m tinybench_assets.deploy_profiles -a k8s_defs`` serves one (the
 Helm chart's user deployment), ``deploy/workspace_local.yaml`` the other.
 """
+
 from __future__ import annotations
 
 import json
@@ -40,10 +41,16 @@ def gpu_k8s_config(node_selector: dict | None = None, gpus: int = 1, cpu: str = 
     """The ``dagster-k8s/config`` tag of a GPU op: its container's requests and limits (``nvidia.com/gpu`` as a limit,
     which Kubernetes also takes as the request) and its pod's node selector and tolerations."""
     return {
-        "container_config": {"resources": {"requests": {"cpu": cpu, "memory": memory},
-                                           "limits": {"memory": memory, "nvidia.com/gpu": str(gpus)}}},
-        "pod_spec_config": {"node_selector": dict(node_selector or DEFAULT_GPU_NODE_SELECTOR),
-                            "tolerations": [dict(t) for t in GPU_TOLERATIONS]},
+        "container_config": {
+            "resources": {
+                "requests": {"cpu": cpu, "memory": memory},
+                "limits": {"memory": memory, "nvidia.com/gpu": str(gpus)},
+            }
+        },
+        "pod_spec_config": {
+            "node_selector": dict(node_selector or DEFAULT_GPU_NODE_SELECTOR),
+            "tolerations": [dict(t) for t in GPU_TOLERATIONS],
+        },
     }
 
 
@@ -56,11 +63,19 @@ def with_op_tags(assets_def: dg.AssetsDefinition, tags: dict) -> dg.AssetsDefini
 
     op = assets_def.op
     new_op = OpDefinition.dagster_internal_init(
-        compute_fn=op.compute_fn, name=op.name, description=op.description, config_schema=op.config_schema,
+        compute_fn=op.compute_fn,
+        name=op.name,
+        description=op.description,
+        config_schema=op.config_schema,
         ins={d.name: dg.In.from_definition(d) for d in op.input_defs},
         outs={d.name: dg.Out.from_definition(d) for d in op.output_defs},
-        required_resource_keys=op.required_resource_keys, tags={**op.tags, **tags}, version=None,
-        retry_policy=op.retry_policy, code_version=op._version, pool=op.pool)  # noqa: SLF001 - no public getter
+        required_resource_keys=op.required_resource_keys,
+        tags={**op.tags, **tags},
+        version=None,
+        retry_policy=op.retry_policy,
+        code_version=op._version,
+        pool=op.pool,
+    )  # noqa: SLF001 - no public getter
     return dg.AssetsDefinition.dagster_internal_init(**{**assets_def.get_attributes_dict(), "node_def": new_op})
 
 
@@ -75,9 +90,13 @@ def multiprocess_executor(max_concurrent: int | None = None) -> dg.ExecutorDefin
     # forkserver with the definitions preloaded: a step forks in a fraction of a second instead of importing anew
     # (torch is imported by the steps that use it, after the fork)
     return dg.multiprocess_executor.configured(
-        {"max_concurrent": n, "tag_concurrency_limits": [{"key": GPU_TAG, "value": "true", "limit": 1}],
-         "start_method": {"forkserver": {"preload_modules": ["tinybench_assets.definitions"]}}},
-        name="tinybench_multiprocess")
+        {
+            "max_concurrent": n,
+            "tag_concurrency_limits": [{"key": GPU_TAG, "value": "true", "limit": 1}],
+            "start_method": {"forkserver": {"preload_modules": ["tinybench_assets.definitions"]}},
+        },
+        name="tinybench_multiprocess",
+    )
 
 
 def multiprocess_defs() -> dg.Definitions:
@@ -94,9 +113,12 @@ def k8s_executor_config(namespace: str | None = None, max_concurrent: int = 4) -
     per run, modest CPU requests for every step (GPU ops add theirs through their tag), two OpenMP / MKL threads
     (oversubscribed threads slow the fits many-fold on small nodes); the image, environment,
     secrets and volumes come from the Helm chart's user deployment (``includeConfigInLaunchedRuns``)."""
-    config = {"max_concurrent": max_concurrent, "image_pull_policy": "IfNotPresent",
-              "step_k8s_config": {"container_config": {"resources": {"requests": {"cpu": "1", "memory": "4Gi"}}}},
-              "env_vars": ["OMP_NUM_THREADS=2", "MKL_NUM_THREADS=2"]}  # threads = the GPU pods' CPU request
+    config = {
+        "max_concurrent": max_concurrent,
+        "image_pull_policy": "IfNotPresent",
+        "step_k8s_config": {"container_config": {"resources": {"requests": {"cpu": "1", "memory": "4Gi"}}}},
+        "env_vars": ["OMP_NUM_THREADS=2", "MKL_NUM_THREADS=2"],
+    }  # threads = the GPU pods' CPU request
     if namespace:
         config["job_namespace"] = namespace
     return config
@@ -115,8 +137,13 @@ def k8s_defs() -> dg.Definitions:
 
     selector = json.loads(os.environ.get("TINYBENCH_GPU_NODE_SELECTOR") or "null") or DEFAULT_GPU_NODE_SELECTOR
     executor = k8s_job_executor.configured(
-        k8s_executor_config(os.environ.get("TINYBENCH_K8S_NAMESPACE") or None,
-                            int(os.environ.get("TINYBENCH_MAX_CONCURRENT") or 4)), name="tinybench_k8s")
-    return build_defs(assets=tag_gpu_ops(all_assets, {K8S_CONFIG_TAG: gpu_k8s_config(selector)}),
-                      resources={"torch_device": TorchDevice(device="cuda"), "encoder": EncoderResource(device="cuda")},
-                      executor=executor)
+        k8s_executor_config(
+            os.environ.get("TINYBENCH_K8S_NAMESPACE") or None, int(os.environ.get("TINYBENCH_MAX_CONCURRENT") or 4)
+        ),
+        name="tinybench_k8s",
+    )
+    return build_defs(
+        assets=tag_gpu_ops(all_assets, {K8S_CONFIG_TAG: gpu_k8s_config(selector)}),
+        resources={"torch_device": TorchDevice(device="cuda"), "encoder": EncoderResource(device="cuda")},
+        executor=executor,
+    )

@@ -1,4 +1,5 @@
 """Content hashes of files (drop identity, artifact integrity)."""
+
 from __future__ import annotations
 
 import hashlib

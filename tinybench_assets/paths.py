@@ -1,4 +1,5 @@
 """Default locations, each overridable by an environment variable."""
+
 from __future__ import annotations
 
 import os

@@ -1,4 +1,5 @@
 """Shared fixtures: small real slices of ../shared/data, written into a temporary landing folder."""
+
 from __future__ import annotations
 
 import os
@@ -35,7 +36,11 @@ SHARED = Path(paths.default_data_dir())
 
 def _data_snapshot() -> dict[str, tuple[int, int]]:
     data = paths.PROJECT_ROOT / "data"
-    return {str(p): (p.stat().st_mtime_ns, p.stat().st_size) for p in data.rglob("*") if p.is_file()} if data.is_dir() else {}
+    return (
+        {str(p): (p.stat().st_mtime_ns, p.stat().st_size) for p in data.rglob("*") if p.is_file()}
+        if data.is_dir()
+        else {}
+    )
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -55,10 +60,16 @@ def _isolated_project_data(tmp_path_factory, monkeypatch):
     """No test reads or writes the project's data/ folder (DuckDB file, landing folder, artifacts, plots):
     the defaults point into a fresh temporary folder; a test that needs another place sets it itself."""
     root = tmp_path_factory.mktemp("project_data")
-    for var, name in (("TINYBENCH_DUCKDB", "tinybench.duckdb"), ("TINYBENCH_INCOMING", "incoming"),
-                      ("TINYBENCH_QUARANTINE", "quarantine"), ("TINYBENCH_ARTIFACTS", "artifacts")):
+    for var, name in (
+        ("TINYBENCH_DUCKDB", "tinybench.duckdb"),
+        ("TINYBENCH_INCOMING", "incoming"),
+        ("TINYBENCH_QUARANTINE", "quarantine"),
+        ("TINYBENCH_ARTIFACTS", "artifacts"),
+    ):
         monkeypatch.setenv(var, str(root / name))
-    monkeypatch.delenv("TINYBENCH_STORE", raising=False)  # the results store is the DuckDB file above unless a test says
+    monkeypatch.delenv(
+        "TINYBENCH_STORE", raising=False
+    )  # the results store is the DuckDB file above unless a test says
 
 
 def _need_shared() -> None:
@@ -172,6 +183,7 @@ def pytest_collection_modifyitems(config, items):
     --no-loadscope-reorder). Of the rest, the modules that mostly wait on servers they start (WAITING) go first: run
     beside the other worker's CPU-bound tests, their waits overlap its work, where at the end of the suite one ran
     alone for half a minute (the ``tinybench ui`` start-and-stop test: 33 s, under 2 CPU-s in the test process)."""
+
     def budget(item) -> float:
         m = item.get_closest_marker("timeout")
         return float(m.args[0]) if m is not None and m.args else 0.0

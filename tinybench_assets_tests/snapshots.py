@@ -1,5 +1,6 @@
 """Stored rows of a DuckDB file without run times, sorted, so that two runs can be compared exactly (issue 14's
 fault and re-materialization tests)."""
+
 from __future__ import annotations
 
 from pathlib import Path

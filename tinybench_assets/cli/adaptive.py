@@ -23,6 +23,7 @@ first command. The test stops after ``--max-items`` answers (default 30) or, wit
 answers (CSV item,score or JSON, as ``tinybench estimate`` reads): items the file lacks are skipped. The
 budget is the scenario's own (only its asked items). Bad input exits with code 2 and a one-line error on stderr.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -54,7 +55,9 @@ def load_scenario(leaderboard: str, scenario: str | None):
     names = [split_partition_key(k)[1] for k in keys]
     if scenario is None:
         if len(keys) > 1:
-            raise UsageError(f"leaderboard {leaderboard!r} has scenarios {', '.join(names)}: choose one with --scenario")
+            raise UsageError(
+                f"leaderboard {leaderboard!r} has scenarios {', '.join(names)}: choose one with --scenario"
+            )
         scenario = names[0]
     key = partition_key(leaderboard, scenario)
     if key not in keys:
@@ -104,8 +107,10 @@ def _session(args, key, items, a, b, w, state: dict | None):
     if method in ("auto", "bank"):
         bank = _bank(key, items)
         if bank is None and method == "bank":
-            raise UsageError(f"{key}: fewer than {MIN_BANK_MODELS} models' binarized answers stored: "
-                             "materialize binarized_responses, or use --method irt")
+            raise UsageError(
+                f"{key}: fewer than {MIN_BANK_MODELS} models' binarized answers stored: "
+                "materialize binarized_responses, or use --method irt"
+            )
         method = "bank" if bank is not None else "irt"
     if method == "bank":
         from tinybench_assets.core.adaptive_bank import BankSession, bank_matrix, tune_bank
@@ -134,7 +139,9 @@ def _read_state(path: Path | None, key: str) -> dict | None:
     except json.JSONDecodeError as e:
         raise UsageError(f"{path}: not valid JSON ({e})") from None
     if not isinstance(state, dict) or state.get("scenario") != key:
-        raise UsageError(f"{path}: a state file of {state.get('scenario') if isinstance(state, dict) else '?'}, not {key}")
+        raise UsageError(
+            f"{path}: a state file of {state.get('scenario') if isinstance(state, dict) else '?'}, not {key}"
+        )
     return state
 
 
@@ -149,8 +156,10 @@ def _report(key: str, session, as_json: bool) -> str:
     e.update(scenario=key, done=session.done, budget="own", interval_level=e.get("interval_level", 0.9))
     if as_json:
         return json.dumps(e, indent=1)
-    return (f"{key}: {100 * e['estimate']:.1f} % [{100 * e['lower']:.1f}, {100 * e['upper']:.1f}] (90 % interval) from "
-            f"{e['n']} adaptive answers ({e['method']}, own budget){'; done' if e['done'] else ''}")
+    return (
+        f"{key}: {100 * e['estimate']:.1f} % [{100 * e['lower']:.1f}, {100 * e['upper']:.1f}] (90 % interval) from "
+        f"{e['n']} adaptive answers ({e['method']}, own budget){'; done' if e['done'] else ''}"
+    )
 
 
 def adaptive_cmd(args: argparse.Namespace) -> int:
@@ -206,15 +215,23 @@ def adaptive_cmd(args: argparse.Namespace) -> int:
 
 
 def add_parsers(sub) -> None:
-    p = sub.add_parser("adaptive", help="adaptive test of a new model on one scenario (next / answer / estimate / run)",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "adaptive",
+        help="adaptive test of a new model on one scenario (next / answer / estimate / run)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--leaderboard", required=True)
     p.add_argument("--scenario", help="scenario (needed when the leaderboard has several)")
     p.add_argument("--state", help="JSON file with the answers so far (created when missing)")
     p.add_argument("--max-items", type=int, default=None, help="stop after this many answers (default 30)")
     p.add_argument("--target-width", type=float, default=None, help="also stop once the 90%% interval is this narrow")
-    p.add_argument("--method", choices=("auto", "bank", "irt"), default="auto",
-                   help="bank: the leaderboard's answers as the prior; irt: the IRT model (auto: bank when stored)")
+    p.add_argument(
+        "--method",
+        choices=("auto", "bank", "irt"),
+        default="auto",
+        help="bank: the leaderboard's answers as the prior; irt: the IRT model (auto: bank when stored)",
+    )
     acts = p.add_subparsers(dest="action", required=True)
     n = acts.add_parser("next", help="print the next item to ask")
     n.add_argument("--with-text", action="store_true", help="also print the item's text")
@@ -224,6 +241,10 @@ def add_parsers(sub) -> None:
     e = acts.add_parser("estimate", help="print the current estimate")
     e.add_argument("--json", action="store_true")
     r = acts.add_parser("run", help="run the whole test, reading the answers from a file")
-    r.add_argument("--answers", required=True, help="CSV item,score, JSON, or a harness samples file or folder, as `tinybench estimate` reads")
+    r.add_argument(
+        "--answers",
+        required=True,
+        help="CSV item,score, JSON, or a harness samples file or folder, as `tinybench estimate` reads",
+    )
     r.add_argument("--json", action="store_true")
     p.set_defaults(func=adaptive_cmd)

@@ -1,6 +1,7 @@
 """A new model's answers for ``tinybench estimate`` and ``tinybench adaptive run``: today's CSV / JSON file
 (``core.tiny_benchmark.read_answers``), or lm-evaluation-harness output of one model: a ``samples_<task>_<timestamp>.jsonl``
 file or the model's folder of them (items named as the harness drops name them, ``<task>.<doc_hash[:16]>``)."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -17,6 +17,7 @@ Two ways to spread them over the cores:
 Workers are spawned (no forked Dagster or torch state), die with run-all (Linux's parent-death signal), send their
 lines to run-all's console through a queue, and are stopped (SIGTERM, then SIGKILL) when run-all stops.
 """
+
 from __future__ import annotations
 
 import os
@@ -67,8 +68,9 @@ def project_instance():
     return dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(home), overrides={"concurrency": concurrency}))
 
 
-def run_units(units: list[Unit], force: bool = False, log_level: str = "WARNING", say=None,
-              setup: tuple | None = None) -> tuple[int, list[str]]:
+def run_units(
+    units: list[Unit], force: bool = False, log_level: str = "WARNING", say=None, setup: tuple | None = None
+) -> tuple[int, list[str]]:
     """Refresh each unit in turn (stale or missing assets only, unless ``force``), saying a line per unit; returns
     (materializations, failed partition keys). ``setup``: the caller's (definitions, instance, owner tags) to reuse;
     built here when None (in a worker's own process)."""
@@ -136,8 +138,9 @@ def _worker(wid: int, tasks, results, threads: int, kw: dict) -> None:
         results.put(("done", wid, name, m, f))
 
 
-def run_parallel(tasks: dict[str, list[Unit]], jobs: int, threads: int = 0, after: dict[str, set] | None = None,
-                 **kw) -> tuple[int, list[str]]:
+def run_parallel(
+    tasks: dict[str, list[Unit]], jobs: int, threads: int = 0, after: dict[str, set] | None = None, **kw
+) -> tuple[int, list[str]]:
     """Run ``tasks`` ({name: units}) in ``jobs`` spawned worker processes, their lines printed here as they come;
     ``threads`` > 0 caps torch's and BLAS's CPU threads in each worker. A free worker gets the first task, in the
     order given, whose tasks in ``after`` ({name: names it waits for}) have all finished (failed or not)."""
@@ -210,8 +213,9 @@ def run_parallel(tasks: dict[str, list[Unit]], jobs: int, threads: int = 0, afte
     return materialized, failed
 
 
-def run_chains(chains: dict[str, list[str]], jobs: int, threads: int = 0, setup: tuple | None = None,
-               **kw) -> tuple[int, list[str]]:
+def run_chains(
+    chains: dict[str, list[str]], jobs: int, threads: int = 0, setup: tuple | None = None, **kw
+) -> tuple[int, list[str]]:
     """Every leaderboard's chain (:func:`run_chain`): in this process one after another (``jobs`` 1, reusing the
     caller's ``setup`` unless ``threads`` asks for a new thread budget, which the resources must be built under), or
     in ``jobs`` worker processes at once, the chains with the most scenario partitions first.
@@ -225,8 +229,9 @@ def run_chains(chains: dict[str, list[str]], jobs: int, threads: int = 0, setup:
         done = [run_chain(b, k, setup=setup, **kw) for b, k in chains.items()]
         return sum(m for m, _ in done), [k for _, f in done for k in f]
     order = sorted(chains, key=lambda b: -len(chains[b]))
-    return run_parallel({b: [scenario_unit(k) for k in chains[b]] + [leaderboard_unit(b)] for b in order},
-                        jobs, threads, **kw)
+    return run_parallel(
+        {b: [scenario_unit(k) for k in chains[b]] + [leaderboard_unit(b)] for b in order}, jobs, threads, **kw
+    )
 
 
 def partition_sizes(store) -> dict[str, tuple[int, int]]:

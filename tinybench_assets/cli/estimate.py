@@ -15,6 +15,7 @@ trees as plain arrays) are all that is read: nothing is unpickled, so an artifac
 predictor.pkl in the folder is ignored). Bad input, or a malformed artifact, exits with code 2 and a one-line
 error on stderr.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,10 @@ def _artifact_path(args) -> Path:
     found = sorted(p.parent.name for p in root.glob("*/tiny_benchmark.json")) if root.is_dir() else []
     if len(found) == 1:
         return root / found[0]
-    raise UsageError("give --artifact FOLDER or --leaderboard NAME"
-                      + (f" (exported under {root}: {', '.join(found)})" if found else f" (no tiny benchmark exported under {root})"))
+    raise UsageError(
+        "give --artifact FOLDER or --leaderboard NAME"
+        + (f" (exported under {root}: {', '.join(found)})" if found else f" (no tiny benchmark exported under {root})")
+    )
 
 
 def _load(args):
@@ -72,18 +75,26 @@ def format_table(df, art: dict, source: str = "") -> str:
     """The human-readable report printed by ``tinybench estimate``."""
     level = f"{round(100 * (1 - float(art.get('alpha', 0.1))))}% interval"
     w = max([8, *(len(s) for s in df.scenario)])
-    lines = [f"{art.get('leaderboard', '?')} tiny benchmark: n={art['n']} anchors per scenario "
-             f"(clustering {art['clustering']}){source}",
-             f"{'scenario':<{w}}  {'answered':>8}  {'estimate':>8}  {level:>14}  {'full score':>10}  {level:>14}  "
-             "budget  estimator (T1 / T2) [source]"]
+    lines = [
+        f"{art.get('leaderboard', '?')} tiny benchmark: n={art['n']} anchors per scenario "
+        f"(clustering {art['clustering']}){source}",
+        f"{'scenario':<{w}}  {'answered':>8}  {'estimate':>8}  {level:>14}  {'full score':>10}  {level:>14}  "
+        "budget  estimator (T1 / T2) [source]",
+    ]
     for r in df.itertuples(index=False):
         est = r.estimator if r.estimator == r.estimator_t2 else f"{r.estimator} / {r.estimator_t2}"
-        lines.append(f"{r.scenario:<{w}}  {f'{r.answered}/{r.n_anchors}':>8}  {_pct(r.estimate):>8}  "
-                     f"{_interval(r.lower, r.upper):>14}  {_pct(r.estimate_t2):>10}  {_interval(r.lower_t2, r.upper_t2):>14}  "
-                     f"{budget(r.estimator):<6}  {est} [{r.source}]")
-    lines.append("estimate: balance-weighted accuracy on the scenario's item pool; full score: the full-benchmark score")
-    lines.append("budget: own = from this scenario's anchor answers only; joint = also from the other scenarios' anchors "
-                 f"(all {int(df.answered.sum())} answers)")
+        lines.append(
+            f"{r.scenario:<{w}}  {f'{r.answered}/{r.n_anchors}':>8}  {_pct(r.estimate):>8}  "
+            f"{_interval(r.lower, r.upper):>14}  {_pct(r.estimate_t2):>10}  {_interval(r.lower_t2, r.upper_t2):>14}  "
+            f"{budget(r.estimator):<6}  {est} [{r.source}]"
+        )
+    lines.append(
+        "estimate: balance-weighted accuracy on the scenario's item pool; full score: the full-benchmark score"
+    )
+    lines.append(
+        "budget: own = from this scenario's anchor answers only; joint = also from the other scenarios' anchors "
+        f"(all {int(df.answered.sum())} answers)"
+    )
     for note in df.attrs.get("notes", []):
         lines.append(f"note: {note}")
     return "\n".join(lines)
@@ -115,19 +126,41 @@ def estimate_cmd(args: argparse.Namespace) -> int:
         art = _load(args)
         answers = read_model_answers(args.answers)
         art, notes = _budget_artifact(args, art, answers)
-        df = estimate_from_artifact(art, answers, use_learned=not args.no_learned, estimator=args.estimator,
-                                    allow_missing=args.allow_missing, allow_extra=args.allow_extra or bool(notes))
+        df = estimate_from_artifact(
+            art,
+            answers,
+            use_learned=not args.no_learned,
+            estimator=args.estimator,
+            allow_missing=args.allow_missing,
+            allow_extra=args.allow_extra or bool(notes),
+        )
         df.attrs["notes"] = notes + df.attrs.get("notes", [])
     except (ArtifactError, AnswerError, UsageError) as e:
         print(f"tinybench estimate: error: {e}", file=sys.stderr)
         return 2
     if args.json:
-        recs = [{**{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()},
-                 "budget": budget(r["estimator"]), "budget_t2": budget(r["estimator_t2"])}
-                for r in df.to_dict("records")]
-        print(json.dumps({"leaderboard": art.get("leaderboard"), "n": art["n"], "clustering": art["clustering"],
-                          "alpha": art.get("alpha"), "answers": str(args.answers), "notes": df.attrs.get("notes", []),
-                          "scenarios": recs}, indent=1))
+        recs = [
+            {
+                **{k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in r.items()},
+                "budget": budget(r["estimator"]),
+                "budget_t2": budget(r["estimator_t2"]),
+            }
+            for r in df.to_dict("records")
+        ]
+        print(
+            json.dumps(
+                {
+                    "leaderboard": art.get("leaderboard"),
+                    "n": art["n"],
+                    "clustering": art["clustering"],
+                    "alpha": art.get("alpha"),
+                    "answers": str(args.answers),
+                    "notes": df.attrs.get("notes", []),
+                    "scenarios": recs,
+                },
+                indent=1,
+            )
+        )
     else:
         print(format_table(df, art, f", {len(answers)} answers from {args.answers}"))
     return 0
@@ -142,8 +175,10 @@ def _budget_anchors(args, art: dict):
 
     budgets = load_budgets(_artifact_path(args))
     if budgets is None:
-        raise ArtifactError(f"this tiny benchmark was exported for n={art['n']} only; --n and --target-width need a "
-                            "small leaderboard's export (budgets.json beside it)")
+        raise ArtifactError(
+            f"this tiny benchmark was exported for n={art['n']} only; --n and --target-width need a "
+            "small leaderboard's export (budgets.json beside it)"
+        )
     prepared = {int(b["n"]): b for b in budgets["budgets"]}
     if args.target_width is not None:
         n = int(target_budget(budgets, float(args.target_width))["n"])
@@ -158,15 +193,29 @@ def _budget_anchors(args, art: dict):
     texts = {}
     if args.with_text:  # the texts the largest prepared budget carries (the order's first items)
         big = load_artifact(Path(budgets["_folder"]) / prepared[max(prepared)]["folder"])
-        texts = {it: t for s in big["scenario_order"] for it, t in
-                 zip(big["scenarios"][s]["anchors"]["items"], big["scenarios"][s]["anchors"].get("texts") or [])}
-    df = pd.DataFrame([{"scenario": s, "item": it, "weight": float("nan"), **({"text": texts.get(it)} if args.with_text else {})}
-                       for s, its in items.items() for it in its])
+        texts = {
+            it: t
+            for s in big["scenario_order"]
+            for it, t in zip(big["scenarios"][s]["anchors"]["items"], big["scenarios"][s]["anchors"].get("texts") or [])
+        }
+    df = pd.DataFrame(
+        [
+            {"scenario": s, "item": it, "weight": float("nan"), **({"text": texts.get(it)} if args.with_text else {})}
+            for s, its in items.items()
+            for it in its
+        ]
+    )
     below = [m for m in prepared if m <= n]
-    print(f"note: n={n} is not a prepared budget ({', '.join(map(str, sorted(prepared)))}); `tinybench estimate` "
-          + (f"scores these answers with the largest prepared budget they cover (n={max(below)})" if below else
-             f"needs at least the n={min(prepared)} anchors") + "; weights are set by the budget that scores them",
-          file=sys.stderr)
+    print(
+        f"note: n={n} is not a prepared budget ({', '.join(map(str, sorted(prepared)))}); `tinybench estimate` "
+        + (
+            f"scores these answers with the largest prepared budget they cover (n={max(below)})"
+            if below
+            else f"needs at least the n={min(prepared)} anchors"
+        )
+        + "; weights are set by the budget that scores them",
+        file=sys.stderr,
+    )
     return art, df, n
 
 
@@ -187,19 +236,36 @@ def anchors_cmd(args: argparse.Namespace) -> int:
         from tinybench_assets.io.harness_drops import harness_selection
 
         if not args.samples_from:
-            print("tinybench anchors: error: --format harness needs --samples-from DIR: a model folder of "
-                  "samples_<task>_<timestamp>.jsonl files (any model's full run) that maps the anchors to the "
-                  "harness's doc indices", file=sys.stderr)
+            print(
+                "tinybench anchors: error: --format harness needs --samples-from DIR: a model folder of "
+                "samples_<task>_<timestamp>.jsonl files (any model's full run) that maps the anchors to the "
+                "harness's doc indices",
+                file=sys.stderr,
+            )
             return 2
         selection, missing = harness_selection(df["item"].tolist(), Path(args.samples_from))
         if missing:
-            print(f"tinybench anchors: error: {len(missing)} anchor(s) are not in {args.samples_from}: "
-                  f"{', '.join(missing[:5])}", file=sys.stderr)
+            print(
+                f"tinybench anchors: error: {len(missing)} anchor(s) are not in {args.samples_from}: "
+                f"{', '.join(missing[:5])}",
+                file=sys.stderr,
+            )
             return 2
         text = json.dumps(selection, indent=1) + "\n"
     elif args.format == "json":
-        text = json.dumps({"leaderboard": art.get("leaderboard"), "n": art["n"], "clustering": art["clustering"],
-                           "anchors": df.to_dict("records")}, indent=1, ensure_ascii=False) + "\n"
+        text = (
+            json.dumps(
+                {
+                    "leaderboard": art.get("leaderboard"),
+                    "n": art["n"],
+                    "clustering": art["clustering"],
+                    "anchors": df.to_dict("records"),
+                },
+                indent=1,
+                ensure_ascii=False,
+            )
+            + "\n"
+        )
     else:
         text = df.to_csv(index=False)
     if args.output:
@@ -218,30 +284,60 @@ def _artifact_args(p: argparse.ArgumentParser) -> None:
 
 def add_parsers(sub) -> None:
     """Register the ``estimate`` and ``anchors`` subcommands on the ``tinybench`` parser's subparsers."""
-    p = sub.add_parser("estimate", help="estimate a new model's accuracy from its answers to the anchors",
-                       description="Estimate a new model's accuracy per scenario (with intervals) from its answers "
-                                   "to an exported tiny benchmark's anchors.")
+    p = sub.add_parser(
+        "estimate",
+        help="estimate a new model's accuracy from its answers to the anchors",
+        description="Estimate a new model's accuracy per scenario (with intervals) from its answers "
+        "to an exported tiny benchmark's anchors.",
+    )
     _artifact_args(p)
-    p.add_argument("--answers", required=True, help="CSV with columns item,score, or JSON {item: score} / [{item, score}], or lm-evaluation-harness "
-                   "output of one model: a samples_<task>_<timestamp>.jsonl file or its folder")
+    p.add_argument(
+        "--answers",
+        required=True,
+        help="CSV with columns item,score, or JSON {item: score} / [{item, score}], or lm-evaluation-harness "
+        "output of one model: a samples_<task>_<timestamp>.jsonl file or its folder",
+    )
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    p.add_argument("--no-learned", action="store_true", help="use only the JSON-evaluable estimators (learned_models.npz is not read)")
+    p.add_argument(
+        "--no-learned",
+        action="store_true",
+        help="use only the JSON-evaluable estimators (learned_models.npz is not read)",
+    )
     p.add_argument("--estimator", help="force one estimator (e.g. gpirt, pirt_joint, gbm_joint)")
     p.add_argument("--allow-missing", action="store_true", help="allow a scenario with some anchors unanswered")
     p.add_argument("--allow-extra", action="store_true", help="ignore answered pool items that are not anchors")
     p.set_defaults(func=estimate_cmd)
-    p = sub.add_parser("anchors", help="list the anchor items a new model must answer",
-                       description="List (or export) the anchor items of a tiny benchmark.")
+    p = sub.add_parser(
+        "anchors",
+        help="list the anchor items a new model must answer",
+        description="List (or export) the anchor items of a tiny benchmark.",
+    )
     _artifact_args(p)
-    p.add_argument("--format", choices=("csv", "json", "harness"), default="csv",
-                   help="harness: {task: [doc indices]} for `lm_eval --samples FILE` (needs --samples-from)")
-    p.add_argument("--samples-from", help="with --format harness: a model folder of lm-evaluation-harness "
-                   "samples_<task>_<timestamp>.jsonl files covering the anchors")
+    p.add_argument(
+        "--format",
+        choices=("csv", "json", "harness"),
+        default="csv",
+        help="harness: {task: [doc indices]} for `lm_eval --samples FILE` (needs --samples-from)",
+    )
+    p.add_argument(
+        "--samples-from",
+        help="with --format harness: a model folder of lm-evaluation-harness "
+        "samples_<task>_<timestamp>.jsonl files covering the anchors",
+    )
     p.add_argument("--with-text", action="store_true", help="include the item texts (prompts)")
     p.add_argument("--output", help="write to this file instead of stdout")
     g = p.add_mutually_exclusive_group()
-    g.add_argument("--n", type=int, help="anchors per scenario (a small board's export: any N up to the pool; the "
-                   "first N of one nested order, so a smaller budget's answers are reused)")
-    g.add_argument("--target-width", type=float, metavar="W", help="the smallest prepared budget whose backtested 90 %% "
-                   "interval half-width is at most W accuracy points in every scenario")
+    g.add_argument(
+        "--n",
+        type=int,
+        help="anchors per scenario (a small board's export: any N up to the pool; the "
+        "first N of one nested order, so a smaller budget's answers are reused)",
+    )
+    g.add_argument(
+        "--target-width",
+        type=float,
+        metavar="W",
+        help="the smallest prepared budget whose backtested 90 %% "
+        "interval half-width is at most W accuracy points in every scenario",
+    )
     p.set_defaults(func=anchors_cmd)

@@ -14,6 +14,7 @@ with the encoder recorded in the router (the packaged all-MiniLM-L6-v2, no hub a
 the asset routes its test questions: argmax of P(correct) with the router's margin and the tie-break by
 training accuracy. No DuckDB store is read. Bad input exits with code 2 and a one-line error on stderr.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,7 +41,9 @@ def default_router_path(board: str, scenario: str | None) -> Path:
     from tinybench_assets.io.model_files import BOARD_ROUTER_FILE, UnsafeNameError, model_path, router_file
 
     try:
-        return model_path(paths.artifacts_dir(), board, BOARD_ROUTER_FILE if scenario is None else router_file(scenario))
+        return model_path(
+            paths.artifacts_dir(), board, BOARD_ROUTER_FILE if scenario is None else router_file(scenario)
+        )
     except UnsafeNameError as e:
         raise UsageError(str(e)) from None
 
@@ -60,14 +63,19 @@ def _from_frame(df, path: Path) -> list[tuple[str, str]]:
     cols = {str(c).strip().lower(): c for c in df.columns}
     text_col = next((cols[c] for c in TEXT_COLUMNS if c in cols), None)
     if text_col is None:
-        raise UsageError(f"{path}: no text column (need one of {', '.join(TEXT_COLUMNS)}; "
-                          f"found {', '.join(map(str, df.columns)) or 'none'})")
+        raise UsageError(
+            f"{path}: no text column (need one of {', '.join(TEXT_COLUMNS)}; "
+            f"found {', '.join(map(str, df.columns)) or 'none'})"
+        )
     id_col = next((cols[c] for c in ID_COLUMNS if c in cols), None)
     out = []
-    for i, (text, ident) in enumerate(zip(df[text_col].tolist(),
-                                          df[id_col].tolist() if id_col is not None else [None] * len(df)), start=1):
+    for i, (text, ident) in enumerate(
+        zip(df[text_col].tolist(), df[id_col].tolist() if id_col is not None else [None] * len(df)), start=1
+    ):
         text = _clean(text, f"{path}: row {i}")
-        if id_col is not None and (ident is None or (isinstance(ident, float) and math.isnan(ident)) or str(ident).strip() == ""):
+        if id_col is not None and (
+            ident is None or (isinstance(ident, float) and math.isnan(ident)) or str(ident).strip() == ""
+        ):
             raise UsageError(f"{path}: row {i}: empty {id_col}")
         out.append((str(i) if id_col is None else str(ident), text))
     return out
@@ -93,8 +101,7 @@ def read_questions(path) -> list[tuple[str, str]]:
             out = [(str(i), ln) for i, ln in enumerate(lines, start=1) if ln.strip()]
         elif suffix in (".csv", ".parquet"):
             try:
-                df = (pd.read_csv(path, dtype=str, keep_default_na=False) if suffix == ".csv"
-                      else pd.read_parquet(path))
+                df = pd.read_csv(path, dtype=str, keep_default_na=False) if suffix == ".csv" else pd.read_parquet(path)
             except pd.errors.EmptyDataError:
                 raise UsageError(f"{path}: empty file") from None
             out = _from_frame(df, path)
@@ -115,11 +122,13 @@ def read_questions(path) -> list[tuple[str, str]]:
             elif all(isinstance(r, dict) for r in recs):
                 out = _from_frame(pd.DataFrame.from_records(recs), path)
             else:
-                raise UsageError(f"{path}: each JSON row must be a string or an object with a "
-                                  f"{'/'.join(TEXT_COLUMNS)} field")
+                raise UsageError(
+                    f"{path}: each JSON row must be a string or an object with a {'/'.join(TEXT_COLUMNS)} field"
+                )
         else:
-            raise UsageError(f"{path}: unsupported file type {suffix or '(none)'!r} "
-                              "(use .csv, .parquet, .jsonl/.json or .txt)")
+            raise UsageError(
+                f"{path}: unsupported file type {suffix or '(none)'!r} (use .csv, .parquet, .jsonl/.json or .txt)"
+            )
     except UsageError:
         raise
     except Exception as e:  # OS, decoding, pandas / pyarrow / JSON parse errors
@@ -144,7 +153,9 @@ def _load_router(args):
     if not path.is_file():
         if args.router:
             raise UsageError(f"no router at {path}")
-        what = f"router_accuracy for partition {want}" if args.scenario else f"leaderboard_router for leaderboard {want}"
+        what = (
+            f"router_accuracy for partition {want}" if args.scenario else f"leaderboard_router for leaderboard {want}"
+        )
         raise UsageError(f"no router at {path}: materialize {what} first")
     try:
         served = ServedRouter.load(path, partition=want)
@@ -161,8 +172,10 @@ def check_device(device: str) -> None:
 
     if not torch.cuda.is_available():
         why = "this torch build has no CUDA support" if torch.version.cuda is None else "no CUDA device is visible"
-        raise UsageError(f"--device cuda: {why} (torch {torch.__version__}); use --device cpu, or --device auto "
-                         "(cuda where available, else cpu)")
+        raise UsageError(
+            f"--device cuda: {why} (torch {torch.__version__}); use --device cpu, or --device auto "
+            "(cuda where available, else cpu)"
+        )
 
 
 def _encoder(meta: dict, path: Path, device: str, threads: int):
@@ -170,8 +183,10 @@ def _encoder(meta: dict, path: Path, device: str, threads: int):
 
     check_device(device)
     if meta["encoder"] != PACKAGED_ENCODER:
-        raise UsageError(f"router {path} was trained on {meta['encoder']} embeddings; only the packaged "
-                          f"{PACKAGED_ENCODER} encoder can embed questions offline here")
+        raise UsageError(
+            f"router {path} was trained on {meta['encoder']} embeddings; only the packaged "
+            f"{PACKAGED_ENCODER} encoder can embed questions offline here"
+        )
     return Encoder(DEFAULT_MODEL, device=device, num_threads=threads)
 
 
@@ -198,12 +213,15 @@ def saved_points(cost: dict) -> list:
 
     if "points" in cost:
         pts = cost["points"]
-        return [OperatingPoint(Policy(k, None if v is None else float(v)), float(a), float(c), "")
-                for k, v, a, c in zip(pts["policy"], pts["value"], pts["cv_acc"], pts["cv_cost"])]
+        return [
+            OperatingPoint(Policy(k, None if v is None else float(v)), float(a), float(c), "")
+            for k, v, a, c in zip(pts["policy"], pts["value"], pts["cv_acc"], pts["cv_cost"])
+        ]
     sw, (acc, c) = cost["sweep"], cost["best_single"]
     return [OperatingPoint(Policy("single"), float(acc), float(c), "")] + [
         OperatingPoint(Policy("lambda", float(v)), float(a), float(k), "")
-        for v, a, k in zip(sw["lambda"], sw["cv_acc"], sw["cv_cost"])]
+        for v, a, k in zip(sw["lambda"], sw["cv_acc"], sw["cv_cost"])
+    ]
 
 
 def saved_policy(cost: dict):
@@ -215,8 +233,9 @@ def saved_policy(cost: dict):
     return Policy("single") if cost["lambda"] is None else Policy("lambda", float(cost["lambda"]))
 
 
-def cost_policy(meta: dict, objective: str | None, tolerance: float | None, max_cost: float | None,
-                min_accuracy: float | None) -> tuple[str, object, str]:
+def cost_policy(
+    meta: dict, objective: str | None, tolerance: float | None, max_cost: float | None, min_accuracy: float | None
+) -> tuple[str, object, str]:
     """(objective, policy, rule) to route with; policy None: the accuracy objective (argmax of P with the router's
     margin), else a core.routing.cost.Policy. Without flags: the router file's own choice (its cost objective where
     costs landed, else accuracy). A cost objective re-chooses among the file's training-CV operating points (no data
@@ -225,15 +244,22 @@ def cost_policy(meta: dict, objective: str | None, tolerance: float | None, max_
 
     cost = meta.get("cost")
     if objective is None:
-        objective = "max_cost" if max_cost is not None else "min_accuracy" if min_accuracy is not None else (
-            cost["objective"] if cost else "accuracy")
+        objective = (
+            "max_cost"
+            if max_cost is not None
+            else "min_accuracy"
+            if min_accuracy is not None
+            else (cost["objective"] if cost else "accuracy")
+        )
     if objective not in OBJECTIVES:
         raise UsageError(f"--objective {objective}: one of {', '.join(OBJECTIVES)}")
     if objective == "accuracy":
         return objective, None, "argmax of P(correct)"
     if not cost:
-        raise UsageError(f"--objective {objective}: router {meta.get('partition', '?')} was trained without costs "
-                         "(no per-question costs landed); only --objective accuracy")
+        raise UsageError(
+            f"--objective {objective}: router {meta.get('partition', '?')} was trained without costs "
+            "(no per-question costs landed); only --objective accuracy"
+        )
     if objective == "max_cost" and max_cost is None:
         raise UsageError("--objective max_cost needs --max-cost")
     if objective == "min_accuracy" and min_accuracy is None:
@@ -241,8 +267,13 @@ def cost_policy(meta: dict, objective: str | None, tolerance: float | None, max_
     tol = cost.get("tolerance", 0.01) if tolerance is None else tolerance / 100
     if objective == cost["objective"] == "quality_at_min_cost" and abs(tol - cost.get("tolerance", 0.01)) < 1e-12:
         return objective, saved_policy(cost), cost["rule"]
-    point = pick_point(saved_points(cost), objective, tolerance=tol, max_cost=max_cost,
-                       min_accuracy=None if min_accuracy is None else min_accuracy / 100)
+    point = pick_point(
+        saved_points(cost),
+        objective,
+        tolerance=tol,
+        max_cost=max_cost,
+        min_accuracy=None if min_accuracy is None else min_accuracy / 100,
+    )
     return objective, point.policy, point.rule
 
 
@@ -259,7 +290,7 @@ def route_questions(served, E, policy=None):
 
 def _short(text: str, n: int) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= n else text[:n - 3] + "..."
+    return text if len(text) <= n else text[: n - 3] + "..."
 
 
 def format_table(results: list[dict], meta: dict, source: str, policy: dict | None = None) -> str:
@@ -267,30 +298,41 @@ def format_table(results: list[dict], meta: dict, source: str, policy: dict | No
     the objective and, where costs landed, the expected accuracy and cost per question."""
     cfg = meta.get("config") or {}
     policy = policy or {"objective": "accuracy", "policy": None, "rule": ""}
-    lines = [f"{meta.get('partition', '?')} router: {meta.get('served', '?')} {json.dumps(cfg)} "
-             f"(margin {float(meta.get('margin', 0.0)):g}; {len(results)} question(s) from {source})",
-             f"objective {policy['objective']}" + (f", {policy['policy'].label()}" if policy["policy"] else "")
-             + (f": {policy['rule']}" if policy["rule"] else "")]
+    lines = [
+        f"{meta.get('partition', '?')} router: {meta.get('served', '?')} {json.dumps(cfg)} "
+        f"(margin {float(meta.get('margin', 0.0)):g}; {len(results)} question(s) from {source})",
+        f"objective {policy['objective']}"
+        + (f", {policy['policy'].label()}" if policy["policy"] else "")
+        + (f": {policy['rule']}" if policy["rule"] else ""),
+    ]
     if results:
         mean_acc = sum(r["expected_accuracy"] for r in results) / len(results)
         cost = [r["expected_cost"] for r in results if "expected_cost" in r]
-        lines.append(f"expected accuracy {100 * mean_acc:.1f} %" + (f", expected cost {sum(cost) / len(cost):.6g} per "
-                                                                     "question" if cost else ""))
+        lines.append(
+            f"expected accuracy {100 * mean_acc:.1f} %"
+            + (f", expected cost {sum(cost) / len(cost):.6g} per question" if cost else "")
+        )
     w = max(len(m) for m in meta["models"])
     for r in results:
         lines.append("")
         lines.append(f"[{r['id']}] {_short(r['question'], 100)}")
-        lines.append(f"  chosen: {r['chosen_model']} (expected P(correct) {r['expected_accuracy']:.3f}"
-                     + (f", expected cost {r['expected_cost']:.6g})" if "expected_cost" in r else ")"))
+        lines.append(
+            f"  chosen: {r['chosen_model']} (expected P(correct) {r['expected_accuracy']:.3f}"
+            + (f", expected cost {r['expected_cost']:.6g})" if "expected_cost" in r else ")")
+        )
         if r.get("out_of_distribution"):
-            lines.append("  OUT OF DISTRIBUTION: unlike every training question; sent to the model with the best "
-                         "training accuracy")
+            lines.append(
+                "  OUT OF DISTRIBUTION: unlike every training question; sent to the model with the best "
+                "training accuracy"
+            )
         for m, p in r["p"].items():
             mark = "*" if m == r["chosen_model"] else " "
             lines.append(f"  {mark} {m:<{w}}  P(correct) {p:.3f}")
     lines.append("")
-    lines.append("* = chosen (argmax of P; ties go to the higher training accuracy; "
-                 "a margin keeps the best single model unless another beats it by more)")
+    lines.append(
+        "* = chosen (argmax of P; ties go to the higher training accuracy; "
+        "a margin keeps the best single model unless another beats it by more)"
+    )
     return "\n".join(lines)
 
 
@@ -306,7 +348,7 @@ def route_cmd(args: argparse.Namespace) -> int:
             questions = [(str(i), _clean(t, f"question {i}")) for i, t in enumerate(args.texts, start=1)]
             source = "the command line"
         else:
-            raise UsageError('give one or more question texts or --questions FILE')
+            raise UsageError("give one or more question texts or --questions FILE")
         path, served = _load_router(args)
         meta = served.meta
         enc = _encoder(meta, path, args.device, args.threads)
@@ -315,7 +357,9 @@ def route_cmd(args: argparse.Namespace) -> int:
                 E = enc.encode([t for _, t in questions])
             E = served.inputs(E, [t for _, t in questions])  # the text's form beside the embedding, where trained so
         except (OSError, RuntimeError) as e:
-            raise UsageError(f"cannot embed the questions: {str(e).splitlines()[0] if str(e) else type(e).__name__}") from None
+            raise UsageError(
+                f"cannot embed the questions: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+            ) from None
         objective, chosen, rule = cost_policy(meta, args.objective, args.tolerance, args.max_cost, args.min_accuracy)
         P, picks, ood = route_questions(served, E, chosen)
     except UsageError as e:
@@ -326,18 +370,29 @@ def route_cmd(args: argparse.Namespace) -> int:
     results = []
     for i, ((ident, text), row, pick) in enumerate(zip(questions, P, picks)):
         order = sorted(range(len(models)), key=lambda j: (-row[j], j))
-        results.append({"id": ident, "question": text, "chosen_model": models[int(pick)],
-                        "expected_accuracy": float(row[int(pick)]),
-                        **({"out_of_distribution": bool(ood[i])} if ood is not None else {}),
-                        **({"expected_cost": float(model_cost[int(pick)])} if model_cost else {}),
-                        "p": {models[j]: float(row[j]) for j in order}})
+        results.append(
+            {
+                "id": ident,
+                "question": text,
+                "chosen_model": models[int(pick)],
+                "expected_accuracy": float(row[int(pick)]),
+                **({"out_of_distribution": bool(ood[i])} if ood is not None else {}),
+                **({"expected_cost": float(model_cost[int(pick)])} if model_cost else {}),
+                "p": {models[j]: float(row[j]) for j in order},
+            }
+        )
     policy = {"objective": objective, "policy": chosen, "rule": rule}
     if args.output:
         import pandas as pd
 
-        df = pd.DataFrame({"id": [r["id"] for r in results], "question": [r["question"] for r in results],
-                           "chosen_model": [r["chosen_model"] for r in results],
-                           "expected_accuracy": [r["expected_accuracy"] for r in results]})
+        df = pd.DataFrame(
+            {
+                "id": [r["id"] for r in results],
+                "question": [r["question"] for r in results],
+                "chosen_model": [r["chosen_model"] for r in results],
+                "expected_accuracy": [r["expected_accuracy"] for r in results],
+            }
+        )
         if ood is not None:
             df["out_of_distribution"] = ood
         if model_cost:
@@ -359,26 +414,46 @@ def route_cmd(args: argparse.Namespace) -> int:
 
 def add_parsers(sub) -> None:
     """Register the ``route`` subcommand on the ``tinybench`` parser's subparsers."""
-    p = sub.add_parser("route", help="route questions to the model most likely to answer them (stored router, offline)",
-                       description="Route questions with the router saved by router_accuracy: the chosen model and "
-                                   "every model's P(correct) per question. Offline; no DuckDB store needed.")
+    p = sub.add_parser(
+        "route",
+        help="route questions to the model most likely to answer them (stored router, offline)",
+        description="Route questions with the router saved by router_accuracy: the chosen model and "
+        "every model's P(correct) per question. Offline; no DuckDB store needed.",
+    )
     p.add_argument("texts", nargs="*", metavar="QUESTION", help="question text(s)")
     p.add_argument("--leaderboard", help="leaderboard of the router's partition (e.g. routerdc)")
-    p.add_argument("--scenario", help="scenario of the router's partition (e.g. mmlu); without it, the leaderboard's "
-                                      "mixed-traffic router (questions of any scenario)")
-    p.add_argument("--router", help="router file (default: $TINYBENCH_ARTIFACTS/LEADERBOARD/router_SCENARIO.npz, "
-                                    "or LEADERBOARD/router.npz without --scenario)")
-    p.add_argument("--questions", help="questions file: .csv/.parquet with a question/prompt/text column "
-                                       "(optional id/item), .jsonl/.json, or .txt with one question per line")
+    p.add_argument(
+        "--scenario",
+        help="scenario of the router's partition (e.g. mmlu); without it, the leaderboard's "
+        "mixed-traffic router (questions of any scenario)",
+    )
+    p.add_argument(
+        "--router",
+        help="router file (default: $TINYBENCH_ARTIFACTS/LEADERBOARD/router_SCENARIO.npz, "
+        "or LEADERBOARD/router.npz without --scenario)",
+    )
+    p.add_argument(
+        "--questions",
+        help="questions file: .csv/.parquet with a question/prompt/text column "
+        "(optional id/item), .jsonl/.json, or .txt with one question per line",
+    )
     p.add_argument("--json", action="store_true", help="print a JSON list instead of a table")
     p.add_argument("--output", help="also write the routes as CSV (id, question, chosen_model, p_<model> ...)")
-    p.add_argument("--objective", choices=("accuracy", "quality_at_min_cost", "max_cost", "min_accuracy"),
-                   help="what to serve (default: the router file's choice: quality_at_min_cost where costs landed, "
-                        "else accuracy); cost objectives re-choose lambda from the router's training-CV sweep")
-    p.add_argument("--tolerance", type=float, help="quality_at_min_cost: accuracy points below the best single model "
-                                                   "allowed (default: the asset's, 1)")
+    p.add_argument(
+        "--objective",
+        choices=("accuracy", "quality_at_min_cost", "max_cost", "min_accuracy"),
+        help="what to serve (default: the router file's choice: quality_at_min_cost where costs landed, "
+        "else accuracy); cost objectives re-choose lambda from the router's training-CV sweep",
+    )
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        help="quality_at_min_cost: accuracy points below the best single model allowed (default: the asset's, 1)",
+    )
     p.add_argument("--max-cost", type=float, help="max_cost: mean cost per question allowed (the drop's cost unit)")
     p.add_argument("--min-accuracy", type=float, help="min_accuracy: accuracy (percent) to reach at the least cost")
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"), help="encoder device (default cpu)")
-    p.add_argument("--threads", type=int, default=2, help="torch CPU threads for the encoder (default 2; 0 = torch default)")
+    p.add_argument(
+        "--threads", type=int, default=2, help="torch CPU threads for the encoder (default 2; 0 = torch default)"
+    )
     p.set_defaults(func=route_cmd)

@@ -1,4 +1,5 @@
 """``tinybench run-all``: seed the landing folder, materialize what is stale or missing (--force: all), print a summary."""
+
 from __future__ import annotations
 
 import argparse
@@ -41,10 +42,14 @@ def project_run_lock(path: Path, wait: bool = True, say=print):
             fh.seek(0)
             holder = fh.read().strip() or "another process"
             if not wait:
-                raise RunAllBusy(f"another tinybench run-all is running on this project ({holder}; lock {path}); "
-                                 "it was not started (drop --no-wait to wait for it)") from None
-            say(f"another tinybench run-all is running on this project ({holder}); waiting for it to finish "
-                f"(lock {path}; Ctrl-C to give up)")
+                raise RunAllBusy(
+                    f"another tinybench run-all is running on this project ({holder}; lock {path}); "
+                    "it was not started (drop --no-wait to wait for it)"
+                ) from None
+            say(
+                f"another tinybench run-all is running on this project ({holder}); waiting for it to finish "
+                f"(lock {path}; Ctrl-C to give up)"
+            )
             t0 = time.monotonic()
             fcntl.flock(fh, fcntl.LOCK_EX)
             say(f"the other run-all finished after {time.monotonic() - t0:.0f} s; starting")
@@ -70,8 +75,10 @@ def skipped_assets(instance, since: float) -> dict[tuple[str, str], str]:
     out = {}
     with warnings.catch_warnings():  # get_event_records: the one query over every asset's materializations since a time
         warnings.simplefilter("ignore")
-        recs = instance.get_event_records(dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION,
-                                                                after_timestamp=since), ascending=True)
+        recs = instance.get_event_records(
+            dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION, after_timestamp=since),
+            ascending=True,
+        )
     for rec in recs:
         mat = rec.asset_materialization
         note = mat.metadata.get("skipped") if mat else None
@@ -86,8 +93,9 @@ def run_all(args: argparse.Namespace) -> int:
     """Bring every partition up to date: materialize what is stale or missing (everything with --force),
     recording the runs in the Dagster instance. One run-all per project at a time (:func:`project_run_lock`)."""
     try:
-        with project_run_lock(lock_path(), wait=not getattr(args, "no_wait", False),
-                              say=lambda line: print(line, flush=True)):
+        with project_run_lock(
+            lock_path(), wait=not getattr(args, "no_wait", False), say=lambda line: print(line, flush=True)
+        ):
             return _run_all(args)
     except RunAllBusy as e:
         print(f"tinybench run-all: {e}", file=sys.stderr)
@@ -151,15 +159,24 @@ def _refresh_boards(args, defs, instance, store, keys: list, chains: dict, owner
     kw = {"force": force, "log_level": args.log_level}
     setup = (defs, instance, owner)
     sjobs = getattr(args, "scenario_jobs", 0)
-    busy = [k for k in keys if force or stale_work(defs, instance, "refresh_scenario", k)] if jobs == 1 and sjobs != 1 else []
+    busy = (
+        [k for k in keys if force or stale_work(defs, instance, "refresh_scenario", k)]
+        if jobs == 1 and sjobs != 1
+        else []
+    )
     sjobs = resolve_jobs(sjobs, len(busy)) if busy else 1
     if jobs > 1:
-        print(f"  {len(chains)} leaderboards in {jobs} processes at once ({threads} thread(s) each): "
-              f"{', '.join(chains)}", flush=True)
+        print(
+            f"  {len(chains)} leaderboards in {jobs} processes at once ({threads} thread(s) each): {', '.join(chains)}",
+            flush=True,
+        )
         return run_chains(chains, jobs, threads=threads, setup=setup, **kw)
     if sjobs > 1 and not getattr(args, "threads", 0):
-        print(f"  {len(busy)} scenario partition(s) to refresh in {sjobs} processes at once (1 thread each), each "
-              f"leaderboard as soon as its scenarios are done", flush=True)
+        print(
+            f"  {len(busy)} scenario partition(s) to refresh in {sjobs} processes at once (1 thread each), each "
+            f"leaderboard as soon as its scenarios are done",
+            flush=True,
+        )
         for k in keys:
             if k not in busy:
                 print(f"  scenario {k:<28} ok in {0:6.1f} s  (fresh, nothing to do)", flush=True)
@@ -198,10 +215,12 @@ def _run_all(args: argparse.Namespace) -> int:
     materialized, failed = _refresh_boards(args, defs, instance, store, keys, chains, owner)
     bad_keys, bad_boards = [k for k in keys if k in failed], [b for b in chains if b in failed]
     skipped = skipped_assets(instance, t0)
-    print(f"{len(keys) - len(bad_keys)} of {len(keys)} scenario partition(s) and {len(chains) - len(bad_boards)} of "
-          f"{len(chains)} leaderboard(s) up to date in {time.time() - t0:.0f} s; "
-          f"{materialized} asset materialization(s){' (--force)' if force else ''}; "
-          f"{len(bad_keys) + len(bad_boards)} failed; {len(skipped)} asset(s) skipped with a note")
+    print(
+        f"{len(keys) - len(bad_keys)} of {len(keys)} scenario partition(s) and {len(chains) - len(bad_boards)} of "
+        f"{len(chains)} leaderboard(s) up to date in {time.time() - t0:.0f} s; "
+        f"{materialized} asset materialization(s){' (--force)' if force else ''}; "
+        f"{len(bad_keys) + len(bad_boards)} failed; {len(skipped)} asset(s) skipped with a note"
+    )
     for (asset, part), why in sorted(skipped.items())[:40]:
         print(f"  skipped {asset}[{part}]: {why[:200]}")
     summary(argparse.Namespace())

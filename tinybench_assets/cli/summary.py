@@ -1,4 +1,5 @@
 """``tinybench summary``: print what the results store holds (also the end of ``tinybench run-all``)."""
+
 from __future__ import annotations
 
 import argparse
@@ -15,10 +16,16 @@ def summary(args: argparse.Namespace) -> int:
     print(df.to_string(index=False))
     q = store.n_quarantined()
     print(f"quarantined files so far: {q}")
-    for table, title in (("irt_fits", "IRT fits"), ("backtest_summary", "estimation backtest"),
-                         ("budgets", "small leaderboards: error and 90 % half-width against the anchor budget "
-                                     "(leave-family-out; `tinybench anchors --n N` or --target-width W)"),
-                         ("router_metrics", "router (test questions; served router chosen on training questions)")):
+    for table, title in (
+        ("irt_fits", "IRT fits"),
+        ("backtest_summary", "estimation backtest"),
+        (
+            "budgets",
+            "small leaderboards: error and 90 % half-width against the anchor budget "
+            "(leave-family-out; `tinybench anchors --n N` or --target-width W)",
+        ),
+        ("router_metrics", "router (test questions; served router chosen on training questions)"),
+    ):
         if (table if table != "budgets" else "backtest_summary") in store.tables():
             print(f"\n{title}:")
             from tinybench_assets.io import reports

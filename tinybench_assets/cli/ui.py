@@ -9,6 +9,7 @@ dagster.yaml.template when missing), the one ``tinybench run-all`` records its r
 project's workspace.yaml. Hub access is off (HF_HUB_OFFLINE=1, TRANSFORMERS_OFFLINE=1, as in scripts/env.sh); the
 TINYBENCH_* paths, when set, pass through. The daemon runs the landing sensor and the nightly schedule.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,8 +47,18 @@ def _dagster_exe() -> str:
 
 
 def ui_command(host: str, port: int, log_level: str = "info") -> list[str]:
-    return [_dagster_exe(), "dev", "-w", str(paths.PROJECT_ROOT / "workspace.yaml"), "-h", host, "-p", str(port),
-            "--log-level", log_level]
+    return [
+        _dagster_exe(),
+        "dev",
+        "-w",
+        str(paths.PROJECT_ROOT / "workspace.yaml"),
+        "-h",
+        host,
+        "-p",
+        str(port),
+        "--log-level",
+        log_level,
+    ]
 
 
 #: runs the daemon may execute at once against the DuckDB file: the "duckdb" pool's limit in dagster.yaml.template
@@ -75,15 +86,34 @@ def ui(args: argparse.Namespace) -> int:
     home = dagster_home()
     cmd = ui_command(args.host, args.port, args.log_level)
     env = ui_env(home)
-    shown = {k: env[k] for k in ("DAGSTER_HOME", *OFFLINE_ENV, "TINYBENCH_TORCH_THREADS", "TINYBENCH_DUCKDB", "TINYBENCH_INCOMING",
-                                  "TINYBENCH_QUARANTINE", "TINYBENCH_ARTIFACTS") if k in env}
-    print(f"cd {shlex.quote(str(paths.PROJECT_ROOT))} && " + " ".join(f"{k}={shlex.quote(v)}" for k, v in shown.items())
-          + " " + shlex.join(cmd), flush=True)
+    shown = {
+        k: env[k]
+        for k in (
+            "DAGSTER_HOME",
+            *OFFLINE_ENV,
+            "TINYBENCH_TORCH_THREADS",
+            "TINYBENCH_DUCKDB",
+            "TINYBENCH_INCOMING",
+            "TINYBENCH_QUARANTINE",
+            "TINYBENCH_ARTIFACTS",
+        )
+        if k in env
+    }
+    print(
+        f"cd {shlex.quote(str(paths.PROJECT_ROOT))} && "
+        + " ".join(f"{k}={shlex.quote(v)}" for k, v in shown.items())
+        + " "
+        + shlex.join(cmd),
+        flush=True,
+    )
     if args.dry_run:
         return 0
     ensure_home(home)
-    print(f"Dagster UI on http://{'localhost' if args.host in ('0.0.0.0', '::') else args.host}:{args.port} "
-          f"(instance {home}); Ctrl-C stops it", flush=True)
+    print(
+        f"Dagster UI on http://{'localhost' if args.host in ('0.0.0.0', '::') else args.host}:{args.port} "
+        f"(instance {home}); Ctrl-C stops it",
+        flush=True,
+    )
     return supervise(cmd, env, cwd=paths.PROJECT_ROOT)
 
 
@@ -150,11 +180,19 @@ def supervise(cmd: list[str], env: dict[str, str], cwd: Path, grace_s: float = 1
 
 
 def add_parsers(sub) -> None:
-    p = sub.add_parser("ui", help="start the Dagster UI (dagster dev: webserver + daemon) on the project's instance",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "ui",
+        help="start the Dagster UI (dagster dev: webserver + daemon) on the project's instance",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--host", default="127.0.0.1", help="interface the webserver listens on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=3000, help="webserver port (default 3000)")
-    p.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"],
-                   help="log level of the Dagster services (default info)")
+    p.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="log level of the Dagster services (default info)",
+    )
     p.add_argument("--dry-run", action="store_true", help="print the command and its environment; start nothing")
     p.set_defaults(func=ui)

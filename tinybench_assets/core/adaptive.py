@@ -21,6 +21,7 @@ precision of theta. Measured on openllm (2,000 training / 600 test models, p-IRT
 Shapes: ``a`` (I, D) discriminations, ``b`` (I,) difficulties, ``w`` (I,) balance weights, answers (M, I) 0/1
 with NaN = no answer (such an item is never asked in a simulation).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -82,15 +83,15 @@ def item_gain(theta, H, a, b, chunk: int = 64, rule: str = "accuracy", w=None) -
     w = np.ones(len(b)) if w is None else np.asarray(w, dtype=float)
     out = np.empty((theta.shape[0], a.shape[0]))
     for s in range(0, theta.shape[0], chunk):
-        p = _sigmoid(theta[s:s + chunk] @ a.T - b)
+        p = _sigmoid(theta[s : s + chunk] @ a.T - b)
         pq = p * (1 - p)
-        q = np.square(np.matmul(a[None], L[s:s + chunk])).sum(-1)  # a_j^T H^-1 a_j, batched BLAS
+        q = np.square(np.matmul(a[None], L[s : s + chunk])).sum(-1)  # a_j^T H^-1 a_j, batched BLAS
         if rule == "fisher":
-            out[s:s + chunk] = pq * q
+            out[s : s + chunk] = pq * q
         else:
             g = (pq * w) @ a / w.sum()  # (m, D): d accuracy / d theta
-            u = np.einsum("mde,me->md", Hinv[s:s + chunk], g)
-            out[s:s + chunk] = pq * np.square(u @ a.T) / (1.0 + pq * q)
+            u = np.einsum("mde,me->md", Hinv[s : s + chunk], g)
+            out[s : s + chunk] = pq * np.square(u @ a.T) / (1.0 + pq * q)
     return out
 
 
@@ -114,7 +115,9 @@ def pool_estimates(theta, H, asked, answers, a, b, w) -> dict[str, np.ndarray]:
     return {"irt": irt, "pirt": pirt, "asked_mean": asked_mean, "posterior_sd": np.sqrt(np.maximum(var, 0.0))}
 
 
-def simulate(Y, a, b, w, n_values=(10, 20, 30), prior_sd: float = 1.0, rule: str = "accuracy") -> dict[int, dict[str, np.ndarray]]:
+def simulate(
+    Y, a, b, w, n_values=(10, 20, 30), prior_sd: float = 1.0, rule: str = "accuracy"
+) -> dict[int, dict[str, np.ndarray]]:
     """Adaptive tests of M models at once, answers read from their full answer vectors.
 
     Y : (M, I) 0/1, NaN = no answer. Returns {n: {"asked": (M, n) items, "answers": (M, n), "theta": (M, D),
@@ -143,8 +146,12 @@ def simulate(Y, a, b, w, n_values=(10, 20, 30), prior_sd: float = 1.0, rule: str
         theta, H = map_abilities(a[asked], b[asked], answers, theta, prior_sd)
         if step in n_values:
             ans = np.where(np.isnan(answers), 0.0, answers)
-            out[step] = {"asked": asked.copy(), "answers": answers.copy(), "theta": theta.copy(),
-                         **pool_estimates(theta, H, asked, ans, a, b, w)}
+            out[step] = {
+                "asked": asked.copy(),
+                "answers": answers.copy(),
+                "theta": theta.copy(),
+                **pool_estimates(theta, H, asked, ans, a, b, w),
+            }
     return out
 
 
@@ -161,8 +168,11 @@ class AdaptiveEstimator:
 
     def _raw(self, r: dict, n: int) -> dict[str, np.ndarray]:
         lam = self.lambdas_.get(n, 0.0)
-        return {"adaptive_irt": r["irt"], "adaptive_pirt": r["pirt"],
-                "adaptive_gpirt": lam * r["asked_mean"] + (1 - lam) * r["pirt"]}
+        return {
+            "adaptive_irt": r["irt"],
+            "adaptive_pirt": r["pirt"],
+            "adaptive_gpirt": lam * r["asked_mean"] + (1 - lam) * r["pirt"],
+        }
 
     def fit(self, sim_val: dict, truth) -> "AdaptiveEstimator":
         t = np.asarray(truth, dtype=float)
@@ -255,8 +265,19 @@ class AdaptiveSession(ItemSession):
     ability, n, the IRT and p-IRT estimates and the interval; ``state()`` / ``from_state`` round-trip the answers.
     """
 
-    def __init__(self, a, b, items, w=None, *, max_items: int = 30, target_width: float | None = None,
-                 prior_sd: float = 1.0, z: float = 1.645, rule: str = "accuracy"):
+    def __init__(
+        self,
+        a,
+        b,
+        items,
+        w=None,
+        *,
+        max_items: int = 30,
+        target_width: float | None = None,
+        prior_sd: float = 1.0,
+        z: float = 1.645,
+        rule: str = "accuracy",
+    ):
         self.a = np.asarray(a, dtype=float).reshape(len(b), -1)
         self.b = np.asarray(b, dtype=float)
         self._init_items(items, max_items, target_width)
@@ -290,9 +311,22 @@ class AdaptiveSession(ItemSession):
         r = pool_estimates(self.theta_, self.H_, idx, ans, self.a, self.b, self.w)
         e, sd = float(r["pirt"][0]), float(r["posterior_sd"][0])
         lo, hi = max(0.0, e - self.z * sd), min(1.0, e + self.z * sd)
-        return {"n": len(self.asked), "theta": self.theta_[0].round(6).tolist(), "estimate": e,
-                "irt": float(r["irt"][0]), "pirt": e, "lower": lo, "upper": hi, "width": hi - lo}
+        return {
+            "n": len(self.asked),
+            "theta": self.theta_[0].round(6).tolist(),
+            "estimate": e,
+            "irt": float(r["irt"][0]),
+            "pirt": e,
+            "lower": lo,
+            "upper": hi,
+            "width": hi - lo,
+        }
 
     def state(self) -> dict:
-        return {"method": "irt", "asked": [self.items[j] for j in self.asked], "answers": list(self.answers),
-                "max_items": self.max_items, "target_width": self.target_width}
+        return {
+            "method": "irt",
+            "asked": [self.items[j] for j in self.asked],
+            "answers": list(self.answers),
+            "max_items": self.max_items,
+            "target_width": self.target_width,
+        }

@@ -18,6 +18,7 @@ on the models it then estimates. Measured on the Open LLM Leaderboard (benchmark
 :func:`simulate_bank` runs many models' tests at once (backtests, tuning); :class:`BankSession` runs one model's
 test item by item (``tinybench adaptive``), asking exactly what :func:`simulate_bank` would ask.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -75,8 +76,9 @@ def _pool_estimate(B, W, asked_mask, answers_known, logw):
     return answers_known + np.where(asked_mask, 0.0, post * W).sum(1)
 
 
-def simulate_bank(Y, B, w=None, n_values=(10, 20, 30), eps_select: float = 0.2, eps_estimate=EPS_ESTIMATE,
-                  dtype=np.float32) -> dict[int, dict]:
+def simulate_bank(
+    Y, B, w=None, n_values=(10, 20, 30), eps_select: float = 0.2, eps_estimate=EPS_ESTIMATE, dtype=np.float32
+) -> dict[int, dict]:
     """Bank-adaptive tests of M models at once, answers read from their answer vectors.
 
     Y : (M, I) answers in [0, 1], NaN = the model cannot be asked that item. B : (N, I) the bank (no NaN,
@@ -132,9 +134,13 @@ def simulate_bank(Y, B, w=None, n_values=(10, 20, 30), eps_select: float = 0.2, 
                 l1, l0 = tables[e]
                 lw += yk * l1[nxt] + nk * l0[nxt]
         if step in n_values:
-            out[step] = {"asked": asked[:, :step].copy(), "answers": answers[:, :step].copy(),
-                         "estimates": {e: _pool_estimate(B, W, asked_mask, known, loglik(e)).astype(float)
-                                       for e in eps_estimate}}
+            out[step] = {
+                "asked": asked[:, :step].copy(),
+                "answers": answers[:, :step].copy(),
+                "estimates": {
+                    e: _pool_estimate(B, W, asked_mask, known, loglik(e)).astype(float) for e in eps_estimate
+                },
+            }
     return out
 
 
@@ -147,8 +153,15 @@ class BankAdaptive:
     than the fit's, e.g. fit + validation models).
     """
 
-    def __init__(self, alpha: float = 0.1, interval_scale: str = "binomial", eps_select=EPS_SELECT,
-                 eps_estimate=EPS_ESTIMATE, max_val_models: int | None = MAX_VAL_MODELS, seed: int = 0):
+    def __init__(
+        self,
+        alpha: float = 0.1,
+        interval_scale: str = "binomial",
+        eps_select=EPS_SELECT,
+        eps_estimate=EPS_ESTIMATE,
+        max_val_models: int | None = MAX_VAL_MODELS,
+        seed: int = 0,
+    ):
         self.alpha, self.interval_scale = alpha, interval_scale
         self.eps_select, self.eps_estimate = tuple(eps_select), tuple(eps_estimate)
         self.max_val_models, self.seed = max_val_models, seed
@@ -172,8 +185,9 @@ class BankAdaptive:
                         best[n] = (mae, es, ee, x)
         self.choice_ = {n: (es, ee) for n, (_, es, ee, _) in best.items()}
         self.val_mae_ = {n: m for n, (m, *_rest) in best.items()}
-        self.intervals_ = {n: ConformalInterval(self.alpha, self.interval_scale).fit(x, t[ok])
-                           for n, (_, _, _, x) in best.items()}
+        self.intervals_ = {
+            n: ConformalInterval(self.alpha, self.interval_scale).fit(x, t[ok]) for n, (_, _, _, x) in best.items()
+        }
         return self
 
     def predict(self, Y, B, n_values=None) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -190,14 +204,31 @@ class BankAdaptive:
     def params(self) -> dict:
         """JSON-able choices (a CLI state file caches them): per n, eps_select, eps_estimate, the interval's
         quantiles and scale."""
-        return {str(n): {"eps_select": es, "eps_estimate": ee, "val_mae": self.val_mae_[n],
-                         "q_lo": self.intervals_[n].q_lo_, "q_hi": self.intervals_[n].q_hi_,
-                         "scale": self.interval_scale, "floor": self.intervals_[n].floor, "alpha": self.alpha}
-                for n, (es, ee) in sorted(self.choice_.items())}
+        return {
+            str(n): {
+                "eps_select": es,
+                "eps_estimate": ee,
+                "val_mae": self.val_mae_[n],
+                "q_lo": self.intervals_[n].q_lo_,
+                "q_hi": self.intervals_[n].q_hi_,
+                "scale": self.interval_scale,
+                "floor": self.intervals_[n].floor,
+                "alpha": self.alpha,
+            }
+            for n, (es, ee) in sorted(self.choice_.items())
+        }
 
 
-def tune_bank(Y, w=None, n_values=(10, 20, 30), val_fraction: float = 0.25, seed: int = 0, groups=None,
-              alpha: float = 0.1, max_models: int | None = MAX_BANK_MODELS) -> dict:
+def tune_bank(
+    Y,
+    w=None,
+    n_values=(10, 20, 30),
+    val_fraction: float = 0.25,
+    seed: int = 0,
+    groups=None,
+    alpha: float = 0.1,
+    max_models: int | None = MAX_BANK_MODELS,
+) -> dict:
     """Choose the bank-adaptive parameters on a leaderboard's own models (for a new model's test): a seeded
     ``val_fraction`` of them (whole ``groups`` when given) are simulated on a bank of the others.
     Y : (N, I) the scenario's answers. Returns :meth:`BankAdaptive.params`."""
@@ -282,9 +313,22 @@ class BankSession(ItemSession):
             ci = ConformalInterval(float(p["alpha"]), p["scale"], float(p["floor"]))
             ci.q_lo_, ci.q_hi_ = float(p["q_lo"]), float(p["q_hi"])
             lo, hi = (float(v[0]) for v in ci.predict(np.array([e])))
-        return {"n": len(self.asked), "method": "bank", "estimate": e, "lower": lo, "upper": hi, "width": hi - lo,
-                "interval_level": 1 - float(p["alpha"])}
+        return {
+            "n": len(self.asked),
+            "method": "bank",
+            "estimate": e,
+            "lower": lo,
+            "upper": hi,
+            "width": hi - lo,
+            "interval_level": 1 - float(p["alpha"]),
+        }
 
     def state(self) -> dict:
-        return {"method": "bank", "asked": [self.items[j] for j in self.asked], "answers": list(self.answers),
-                "max_items": self.max_items, "target_width": self.target_width, "bank_params": self.params}
+        return {
+            "method": "bank",
+            "asked": [self.items[j] for j in self.asked],
+            "answers": list(self.answers),
+            "max_items": self.max_items,
+            "target_width": self.target_width,
+            "bank_params": self.params,
+        }

@@ -22,6 +22,7 @@ answers (on a family-grouped openllm split, n = 30: a gradient-boosted regressor
 
 Pure numpy / scikit-learn.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -34,10 +35,7 @@ CLUSTERINGS = ("correctness", "irt", "forward")
 
 
 def item_features(
-    clustering: str,
-    Y: np.ndarray | None = None,
-    a: np.ndarray | None = None,
-    b: np.ndarray | None = None,
+    clustering: str, Y: np.ndarray | None = None, a: np.ndarray | None = None, b: np.ndarray | None = None
 ) -> np.ndarray:
     """Feature matrix describing each item, shape (n_items, n_features).
 
@@ -80,7 +78,7 @@ def forward_select(Y: np.ndarray, target: np.ndarray, k: int, tol: float = 1e-6)
     m, n_items = X.shape
     k = int(min(k, n_items))
     mean = X.mean(0, dtype=np.float64)
-    norm0 = np.einsum("ij,ij->j", X, X, dtype=np.float64) - m * mean ** 2
+    norm0 = np.einsum("ij,ij->j", X, X, dtype=np.float64) - m * mean**2
     norm = norm0.copy()
     r = np.asarray(target, dtype=float) - float(np.mean(target))
     Q = np.zeros((m, k))
@@ -93,7 +91,7 @@ def forward_select(Y: np.ndarray, target: np.ndarray, k: int, tol: float = 1e-6)
             chosen += rest[np.argsort(-norm0[rest], kind="stable")][: k - t].tolist()
             break
         xr = (X.T @ r.astype(np.float32)).astype(float)
-        score = np.where(ok, xr ** 2 / np.where(ok, norm, 1.0), -np.inf)
+        score = np.where(ok, xr**2 / np.where(ok, norm, 1.0), -np.inf)
         j = int(np.argmax(score))
         x = X[:, j].astype(float) - mean[j]
         x -= Q[:, :t] @ (Q[:, :t].T @ x)
@@ -178,7 +176,7 @@ class AnchorSelector:
         if self.clustering == "forward":
             # X is items x models (filled correctness); the target is every model's weighted pool accuracy
             self.anchors_ = forward_select(X.T, X.T @ w, n)
-            d2 = (X ** 2).sum(1)[:, None] - 2 * X @ X[self.anchors_].T + (X[self.anchors_] ** 2).sum(1)[None, :]
+            d2 = (X**2).sum(1)[:, None] - 2 * X @ X[self.anchors_].T + (X[self.anchors_] ** 2).sum(1)[None, :]
             self.labels_ = np.argmin(d2, axis=1).astype(int)
             self.labels_[self.anchors_] = np.arange(n)
             mass = np.bincount(self.labels_, weights=w, minlength=n)

@@ -10,6 +10,7 @@ test model from its anchor answers. Errors are measured against
 
 Pure numpy / pandas; the Dagster asset only calls :func:`run_backtest`.
 """
+
 from __future__ import annotations
 
 import functools
@@ -64,8 +65,9 @@ def reference_n(n_values) -> int:
 BOOTSTRAP_RESAMPLES = 400
 
 
-def bootstrap_mae_ci(abs_err, models, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES,
-                     seed: int = 0) -> tuple[float, float]:
+def bootstrap_mae_ci(
+    abs_err, models, level: float = 0.95, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
+) -> tuple[float, float]:
     """Percentile interval of the MAE over a bootstrap of the TEST MODELS (a model's rows from several splits
     are resampled together). abs_err, models : shape (rows,). Returns (low, high) in the units of abs_err."""
     abs_err = np.asarray(abs_err, dtype=float)
@@ -89,20 +91,24 @@ def _metrics(g: pd.DataFrame) -> pd.Series:
     ok2 = np.isfinite(e2)
     lo1, hi1 = bootstrap_mae_ci(100 * e1.abs().to_numpy(), g.model.to_numpy())
     lo2, hi2 = bootstrap_mae_ci(100 * e2.abs().to_numpy(), g.model.to_numpy())
-    return pd.Series({
-        "mae_t1": 100 * e1.abs().mean(),
-        "mae_t1_lo": lo1, "mae_t1_hi": hi1,
-        "sd_t1": 100 * e1.std(ddof=0),
-        "bias_t1": 100 * e1.mean(),
-        "coverage_t1": in1.mean(),
-        "width_t1": 100 * (g.upper - g.lower).mean(),
-        "mae_t2": 100 * e2[ok2].abs().mean() if ok2.any() else np.nan,
-        "mae_t2_lo": lo2, "mae_t2_hi": hi2,
-        "sd_t2": 100 * e2[ok2].std(ddof=0) if ok2.any() else np.nan,
-        "coverage_t2": in2[ok2].mean() if ok2.any() else np.nan,
-        "width_t2": 100 * (g.upper_t2 - g.lower_t2)[ok2].mean() if ok2.any() else np.nan,
-        "n_models": int(len(g)),
-    })
+    return pd.Series(
+        {
+            "mae_t1": 100 * e1.abs().mean(),
+            "mae_t1_lo": lo1,
+            "mae_t1_hi": hi1,
+            "sd_t1": 100 * e1.std(ddof=0),
+            "bias_t1": 100 * e1.mean(),
+            "coverage_t1": in1.mean(),
+            "width_t1": 100 * (g.upper - g.lower).mean(),
+            "mae_t2": 100 * e2[ok2].abs().mean() if ok2.any() else np.nan,
+            "mae_t2_lo": lo2,
+            "mae_t2_hi": hi2,
+            "sd_t2": 100 * e2[ok2].std(ddof=0) if ok2.any() else np.nan,
+            "coverage_t2": in2[ok2].mean() if ok2.any() else np.nan,
+            "width_t2": 100 * (g.upper_t2 - g.lower_t2)[ok2].mean() if ok2.any() else np.nan,
+            "n_models": int(len(g)),
+        }
+    )
 
 
 def summarize(estimates: pd.DataFrame, by=("scenario", "clustering", "estimator", "n")) -> pd.DataFrame:
@@ -137,8 +143,17 @@ def _split_indices(n_models, k, test_fraction, seed, max_train_models, max_test_
     return train, test
 
 
-def split_plan(n_models: int, kinds=("random",), n_splits: int = 3, test_fraction: float = 0.2, seed: int = 0,
-               groups=None, exclude=None, max_train_models=None, max_test_models=None) -> list[tuple[str, np.ndarray, np.ndarray]]:
+def split_plan(
+    n_models: int,
+    kinds=("random",),
+    n_splits: int = 3,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+    groups=None,
+    exclude=None,
+    max_train_models=None,
+    max_test_models=None,
+) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """(kind, training rows, test rows) of ``n_splits`` seeded splits per kind, kinds in order.
 
     kinds : "random" (models at random) and/or "grouped" (whole families to one side; needs ``groups``, a str
@@ -154,14 +169,29 @@ def split_plan(n_models: int, kinds=("random",), n_splits: int = 3, test_fractio
         if kind == "grouped" and groups is None:
             raise ValueError("grouped splits need a family key per model (groups)")
         for k in range(n_splits):
-            train, test = _split_indices(n_models, k, test_fraction, seed, max_train_models, max_test_models,
-                                         groups if kind == "grouped" else None, exclude)
+            train, test = _split_indices(
+                n_models,
+                k,
+                test_fraction,
+                seed,
+                max_train_models,
+                max_test_models,
+                groups if kind == "grouped" else None,
+                exclude,
+            )
             plan.append((kind, train, test))
     return plan
 
 
-def adaptive_rows(pred: AnchorPredictor, matrix: ResponseMatrix, test, n_values, extra_dims=(2,),
-                  rule: str = "accuracy", bank: bool = True) -> pd.DataFrame:
+def adaptive_rows(
+    pred: AnchorPredictor,
+    matrix: ResponseMatrix,
+    test,
+    n_values,
+    extra_dims=(2,),
+    rule: str = "accuracy",
+    bank: bool = True,
+) -> pd.DataFrame:
     """Adaptive tests of the test models (simulated from their real answers), two methods side by side, each tuned
     and the served one chosen per n on the predictor's VALIDATION models:
 
@@ -184,10 +214,26 @@ def adaptive_rows(pred: AnchorPredictor, matrix: ResponseMatrix, test, n_values,
     frames = []
 
     def rows(s, keep, n, name, e, lo, hi, method, dim):
-        frames.append(pd.DataFrame({"model": models[test][keep], "scenario": s, "clustering": "adaptive",
-                                    "estimator": name, "n": n, "estimate": e, "lower": lo, "upper": hi,
-                                    "estimate_t2": np.nan, "lower_t2": np.nan, "upper_t2": np.nan,
-                                    "source": "adaptive", "adaptive_method": method, "adaptive_dim": dim}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "model": models[test][keep],
+                    "scenario": s,
+                    "clustering": "adaptive",
+                    "estimator": name,
+                    "n": n,
+                    "estimate": e,
+                    "lower": lo,
+                    "upper": hi,
+                    "estimate_t2": np.nan,
+                    "lower_t2": np.nan,
+                    "upper_t2": np.nan,
+                    "source": "adaptive",
+                    "adaptive_method": method,
+                    "adaptive_dim": dim,
+                }
+            )
+        )
 
     lay, split, irt = pred.layout, pred.named_steps["split"], pred.named_steps["irt"]
     for s in lay.scenarios:
@@ -205,13 +251,19 @@ def adaptive_rows(pred: AnchorPredictor, matrix: ResponseMatrix, test, n_values,
         for d in extra_dims:
             if d not in fits:
                 fits[d] = fit_irt(Yf, dim=d, seed=pred.seed, device=pred.device, **pred.irt_options)
-        cands = {d: AdaptiveEstimator(pred.alpha, pred.interval_scale).fit(simulate(Yv[hv], p.a, p.b, w, ns, rule=rule), truth_v)
-                 for d, p in fits.items()}
+        cands = {
+            d: AdaptiveEstimator(pred.alpha, pred.interval_scale).fit(
+                simulate(Yv[hv], p.a, p.b, w, ns, rule=rule), truth_v
+            )
+            for d, p in fits.items()
+        }
         irt_mae = {n: {d: c.val_mae_[(n, c.served_[n])] for d, c in cands.items()} for n in ns}
         best_d = {n: min(irt_mae[n], key=lambda d: (irt_mae[n][d], d)) for n in ns}
         served = {n: "irt" for n in ns}
         if bank:
-            ba = BankAdaptive(pred.alpha, pred.interval_scale, seed=pred.seed).fit(bank_matrix(Yf, seed=pred.seed), Yv[hv], truth_v, w, ns)
+            ba = BankAdaptive(pred.alpha, pred.interval_scale, seed=pred.seed).fit(
+                bank_matrix(Yf, seed=pred.seed), Yv[hv], truth_v, w, ns
+            )
             rows_fv = np.concatenate([split.fit_rows_, split.val_rows_])
             Bt = bank_matrix(matrix.scores[np.ix_(rows_fv, cols)], seed=pred.seed)
             for n, (e, lo, hi) in ba.predict(Yt[ht], Bt).items():
@@ -255,14 +307,26 @@ def _run_split(k, matrix, t2_wide, train, test, params, seed, adaptive_n=(), gro
     df["err_t1"] = df.estimate - df.truth_t1
     df["err_t2"] = df.estimate_t2 - df.truth_t2
     return {
-        "estimates": df, "lambdas": pred.lambdas.assign(split=k), "selection": pred.selection.assign(split=k),
+        "estimates": df,
+        "lambdas": pred.lambdas.assign(split=k),
+        "selection": pred.selection.assign(split=k),
         "validation": pred.validation.assign(split=k),
-        "dims": pd.DataFrame([{"split": k, "fit": key, "best_dim": sel.best_dim, **{f"err_d{d}": v for d, v in sel.errors.items()}}
-                              for key, sel in pred.named_steps["irt"].dim_selection_.items()]),
-        "timing": {"split": k, "n_train": len(train), "n_fit": pred.named_steps["split"].n_fit_,
-                   "n_val": pred.named_steps["split"].n_val_, "n_test": len(test),
-                   "fit_seconds": t_fit, "total_seconds": time.perf_counter() - t0,
-                   **{f"fit_{kk}_seconds": v for kk, v in pred.timings_.items()}},
+        "dims": pd.DataFrame(
+            [
+                {"split": k, "fit": key, "best_dim": sel.best_dim, **{f"err_d{d}": v for d, v in sel.errors.items()}}
+                for key, sel in pred.named_steps["irt"].dim_selection_.items()
+            ]
+        ),
+        "timing": {
+            "split": k,
+            "n_train": len(train),
+            "n_fit": pred.named_steps["split"].n_fit_,
+            "n_val": pred.named_steps["split"].n_val_,
+            "n_test": len(test),
+            "fit_seconds": t_fit,
+            "total_seconds": time.perf_counter() - t0,
+            **{f"fit_{kk}_seconds": v for kk, v in pred.timings_.items()},
+        },
     }
 
 
@@ -319,8 +383,17 @@ def run_backtest(
     say = log or ((lambda line: print(line, flush=True)) if verbose else None)
     start = time.perf_counter()
     if splits is None:
-        splits = split_plan(len(matrix.models), ("grouped",) if groups is not None else ("random",), n_splits,
-                            test_fraction, seed, groups, exclude, max_train_models, max_test_models)
+        splits = split_plan(
+            len(matrix.models),
+            ("grouped",) if groups is not None else ("random",),
+            n_splits,
+            test_fraction,
+            seed,
+            groups,
+            exclude,
+            max_train_models,
+            max_test_models,
+        )
     kinds = [sp[0] if len(sp) == 3 else "random" for sp in splits]
     splits = [tuple(sp[-2:]) for sp in splits]
     n_splits = len(splits)
@@ -330,9 +403,11 @@ def run_backtest(
         outputs[k] = out
         t = out["timing"]
         if say:
-            say(f"backtest split {k + 1} of {n_splits} done ({len(outputs)} of {n_splits} finished): {t['n_train']} "
+            say(
+                f"backtest split {k + 1} of {n_splits} done ({len(outputs)} of {n_splits} finished): {t['n_train']} "
                 f"train / {t['n_test']} test models, {t['total_seconds']:.1f}s for this split, "
-                f"{time.perf_counter() - start:.0f}s elapsed")
+                f"{time.perf_counter() - start:.0f}s elapsed"
+            )
 
     args = (matrix, t2_wide, params, seed, tuple(adaptive_n), groups)
     _fit_splits(splits, max(1, min(int(n_jobs), n_splits)), args, done, say, start)
@@ -347,8 +422,10 @@ def _fit_splits(splits: list, n_jobs: int, args: tuple, done, say, start: float)
     if n_jobs == 1:
         for k, (train, test) in enumerate(splits):
             if say:
-                say(f"backtest split {k + 1} of {n_splits}: fitting on {len(train)} training models "
-                    f"({time.perf_counter() - start:.0f}s elapsed)")
+                say(
+                    f"backtest split {k + 1} of {n_splits}: fitting on {len(train)} training models "
+                    f"({time.perf_counter() - start:.0f}s elapsed)"
+                )
             done(k, _run_split(k, matrix, t2_wide, train, test, params, seed, adaptive_n, groups))
         return
     import multiprocessing as mp
@@ -356,10 +433,13 @@ def _fit_splits(splits: list, n_jobs: int, args: tuple, done, say, start: float)
 
     if say:
         say(f"backtest: {n_splits} splits in {n_jobs} worker processes (one thread each)")
-    with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"), initializer=init_worker,
-                             initargs=(1,)) as pool:
-        futures = {pool.submit(_run_split, k, matrix, t2_wide, train, test, params, seed, adaptive_n, groups): k
-                   for k, (train, test) in enumerate(splits)}
+    with ProcessPoolExecutor(
+        n_jobs, mp_context=mp.get_context("spawn"), initializer=init_worker, initargs=(1,)
+    ) as pool:
+        futures = {
+            pool.submit(_run_split, k, matrix, t2_wide, train, test, params, seed, adaptive_n, groups): k
+            for k, (train, test) in enumerate(splits)
+        }
         for fut in as_completed(futures):
             done(futures[fut], fut.result())
 
@@ -377,4 +457,3 @@ def _collect(outs: list, kinds: list) -> BacktestResult:
         dims=pd.concat([o["dims"] for o in outs], ignore_index=True),
         timings=pd.DataFrame([o["timing"] for o in outs]),
     )
-

@@ -4,6 +4,7 @@ split-conformal intervals from validation residuals.
 Both are fitted on TRAINING models held out from the IRT fit and anchor selection (validation
 models), never on the models being evaluated. Pure numpy / scikit-learn.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -17,6 +17,7 @@ Formulas follow the tinyBenchmarks tutorials (Polo et al. 2024):
   across-item variance of their correctness (``tutorials/training_irt.ipynb``), or a lambda chosen on a
   grid by validation MAE (:func:`choose_lambda`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -161,7 +162,9 @@ def convex_weights(X: np.ndarray, t: np.ndarray, penalty: float = 1e4) -> np.nda
     return w / w.sum() if w.sum() > 0 else np.full(X.shape[1], 1.0 / X.shape[1])
 
 
-def stack_out_of_fold(X: np.ndarray, t: np.ndarray, *, n_folds: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def stack_out_of_fold(
+    X: np.ndarray, t: np.ndarray, *, n_folds: int = 5, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Out-of-fold predictions of a convex stack (honest validation errors) and weights on all rows.
 
     X : (M, K); t : (M,). Returns (oof prediction (M,), weights (K,)).

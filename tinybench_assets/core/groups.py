@@ -22,6 +22,7 @@ The lockbox (:func:`lockbox_mask`) is a fixed grouped share of the models, chose
 fixed key (``"lockbox"``), that development never sees: benchmarks/estimation.py removes it from every split it
 tunes or reports on and tests on it once, in its final line.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,9 +45,12 @@ def model_groups(models, aggregate: pd.DataFrame | None = None) -> pd.Series:
 def group_summary(groups: pd.Series, top: int = 5) -> dict:
     """Count of groups, models, and the largest groups (for the benchmark's and the asset's report)."""
     sizes = groups.value_counts()
-    return {"n_groups": int(len(sizes)), "n_models": int(len(groups)),
-            "largest": {str(k): int(v) for k, v in sizes.head(top).items()},
-            "singletons": int((sizes == 1).sum())}
+    return {
+        "n_groups": int(len(sizes)),
+        "n_models": int(len(groups)),
+        "largest": {str(k): int(v) for k, v in sizes.head(top).items()},
+        "singletons": int((sizes == 1).sum()),
+    }
 
 
 def grouped_test_mask(groups, test_fraction: float, seed) -> np.ndarray:

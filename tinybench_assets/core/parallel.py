@@ -6,6 +6,7 @@ one-thread processes do about twice the work of one two-thread process. :func:`w
 (spawned, never forked: torch's thread pools do not survive a fork) and :func:`run_tasks` runs a list of
 independent tasks in it, or in this process when no pool is given, with the results in task order.
 """
+
 from __future__ import annotations
 
 import os
@@ -47,8 +48,9 @@ def worker_pool(n_jobs: int, threads: int = 1) -> Iterator[object | None]:
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"), initializer=init_worker,
-                             initargs=(threads,)) as pool:
+    with ProcessPoolExecutor(
+        n_jobs, mp_context=mp.get_context("spawn"), initializer=init_worker, initargs=(threads,)
+    ) as pool:
         yield pool
 
 

@@ -49,6 +49,7 @@ The predictor is a chain of named steps (:attr:`AnchorPredictor.named_steps`), e
 the training data and the steps fitted before it; ``estimate`` walks the same steps
 (:mod:`~tinybench_assets.core.estimation.chain`).
 """
+
 from __future__ import annotations
 
 import time
@@ -73,8 +74,18 @@ from .estimation.training import MIN_VALIDATION_MODELS, Layout, TrainingSplit, f
 from .parallel import resolve_jobs, worker_pool
 from .responses import ResponseMatrix
 
-__all__ = ["AnchorPredictor", "AnchorSet", "full_scores_wide", "split_models", "MIN_VALIDATION_MODELS",
-           "PER_SCENARIO", "JOINT", "STACKS", "LEARNED", "SELECTED"]
+__all__ = [
+    "AnchorPredictor",
+    "AnchorSet",
+    "full_scores_wide",
+    "split_models",
+    "MIN_VALIDATION_MODELS",
+    "PER_SCENARIO",
+    "JOINT",
+    "STACKS",
+    "LEARNED",
+    "SELECTED",
+]
 
 REBUILD = "rebuild it by materializing anchor_sets (or `tinybench run-all`)"
 
@@ -138,7 +149,9 @@ class AnchorPredictor:
         self.scenario_n = {str(k): (dict(v) if isinstance(v, dict) else list(v)) for k, v in (scenario_n or {}).items()}
         for k, v in self.scenario_n.items():
             if isinstance(v, list) and len(v) != len(self.n_values):
-                raise ValueError(f"scenario_n[{k!r}] has {len(v)} counts for {len(self.n_values)} budgets {self.n_values}")
+                raise ValueError(
+                    f"scenario_n[{k!r}] has {len(v)} counts for {len(self.n_values)} budgets {self.n_values}"
+                )
         self.large_pool_items = int(large_pool_items)
         self.large_pool_scale = float(large_pool_scale)
         self.clusterings = tuple(clusterings)
@@ -162,8 +175,16 @@ class AnchorPredictor:
         return {
             "split": TrainingSplit(self.val_fraction, self.seed, self.max_fit_models),
             "irt": IRTFits(self.dim_candidates, self.joint_dim_candidates, self.seed, self.device, self.irt_options),
-            "anchors": AnchorSets(self.n_values, self.clusterings, self.scenario_n, self.large_pool_items,
-                                  self.large_pool_scale, self.n_init, self.seed, linear=self.learned),
+            "anchors": AnchorSets(
+                self.n_values,
+                self.clusterings,
+                self.scenario_n,
+                self.large_pool_items,
+                self.large_pool_scale,
+                self.n_init,
+                self.seed,
+                linear=self.learned,
+            ),
             "learned": LearnedRegressors(self.learned, self.seed, self.gbm_params),
             "bank": AnswerBank(self.learned),
             "validation": ValidationOutputs(self.seed),
@@ -174,8 +195,9 @@ class AnchorPredictor:
             "served": ServedIntervals(self.alpha, self.interval_scale, self.seed),
         }
 
-    def fit(self, matrix: ResponseMatrix, full_scores: pd.DataFrame | None = None, train=None,
-            groups=None) -> "AnchorPredictor":
+    def fit(
+        self, matrix: ResponseMatrix, full_scores: pd.DataFrame | None = None, train=None, groups=None
+    ) -> "AnchorPredictor":
         """Fit every step on the training models.
 
         Parameters
@@ -211,8 +233,9 @@ class AnchorPredictor:
         """{name: fitted step}: split, irt, anchors, learned, bank, validation, lambdas, stacks, calibrators,
         selector, served."""
         if "steps_" not in vars(self):
-            raise ValueError("AnchorPredictor is not fitted, or was saved by an older tinybench without its steps: "
-                             + REBUILD)
+            raise ValueError(
+                "AnchorPredictor is not fitted, or was saved by an older tinybench without its steps: " + REBUILD
+            )
         return self.steps_
 
     @property
@@ -248,8 +271,9 @@ class AnchorPredictor:
         sets = self.named_steps["anchors"].of(clustering, n)
         return {s: [self.layout.items[j] for j in A.items] for s, A in sets.items()}
 
-    def estimate(self, Y, models=None, *, n_values=None, include_random: bool = False,
-                 random_seed: int = 12345) -> pd.DataFrame:
+    def estimate(
+        self, Y, models=None, *, n_values=None, include_random: bool = False, random_seed: int = 12345
+    ) -> pd.DataFrame:
         """Estimates for new models.
 
         Parameters
@@ -275,5 +299,12 @@ class AnchorPredictor:
             Y = Y.scores
         Y = np.asarray(Y, dtype=float)
         models = np.arange(Y.shape[0]) if models is None else np.asarray(models, dtype=object)
-        return estimate_table(self.named_steps, lay, Y, models, self.n_values if n_values is None else n_values,
-                              include_random, random_seed)
+        return estimate_table(
+            self.named_steps,
+            lay,
+            Y,
+            models,
+            self.n_values if n_values is None else n_values,
+            include_random,
+            random_seed,
+        )

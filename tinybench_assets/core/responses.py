@@ -2,6 +2,7 @@
 
 Pure numpy/pandas; knows nothing of Dagster or DuckDB.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -36,7 +37,9 @@ class ResponseMatrix:
         self.subscenarios = np.asarray(self.subscenarios, dtype=object)
         m, i = self.scores.shape
         if len(self.models) != m or len(self.items) != i:
-            raise ValueError(f"shape {self.scores.shape} does not match {len(self.models)} models x {len(self.items)} items")
+            raise ValueError(
+                f"shape {self.scores.shape} does not match {len(self.models)} models x {len(self.items)} items"
+            )
         if self.scenarios.shape != (i,) or self.subscenarios.shape != (i,):
             raise ValueError("scenarios and subscenarios need one entry per item")
 
@@ -52,9 +55,7 @@ class ResponseMatrix:
         missing = need - set(df.columns)
         if missing:
             raise ValueError(f"long table lacks columns {sorted(missing)}")
-        item_info = (
-            df[["item", "scenario", "subscenario"]].drop_duplicates("item").sort_values(["scenario", "item"])
-        )
+        item_info = df[["item", "scenario", "subscenario"]].drop_duplicates("item").sort_values(["scenario", "item"])
         items = item_info["item"].tolist()
         models = sorted(df["model"].unique().tolist())
         row = pd.Index(models).get_indexer(df["model"])
@@ -165,7 +166,9 @@ def choose_threshold(scores: np.ndarray, candidates: np.ndarray | None = None) -
     return best_c
 
 
-def binarize(scores: np.ndarray, rule: str = "auto", threshold: float | None = None) -> tuple[np.ndarray, float | None, str]:
+def binarize(
+    scores: np.ndarray, rule: str = "auto", threshold: float | None = None
+) -> tuple[np.ndarray, float | None, str]:
     """Binarize a models x items score matrix, keeping NaN for missing cells.
 
     rule: ``"auto"`` (0/1 data passes unchanged, else the tutorial threshold),

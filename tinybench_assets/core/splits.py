@@ -3,6 +3,7 @@
 A model's side depends only on (seed, model name), so every scenario of a leaderboard, the joint fit
 and the backtest agree on it without sharing state, and adding models never moves existing ones.
 """
+
 from __future__ import annotations
 
 import hashlib

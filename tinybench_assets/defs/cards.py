@@ -5,6 +5,7 @@ and is kept as definition metadata (``title``), so the asset page and the catalo
 Owners default to ``team:evaluation``; a deployment names its own with ``TINYBENCH_OWNERS`` (comma-separated
 e-mail addresses or ``team:<name>`` entries, as Dagster requires).
 """
+
 from __future__ import annotations
 
 import os
@@ -22,4 +23,9 @@ def card(title: str, text: str, kinds: tuple[str, ...] = ("python", "duckdb")) -
     """Keyword arguments for ``@dg.asset`` / ``dg.AssetSpec``: description, metadata.title, owners, kinds."""
     if not title or not text:
         raise ValueError("an asset card needs a title and a description")
-    return {"description": f"**{title}.** {text}", "metadata": {"title": title}, "owners": owners(), "kinds": set(kinds)}
+    return {
+        "description": f"**{title}.** {text}",
+        "metadata": {"title": title},
+        "owners": owners(),
+        "kinds": set(kinds),
+    }

@@ -1,5 +1,6 @@
 """estimation_backtest of a leaderboard with models to hold out (:class:`.estimation_boards.BigBoard`): seeded
 splits of its own (core/backtest.py), a fresh AnchorPredictor per split, the summary tables and the charts."""
+
 from __future__ import annotations
 
 import os
@@ -14,26 +15,60 @@ from tinybench_assets.io import plots
 
 __all__ = ["big_backtest", "predictor_params", "SUMMARY_COLUMNS", "CHART_ESTIMATORS"]
 
-SUMMARY_COLUMNS = ["split_kind", "scenario", "clustering", "estimator", "n", "mae_t1", "mae_t1_lo", "mae_t1_hi", "sd_t1",
-                   "bias_t1", "coverage_t1", "width_t1", "mae_t2", "mae_t2_lo", "mae_t2_hi", "sd_t2", "coverage_t2",
-                   "width_t2", "n_models"]
-CHART_ESTIMATORS = ("random", "anchor", "irt", "pirt", "gpirt", "gpirt_val_joint", "tinybench_own", "tinybench",
-                    "adaptive")
+SUMMARY_COLUMNS = [
+    "split_kind",
+    "scenario",
+    "clustering",
+    "estimator",
+    "n",
+    "mae_t1",
+    "mae_t1_lo",
+    "mae_t1_hi",
+    "sd_t1",
+    "bias_t1",
+    "coverage_t1",
+    "width_t1",
+    "mae_t2",
+    "mae_t2_lo",
+    "mae_t2_hi",
+    "sd_t2",
+    "coverage_t2",
+    "width_t2",
+    "n_models",
+]
+CHART_ESTIMATORS = (
+    "random",
+    "anchor",
+    "irt",
+    "pirt",
+    "gpirt",
+    "gpirt_val_joint",
+    "tinybench_own",
+    "tinybench",
+    "adaptive",
+)
 HEADLINE_CLUSTERINGS = ["correctness", "random", "selected", "adaptive"]
 
 
 def predictor_params(config, device: str) -> dict:
     """AnchorPredictor's keyword arguments from an EstimationConfig."""
     return {
-        "n_values": tuple(config.n_values), "clusterings": tuple(config.clusterings), "learned": config.learned,
-        "scenario_n": dict(config.scenario_n), "large_pool_items": config.large_pool_items,
-        "max_fit_models": config.max_fit_models or None, "alpha": config.alpha, "device": device,
-        "dim_candidates": tuple(config.dims), "joint_dim_candidates": tuple(config.joint_dims),
+        "n_values": tuple(config.n_values),
+        "clusterings": tuple(config.clusterings),
+        "learned": config.learned,
+        "scenario_n": dict(config.scenario_n),
+        "large_pool_items": config.large_pool_items,
+        "max_fit_models": config.max_fit_models or None,
+        "alpha": config.alpha,
+        "device": device,
+        "dim_candidates": tuple(config.dims),
+        "joint_dim_candidates": tuple(config.joint_dims),
     }
 
 
-def big_backtest(log, config, device: str, db, board: str, matrix, full: pd.DataFrame, groups: pd.Series,
-                 t0: float) -> dg.MaterializeResult:
+def big_backtest(
+    log, config, device: str, db, board: str, matrix, full: pd.DataFrame, groups: pd.Series, t0: float
+) -> dg.MaterializeResult:
     """Fit and score ``config.n_splits`` splits per split kind, write backtest_summary / backtest_timings, and return
     the asset's metadata (error against n per scenario, coverage of the served intervals, the table at the
     reference n)."""
@@ -42,40 +77,69 @@ def big_backtest(log, config, device: str, db, board: str, matrix, full: pd.Data
     from tinybench_assets.core.groups import group_summary
 
     try:
-        plan = split_plan(len(matrix.models), tuple(config.split_kinds), config.n_splits, config.test_fraction,
-                          config.seed, groups=groups.to_numpy(), max_train_models=config.max_train_models or None,
-                          max_test_models=config.max_test_models or None)
+        plan = split_plan(
+            len(matrix.models),
+            tuple(config.split_kinds),
+            config.n_splits,
+            config.test_fraction,
+            config.seed,
+            groups=groups.to_numpy(),
+            max_train_models=config.max_train_models or None,
+            max_test_models=config.max_test_models or None,
+        )
     except ValueError as e:
         raise dg.Failure(f"estimation_backtest: split_kinds {config.split_kinds}: {e}") from None
     result = run_backtest(
-        matrix, full, splits=plan, seed=config.seed, predictor_params=predictor_params(config, device), log=log,
-        n_jobs=config.n_jobs or min(len(plan), os.cpu_count() or 1), adaptive_n=tuple(config.adaptive_n),
+        matrix,
+        full,
+        splits=plan,
+        seed=config.seed,
+        predictor_params=predictor_params(config, device),
+        log=log,
+        n_jobs=config.n_jobs or min(len(plan), os.cpu_count() or 1),
+        adaptive_n=tuple(config.adaptive_n),
         groups=groups.to_numpy(),
     )
     estimates, headline = result.estimates, config.split_kinds[0]
-    both = pd.concat([sm.assign(split_kind=kind) for kind, sm in summarize_by_kind(estimates).items()],
-                     ignore_index=True)[SUMMARY_COLUMNS]
-    db.replace_partition({"backtest_summary": both.assign(n_splits=config.n_splits),
-                          "backtest_timings": result.timings}, board, column="leaderboard")
+    both = pd.concat(
+        [sm.assign(split_kind=kind) for kind, sm in summarize_by_kind(estimates).items()], ignore_index=True
+    )[SUMMARY_COLUMNS]
+    db.replace_partition(
+        {"backtest_summary": both.assign(n_splits=config.n_splits), "backtest_timings": result.timings},
+        board,
+        column="leaderboard",
+    )
     summary = both[both.split_kind == headline]
     n_ref = reference_n(config.n_values)
     at_n = summary[(summary.n == n_ref) & summary.clustering.isin(HEADLINE_CLUSTERINGS)]
     table = at_n.pivot_table(index="estimator", columns="scenario", values="mae_t1").round(2)
     table["mean"] = table.mean(axis=1).round(2)
     best = summary[(summary.n == n_ref) & (summary.estimator == "tinybench")]
-    return dg.MaterializeResult(metadata={
-        **_charts(config, board, summary, headline),
-        f"mae_t1_points_at_n{n_ref}": dg.MetadataValue.md(table.sort_values("mean").to_markdown()),
-        f"tinybench_t1_mae_mean_n{n_ref}": float(best["mae_t1"].mean()) if len(best) else float("nan"),
-        f"tinybench_t2_mae_mean_n{n_ref}": float(best["mae_t2"].mean()) if len(best) else float("nan"),
-        "coverage90_t1": float(estimates[estimates.split_kind == headline].eval("(lower <= truth_t1) & (truth_t1 <= upper)").mean()),
-        **({f"tinybench_t1_mae_mean_n{n_ref}_{k}": float(both[(both.split_kind == k) & (both.n == n_ref)
-                                                                 & (both.estimator == "tinybench")]["mae_t1"].mean())
-            for k in config.split_kinds}),
-        "headline_split_kind": headline,
-        "model_groups": dg.MetadataValue.json(group_summary(groups)),
-        "splits": config.n_splits, "seconds": round(time.perf_counter() - t0, 1),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            **_charts(config, board, summary, headline),
+            f"mae_t1_points_at_n{n_ref}": dg.MetadataValue.md(table.sort_values("mean").to_markdown()),
+            f"tinybench_t1_mae_mean_n{n_ref}": float(best["mae_t1"].mean()) if len(best) else float("nan"),
+            f"tinybench_t2_mae_mean_n{n_ref}": float(best["mae_t2"].mean()) if len(best) else float("nan"),
+            "coverage90_t1": float(
+                estimates[estimates.split_kind == headline].eval("(lower <= truth_t1) & (truth_t1 <= upper)").mean()
+            ),
+            **(
+                {
+                    f"tinybench_t1_mae_mean_n{n_ref}_{k}": float(
+                        both[(both.split_kind == k) & (both.n == n_ref) & (both.estimator == "tinybench")][
+                            "mae_t1"
+                        ].mean()
+                    )
+                    for k in config.split_kinds
+                }
+            ),
+            "headline_split_kind": headline,
+            "model_groups": dg.MetadataValue.json(group_summary(groups)),
+            "splits": config.n_splits,
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
+    )
 
 
 def _charts(config, board: str, summary: pd.DataFrame, headline: str) -> dict:
@@ -91,7 +155,10 @@ def _charts(config, board: str, summary: pd.DataFrame, headline: str) -> dict:
     if len(served):
         cov = served.groupby(["n", "estimator"])[["coverage_t1", "coverage_t2"]].mean().unstack("estimator")
         cov.columns = [f"{est} {target[-2:].upper()}" for target, est in cov.columns]
-        cov_png = plots.coverage_vs_n(cov, nominal=1 - config.alpha, title=f"{board}: coverage of the served "
-                                      f"{1 - config.alpha:.0%} intervals (mean of scenarios)")
+        cov_png = plots.coverage_vs_n(
+            cov,
+            nominal=1 - config.alpha,
+            title=f"{board}: coverage of the served {1 - config.alpha:.0%} intervals (mean of scenarios)",
+        )
         charts["interval_coverage"] = dg.MetadataValue.md(plots.markdown_image(cov_png, "interval coverage vs n"))
     return charts

@@ -13,6 +13,7 @@ estimates for its test models, a multi-split backtest of its own splits (:mod:`.
 :class:`SmallBoard` (``min_small_models`` to ``min_models`` - 1): one ``SmallBoardPredictor`` on every model,
 leave-family-out figures, every prepared budget exported (:mod:`.estimation_small`).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,28 +51,45 @@ class BigBoard:
         split = db.model_split(board)
         train = np.array([split.get(m) == "train" for m in matrix.models])
         pred = AnchorPredictor(**big.predictor_params(self.config, self.device), n_jobs=self.config.n_jobs).fit(
-            matrix, full, np.flatnonzero(train), groups=groups)
+            matrix, full, np.flatnonzero(train), groups=groups
+        )
         anchors, lambdas, selection = pred.anchor_table(), pred.lambdas, pred.selection
         tables = {
             "anchors": anchors[["scenario", "clustering", "n", "n_anchors", "item", "item_index", "weight"]],
-            "gpirt_lambdas": lambdas[["scenario", "clustering", "n", "fit", "lambda_tutorial", "lambda_validation", "b",
-                                      "v"]],
-            "estimator_selection": selection[["scenario", "n", "selector", "clustering_t1", "estimator_t1",
-                                              "clustering_t2", "estimator_t2"]],
-            "estimator_validation": pred.validation[["scenario", "clustering", "n", "estimator", "val_mae_t1",
-                                                      "val_mae_t2", "n_val"]],
+            "gpirt_lambdas": lambdas[
+                ["scenario", "clustering", "n", "fit", "lambda_tutorial", "lambda_validation", "b", "v"]
+            ],
+            "estimator_selection": selection[
+                ["scenario", "n", "selector", "clustering_t1", "estimator_t1", "clustering_t2", "estimator_t2"]
+            ],
+            "estimator_validation": pred.validation[
+                ["scenario", "clustering", "n", "estimator", "val_mae_t1", "val_mae_t2", "n_val"]
+            ],
         }
         n30 = anchors[anchors.n == (30 if 30 in self.config.n_values else self.config.n_values[0])]
         sums = anchors.groupby(["clustering", "n", "scenario"])["weight"].sum()
         split, irt = pred.named_steps["split"], pred.named_steps["irt"]
-        meta = {"anchor_rows": len(anchors), "scenarios": dg.MetadataValue.json(pred.layout.scenarios),
-                "train_models": int(train.sum()), "fit_models": split.n_fit_, "validation_models": split.n_val_,
-                "dims": dg.MetadataValue.json({k: int(v.best_dim) for k, v in irt.dim_selection_.items()}),
-                "weights_sum_per_scenario": dg.MetadataValue.json(
-                    {f"{c}/{n}/{s}": round(float(w), 9) for (c, n, s), w in sums.items() if n == n30["n"].iloc[0]})}
+        meta = {
+            "anchor_rows": len(anchors),
+            "scenarios": dg.MetadataValue.json(pred.layout.scenarios),
+            "train_models": int(train.sum()),
+            "fit_models": split.n_fit_,
+            "validation_models": split.n_val_,
+            "dims": dg.MetadataValue.json({k: int(v.best_dim) for k, v in irt.dim_selection_.items()}),
+            "weights_sum_per_scenario": dg.MetadataValue.json(
+                {f"{c}/{n}/{s}": round(float(w), 9) for (c, n, s), w in sums.items() if n == n30["n"].iloc[0]}
+            ),
+        }
         lam = lambdas[(lambdas.fit == "sep") & (lambdas.clustering == "correctness")]
-        return Fitted(pred, tables, meta, {"lambdas": dg.MetadataValue.md(lam.round(4).to_markdown(index=False)),
-                                           "selected_estimators": dg.MetadataValue.md(selection.to_markdown(index=False))})
+        return Fitted(
+            pred,
+            tables,
+            meta,
+            {
+                "lambdas": dg.MetadataValue.md(lam.round(4).to_markdown(index=False)),
+                "selected_estimators": dg.MetadataValue.md(selection.to_markdown(index=False)),
+            },
+        )
 
     def estimates(self, pred, db, board: str, matrix, full: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         """model_split's test models, from their anchor answers, against T1 and T2."""
@@ -106,13 +124,24 @@ class SmallBoard:
     def fit(self, db, board: str, matrix, full: pd.DataFrame, groups: np.ndarray) -> Fitted:
         pred = small.fit_small(matrix, full, groups, self.config, self.device)
         tables = small.anchor_tables(pred)
-        meta = {"small_board": f"{len(matrix.models)} models: anchors, estimators and intervals chosen by "
-                               f"leave-family-out cross-validation ({pred.folds_.n} folds) on every model",
-                "anchor_rows": len(tables["anchors"]), "scenarios": dg.MetadataValue.json(pred.layout_.scenarios),
-                "models": len(matrix.models), "folds": pred.folds_.n, "notes": dg.MetadataValue.json(pred.notes_)}
-        return Fitted(pred, tables, meta, {
-            "lambdas": dg.MetadataValue.md(tables["gpirt_lambdas"].round(4).to_markdown(index=False)),
-            "selected_estimators": dg.MetadataValue.md(tables["estimator_selection"].to_markdown(index=False))})
+        meta = {
+            "small_board": f"{len(matrix.models)} models: anchors, estimators and intervals chosen by "
+            f"leave-family-out cross-validation ({pred.folds_.n} folds) on every model",
+            "anchor_rows": len(tables["anchors"]),
+            "scenarios": dg.MetadataValue.json(pred.layout_.scenarios),
+            "models": len(matrix.models),
+            "folds": pred.folds_.n,
+            "notes": dg.MetadataValue.json(pred.notes_),
+        }
+        return Fitted(
+            pred,
+            tables,
+            meta,
+            {
+                "lambdas": dg.MetadataValue.md(tables["gpirt_lambdas"].round(4).to_markdown(index=False)),
+                "selected_estimators": dg.MetadataValue.md(tables["estimator_selection"].to_markdown(index=False)),
+            },
+        )
 
     def estimates(self, pred, db, board: str, matrix, full: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         """Every model, through the served tiny benchmark (in-sample; the backtest's figures are the honest ones)."""

@@ -8,6 +8,7 @@ figures (the honest ones: each model estimated by a predictor that never saw its
 exports its artifact (same format: ``tinybench estimate`` scores a new model from it). This module shapes its
 outputs into the store's tables; the assets call it where the board is small.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -22,24 +23,36 @@ SPLIT_KIND = "leave_family_out"  # backtest_summary.split_kind of a small board
 CLUSTERING = "correctness"
 
 
-def too_small(board: str, n_models: int, sizes: dict[str, tuple[int, int]], config, repeated_ids: bool = False) -> str | None:
+def too_small(
+    board: str, n_models: int, sizes: dict[str, tuple[int, int]], config, repeated_ids: bool = False
+) -> str | None:
     """Why a leaderboard gets no estimation assets, or None: fewer than ``min_small_models`` models (in all, or
     answering one of its scenarios), item ids repeated across the scenarios of a small board, or a scenario with fewer
     than ``min_items`` items. ``sizes``: {scenario: (items, models that answered it)}."""
     answered = min((m for _, m in sizes.values()), default=n_models)
     if min(n_models, answered) < config.min_small_models:
         low = [s for s, (_, m) in sizes.items() if m < config.min_small_models]
-        return (f"{board} has {n_models} models" + (f" (scenario(s) {', '.join(sorted(low))} answered by fewer)"
-                                                     if low and n_models >= config.min_small_models else "")
-                + f", fewer than min_small_models={config.min_small_models}: too few to cross-validate anchors, "
-                "estimators and intervals")
+        return (
+            f"{board} has {n_models} models"
+            + (
+                f" (scenario(s) {', '.join(sorted(low))} answered by fewer)"
+                if low and n_models >= config.min_small_models
+                else ""
+            )
+            + f", fewer than min_small_models={config.min_small_models}: too few to cross-validate anchors, "
+            "estimators and intervals"
+        )
     if repeated_ids and n_models < config.min_models:
-        return (f"{board}: item ids repeat across its scenarios; a small leaderboard's tiny benchmark names each anchor "
-                "by its id alone, so ids must be unique across the leaderboard (prefix them with the scenario)")
+        return (
+            f"{board}: item ids repeat across its scenarios; a small leaderboard's tiny benchmark names each anchor "
+            "by its id alone, so ids must be unique across the leaderboard (prefix them with the scenario)"
+        )
     few = {s: n for s, (n, _) in sizes.items() if n < config.min_items}
     if few:
-        return (f"{board}: scenario(s) {', '.join(f'{s} ({n} items)' for s, n in sorted(few.items()))} have fewer than "
-                f"min_items={config.min_items} items: no pool to choose anchors from")
+        return (
+            f"{board}: scenario(s) {', '.join(f'{s} ({n} items)' for s, n in sorted(few.items()))} have fewer than "
+            f"min_items={config.min_items} items: no pool to choose anchors from"
+        )
     return None
 
 
@@ -51,10 +64,16 @@ def board_arrays(matrix: ResponseMatrix, full: pd.DataFrame) -> tuple[np.ndarray
     """(Y (M, I) 0/1, w (I,), {scenario: columns} in the matrix's order, T2 (M, S) full scores, NaN where unknown)."""
     order = list(dict.fromkeys(matrix.scenarios.tolist()))
     cols = {str(s): np.flatnonzero(matrix.scenarios == s) for s in order}
-    t2 = full.pivot_table(index="model", columns="scenario", values="full_benchmark_score", aggfunc="last") \
-        if len(full) else pd.DataFrame()
-    T2 = t2.reindex(index=matrix.models, columns=list(cols)).to_numpy(dtype=float) if len(t2) else \
-        np.full((len(matrix.models), len(cols)), np.nan)
+    t2 = (
+        full.pivot_table(index="model", columns="scenario", values="full_benchmark_score", aggfunc="last")
+        if len(full)
+        else pd.DataFrame()
+    )
+    T2 = (
+        t2.reindex(index=matrix.models, columns=list(cols)).to_numpy(dtype=float)
+        if len(t2)
+        else np.full((len(matrix.models), len(cols)), np.nan)
+    )
     return matrix.scores, matrix.balance_weights(), cols, T2
 
 
@@ -64,8 +83,11 @@ def reusable(old, digest: str) -> bool:
     from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
     from tinybench_assets.core.estimation.small_state import BoardLayout
 
-    return (isinstance(old, SmallBoardPredictor) and isinstance(getattr(old, "layout_", None), BoardLayout)
-            and getattr(old, "input_digest_", None) == digest)
+    return (
+        isinstance(old, SmallBoardPredictor)
+        and isinstance(getattr(old, "layout_", None), BoardLayout)
+        and getattr(old, "input_digest_", None) == digest
+    )
 
 
 def fit_small(matrix: ResponseMatrix, full: pd.DataFrame, groups: np.ndarray, config, device: str, saved=None):
@@ -74,12 +96,24 @@ def fit_small(matrix: ResponseMatrix, full: pd.DataFrame, groups: np.ndarray, co
     from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
 
     Y, w, cols, T2 = board_arrays(matrix, full)
-    params = dict(n_values=tuple(int(n) for n in getattr(config, "small_n_values", config.n_values)),
-                  alpha=float(config.alpha),
-                  seed=int(getattr(config, "seed", 0)))
-    h = hashlib.sha256(repr((sorted(params.items()), device, list(matrix.items), list(matrix.models),
-                             list(matrix.subscenarios),
-                             [str(g) for g in groups], {s: c.tolist() for s, c in cols.items()})).encode())
+    params = dict(
+        n_values=tuple(int(n) for n in getattr(config, "small_n_values", config.n_values)),
+        alpha=float(config.alpha),
+        seed=int(getattr(config, "seed", 0)),
+    )
+    h = hashlib.sha256(
+        repr(
+            (
+                sorted(params.items()),
+                device,
+                list(matrix.items),
+                list(matrix.models),
+                list(matrix.subscenarios),
+                [str(g) for g in groups],
+                {s: c.tolist() for s, c in cols.items()},
+            )
+        ).encode()
+    )
     for a in (Y, w, T2):
         h.update(np.ascontiguousarray(a, dtype=float).tobytes())
     digest = h.hexdigest()
@@ -91,8 +125,9 @@ def fit_small(matrix: ResponseMatrix, full: pd.DataFrame, groups: np.ndarray, co
         if reusable(old, digest):
             old.reused_ = True
             return old
-    pred = SmallBoardPredictor(**params, device=device).fit(Y, w, cols, T2, groups, items=matrix.items,
-                                                           models=matrix.models, subscenarios=matrix.subscenarios)
+    pred = SmallBoardPredictor(**params, device=device).fit(
+        Y, w, cols, T2, groups, items=matrix.items, models=matrix.models, subscenarios=matrix.subscenarios
+    )
     pred.input_digest_ = digest
     return pred
 
@@ -104,22 +139,46 @@ def anchor_tables(pred) -> dict[str, pd.DataFrame]:
     anchors = anchors.merge(counts, on=["scenario", "n"]).assign(clustering=CLUSTERING)
     lam, sel = [], []
     for (s, n), ch in pred.choices_.items():
-        lam.append({"scenario": s, "clustering": CLUSTERING, "n": n, "fit": "sep",
-                    "lambda_tutorial": ch.lambdas["tutorial"], "lambda_validation": ch.lambdas["validation"],
-                    "b": ch.lambdas["b"], "v": ch.lambdas["v"]})
-        sel.append({"scenario": s, "n": n, "selector": SELECTOR, "clustering_t1": CLUSTERING, "estimator_t1": ch.t1,
-                    "clustering_t2": CLUSTERING, "estimator_t2": ch.t2})
+        lam.append(
+            {
+                "scenario": s,
+                "clustering": CLUSTERING,
+                "n": n,
+                "fit": "sep",
+                "lambda_tutorial": ch.lambdas["tutorial"],
+                "lambda_validation": ch.lambdas["validation"],
+                "b": ch.lambdas["b"],
+                "v": ch.lambdas["v"],
+            }
+        )
+        sel.append(
+            {
+                "scenario": s,
+                "n": n,
+                "selector": SELECTOR,
+                "clustering_t1": CLUSTERING,
+                "estimator_t1": ch.t1,
+                "clustering_t2": CLUSTERING,
+                "estimator_t2": ch.t2,
+            }
+        )
     cv = pred.cv_table()
     served = cv.estimator == "served"
-    cv = cv.assign(estimator=np.where(served, "tinybench", np.where(cv.estimator == "anchor", "anchor",
-                                                                    cv.estimator + "_d" + cv.dim.astype(str))))
+    cv = cv.assign(
+        estimator=np.where(
+            served, "tinybench", np.where(cv.estimator == "anchor", "anchor", cv.estimator + "_d" + cv.dim.astype(str))
+        )
+    )
     validation = cv.rename(columns={"cv_mae_t1": "val_mae_t1", "cv_mae_t2": "val_mae_t2", "n_models": "n_val"})
     validation = validation.assign(clustering=CLUSTERING)
-    return {"anchors": anchors[["scenario", "clustering", "n", "n_anchors", "item", "item_index", "weight"]],
-            "gpirt_lambdas": pd.DataFrame(lam),
-            "estimator_selection": pd.DataFrame(sel),
-            "estimator_validation": validation[["scenario", "clustering", "n", "estimator", "val_mae_t1", "val_mae_t2",
-                                                "n_val"]].drop_duplicates(["scenario", "n", "estimator"])}
+    return {
+        "anchors": anchors[["scenario", "clustering", "n", "n_anchors", "item", "item_index", "weight"]],
+        "gpirt_lambdas": pd.DataFrame(lam),
+        "estimator_selection": pd.DataFrame(sel),
+        "estimator_validation": validation[
+            ["scenario", "clustering", "n", "estimator", "val_mae_t1", "val_mae_t2", "n_val"]
+        ].drop_duplicates(["scenario", "n", "estimator"]),
+    }
 
 
 def board_estimates(pred, matrix: ResponseMatrix, full: pd.DataFrame) -> pd.DataFrame:
@@ -135,9 +194,20 @@ def board_estimates(pred, matrix: ResponseMatrix, full: pd.DataFrame) -> pd.Data
         am = pred.artifact_model(int(n))
         Ya = {s: Y[:, am.anchor_sets[s].items] for s in pred.layout_.scenarios}
         for (s, e), r in am.evaluate(Ya).items():
-            parts.append(pd.DataFrame({"model": models, "scenario": s, "estimator": e, "n": int(n),
-                                       **{k: np.asarray(r[k], dtype=float) for k in
-                                          ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2")}}))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "model": models,
+                        "scenario": s,
+                        "estimator": e,
+                        "n": int(n),
+                        **{
+                            k: np.asarray(r[k], dtype=float)
+                            for k in ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2")
+                        },
+                    }
+                )
+            )
         served = pred.predict(Y, n=int(n), models=models)
         parts.append(served.assign(estimator="tinybench").drop(columns=["estimator_t2", "answered"]))
     df = pd.concat(parts, ignore_index=True).assign(clustering=CLUSTERING)
@@ -165,9 +235,13 @@ def backtest_summary(pred, seed: int = 0) -> pd.DataFrame:
     width of its interval applied to the out-of-fold estimates, each fold's interval calibrated on the other folds
     (``SmallBoardPredictor.oof_intervals``). Accuracy points."""
     oof = pred.oof_table()
-    oof = oof.assign(estimator=np.where(oof.estimator == "served", "tinybench",
-                                        np.where(oof.estimator == "anchor", "anchor",
-                                                 oof.estimator + "_d" + oof.dim.astype(str))))
+    oof = oof.assign(
+        estimator=np.where(
+            oof.estimator == "served",
+            "tinybench",
+            np.where(oof.estimator == "anchor", "anchor", oof.estimator + "_d" + oof.dim.astype(str)),
+        )
+    )
     rows, budgets = [], pred.budget_table().set_index(["scenario", "n"])
     for (s, e, n), g in oof.groupby(["scenario", "estimator", "n"], sort=True):
         g = g[np.isfinite(g.estimate) & np.isfinite(g.truth_t1)]
@@ -175,11 +249,27 @@ def backtest_summary(pred, seed: int = 0) -> pd.DataFrame:
             continue
         err = 100 * (g.estimate - g.truth_t1).to_numpy()
         lo, hi = _mae_ci(err, seed)
-        row = {"split_kind": SPLIT_KIND, "scenario": s, "clustering": CLUSTERING, "estimator": e, "n": int(n),
-               "mae_t1": float(np.abs(err).mean()), "mae_t1_lo": lo, "mae_t1_hi": hi, "sd_t1": float(err.std()),
-               "bias_t1": float(err.mean()), "coverage_t1": np.nan, "width_t1": np.nan,
-               "mae_t2": np.nan, "mae_t2_lo": np.nan, "mae_t2_hi": np.nan, "sd_t2": np.nan, "coverage_t2": np.nan,
-               "width_t2": np.nan, "n_models": int(len(g))}
+        row = {
+            "split_kind": SPLIT_KIND,
+            "scenario": s,
+            "clustering": CLUSTERING,
+            "estimator": e,
+            "n": int(n),
+            "mae_t1": float(np.abs(err).mean()),
+            "mae_t1_lo": lo,
+            "mae_t1_hi": hi,
+            "sd_t1": float(err.std()),
+            "bias_t1": float(err.mean()),
+            "coverage_t1": np.nan,
+            "width_t1": np.nan,
+            "mae_t2": np.nan,
+            "mae_t2_lo": np.nan,
+            "mae_t2_hi": np.nan,
+            "sd_t2": np.nan,
+            "coverage_t2": np.nan,
+            "width_t2": np.nan,
+            "n_models": int(len(g)),
+        }
         g2 = g[np.isfinite(g.estimate_t2) & np.isfinite(g.truth_t2)]
         if len(g2):
             e2 = 100 * (g2.estimate_t2 - g2.truth_t2).to_numpy()
@@ -205,10 +295,20 @@ def budget_metadata(pred, board: str) -> dict:
     budgets = pred.budget_table()
     png = plots.budget_curve(budgets, title=f"{board}: error and 90 % half-width against n (leave-family-out)")
     plots.save(png, Path(paths.artifacts_dir()) / "plots" / f"budgets_{board}.png")
-    by_n = budgets.groupby("n").agg(mae=("mae", "mean"), half_width=("half_width", "mean"),
-                                    widest_half_width=("half_width", "max"), coverage=("coverage", "mean")).round(3)
-    return {"error_and_width_vs_n": dg.MetadataValue.md(plots.markdown_image(png, "error and half-width vs n")),
-            "budgets": dg.MetadataValue.md(by_n.reset_index().to_markdown(index=False))}
+    by_n = (
+        budgets.groupby("n")
+        .agg(
+            mae=("mae", "mean"),
+            half_width=("half_width", "mean"),
+            widest_half_width=("half_width", "max"),
+            coverage=("coverage", "mean"),
+        )
+        .round(3)
+    )
+    return {
+        "error_and_width_vs_n": dg.MetadataValue.md(plots.markdown_image(png, "error and half-width vs n")),
+        "budgets": dg.MetadataValue.md(by_n.reset_index().to_markdown(index=False)),
+    }
 
 
 def export_budgets(pred, board: str, folder, **export):
@@ -229,20 +329,34 @@ def small_backtest(config, db, board, matrix, full, groups, device: str, t0, mod
 
     pred = fit_small(matrix, full, groups.to_numpy(), config, device, (model_store, board))
     summary = backtest_summary(pred, seed=config.seed)
-    db.replace_partition({"backtest_summary": summary.assign(n_splits=pred.folds_.n),
-                          "backtest_timings": pd.DataFrame({"split_kind": [SPLIT_KIND], "split": [0],
-                                                            "n_train": [len(matrix.models)],
-                                                            "total_seconds": [time.perf_counter() - t0]})},
-                         board, column="leaderboard")
+    db.replace_partition(
+        {
+            "backtest_summary": summary.assign(n_splits=pred.folds_.n),
+            "backtest_timings": pd.DataFrame(
+                {
+                    "split_kind": [SPLIT_KIND],
+                    "split": [0],
+                    "n_train": [len(matrix.models)],
+                    "total_seconds": [time.perf_counter() - t0],
+                }
+            ),
+        },
+        board,
+        column="leaderboard",
+    )
     n_ref = reference_n(config.n_values)
     at_n = summary[summary.n == n_ref]
     table = at_n.pivot_table(index="estimator", columns="scenario", values="mae_t1").round(2)
     served = at_n[at_n.estimator == "tinybench"]
-    return dg.MaterializeResult(metadata={
-        "small_board": f"{len(matrix.models)} models: leave-family-out cross-validation, {pred.folds_.n} folds",
-        **budget_metadata(pred, board),
-        f"mae_t1_points_at_n{n_ref}": dg.MetadataValue.md(table.to_markdown()),
-        f"tinybench_t1_mae_mean_n{n_ref}": float(served["mae_t1"].mean()) if len(served) else float("nan"),
-        "coverage90_t1": float(served["coverage_t1"].mean()) if len(served) else float("nan"),
-        "headline_split_kind": SPLIT_KIND, "reused_anchor_sets_fit": bool(getattr(pred, "reused_", False)),
-        "seconds": round(time.perf_counter() - t0, 1)})
+    return dg.MaterializeResult(
+        metadata={
+            "small_board": f"{len(matrix.models)} models: leave-family-out cross-validation, {pred.folds_.n} folds",
+            **budget_metadata(pred, board),
+            f"mae_t1_points_at_n{n_ref}": dg.MetadataValue.md(table.to_markdown()),
+            f"tinybench_t1_mae_mean_n{n_ref}": float(served["mae_t1"].mean()) if len(served) else float("nan"),
+            "coverage90_t1": float(served["coverage_t1"].mean()) if len(served) else float("nan"),
+            "headline_split_kind": SPLIT_KIND,
+            "reused_anchor_sets_fit": bool(getattr(pred, "reused_", False)),
+            "seconds": round(time.perf_counter() - t0, 1),
+        }
+    )

@@ -1,20 +1,24 @@
 """Jobs: ingest the landing folder; refresh one scenario partition; refresh one leaderboard."""
+
 import dagster as dg
 
 from tinybench_assets.defs.assets import leaderboard_assets, scenario_assets, unpartitioned_assets
 
 ingest_job = dg.define_asset_job(
-    "ingest_landing", selection=dg.AssetSelection.assets(*unpartitioned_assets),
+    "ingest_landing",
+    selection=dg.AssetSelection.assets(*unpartitioned_assets),
     description="Validate and store every new drop in the landing folder; quarantine bad files.",
 )
 scenario_job = dg.define_asset_job(
-    "refresh_scenario", selection=dg.AssetSelection.assets(*scenario_assets),
+    "refresh_scenario",
+    selection=dg.AssetSelection.assets(*scenario_assets),
     description="Every per-scenario asset for one scenario partition (leaderboard.scenario).",
 )
 jobs = [ingest_job, scenario_job]
 if leaderboard_assets:
     leaderboard_job = dg.define_asset_job(
-        "refresh_leaderboard", selection=dg.AssetSelection.assets(*leaderboard_assets),
+        "refresh_leaderboard",
+        selection=dg.AssetSelection.assets(*leaderboard_assets),
         description="Every per-leaderboard asset (joint fits, estimates, exports) for one leaderboard.",
     )
     jobs.append(leaderboard_job)

@@ -10,6 +10,7 @@
 
 The core is tinybench_assets.core.subsets (docs/magi.md).
 """
+
 from __future__ import annotations
 
 import json
@@ -72,28 +73,49 @@ def magi_inputs(db: Store, board: str, scenarios: list[str], item_split: str):
         return None, f"{board}: {e}"
     matrix = out[0]
     if len(matrix.models) < MIN_MAGI_MODELS or len(matrix.items) < MIN_MAGI_ITEMS:
-        return None, (f"{board}: {len(matrix.models)} model(s) observed on all of {len(matrix.items)} item(s); subsets "
-                      f"need at least {MIN_MAGI_MODELS} models and {MIN_MAGI_ITEMS} items")
+        return None, (
+            f"{board}: {len(matrix.models)} model(s) observed on all of {len(matrix.items)} item(s); subsets "
+            f"need at least {MIN_MAGI_MODELS} models and {MIN_MAGI_ITEMS} items"
+        )
     return out, None
 
 
 def search(setup, config) -> tuple:
     """(run_magi's result, the method exported, the Scalarization) with the config's options; ``export_method``
     "auto" chooses by ``choose_export``."""
-    scalar = Scalarization(config.max_fraction, config.max_mean_penalty, config.max_guesser_advantage,
-                           config.penalty_weight, config.guesser_weight, config.size_weight)
+    scalar = Scalarization(
+        config.max_fraction,
+        config.max_mean_penalty,
+        config.max_guesser_advantage,
+        config.penalty_weight,
+        config.guesser_weight,
+        config.size_weight,
+    )
     space = SearchSpace(keep_fraction=(config.keep_fraction_min, config.keep_fraction_max))
-    result = run_magi(setup, methods=tuple(config.methods), n_trials=config.n_trials, seed=config.seed,
-                      irt_dim=config.irt_dim, space=space, scalar=scalar, stratify=config.stratify,
-                      balanced=config.balanced, irt_scope=config.irt_scope, validity_top=config.validity_top,
-                      min_validity=config.min_validity if config.guard else None, information=config.information)
+    result = run_magi(
+        setup,
+        methods=tuple(config.methods),
+        n_trials=config.n_trials,
+        seed=config.seed,
+        irt_dim=config.irt_dim,
+        space=space,
+        scalar=scalar,
+        stratify=config.stratify,
+        balanced=config.balanced,
+        irt_scope=config.irt_scope,
+        validity_top=config.validity_top,
+        min_validity=config.min_validity if config.guard else None,
+        information=config.information,
+    )
     if config.export_method == "auto":
         export = choose_export(result, min_tau=config.export_min_tau, scalar=scalar)
     elif config.export_method in result.methods:
         export = config.export_method
     else:
-        raise ValueError(f"magi_subset_assets: export_method {config.export_method!r} is neither 'auto' nor one of the "
-                         f"methods run ({', '.join(result.methods)})")
+        raise ValueError(
+            f"magi_subset_assets: export_method {config.export_method!r} is neither 'auto' nor one of the "
+            f"methods run ({', '.join(result.methods)})"
+        )
     return result, export, scalar
 
 
@@ -110,10 +132,17 @@ def _roster(setup) -> pd.DataFrame:
     not_fair, guesser, full_score and pool_score; computed once per run."""
     role = setup.role.copy()
     role[setup.reference] = "reference"
-    return pd.DataFrame({"model": np.asarray(setup.models, dtype=object), "role": role,
-                         "family": setup.families.loc[setup.models, "family"].to_numpy(),
-                         "not_fair": setup.not_fair, "guesser": setup.guesser, "full_score": setup.full_score,
-                         "pool_score": np.nanmean(setup.Y, axis=1)})
+    return pd.DataFrame(
+        {
+            "model": np.asarray(setup.models, dtype=object),
+            "role": role,
+            "family": setup.families.loc[setup.models, "family"].to_numpy(),
+            "not_fair": setup.not_fair,
+            "guesser": setup.guesser,
+            "full_score": setup.full_score,
+            "pool_score": np.nanmean(setup.Y, axis=1),
+        }
+    )
 
 
 def _method_rows(setup, method: str, res, chosen_rows, chosen_roles, items, roster: pd.DataFrame, config) -> dict:
@@ -122,25 +151,65 @@ def _method_rows(setup, method: str, res, chosen_rows, chosen_roles, items, rost
     keep = res.ranking.keep
     rank = np.empty(len(keep), dtype=int)
     rank[np.argsort(-keep, kind="stable")] = np.arange(1, len(keep) + 1)
-    sizes, sc = score_trends(setup.Y, res.ranking, chosen_rows, step_fraction=config.step_fraction,
-                             min_items=min(10, len(keep)), groups=setup.score_groups)
-    out = {"rankings": items.assign(method=method, keep_score=keep, rank=rank), "trend": (sizes, sc),
-           "trends": [pd.DataFrame({"method": method, "items_left": int(n_left), "model": models[chosen_rows],
-                                    "role": chosen_roles, "not_fair": setup.not_fair[chosen_rows], "score": sc[t]})
-                      for t, n_left in enumerate(sizes)],
-           "penalties": pd.DataFrame({"method": method, "model": models[setup.voters], "family": fam[setup.voters],
-                                      "penalty_before": res.chosen.penalty_before,
-                                      "penalty_after": res.chosen.penalty_after}),
-           "curve": None}
+    sizes, sc = score_trends(
+        setup.Y,
+        res.ranking,
+        chosen_rows,
+        step_fraction=config.step_fraction,
+        min_items=min(10, len(keep)),
+        groups=setup.score_groups,
+    )
+    out = {
+        "rankings": items.assign(method=method, keep_score=keep, rank=rank),
+        "trend": (sizes, sc),
+        "trends": [
+            pd.DataFrame(
+                {
+                    "method": method,
+                    "items_left": int(n_left),
+                    "model": models[chosen_rows],
+                    "role": chosen_roles,
+                    "not_fair": setup.not_fair[chosen_rows],
+                    "score": sc[t],
+                }
+            )
+            for t, n_left in enumerate(sizes)
+        ],
+        "penalties": pd.DataFrame(
+            {
+                "method": method,
+                "model": models[setup.voters],
+                "family": fam[setup.voters],
+                "penalty_before": res.chosen.penalty_before,
+                "penalty_after": res.chosen.penalty_after,
+            }
+        ),
+        "curve": None,
+    }
     if method in VOTER_METHODS and len(setup.voters) > 1:
         n_values = sorted({n for n in (1, 2, 3, 5, 10, 20, 40, 60, len(setup.voters)) if n <= len(setup.voters)})
-        out["curve"] = penalty_vs_n_voters(setup.Yv, method, int(res.chosen.base.sum()), y_ref=setup.Y[setup.reference],
-                                           n_values=n_values, seed=config.seed).assign(method=method)
-    out["subset"] = items.assign(method=method, keep_score=keep, in_subset=res.chosen.mask,
-                                 padded=res.chosen.mask & ~res.chosen.base, exported=False)
-    out["summary"] = {"method": method, **{f"tune_{k}": v for k, v in res.chosen.metrics.items()},
-                      **{f"eval_{k}": v for k, v in res.eval_metrics.items()},
-                      "params": json.dumps({**res.params.as_dict(), **res.ranking_options}), "seconds": res.seconds}
+        out["curve"] = penalty_vs_n_voters(
+            setup.Yv,
+            method,
+            int(res.chosen.base.sum()),
+            y_ref=setup.Y[setup.reference],
+            n_values=n_values,
+            seed=config.seed,
+        ).assign(method=method)
+    out["subset"] = items.assign(
+        method=method,
+        keep_score=keep,
+        in_subset=res.chosen.mask,
+        padded=res.chosen.mask & ~res.chosen.base,
+        exported=False,
+    )
+    out["summary"] = {
+        "method": method,
+        **{f"tune_{k}": v for k, v in res.chosen.metrics.items()},
+        **{f"eval_{k}": v for k, v in res.eval_metrics.items()},
+        "params": json.dumps({**res.params.as_dict(), **res.ranking_options}),
+        "seconds": res.seconds,
+    }
     out["scores"] = roster.assign(subset_score=setup.scores(res.chosen.mask))
     out["scores"].insert(0, "method", method)
     return out
@@ -149,32 +218,53 @@ def _method_rows(setup, method: str, res, chosen_rows, chosen_roles, items, rost
 def magi_tables(setup, result, export: str, config, board: str) -> MagiTables:
     """Every method's rankings, score trends (reference, voters, the top 10 tune and eval models), voter penalties and
     penalty curve, subset, search trials, summary (beside the full pool) and every model's subset score."""
-    items = pd.DataFrame({"item": setup.items, "scenario": setup.scenarios.astype(str),
-                          "subscenario": setup.subscenarios.astype(str), "chance": setup.chance})
+    items = pd.DataFrame(
+        {
+            "item": setup.items,
+            "scenario": setup.scenarios.astype(str),
+            "subscenario": setup.subscenarios.astype(str),
+            "chance": setup.chance,
+        }
+    )
     top = np.concatenate([setup.top(setup.role == "tune", 10), setup.top(setup.role == "eval", 10)])
     chosen_rows = np.concatenate([[setup.reference], setup.voters, top])
     chosen_roles = ["reference"] + ["voter"] * len(setup.voters) + ["top"] * len(top)
     roster = _roster(setup)
-    per = {m: _method_rows(setup, m, res, chosen_rows, chosen_roles, items, roster, config)
-           for m, res in result.methods.items()}
+    per = {
+        m: _method_rows(setup, m, res, chosen_rows, chosen_roles, items, roster, config)
+        for m, res in result.methods.items()
+    }
     png = None
     if export in per:
         sizes, sc = per[export]["trend"]
         png = plots.magi_trends(sizes, sc, chosen_roles, f"{board}: {export}, progressive deletion")
-    full_row = {"method": "full", **{f"tune_{k}": v for k, v in result.full_metrics.items()},
-                **{f"eval_{k}": v for k, v in result.full_eval_metrics.items()}, "params": "{}", "seconds": 0.0}
+    full_row = {
+        "method": "full",
+        **{f"tune_{k}": v for k, v in result.full_metrics.items()},
+        **{f"eval_{k}": v for k, v in result.full_eval_metrics.items()},
+        "params": "{}",
+        "seconds": 0.0,
+    }
     curves = [p["curve"] for p in per.values() if p["curve"] is not None]
-    return MagiTables({
-        "magi_rankings": pd.concat([p["rankings"] for p in per.values()], ignore_index=True),
-        "magi_score_trends": pd.concat([t for p in per.values() for t in p["trends"]], ignore_index=True),
-        "magi_voter_penalty": pd.concat([p["penalties"] for p in per.values()], ignore_index=True),
-        "magi_penalty_curve": (pd.concat(curves, ignore_index=True)[CURVE_COLUMNS] if curves
-                               else pd.DataFrame(columns=CURVE_COLUMNS)),
-        "magi_subset": pd.concat([p["subset"].assign(exported=m == export) for m, p in per.items()], ignore_index=True),
-        "magi_search": pd.concat([res.trials.assign(method=m) for m, res in result.methods.items()], ignore_index=True),
-        "magi_summary": pd.DataFrame([full_row, *[p["summary"] for p in per.values()]]),
-        "magi_scores": pd.concat([p["scores"] for p in per.values()], ignore_index=True),
-    }, png)
+    return MagiTables(
+        {
+            "magi_rankings": pd.concat([p["rankings"] for p in per.values()], ignore_index=True),
+            "magi_score_trends": pd.concat([t for p in per.values() for t in p["trends"]], ignore_index=True),
+            "magi_voter_penalty": pd.concat([p["penalties"] for p in per.values()], ignore_index=True),
+            "magi_penalty_curve": (
+                pd.concat(curves, ignore_index=True)[CURVE_COLUMNS] if curves else pd.DataFrame(columns=CURVE_COLUMNS)
+            ),
+            "magi_subset": pd.concat(
+                [p["subset"].assign(exported=m == export) for m, p in per.items()], ignore_index=True
+            ),
+            "magi_search": pd.concat(
+                [res.trials.assign(method=m) for m, res in result.methods.items()], ignore_index=True
+            ),
+            "magi_summary": pd.DataFrame([full_row, *[p["summary"] for p in per.values()]]),
+            "magi_scores": pd.concat([p["scores"] for p in per.values()], ignore_index=True),
+        },
+        png,
+    )
 
 
 def subset_artifact(board: str, keys: list, split: str, setup, result, export: str, texts: pd.Series, config) -> dict:
@@ -184,19 +274,37 @@ def subset_artifact(board: str, keys: list, split: str, setup, result, export: s
     sel = np.flatnonzero(res.chosen.mask)
     models = np.asarray(setup.models, dtype=object)
     return {
-        "format": "tinybench-magi-subset/1", "leaderboard": board, "scenarios": keys, "item_split": split,
-        "method": export, "params": {**res.params.as_dict(), **res.ranking_options}, "seed": config.seed,
-        "scoring_rule": ("score = mean over the scenarios listed of the mean 0/1 correctness on that scenario's items"
-                         if setup.balanced else "score = mean over the listed items of 0/1 correctness")
-                        + " (binarized as the leaderboard's binarization table says); chance = the same rule over the "
-                          "items' chance",
+        "format": "tinybench-magi-subset/1",
+        "leaderboard": board,
+        "scenarios": keys,
+        "item_split": split,
+        "method": export,
+        "params": {**res.params.as_dict(), **res.ranking_options},
+        "seed": config.seed,
+        "scoring_rule": (
+            "score = mean over the scenarios listed of the mean 0/1 correctness on that scenario's items"
+            if setup.balanced
+            else "score = mean over the listed items of 0/1 correctness"
+        )
+        + " (binarized as the leaderboard's binarization table says); chance = the same rule over the "
+        "items' chance",
         "chance": float(subset_scores(setup.chance[None, :], res.chosen.mask, setup.score_groups)[0]),
-        "options": result.options, "demoted_scenarios": [str(g) for g in result.demoted],
+        "options": result.options,
+        "demoted_scenarios": [str(g) for g in result.demoted],
         "not_fair_models": [str(m) for m in models[setup.not_fair]] if export == "ref_vs_voters" else [],
-        "reference_model": str(models[setup.reference]), "metrics_eval": res.eval_metrics,
-        "items": [{"item": setup.items[j], "scenario": str(setup.scenarios[j]), "subscenario": str(setup.subscenarios[j]),
-                   "chance": float(setup.chance[j]), "padded": bool(not res.chosen.base[j]),
-                   "text": None if pd.isna(texts.get(setup.items[j])) else str(texts.get(setup.items[j]))} for j in sel],
+        "reference_model": str(models[setup.reference]),
+        "metrics_eval": res.eval_metrics,
+        "items": [
+            {
+                "item": setup.items[j],
+                "scenario": str(setup.scenarios[j]),
+                "subscenario": str(setup.subscenarios[j]),
+                "chance": float(setup.chance[j]),
+                "padded": bool(not res.chosen.base[j]),
+                "text": None if pd.isna(texts.get(setup.items[j])) else str(texts.get(setup.items[j])),
+            }
+            for j in sel
+        ],
     }
 
 
@@ -206,30 +314,61 @@ def magi_metadata(setup, result, export: str, mt: MagiTables, config, path) -> d
     models = np.asarray(setup.models, dtype=object)
     sel = np.flatnonzero(result.methods[export].chosen.mask)
     summary = t["magi_summary"]
-    spread = summary.set_index("method")[["eval_size", "eval_top10_std", "eval_top10_std_voters",
-                                          "eval_mean_voter_penalty", "eval_guesser_advantage",
-                                          "eval_kendall_tau_nonvoters"]]
+    spread = summary.set_index("method")[
+        [
+            "eval_size",
+            "eval_top10_std",
+            "eval_top10_std_voters",
+            "eval_mean_voter_penalty",
+            "eval_guesser_advantage",
+            "eval_kendall_tau_nonvoters",
+        ]
+    ]
     spread["top10_std_ratio"] = spread["eval_top10_std"] / spread.loc["full", "eval_top10_std"]
-    common = {"models": len(setup.models), "items": len(setup.items), "voters": len(setup.voters),
-              "reference": str(models[setup.reference]), "not_fair_models": int(setup.not_fair.sum())}
+    common = {
+        "models": len(setup.models),
+        "items": len(setup.items),
+        "voters": len(setup.voters),
+        "reference": str(models[setup.reference]),
+        "not_fair_models": int(setup.not_fair.sum()),
+    }
     pen = t["magi_voter_penalty"]
     return {
-        "magi_rankings": {**common, "methods": dg.MetadataValue.json(list(result.methods)),
-                          "irt_seconds": round(result.irt_seconds, 2)},
-        "magi_score_trends": {**({"trend_chart": dg.MetadataValue.md(plots.markdown_image(mt.trend_png, "trends"))}
-                                 if mt.trend_png is not None else {}), "rows": int(len(t["magi_score_trends"]))},
+        "magi_rankings": {
+            **common,
+            "methods": dg.MetadataValue.json(list(result.methods)),
+            "irt_seconds": round(result.irt_seconds, 2),
+        },
+        "magi_score_trends": {
+            **(
+                {"trend_chart": dg.MetadataValue.md(plots.markdown_image(mt.trend_png, "trends"))}
+                if mt.trend_png is not None
+                else {}
+            ),
+            "rows": int(len(t["magi_score_trends"])),
+        },
         "magi_voter_penalty": {
-            "penalty_chart": dg.MetadataValue.md(plots.markdown_image(plots.magi_penalty(pen, t["magi_penalty_curve"]),
-                                                                      "penalty")),
-            "mean_penalty": dg.MetadataValue.md(pen.groupby("method")[["penalty_before", "penalty_after"]].mean()
-                                                .round(3).to_markdown())},
+            "penalty_chart": dg.MetadataValue.md(
+                plots.markdown_image(plots.magi_penalty(pen, t["magi_penalty_curve"]), "penalty")
+            ),
+            "mean_penalty": dg.MetadataValue.md(
+                pen.groupby("method")[["penalty_before", "penalty_after"]].mean().round(3).to_markdown()
+            ),
+        },
         "magi_subset": {
-            **common, "top10_spread_before_after": dg.MetadataValue.md(spread.round(4).to_markdown()),
-            "exported_method": export, "exported_items": len(sel),
+            **common,
+            "top10_spread_before_after": dg.MetadataValue.md(spread.round(4).to_markdown()),
+            "exported_method": export,
+            "exported_items": len(sel),
             "exported_scenarios": dg.MetadataValue.json(  # a one-scenario subset spreads the top on that scenario only
-                {str(k): int(v) for k, v in pd.Series(setup.scenarios[sel].astype(str)).value_counts().items()}),
+                {str(k): int(v) for k, v in pd.Series(setup.scenarios[sel].astype(str)).value_counts().items()}
+            ),
             "export_rule": EXPORT_RULE if config.export_method == "auto" else f"export_method: {config.export_method}",
-            "artifact": dg.MetadataValue.path(str(path)), "pareto_points": int(t["magi_search"].pareto.sum())},
-        "magi_scores": {"rows": int(len(t["magi_scores"])),
-                        "not_fair": dg.MetadataValue.json([str(m) for m in models[setup.not_fair]][:50])},
+            "artifact": dg.MetadataValue.path(str(path)),
+            "pareto_points": int(t["magi_search"].pareto.sum()),
+        },
+        "magi_scores": {
+            "rows": int(len(t["magi_scores"])),
+            "not_fair": dg.MetadataValue.json([str(m) for m in models[setup.not_fair]][:50]),
+        },
     }

@@ -1,4 +1,5 @@
 """Partitions: one dynamic key per leaderboard scenario (``openllm.mmlu``), one per leaderboard."""
+
 import dagster as dg
 
 from tinybench_assets.io.drops import split_partition_key

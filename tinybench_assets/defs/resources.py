@@ -65,6 +65,7 @@ class ModelStore(dg.ConfigurableResource):
 
     def save_pickle(self, board: str, name: str, obj) -> Path:
         """Pickle one of the pipeline's own models (atomically); returns its path."""
+
         def write(tmp: Path) -> None:
             with open(tmp, "wb") as fh:
                 pickle.dump(obj, fh)
@@ -168,10 +169,20 @@ class EncoderResource(dg.ConfigurableResource):
     def get(self):
         from tinybench_assets.io.embeddings import Encoder
 
-        return Encoder(self.model_name, device=self.device, batch_size=self.batch_size, num_threads=self.num_threads,
-                       precision=self.precision)
+        return Encoder(
+            self.model_name,
+            device=self.device,
+            batch_size=self.batch_size,
+            num_threads=self.num_threads,
+            precision=self.precision,
+        )
 
 
 def default_resources() -> dict:
-    return {"store": StoreResource(), "model_store": ModelStore(), "landing": LandingResource(), "torch_device": TorchDevice(),
-            "encoder": EncoderResource()}
+    return {
+        "store": StoreResource(),
+        "model_store": ModelStore(),
+        "landing": LandingResource(),
+        "torch_device": TorchDevice(),
+        "encoder": EncoderResource(),
+    }

@@ -12,6 +12,7 @@ calls, writes and returns metadata::
 
 Every choice is made on training questions; test questions only report.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,24 +31,44 @@ from tinybench_assets.io.store import Store
 
 def gap_table(rep: dict) -> pd.DataFrame:
     """The one-row router_gap table (RouteLLM's measures; shares as fractions)."""
-    cols = ["family", "apgr", "apgr_lo", "apgr_hi", "cpt50", "cpt50_lo", "cpt50_hi", "cpt80", "cpt80_lo", "cpt80_hi",
-            "weak_acc", "strong_acc", "n_test", "level"]
-    return pd.DataFrame([{**{c: rep[c] for c in cols}, "strong_model": rep["strong_model"], "weak_model": rep["weak_model"]}])
+    cols = [
+        "family",
+        "apgr",
+        "apgr_lo",
+        "apgr_hi",
+        "cpt50",
+        "cpt50_lo",
+        "cpt50_hi",
+        "cpt80",
+        "cpt80_lo",
+        "cpt80_hi",
+        "weak_acc",
+        "strong_acc",
+        "n_test",
+        "level",
+    ]
+    return pd.DataFrame(
+        [{**{c: rep[c] for c in cols}, "strong_model": rep["strong_model"], "weak_model": rep["weak_model"]}]
+    )
 
 
 def gap_metadata(rep: dict, key: str) -> dict:
     """The UI's view of RouteLLM's measures: a line each and the gap-recovered curve."""
+
     def ci(name, pct=True):
         f = 100 if pct else 1
         return f"{f * rep[name]:.{1 if pct else 3}f} [{f * rep[name + '_lo']:.{1 if pct else 3}f}, {f * rep[name + '_hi']:.{1 if pct else 3}f}]"
 
     png = router_plots.gap_curve(f"{key}: {rep['family']} on {rep['n_test']} test questions", rep)
-    return {"routellm_apgr": f"{ci('apgr', False)} (random router 0.500; {int(100 * rep['level'])} % bootstrap)",
-            "routellm_cpt50": f"{ci('cpt50')} % of calls to {rep['strong_model']} (random router 50 %)",
-            "routellm_cpt80": f"{ci('cpt80')} % (random router 80 %)",
-            "routellm_family": f"{rep['family']} (best training-CV APGR: "
-                                + ", ".join(f"{f} {v:.3f}" for f, v in sorted(rep["cv_apgr"].items())) + ")",
-            "gap_recovered": dg.MetadataValue.md(plots.markdown_image(png, "performance gap recovered"))}
+    return {
+        "routellm_apgr": f"{ci('apgr', False)} (random router 0.500; {int(100 * rep['level'])} % bootstrap)",
+        "routellm_cpt50": f"{ci('cpt50')} % of calls to {rep['strong_model']} (random router 50 %)",
+        "routellm_cpt80": f"{ci('cpt80')} % (random router 80 %)",
+        "routellm_family": f"{rep['family']} (best training-CV APGR: "
+        + ", ".join(f"{f} {v:.3f}" for f, v in sorted(rep["cv_apgr"].items()))
+        + ")",
+        "gap_recovered": dg.MetadataValue.md(plots.markdown_image(png, "performance gap recovered")),
+    }
 
 
 def tutorial_accuracy(db: Store, key: str, items, models, Y, prior) -> float:
@@ -70,9 +91,20 @@ def cost_choice(config, objective: str, sel, test_P: dict, Ytr, Ctr, prior):
     max_cost the most accurate within it)."""
     from tinybench_assets.core.routing.cost import choose_point
 
-    points = {f: choose_point(sel.oof[f], Ytr, Ctr, prior, objective, tolerance=config.tolerance,
-                              max_cost=config.max_cost, min_accuracy=config.min_accuracy)
-              for f in test_P if f in sel.oof}
+    points = {
+        f: choose_point(
+            sel.oof[f],
+            Ytr,
+            Ctr,
+            prior,
+            objective,
+            tolerance=config.tolerance,
+            max_cost=config.max_cost,
+            min_accuracy=config.min_accuracy,
+        )
+        for f in test_P
+        if f in sel.oof
+    }
     if objective == "max_cost":
         fam = max(points, key=lambda f: (points[f].accuracy, -points[f].cost))
     elif objective == "accuracy":
@@ -100,28 +132,57 @@ def cost_file_meta(objective: str, config, choice, P_oof, Ytr, Ctr, prior) -> di
     from tinybench_assets.core.routing.cost import expected_cost, training_points
 
     pts = training_points(P_oof, Ytr, Ctr, prior)
-    return {"objective": objective, "tolerance": config.tolerance, **choice[1].policy.as_dict(), "rule": choice[1].rule,
-            "model_cost": [float(c) for c in expected_cost(Ctr)],
-            "points": {"policy": [p.policy.kind for p in pts], "value": [p.policy.value for p in pts],
-                       "cv_acc": [p.accuracy for p in pts], "cv_cost": [p.cost for p in pts]}}
+    return {
+        "objective": objective,
+        "tolerance": config.tolerance,
+        **choice[1].policy.as_dict(),
+        "rule": choice[1].rule,
+        "model_cost": [float(c) for c in expected_cost(Ctr)],
+        "points": {
+            "policy": [p.policy.kind for p in pts],
+            "value": [p.policy.value for p in pts],
+            "cv_acc": [p.accuracy for p in pts],
+            "cv_cost": [p.cost for p in pts],
+        },
+    }
 
 
 def cost_row(objective: str, choice, rep: dict, models, best: int, curve: tuple[str, dict]) -> dict:
     """The one-row router_cost_quality table."""
     fam, point = choice
-    return {"objective": objective, "family": fam, "curve_family": curve[0], "curve_cv_aiq_gain": curve[1][curve[0]],
-            "policy": point.policy.kind, "policy_value": point.policy.value,
-            "lambda": point.policy.value if point.policy.kind == "lambda" else None, "rule": point.rule,
-            "cv_acc": point.accuracy, "cv_cost": point.cost, "served_acc": rep["served_acc"],
-            "served_acc_lo": rep["served_acc_ci"][0], "served_acc_hi": rep["served_acc_ci"][1],
-            "served_cost": rep["served_cost"], "served_cost_lo": rep["served_cost_ci"][0],
-            "served_cost_hi": rep["served_cost_ci"][1], "best_single_model": models[best],
-            "best_single_acc": rep["best_single_acc"], "best_single_cost": rep["best_single_cost"],
-            "cost_ratio": rep["cost_ratio"], "aiq_router": rep["aiq_router"], "aiq_zero": rep["aiq_zero"],
-            "aiq_delta": rep["aiq_delta"], "aiq_delta_lo": rep["aiq_delta_ci"][0], "aiq_delta_hi": rep["aiq_delta_ci"][1],
-            "aiq_router_lo": rep["aiq_router_ci"][0], "aiq_router_hi": rep["aiq_router_ci"][1],
-            "aiq_zero_lo": rep["aiq_zero_ci"][0], "aiq_zero_hi": rep["aiq_zero_ci"][1], "level": rep["level"],
-            "n_test": rep["n_questions"]}
+    return {
+        "objective": objective,
+        "family": fam,
+        "curve_family": curve[0],
+        "curve_cv_aiq_gain": curve[1][curve[0]],
+        "policy": point.policy.kind,
+        "policy_value": point.policy.value,
+        "lambda": point.policy.value if point.policy.kind == "lambda" else None,
+        "rule": point.rule,
+        "cv_acc": point.accuracy,
+        "cv_cost": point.cost,
+        "served_acc": rep["served_acc"],
+        "served_acc_lo": rep["served_acc_ci"][0],
+        "served_acc_hi": rep["served_acc_ci"][1],
+        "served_cost": rep["served_cost"],
+        "served_cost_lo": rep["served_cost_ci"][0],
+        "served_cost_hi": rep["served_cost_ci"][1],
+        "best_single_model": models[best],
+        "best_single_acc": rep["best_single_acc"],
+        "best_single_cost": rep["best_single_cost"],
+        "cost_ratio": rep["cost_ratio"],
+        "aiq_router": rep["aiq_router"],
+        "aiq_zero": rep["aiq_zero"],
+        "aiq_delta": rep["aiq_delta"],
+        "aiq_delta_lo": rep["aiq_delta_ci"][0],
+        "aiq_delta_hi": rep["aiq_delta_ci"][1],
+        "aiq_router_lo": rep["aiq_router_ci"][0],
+        "aiq_router_hi": rep["aiq_router_ci"][1],
+        "aiq_zero_lo": rep["aiq_zero_ci"][0],
+        "aiq_zero_hi": rep["aiq_zero_ci"][1],
+        "level": rep["level"],
+        "n_test": rep["n_questions"],
+    }
 
 
 @dataclass
@@ -150,8 +211,9 @@ class RoutingInputs:
         if not complete.any():
             raise dg.Failure(f"{key}: no test question has an answer from every model; nothing to score routing on")
         prior = model_accuracy(Y[~test])
-        return cls(key, emb, E, Y, models, test, complete, question_groups(db, key, emb["item"]), prior,
-                   int(np.argmax(prior)))
+        return cls(
+            key, emb, E, Y, models, test, complete, question_groups(db, key, emb["item"]), prior, int(np.argmax(prior))
+        )
 
     @cached_property
     def train(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -161,8 +223,11 @@ class RoutingInputs:
     @cached_property
     def scored(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(E, Y, items) of the test questions every model answered (sliced once)."""
-        return (self.E[self.test][self.complete], self.Y[self.test][self.complete],
-                self.emb["item"][self.test].to_numpy()[self.complete])
+        return (
+            self.E[self.test][self.complete],
+            self.Y[self.test][self.complete],
+            self.emb["item"][self.test].to_numpy()[self.complete],
+        )
 
 
 @dataclass
@@ -203,9 +268,19 @@ def score_routers(d: RoutingInputs, sel, config, device: str) -> Scores:
         test_P[fam], fitted[fam] = router.predict_proba(Ete), router
         picks = route(test_P[fam], d.prior, margin=float(cfg.get("margin", 0.0)))
         ev = evaluate_routing(Yte, picks, d.best, d.models, n_boot=config.n_boot, seed=config.seed)
-        rows.append({"router": fam, "config": json.dumps(cfg), "cv_acc": cv_acc, "gate_lower": sel.gate.get(fam),
-                     "test_acc": ev["router_acc"], "delta": ev["delta"], "delta_lo": ev["delta_ci95"][0],
-                     "delta_hi": ev["delta_ci95"][1], "served": fam == sel.served})
+        rows.append(
+            {
+                "router": fam,
+                "config": json.dumps(cfg),
+                "cv_acc": cv_acc,
+                "gate_lower": sel.gate.get(fam),
+                "test_acc": ev["router_acc"],
+                "delta": ev["delta"],
+                "delta_lo": ev["delta_ci95"][0],
+                "delta_hi": ev["delta_ci95"][1],
+                "served": fam == sel.served,
+            }
+        )
         if fam == sel.served:
             served = (ev, router, picks)
     return Scores(rows, test_P, fitted, *served)
@@ -215,21 +290,55 @@ def accuracy_tables(d: RoutingInputs, sel, sc: Scores, tut: float, config, t0: f
     """router_metrics, router_summary, router_picks, router_routes and router_cv."""
     (_, Ytr, _), (_, Yte, test_items) = d.train, d.scored
     ev, models = sc.served_eval, d.models
-    metrics = pd.DataFrame([{
-        "served_router": sel.served, "router_config": json.dumps(sel.best[sel.served][0]), "router_acc": ev["router_acc"],
-        "best_single_model": ev["best_single_model"], "best_single_acc": ev["best_single_acc"], "oracle_acc": ev["oracle_acc"],
-        "random_acc": ev["random_acc"], "tutorial_knn_irt_acc": tut, "delta": ev["delta"], "delta_lo": ev["delta_ci95"][0],
-        "delta_hi": ev["delta_ci95"][1], "n_train": int(len(Ytr)), "n_test": int(len(Yte)),
-        "n_test_incomplete": int((~d.complete).sum()), "cv_folds": config.n_folds, "gate_level": config.gate_level,
-        "seconds": time.perf_counter() - t0, "updated_at": pd.Timestamp.now()}])
-    picks_df = pd.DataFrame({"model": models, "pick_share": [ev["pick_share"][m] for m in models],
-                             "test_acc": [ev["model_acc"][m] for m in models], "train_acc": d.prior})
-    routes = pd.DataFrame({"item": test_items, "model": np.asarray(models, dtype=object)[sc.served_picks],
-                           "correct": Yte[np.arange(len(Yte)), sc.served_picks].astype(np.int8)})
-    cv = sel.table.assign(config=sel.table["config"].map(json.dumps))[["family", "config", "cv_acc", "chosen_in_family",
-                                                                        "served"]]
-    return {"router_metrics": metrics, "router_summary": pd.DataFrame(sc.rows), "router_picks": picks_df,
-            "router_routes": routes, "router_cv": cv}
+    metrics = pd.DataFrame(
+        [
+            {
+                "served_router": sel.served,
+                "router_config": json.dumps(sel.best[sel.served][0]),
+                "router_acc": ev["router_acc"],
+                "best_single_model": ev["best_single_model"],
+                "best_single_acc": ev["best_single_acc"],
+                "oracle_acc": ev["oracle_acc"],
+                "random_acc": ev["random_acc"],
+                "tutorial_knn_irt_acc": tut,
+                "delta": ev["delta"],
+                "delta_lo": ev["delta_ci95"][0],
+                "delta_hi": ev["delta_ci95"][1],
+                "n_train": int(len(Ytr)),
+                "n_test": int(len(Yte)),
+                "n_test_incomplete": int((~d.complete).sum()),
+                "cv_folds": config.n_folds,
+                "gate_level": config.gate_level,
+                "seconds": time.perf_counter() - t0,
+                "updated_at": pd.Timestamp.now(),
+            }
+        ]
+    )
+    picks_df = pd.DataFrame(
+        {
+            "model": models,
+            "pick_share": [ev["pick_share"][m] for m in models],
+            "test_acc": [ev["model_acc"][m] for m in models],
+            "train_acc": d.prior,
+        }
+    )
+    routes = pd.DataFrame(
+        {
+            "item": test_items,
+            "model": np.asarray(models, dtype=object)[sc.served_picks],
+            "correct": Yte[np.arange(len(Yte)), sc.served_picks].astype(np.int8),
+        }
+    )
+    cv = sel.table.assign(config=sel.table["config"].map(json.dumps))[
+        ["family", "config", "cv_acc", "chosen_in_family", "served"]
+    ]
+    return {
+        "router_metrics": metrics,
+        "router_summary": pd.DataFrame(sc.rows),
+        "router_picks": picks_df,
+        "router_routes": routes,
+        "router_cv": cv,
+    }
 
 
 def gap_report_part(d: RoutingInputs, sel, sc: Scores, config) -> tuple[dict, dict]:
@@ -240,7 +349,9 @@ def gap_report_part(d: RoutingInputs, sel, sc: Scores, config) -> tuple[dict, di
     from tinybench_assets.core.routing.select import simplicity
 
     (_, Ytr, _), (_, Yte, _) = d.train, d.scored
-    gap = gap_report(sel.oof, sc.test_P, Ytr, Yte, d.prior, simplicity, n_boot=min(config.n_boot, 1000), seed=config.seed)
+    gap = gap_report(
+        sel.oof, sc.test_P, Ytr, Yte, d.prior, simplicity, n_boot=min(config.n_boot, 1000), seed=config.seed
+    )
     gap.update(strong_model=d.models[gap["strong"]], weak_model=d.models[gap["weak"]])
     return {"router_gap": gap_table(gap)}, gap_metadata(gap, d.key)
 
@@ -266,33 +377,61 @@ def cost_part(db: Store, d: RoutingInputs, sel, sc: Scores, config) -> CostPart:
     (_, Ytr, _), (_, Yte, test_items) = d.train, d.scored
     C = cost_matrix(db, d.key, list(test_items), d.models)
     Ctr = cost_matrix(db, d.key, list(d.emb["item"][~d.test]), d.models) if C is not None else None
-    objective = config.objective if config.objective != "auto" else ("quality_at_min_cost" if Ctr is not None else "accuracy")
-    meta = {"objective": objective if Ctr is not None or objective == "accuracy"
-            else f"{objective} (no costs landed: accuracy)"}
+    objective = (
+        config.objective if config.objective != "auto" else ("quality_at_min_cost" if Ctr is not None else "accuracy")
+    )
+    meta = {
+        "objective": objective
+        if Ctr is not None or objective == "accuracy"
+        else f"{objective} (no costs landed: accuracy)"
+    }
     if Ctr is None:
         return CostPart(objective, None, None, {}, meta)
     choice, model_cost = cost_choice(config, objective, sel, sc.test_P, Ytr, Ctr, d.prior), expected_cost(Ctr)
     cost_picks = choice[1].policy.picks(sc.test_P[choice[0]], model_cost, d.prior)  # priced at training mean costs
     curve = curve_family(sel, sc.test_P, Ytr, Ctr, d.prior)
-    rep = cost_quality_report(sc.test_P[curve[0]], Yte, C, d.prior, cost_picks, model_cost=model_cost,
-                              n_boot=min(config.n_boot, 1000), seed=config.seed)
-    tables = {"router_cost_curve": pd.DataFrame({"lambda": rep["lambdas"], "accuracy": rep["curve_acc"],
-                                                 "cost": rep["curve_cost"]}).sort_values(["cost", "accuracy"]),
-              "router_cost_quality": pd.DataFrame([cost_row(objective, choice, rep, d.models, d.best, curve)])}
-    label = choice[1].policy.label() if choice[1].policy.kind == "single" else f"{choice[0]}, {choice[1].policy.label()}"
-    meta.update({
-        "served_for_cost": f"{label}: {100 * rep['served_acc']:.2f} % at {rep['served_cost']:.6g} per question "
-                           f"({100 * rep['cost_ratio']:.1f} % of the best single model's {rep['best_single_cost']:.6g}); "
-                           f"rule: {choice[1].rule}",
-        "aiq": f"router ({curve[0]}, the best gain on training CV: {100 * curve[1][curve[0]]:+.2f}) "
-               f"{100 * rep['aiq_router']:.2f} vs zero router {100 * rep['aiq_zero']:.2f}: "
-               f"{100 * rep['aiq_delta']:+.2f} [{100 * rep['aiq_delta_ci'][0]:+.2f}, {100 * rep['aiq_delta_ci'][1]:+.2f}] "
-               f"points ({int(100 * rep['level'])} % bootstrap over test questions)",
-        "cost_auc": rep["aiq_router"],
-        "cost_curve": dg.MetadataValue.md(plots.markdown_image(router_plots.cost_quality(
-            f"{d.key}: accuracy vs cost ({len(Yte)} test questions; curve: {curve[0]})", rep, d.models, label),
-            "accuracy vs cost")),
-    })
+    rep = cost_quality_report(
+        sc.test_P[curve[0]],
+        Yte,
+        C,
+        d.prior,
+        cost_picks,
+        model_cost=model_cost,
+        n_boot=min(config.n_boot, 1000),
+        seed=config.seed,
+    )
+    tables = {
+        "router_cost_curve": pd.DataFrame(
+            {"lambda": rep["lambdas"], "accuracy": rep["curve_acc"], "cost": rep["curve_cost"]}
+        ).sort_values(["cost", "accuracy"]),
+        "router_cost_quality": pd.DataFrame([cost_row(objective, choice, rep, d.models, d.best, curve)]),
+    }
+    label = (
+        choice[1].policy.label() if choice[1].policy.kind == "single" else f"{choice[0]}, {choice[1].policy.label()}"
+    )
+    meta.update(
+        {
+            "served_for_cost": f"{label}: {100 * rep['served_acc']:.2f} % at {rep['served_cost']:.6g} per question "
+            f"({100 * rep['cost_ratio']:.1f} % of the best single model's {rep['best_single_cost']:.6g}); "
+            f"rule: {choice[1].rule}",
+            "aiq": f"router ({curve[0]}, the best gain on training CV: {100 * curve[1][curve[0]]:+.2f}) "
+            f"{100 * rep['aiq_router']:.2f} vs zero router {100 * rep['aiq_zero']:.2f}: "
+            f"{100 * rep['aiq_delta']:+.2f} [{100 * rep['aiq_delta_ci'][0]:+.2f}, {100 * rep['aiq_delta_ci'][1]:+.2f}] "
+            f"points ({int(100 * rep['level'])} % bootstrap over test questions)",
+            "cost_auc": rep["aiq_router"],
+            "cost_curve": dg.MetadataValue.md(
+                plots.markdown_image(
+                    router_plots.cost_quality(
+                        f"{d.key}: accuracy vs cost ({len(Yte)} test questions; curve: {curve[0]})",
+                        rep,
+                        d.models,
+                        label,
+                    ),
+                    "accuracy vs cost",
+                )
+            ),
+        }
+    )
     return CostPart(objective, choice, Ctr, tables, meta)
 
 
@@ -300,35 +439,68 @@ def served_router_file(d: RoutingInputs, sel, sc: Scores, cost: CostPart, config
     """The ServedRouter of the partition: the served family, or the cost objective's family where one is served."""
     from tinybench_assets.core.routing.served import ServedRouter
 
-    saved, file_meta = sc.served_router, {"served": sel.served, "margin": sel.margin, "config": sel.best[sel.served][0],
-                                          "cv_acc": sel.best[sel.served][1]}
+    saved, file_meta = (
+        sc.served_router,
+        {
+            "served": sel.served,
+            "margin": sel.margin,
+            "config": sel.best[sel.served][0],
+            "cv_acc": sel.best[sel.served][1],
+        },
+    )
     if cost.Ctr is not None and cost.objective != "accuracy":
         fam = cost.choice[0]
-        saved, file_meta = sc.fitted[fam], {
-            "served": fam, "margin": float(sel.best[fam][0].get("margin", 0.0)), "config": sel.best[fam][0],
-            "cv_acc": sel.best[fam][1], "cost": cost_file_meta(cost.objective, config, cost.choice, sel.oof[fam],
-                                                               d.train[1], cost.Ctr, d.prior)}
-    return ServedRouter(saved, {"partition": d.key, "models": d.models, "prior": [float(x) for x in d.prior],
-                                **file_meta, "encoder": str(d.emb["encoder"].iloc[0]),
-                                "created": pd.Timestamp.now().isoformat()})
+        saved, file_meta = (
+            sc.fitted[fam],
+            {
+                "served": fam,
+                "margin": float(sel.best[fam][0].get("margin", 0.0)),
+                "config": sel.best[fam][0],
+                "cv_acc": sel.best[fam][1],
+                "cost": cost_file_meta(
+                    cost.objective, config, cost.choice, sel.oof[fam], d.train[1], cost.Ctr, d.prior
+                ),
+            },
+        )
+    return ServedRouter(
+        saved,
+        {
+            "partition": d.key,
+            "models": d.models,
+            "prior": [float(x) for x in d.prior],
+            **file_meta,
+            "encoder": str(d.emb["encoder"].iloc[0]),
+            "created": pd.Timestamp.now().isoformat(),
+        },
+    )
 
 
 def accuracy_metadata(d: RoutingInputs, sel, sc: Scores, tut: float, summary: pd.DataFrame) -> dict:
     """The served router beside the baselines: figures, CV accuracies, pick shares, the routers table and the bar
     chart."""
     ev, Yte = sc.served_eval, d.scored[1]
-    figs = {f"router: {sel.served}": ev["router_acc"], "best single": ev["best_single_acc"], "oracle": ev["oracle_acc"],
-            "random": ev["random_acc"], "tutorial p-IRT": tut}
+    figs = {
+        f"router: {sel.served}": ev["router_acc"],
+        "best single": ev["best_single_acc"],
+        "oracle": ev["oracle_acc"],
+        "random": ev["random_acc"],
+        "tutorial p-IRT": tut,
+    }
     figs.update({f"{r['router']} (not served)": r["test_acc"] for r in sc.rows if not r["served"]})
     png = router_plots.router_bars(f"{d.key}: {len(Yte)} test questions", figs, ev["pick_share"])
     return {
-        "served_router": f"{sel.served} {sel.best[sel.served][0]}", "router_acc": ev["router_acc"],
-        "best_single_acc": ev["best_single_acc"], "best_single_model": ev["best_single_model"], "oracle_acc": ev["oracle_acc"],
-        "random_acc": ev["random_acc"], "tutorial_knn_irt_acc": tut,
+        "served_router": f"{sel.served} {sel.best[sel.served][0]}",
+        "router_acc": ev["router_acc"],
+        "best_single_acc": ev["best_single_acc"],
+        "best_single_model": ev["best_single_model"],
+        "oracle_acc": ev["oracle_acc"],
+        "random_acc": ev["random_acc"],
+        "tutorial_knn_irt_acc": tut,
         "delta_ci95": f"{100 * ev['delta']:+.2f} [{100 * ev['delta_ci95'][0]:+.2f}, {100 * ev['delta_ci95'][1]:+.2f}] points",
         "cv_accuracy": dg.MetadataValue.json({f: round(v[1], 4) for f, v in sel.best.items()}),
         "pick_share": dg.MetadataValue.json({m: round(v, 4) for m, v in ev["pick_share"].items()}),
         "routers": dg.MetadataValue.md(summary.drop(columns=["config"]).round(4).to_markdown(index=False)),
         "router_vs_baselines": dg.MetadataValue.md(plots.markdown_image(png, "router vs baselines")),
-        "train_questions": int((~d.test).sum()), "test_questions": len(Yte),
+        "train_questions": int((~d.test).sum()),
+        "test_questions": len(Yte),
     }

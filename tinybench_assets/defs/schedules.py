@@ -16,20 +16,29 @@ CRON = {INGEST_JOB: "0 3 * * *", SCENARIO_JOB: "15 3 * * *", LEADERBOARD_JOB: "0
 def stale_schedule(job) -> dg.ScheduleDefinition:
     name = f"stale_{job.name}_schedule"
 
-    @dg.schedule(name=name, job=job, cron_schedule=CRON[job.name], default_status=dg.DefaultScheduleStatus.RUNNING,
-                 description=f"Nightly ({CRON[job.name]}): request {job.name} runs for what is stale or missing, "
-                 "decided as `tinybench run-all` and the refresh sensor decide (refresh_plan.py); only the stale "
-                 "assets of each partition, tagged with why.")
+    @dg.schedule(
+        name=name,
+        job=job,
+        cron_schedule=CRON[job.name],
+        default_status=dg.DefaultScheduleStatus.RUNNING,
+        description=f"Nightly ({CRON[job.name]}): request {job.name} runs for what is stale or missing, "
+        "decided as `tinybench run-all` and the refresh sensor decide (refresh_plan.py); only the stale "
+        "assets of each partition, tagged with why.",
+    )
     def _schedule(context: dg.ScheduleEvaluationContext, store: StoreResource, landing: LandingResource):
         try:
             day = context.scheduled_execution_time.strftime("%Y-%m-%d")
         except Exception:  # noqa: BLE001 - evaluated by hand (tests, a preview): dagster raises when no tick time is set
             day = time.strftime("%Y-%m-%d")
         decision = decide(context.repository_def, context.instance, store.get(), landing.incoming_path)
-        requests = [w.run_request(f"{name}:{day}:{w.partition or ''}:{w.state}", name)
-                    for w in decision.work if w.job == job.name]
-        return requests or dg.SkipReason(f"nothing stale for {job.name}" + (
-            f"; {'; '.join(decision.waiting)[:1000]}" if decision.waiting else ""))
+        requests = [
+            w.run_request(f"{name}:{day}:{w.partition or ''}:{w.state}", name)
+            for w in decision.work
+            if w.job == job.name
+        ]
+        return requests or dg.SkipReason(
+            f"nothing stale for {job.name}" + (f"; {'; '.join(decision.waiting)[:1000]}" if decision.waiting else "")
+        )
 
     return _schedule
 

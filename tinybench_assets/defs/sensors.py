@@ -41,8 +41,11 @@ def landing_signature(incoming: Path | str) -> str:
 
 def runs_ended_since(instance: dg.DagsterInstance, since: float) -> bool:
     """Whether a run ended after epoch second ``since`` (the instance holds the project's runs)."""
-    return bool(instance.get_run_records(
-        dg.RunsFilter(statuses=_ENDED, updated_after=datetime.fromtimestamp(since, tz=timezone.utc)), limit=1))
+    return bool(
+        instance.get_run_records(
+            dg.RunsFilter(statuses=_ENDED, updated_after=datetime.fromtimestamp(since, tz=timezone.utc)), limit=1
+        )
+    )
 
 
 @dg.sensor(
@@ -67,15 +70,21 @@ def refresh_sensor(context: dg.SensorEvaluationContext, landing: LandingResource
         cursor = {}
     files = landing_signature(landing.incoming_path)
     last = float(cursor.get("at", 0.0))
-    if (cursor and files == cursor.get("files") and now - last < SENSOR_INTERVAL_S
-            and not runs_ended_since(context.instance, last)):
+    if (
+        cursor
+        and files == cursor.get("files")
+        and now - last < SENSOR_INTERVAL_S
+        and not runs_ended_since(context.instance, last)
+    ):
         return dg.SkipReason("no landing file and no run changed since the last decision")
     context.update_cursor(json.dumps({"at": now, "files": files}))
     decision = decide(context.repository_def, context.instance, store.get(), landing.incoming_path)
     if decision.new_partitions:
         register_partitions(context.instance, decision.new_partitions)
     if not decision.work:
-        return dg.SkipReason("nothing stale or missing" + (f"; {'; '.join(decision.waiting)[:1000]}" if decision.waiting else ""))
+        return dg.SkipReason(
+            "nothing stale or missing" + (f"; {'; '.join(decision.waiting)[:1000]}" if decision.waiting else "")
+        )
     for line in decision.waiting:
         context.log.info(line)
     work = decision.work
@@ -88,8 +97,9 @@ def refresh_sensor(context: dg.SensorEvaluationContext, landing: LandingResource
         context.log.info(f"{len(work) - free} run(s) held back until a pool slot frees: {held}")
         work = work[:free]
     if not work:
-        return dg.SkipReason(f"{decision.live} live run(s) hold the pool's slots; the next decision comes when one "
-                             "ends")
+        return dg.SkipReason(
+            f"{decision.live} live run(s) hold the pool's slots; the next decision comes when one ends"
+        )
     # the run key is the work's state plus its attempt: a tick repeats no request, a failed state is retried at most
     # MAX_ATTEMPTS times
     return [w.run_request(f"{w.job}:{w.partition or ''}:{w.state}:{w.attempt}", "refresh_sensor") for w in work]

@@ -1,6 +1,7 @@
 """What several asset modules share, so that no asset module imports another: the asset groups' names and the
 routers' run config. Assets name the assets they depend on by key (``deps=["binarized_responses"]``), not by
 importing them."""
+
 import dagster as dg
 
 from tinybench_assets.core.routing.select import DEFAULT_FAMILIES
@@ -21,7 +22,9 @@ class RouterConfig(dg.Config):
     # the leaderboard router only: hashed character n-grams of each question's text appended to its embedding (the
     # wording and format that tell a leaderboard's tasks apart; core/routing/surface.py); 0 = the embedding alone
     surface_features: int = 1024
-    evaluate_all: bool = True  # also fit every family's CV-best router on all training questions and report its test figures
+    evaluate_all: bool = (
+        True  # also fit every family's CV-best router on all training questions and report its test figures
+    )
     # where costs landed: what to serve (core/routing/cost.py). "auto" = quality_at_min_cost with costs, else accuracy;
     # quality_at_min_cost: the cheapest (family, lambda) whose training-CV accuracy is within `tolerance` of the best
     # single model's; max_cost / min_accuracy: targets. Chosen on training questions only.

@@ -7,6 +7,7 @@ standard SQL both engines accept, with ``?`` placeholders; what differs between 
 below: connections and transactions, reading a result into a DataFrame, a DataFrame as a table the SQL can read
 (``frame``), the column types of a frame, and the locks a writer takes where the engine lets writers run at once.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -66,9 +67,11 @@ class StoreBackend:
 
     def tables(self) -> list[str]:
         """The store's tables (its own schema only), sorted."""
-        return self.query("SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database() "
-                          "AND table_schema = current_schema() "
-                          "ORDER BY 1")["table_name"].tolist()
+        return self.query(
+            "SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database() "
+            "AND table_schema = current_schema() "
+            "ORDER BY 1"
+        )["table_name"].tolist()
 
     @contextlib.contextmanager
     def frame(self, con, name: str, df: pd.DataFrame, like: str | None = None) -> Iterator[None]:

@@ -12,6 +12,7 @@ its lock released, when the last access of the process using it ends. Accesses o
 from threads) share the attachment: a write access waits while another thread's read-only access holds it (inside a
 read-only access of its own thread it is an error).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -77,7 +78,9 @@ class DuckDBFile(StoreBackend):
                 if time.monotonic() > deadline:
                     raise StoreLockTimeout(f"{self.path} stayed locked for {self.lock_timeout:.0f} s: {exc}") from exc
                 time.sleep(delay * (1 + random.random()))
-                delay = min(delay * 2, 0.2)  # a held file is mostly free again within a fraction of a second: poll it often
+                delay = min(
+                    delay * 2, 0.2
+                )  # a held file is mostly free again within a fraction of a second: poll it often
         try:
             yield con
         finally:
@@ -113,8 +116,10 @@ class DuckDBFile(StoreBackend):
         """DuckDB's types of the frame's columns; an all-NULL column (DuckDB's type "NULL", which no later value can be
         cast to) is VARCHAR, as on PostgreSQL (``pg_frames.sql_type``)."""
         with self.frame(con, "_types_df", df):
-            return {r[0]: ("VARCHAR" if r[1] == NULL_TYPE else r[1])
-                    for r in con.execute("DESCRIBE SELECT * FROM _types_df").fetchall()}
+            return {
+                r[0]: ("VARCHAR" if r[1] == NULL_TYPE else r[1])
+                for r in con.execute("DESCRIBE SELECT * FROM _types_df").fetchall()
+            }
 
 
 class _Busy(RuntimeError):

@@ -6,6 +6,7 @@ A scenario partition's costs come from the drops that carry them (wide tables' `
 (model, item) none of them prices, from the leaderboard's prices file (``io.price_drops``), token prices counting a
 cell's output tokens from the response text its drop carries (``io.wide_responses``) where there is one.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -59,13 +60,18 @@ class CostQueries(StoreBackend):
         landed = self.query(LATEST_COSTS, [board, scenario])
         prices = self.prices(board)
         if len(prices):
-            prices = prices[prices["model"].isin(self.query(LANDED_DISTINCT.format("model"), [board, scenario])["model"])]
+            prices = prices[
+                prices["model"].isin(self.query(LANDED_DISTINCT.format("model"), [board, scenario])["model"])
+            ]
         if prices.empty:
             return landed
         priced = question_costs(prices, self.partition_questions(key), self.response_tokens(key))
         both = pd.concat([landed, priced], ignore_index=True) if len(landed) else priced
-        return (both.drop_duplicates(["model", "item"], keep="first")  # landed costs first: they win
-                .sort_values(["model", "item"]).reset_index(drop=True))
+        return (
+            both.drop_duplicates(["model", "item"], keep="first")  # landed costs first: they win
+            .sort_values(["model", "item"])
+            .reset_index(drop=True)
+        )
 
     def response_tokens(self, key: str) -> pd.DataFrame:
         """Per-(model, item) answer lengths in tokens of one scenario partition, from the response text its drops
@@ -80,13 +86,19 @@ class CostQueries(StoreBackend):
 
     def price_drops(self, board: str) -> pd.DataFrame:
         """A leaderboard's active prices drops in landing order: columns ``drop_id, seq``."""
-        return self.query("SELECT drop_id, seq FROM drops WHERE leaderboard = ? AND kind = 'prices' "
-                          "AND status = 'active' ORDER BY seq", [board])
+        return self.query(
+            "SELECT drop_id, seq FROM drops WHERE leaderboard = ? AND kind = 'prices' "
+            "AND status = 'active' ORDER BY seq",
+            [board],
+        )
 
     def partition_questions(self, key: str) -> pd.DataFrame:
         """The items of a scenario partition's active drops with their landed text: columns ``item, text`` (text NULL
         where none landed), sorted by item."""
         board, scenario = split_partition_key(key)
-        return self.query(f"""SELECT q.item, i.text FROM ({LANDED_DISTINCT.format("item")}) q
+        return self.query(
+            f"""SELECT q.item, i.text FROM ({LANDED_DISTINCT.format("item")}) q
                               LEFT JOIN items i ON i.leaderboard = ? AND i.scenario = ? AND i.item = q.item
-                              ORDER BY q.item""", [board, scenario, board, scenario])
+                              ORDER BY q.item""",
+            [board, scenario, board, scenario],
+        )

@@ -6,6 +6,7 @@ cleaning, the scenario partition key (``partition_key`` / ``split_partition_key`
 ``io.matrix_drops``, ``io.pickle_drops`` and ``io.price_drops`` import these from here, so the dispatcher and its
 readers form no import circle; ``io.drops`` re-exports every name, so ``from tinybench_assets.io.drops import Drop, DropError`` keeps working.
 """
+
 from __future__ import annotations
 
 import re
@@ -70,7 +71,9 @@ class Drop:
     @property
     def kind(self) -> str:
         """What the drop adds, its first non-empty frame: ``responses``, ``items``, ``full_scores`` or ``prices``."""
-        return next((k for k in ("responses", "items", "full_scores", "prices") if len(getattr(self, k))), "full_scores")
+        return next(
+            (k for k in ("responses", "items", "full_scores", "prices") if len(getattr(self, k))), "full_scores"
+        )
 
     @property
     def n_rows(self) -> int:
@@ -117,8 +120,14 @@ def sidecar_path(path: Path) -> Path | None:
     path = Path(path)
     if path.suffix.lower() not in (".csv", ".parquet"):
         return None
-    return next((c for c in (path.with_name(path.name + SIDECAR_SUFFIX), path.with_name(path.stem + SIDECAR_SUFFIX))
-                 if c.is_file()), None)
+    return next(
+        (
+            c
+            for c in (path.with_name(path.name + SIDECAR_SUFFIX), path.with_name(path.stem + SIDECAR_SUFFIX))
+            if c.is_file()
+        ),
+        None,
+    )
 
 
 def dedupe_responses(resp: pd.DataFrame, path: Path) -> pd.DataFrame:
@@ -129,9 +138,15 @@ def dedupe_responses(resp: pd.DataFrame, path: Path) -> pd.DataFrame:
         clash = resp[dup].groupby(key)["score"].nunique()
         if (clash > 1).any():
             sc, model, item = clash[clash > 1].index[0]
-            rows = np.flatnonzero(((resp["scenario"] == sc) & (resp["model"] == model) & (resp["item"] == item)).to_numpy())
+            rows = np.flatnonzero(
+                ((resp["scenario"] == sc) & (resp["model"] == model) & (resp["item"] == item)).to_numpy()
+            )
             scores = resp["score"].iloc[rows].tolist()
-            raise DropError(path, f"conflicting duplicate rows for model {model!r}, item {item!r} "
-                            f"(rows {', '.join(str(r + 1) for r in rows[:5])}; scores {scores[:5]})", row=int(rows[1]) + 1)
+            raise DropError(
+                path,
+                f"conflicting duplicate rows for model {model!r}, item {item!r} "
+                f"(rows {', '.join(str(r + 1) for r in rows[:5])}; scores {scores[:5]})",
+                row=int(rows[1]) + 1,
+            )
         resp = resp.drop_duplicates(key)
     return resp.reset_index(drop=True)

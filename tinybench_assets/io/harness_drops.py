@@ -17,6 +17,7 @@ Several timestamps of one task for one model are several drops: they land in nam
 latest wins every item both scored; the reader notes it. A bad line is an error naming the file, the line and the
 field, and the file is quarantined like any other.
 """
+
 from __future__ import annotations
 
 import json
@@ -31,8 +32,19 @@ from .drop_types import ITEM_COLUMNS, Drop, DropError, clean_name, dedupe_respon
 
 FILE_RE = re.compile(r"^samples_(?P<task>.+)_(?P<stamp>\d{4}-\d{2}-\d{2}T[0-9.\-:]+)\.jsonl$")
 #: fields of a harness sample that are not metrics
-SAMPLE_FIELDS = {"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "doc_hash", "prompt_hash",
-                 "target_hash", "filter", "metrics"}
+SAMPLE_FIELDS = {
+    "doc_id",
+    "doc",
+    "target",
+    "arguments",
+    "resps",
+    "filtered_resps",
+    "doc_hash",
+    "prompt_hash",
+    "target_hash",
+    "filter",
+    "metrics",
+}
 METRIC_PREFERENCE = ("acc", "exact_match", "acc_norm", "f1", "em", "mc2", "mc1", "pass@1", "bleu", "rouge1")
 DOC_TEXT_FIELDS = ("question", "sentence", "query", "text", "prompt", "problem", "ctx", "input")
 FORMAT = "harness_jsonl"
@@ -143,8 +155,16 @@ def read_samples(path: Path, leaderboard: str = "default") -> tuple[pd.DataFrame
             key = str(s["doc_id"])
         else:
             raise DropError(path, f"line {i} has neither doc_hash nor doc_id", row=i, column="doc_hash")
-        rows.append({"line": i, "item": f"{task}.{key}", "doc_id": s.get("doc_id"), "doc_hash": doc_hash,
-                     "score": score, "text": _text(s)})
+        rows.append(
+            {
+                "line": i,
+                "item": f"{task}.{key}",
+                "doc_id": s.get("doc_id"),
+                "doc_hash": doc_hash,
+                "score": score,
+                "text": _text(s),
+            }
+        )
     notes = [f"{path.name}: score = {metric!r} ({why}); items = {task}.<doc_hash[:16]>"]
     return pd.DataFrame(rows), notes
 
@@ -168,8 +188,16 @@ def read_harness(path: Path, leaderboard: str, sha: str) -> Drop:
     model = model_of(path.parent)
     rows, notes = read_samples(path, leaderboard)
     scen = clean_name(task)
-    resp = pd.DataFrame({"leaderboard": leaderboard, "scenario": scen, "subscenario": scen,
-                         "item": rows["item"].to_numpy(), "model": model, "score": rows["score"].to_numpy()})
+    resp = pd.DataFrame(
+        {
+            "leaderboard": leaderboard,
+            "scenario": scen,
+            "subscenario": scen,
+            "item": rows["item"].to_numpy(),
+            "model": model,
+            "score": rows["score"].to_numpy(),
+        }
+    )
     drop = Drop(path=path, leaderboard=leaderboard, format=FORMAT, sha256=sha)
     dup = resp.duplicated("item", keep=False).to_numpy()
     if dup.any():  # one document twice: the same score collapses (noted), different scores are an error
@@ -179,22 +207,36 @@ def read_harness(path: Path, leaderboard: str, sha: str) -> Drop:
         except DropError:
             item = resp["item"].to_numpy()[dup][0]
             at = lines[resp["item"].to_numpy() == item]
-            raise DropError(path, f"document {item!r} scored twice with different values (lines {', '.join(map(str, at[:5]))})",
-                            row=int(at[1])) from None
+            raise DropError(
+                path,
+                f"document {item!r} scored twice with different values (lines {', '.join(map(str, at[:5]))})",
+                row=int(at[1]),
+            ) from None
         notes.append(f"{int(dup.sum() - resp[dup]['item'].nunique())} repeated document(s) collapsed")
     else:
         drop.responses = resp
     texts = rows.dropna(subset=["text"]).drop_duplicates("item")
     if len(texts):
-        drop.items = pd.DataFrame({"leaderboard": leaderboard, "scenario": scen, "subscenario": scen,
-                                   "item": texts["item"].to_numpy(), "text": texts["text"].astype(str).to_numpy(),
-                                   "split": None})[ITEM_COLUMNS]
+        drop.items = pd.DataFrame(
+            {
+                "leaderboard": leaderboard,
+                "scenario": scen,
+                "subscenario": scen,
+                "item": texts["item"].to_numpy(),
+                "text": texts["text"].astype(str).to_numpy(),
+                "split": None,
+            }
+        )[ITEM_COLUMNS]
     older, newer = _sibling_runs(path, task)
     if newer:
-        notes.append(f"a later run of {task} for {model} ({newer[-1]}) lands after this one and wins every item both scored")
+        notes.append(
+            f"a later run of {task} for {model} ({newer[-1]}) lands after this one and wins every item both scored"
+        )
     if older:
-        notes.append(f"this run of {task} for {model} lands after {len(older)} older one(s) ({older[-1]}) and wins "
-                     "every item both scored")
+        notes.append(
+            f"this run of {task} for {model} lands after {len(older)} older one(s) ({older[-1]}) and wins "
+            "every item both scored"
+        )
     drop.binarize_rules = {scen: "auto"}
     drop.notes = notes
     return drop

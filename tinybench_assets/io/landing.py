@@ -1,5 +1,6 @@
 """The landing folder: ingest new or changed drops into the store, quarantine bad ones, and write the rows a reader
 rejected from a file that landed to ``<quarantine>/<leaderboard>/<file name>.rejected.csv``."""
+
 from __future__ import annotations
 
 import logging
@@ -72,8 +73,11 @@ def check_inside(path: Path, incoming: Path) -> None:
     """Raise DropError for a symbolic link that leads out of the landing folder: such a file is never read (it could
     make an ingest report quote a file the uploader may not read), only quarantined (the link itself)."""
     if path.is_symlink() and not path.resolve().is_relative_to(Path(incoming).resolve()):
-        raise DropError(path, f"symbolic link to {path.resolve()}, outside the landing folder: not read "
-                        "(copy the file into the landing folder instead)")
+        raise DropError(
+            path,
+            f"symbolic link to {path.resolve()}, outside the landing folder: not read "
+            "(copy the file into the landing folder instead)",
+        )
 
 
 _SHA_CACHE: dict[tuple, str] = {}
@@ -107,8 +111,13 @@ def pending_drops(store: Store, incoming: Path | str) -> list[str]:
     return out
 
 
-def ingest_landing(store: Store, incoming: Path | str, quarantine_dir: Path | str, leaderboard: str | None = None,
-                   trust_pickles: bool | str | None = None) -> IngestReport:
+def ingest_landing(
+    store: Store,
+    incoming: Path | str,
+    quarantine_dir: Path | str,
+    leaderboard: str | None = None,
+    trust_pickles: bool | str | None = None,
+) -> IngestReport:
     """Ingest every new or changed drop under ``incoming`` (one transaction per drop).
 
     Idempotent: a file whose bytes were ingested before is skipped. A bad file is moved to
@@ -174,8 +183,13 @@ def seed_default_data(shared_data: Path | str, incoming: Path | str) -> list[Pat
     """
     shared_data, incoming = Path(shared_data), Path(incoming)
     copied = []
-    for board, pattern in (("openllm", "*.parquet"), ("openllm_v2", "*.parquet"), ("routerdc", "*.json"),
-                            ("routerbench", "*.csv"), ("routellm", "*.csv")):
+    for board, pattern in (
+        ("openllm", "*.parquet"),
+        ("openllm_v2", "*.parquet"),
+        ("routerdc", "*.json"),
+        ("routerbench", "*.csv"),
+        ("routellm", "*.csv"),
+    ):
         src_dir = shared_data / board
         if not src_dir.is_dir():
             continue

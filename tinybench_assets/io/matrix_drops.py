@@ -40,6 +40,7 @@ or ``<scenario>`` without a split) and the position counted from 0: items ``<sce
 and RouterDC rule), models ``<scenario>.<split>.model<i>``. Generated model ids name their file's scenario and split,
 so two files never share a model by position; give the file a header and an id column to name models.
 """
+
 from __future__ import annotations
 
 import json
@@ -80,7 +81,9 @@ def read_sidecar(path: Path) -> tuple[dict, Path | None]:
     if not isinstance(meta.get("header", True), bool):
         raise DropError(path, f"sidecar {side.name}: 'header' is {meta['header']!r}, expected true or false")
     if meta.get("header") is False and Path(path).suffix.lower() != ".csv":
-        raise DropError(path, f"sidecar {side.name}: \"header\": false is for CSV files (a parquet file names its columns)")
+        raise DropError(
+            path, f'sidecar {side.name}: "header": false is for CSV files (a parquet file names its columns)'
+        )
     return meta, side
 
 
@@ -111,8 +114,10 @@ def header_hint(path: Path, cells: list[str]) -> str:
     text = text[text != ""]
     if text.empty or pd.to_numeric(text, errors="coerce").isna().any():
         return ""
-    return (f" (if the first line is data, not column names, add a sidecar {Path(path).name}.meta.json with "
-            "{\"header\": false})")
+    return (
+        f" (if the first line is data, not column names, add a sidecar {Path(path).name}.meta.json with "
+        '{"header": false})'
+    )
 
 
 def detect_orientation(id_header: str, row_ids, col_ids) -> tuple[str | None, str]:
@@ -163,8 +168,12 @@ def _row_ids(path: Path, df: pd.DataFrame, id_col: str | None) -> np.ndarray | N
     dup = pd.Series(row_ids).duplicated(keep=False).to_numpy()
     if dup.any():
         rows = np.flatnonzero(row_ids == row_ids[int(np.argmax(dup))])
-        raise DropError(path, f"row id {row_ids[rows[0]]!r} listed twice (rows {', '.join(str(r + 1) for r in rows[:5])})",
-                        row=int(rows[1]) + 1, column=id_col)
+        raise DropError(
+            path,
+            f"row id {row_ids[rows[0]]!r} listed twice (rows {', '.join(str(r + 1) for r in rows[:5])})",
+            row=int(rows[1]) + 1,
+            column=id_col,
+        )
     return row_ids
 
 
@@ -185,8 +194,12 @@ def _body(path: Path, df: pd.DataFrame, data_cols: list[str], binary: bool) -> n
     if bad.any():
         j, i = (int(k) for k in np.argwhere(bad.T)[0])
         value = float(body[i, j])
-        problem = (f"value {value!r} is not 0 or 1 (a plain matrix holds 0/1; a sidecar with \"values\": \"scores\" "
-                   "allows scores in [0, 1])" if binary else f"score {value!r} outside [0, 1]")
+        problem = (
+            f'value {value!r} is not 0 or 1 (a plain matrix holds 0/1; a sidecar with "values": "scores" '
+            "allows scores in [0, 1])"
+            if binary
+            else f"score {value!r} outside [0, 1]"
+        )
         raise DropError(path, problem, row=i + 1, column=data_cols[j])
     return body
 
@@ -197,8 +210,11 @@ def _orientation(path: Path, meta: dict, side: Path | None, id_header: str, row_
         return meta["rows"], f"sidecar {side.name}"
     rows_are, how = detect_orientation(id_header, row_ids, col_ids)
     if rows_are is None:
-        raise DropError(path, f"cannot tell whether rows are models or items: {how}; add a sidecar "
-                        f"{path.name}.meta.json with {{\"rows\": \"models\"}} or {{\"rows\": \"items\"}}")
+        raise DropError(
+            path,
+            f"cannot tell whether rows are models or items: {how}; add a sidecar "
+            f'{path.name}.meta.json with {{"rows": "models"}} or {{"rows": "items"}}',
+        )
     return rows_are, "detected: " + how
 
 
@@ -223,16 +239,21 @@ def read_matrix(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Dro
     row_ids = _row_ids(path, df, id_col)
     col_ids = None if no_header else np.array([c.strip() for c in data_cols], dtype=object)
     body = _body(path, df, data_cols, meta.get("values", "binary") == "binary")
-    rows_are, how = _orientation(path, meta, side, "" if no_header else id_col,
-                                 [""] * len(df) if row_ids is None else row_ids,
-                                 [""] * len(data_cols) if col_ids is None else col_ids)
+    rows_are, how = _orientation(
+        path,
+        meta,
+        side,
+        "" if no_header else id_col,
+        [""] * len(df) if row_ids is None else row_ids,
+        [""] * len(data_cols) if col_ids is None else col_ids,
+    )
     name_scen, name_split = _name_rule(path)
     try:
         scenario = clean_name(meta["scenario"]) if "scenario" in meta else name_scen
     except ValueError:
         scenario = None
     if scenario is None:
-        raise DropError(path, "no usable scenario: give \"scenario\" in the sidecar or a file name like mmlu_train.csv")
+        raise DropError(path, 'no usable scenario: give "scenario" in the sidecar or a file name like mmlu_train.csv')
     split = meta["split"].strip().lower() if "split" in meta else name_split
     sub = meta.get("subscenario", scenario)
     prefix, cols_are = f"{scenario}.{split}" if split else scenario, "items" if rows_are == "models" else "models"
@@ -243,16 +264,34 @@ def read_matrix(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Dro
     if len(r) == 0:
         raise DropError(path, "empty matrix: every cell is missing")
     drop = Drop(path=path, leaderboard=leaderboard, format="matrix_" + path.suffix.lower().lstrip("."), sha256=sha)
-    drop.responses = pd.DataFrame({"leaderboard": leaderboard, "scenario": scenario, "subscenario": sub,
-                                   "item": items, "model": models, "score": body[r, c]})[RESPONSE_COLUMNS]
+    drop.responses = pd.DataFrame(
+        {
+            "leaderboard": leaderboard,
+            "scenario": scenario,
+            "subscenario": sub,
+            "item": items,
+            "model": models,
+            "score": body[r, c],
+        }
+    )[RESPONSE_COLUMNS]
     if split is not None:  # items carry nothing else here (no text)
         all_items = col_arr if rows_are == "models" else row_arr
-        drop.items = pd.DataFrame({"leaderboard": leaderboard, "scenario": scenario, "subscenario": sub,
-                                   "item": all_items, "text": None, "split": split})[ITEM_COLUMNS]
+        drop.items = pd.DataFrame(
+            {
+                "leaderboard": leaderboard,
+                "scenario": scenario,
+                "subscenario": sub,
+                "item": all_items,
+                "text": None,
+                "split": split,
+            }
+        )[ITEM_COLUMNS]
     drop.binarize_rules = {scenario: "auto"}
     n_models = len(row_arr) if rows_are == "models" else len(col_arr)
-    drop.notes.append(f"matrix orientation: rows are {rows_are} ({how}); {n_models} models x "
-                      f"{len(row_arr) + len(col_arr) - n_models} items, {int(np.isnan(body).sum())} missing cells")
+    drop.notes.append(
+        f"matrix orientation: rows are {rows_are} ({how}); {n_models} models x "
+        f"{len(row_arr) + len(col_arr) - n_models} items, {int(np.isnan(body).sum())} missing cells"
+    )
     if no_header:
         drop.notes.append(_headerless_note(meta, side, prefix, [rows_are, cols_are] if row_ids is None else [cols_are]))
     return drop
@@ -260,8 +299,13 @@ def read_matrix(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Dro
 
 def _headerless_note(meta: dict, side: Path | None, prefix: str, generated: list[str]) -> str:
     """The note of a matrix read without a header row: why, and the ids generated for ``generated`` (models, items)."""
-    why = f"sidecar {side.name} says \"header\": false" if "header" in meta else (
-        "detected: its first line holds only numbers in [0, 1], one of them repeated, so it is data")
+    why = (
+        f'sidecar {side.name} says "header": false'
+        if "header" in meta
+        else ("detected: its first line holds only numbers in [0, 1], one of them repeated, so it is data")
+    )
     scheme = {"items": f"items {prefix}.<i>", "models": f"models {prefix}.model<i>"}
     ids = ", ".join(scheme[w] for w in generated) + ("" if len(generated) == 2 else " (row ids from the first column)")
-    return f"no header row ({why}); ids generated, counted from 0: {ids}; add a header row and an id column to name them"
+    return (
+        f"no header row ({why}); ids generated, counted from 0: {ids}; add a header row and an id column to name them"
+    )

@@ -10,6 +10,7 @@ Names come from partition keys, and a key can be typed by hand in the UI: a lead
 a path separator, ``..``, a NUL byte or nothing in it is refused (``UnsafeNameError``) before any path is built, so a
 model is never read or written outside ``<root>/<leaderboard>/``.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -31,11 +32,22 @@ def safe_name(value: str, what: str = "name") -> str:
     """``value`` when it can stand as one path component; UnsafeNameError naming ``what`` and the problem otherwise."""
     if not isinstance(value, str) or not value:
         raise UnsafeNameError(f"{what} {value!r} is empty or not text: it cannot name a saved model's folder or file")
-    problem = ("a NUL byte" if "\0" in value else "a path separator" if ("/" in value or "\\" in value)
-               else "'..'" if ".." in value else "only dots" if set(value) == {"."} else None)
+    problem = (
+        "a NUL byte"
+        if "\0" in value
+        else "a path separator"
+        if ("/" in value or "\\" in value)
+        else "'..'"
+        if ".." in value
+        else "only dots"
+        if set(value) == {"."}
+        else None
+    )
     if problem:
-        raise UnsafeNameError(f"{what} {value!r} contains {problem}: a saved model's path takes a plain name "
-                              "(a partition key added by hand must be a plain leaderboard[.scenario] name)")
+        raise UnsafeNameError(
+            f"{what} {value!r} contains {problem}: a saved model's path takes a plain name "
+            "(a partition key added by hand must be a plain leaderboard[.scenario] name)"
+        )
     return value
 
 

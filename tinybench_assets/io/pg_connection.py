@@ -9,6 +9,7 @@ is one transaction (DELETE + INSERT) holding a lock named after its table and pa
 partitions run side by side and two writers of the same partition take turns; DDL (the schema, a result table's
 first write, an added column) runs under one lock too. Connections are short-lived, as with DuckDB.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -20,9 +21,11 @@ import pandas as pd
 from .backend import StoreBackend, StoreUnavailable, mask_url
 from .pg_frames import frame_rows, result_frame, sql_type
 
-_DDL_WORDS = [(re.compile(r"\bDOUBLE\b(?!\s+PRECISION)", re.IGNORECASE), "DOUBLE PRECISION"),
-              (re.compile(r"\bUTINYINT\b", re.IGNORECASE), "SMALLINT"),
-              (re.compile(r"\bisfinite\((\w+)\)", re.IGNORECASE), r"\1 < 'Infinity'")]
+_DDL_WORDS = [
+    (re.compile(r"\bDOUBLE\b(?!\s+PRECISION)", re.IGNORECASE), "DOUBLE PRECISION"),
+    (re.compile(r"\bUTINYINT\b", re.IGNORECASE), "SMALLINT"),
+    (re.compile(r"\bisfinite\((\w+)\)", re.IGNORECASE), r"\1 < 'Infinity'"),
+]
 SCHEMA_LOCK = "tinybench:ddl"
 
 
@@ -130,16 +133,23 @@ class PostgresDB(StoreBackend):
         ``io.pg_frames.sql_type`` gives."""
         target = {}
         if like is not None:
-            target = dict(con.execute(
-                "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
-                "WHERE c.relname = ? AND c.relnamespace = current_schema()::regnamespace AND a.attnum > 0 AND NOT a.attisdropped",
-                [like]).fetchall())
+            target = dict(
+                con.execute(
+                    "SELECT a.attname, format_type(a.atttypid, a.atttypmod) FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid "
+                    "WHERE c.relname = ? AND c.relnamespace = current_schema()::regnamespace AND a.attnum > 0 AND NOT a.attisdropped",
+                    [like],
+                ).fetchall()
+            )
         cols = ", ".join(f'"{c}" {target.get(c) or sql_type(df[c])}' for c in df.columns)
         con.execute(f'CREATE TEMPORARY TABLE "{name}" ({cols})', None)
         if len(df):
             names = ", ".join(f'"{c}"' for c in df.columns)
             with con.raw.cursor().copy(f'COPY "{name}" ({names}) FROM STDIN') as copy:
-                ints = {c for c in df.columns if target.get(c) in ("smallint", "integer", "bigint") and df[c].dtype.kind == "f"}
+                ints = {
+                    c
+                    for c in df.columns
+                    if target.get(c) in ("smallint", "integer", "bigint") and df[c].dtype.kind == "f"
+                }
                 for row in frame_rows(df, as_int=ints):
                     copy.write_row(row)
         yield

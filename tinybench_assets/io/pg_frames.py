@@ -6,6 +6,7 @@ int32, a NULL among them -> Int32, DOUBLE -> float64 with NaN for NULL, TIMESTAM
 numpy arrays). ``io.pg_connection.PostgresDB`` goes through these functions so the assets see the same frames on
 either engine. Only pandas / numpy here.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,7 +37,9 @@ def sql_type(col: pd.Series) -> str:
         return "REAL" if dtype.itemsize == 4 else "DOUBLE PRECISION"
     if kind in _KIND_TYPES:
         return _KIND_TYPES[kind]
-    first = next((v for v in col if v is not None and not (isinstance(v, float) and np.isnan(v)) and v is not pd.NA), None)
+    first = next(
+        (v for v in col if v is not None and not (isinstance(v, float) and np.isnan(v)) and v is not pd.NA), None
+    )
     if isinstance(first, (bool, np.bool_)):
         return "BOOLEAN"
     if isinstance(first, (int, np.integer)):
@@ -110,7 +113,10 @@ def _column(values: list, oid: int) -> pd.Series:
         return pd.Series(values, dtype="boolean" if has_null else "bool")
     if oid in (TIMESTAMP, TIMESTAMPTZ):
         return pd.Series(pd.to_datetime(pd.Series(values, dtype="object"))).astype(
-            "datetime64[us, UTC]" if oid == TIMESTAMPTZ else "datetime64[us]")
+            "datetime64[us, UTC]" if oid == TIMESTAMPTZ else "datetime64[us]"
+        )
     if oid in ARRAY_DTYPES:
-        return pd.Series([None if v is None else np.asarray(v, dtype=ARRAY_DTYPES[oid]) for v in values], dtype="object")
+        return pd.Series(
+            [None if v is None else np.asarray(v, dtype=ARRAY_DTYPES[oid]) for v in values], dtype="object"
+        )
     return pd.Series(values, dtype="object")

@@ -13,6 +13,7 @@ leaderboard folder names (``openllm,tiny``) trusts those folders only. Even then
 :class:`DropUnpickler`, which builds plain containers and numpy arrays only and refuses any other class or function
 (the layout needs nothing else), so a trusted folder that receives a hostile file still runs none of its code.
 """
+
 from __future__ import annotations
 
 import _compat_pickle
@@ -61,11 +62,13 @@ def pickles_trusted(leaderboard: str, setting: bool | str | None = None) -> bool
 
 
 def untrusted_message(leaderboard: str) -> str:
-    return (f"tinyBenchmarks pickle not read: unpickling a file can run code it contains, so pickle drops are off by "
-            f"default. If this file comes from a source you trust, set {TRUST_ENV}=1 (every leaderboard folder) or "
-            f"{TRUST_ENV}={leaderboard} (this folder only) where the ingest runs (tinybench run-all, the Dagster "
-            f"daemon/UI) and drop the file into the landing folder again; or convert it to a long table "
-            f"(.parquet/.csv with model, scenario, subscenario, item, score)")
+    return (
+        f"tinyBenchmarks pickle not read: unpickling a file can run code it contains, so pickle drops are off by "
+        f"default. If this file comes from a source you trust, set {TRUST_ENV}=1 (every leaderboard folder) or "
+        f"{TRUST_ENV}={leaderboard} (this folder only) where the ingest runs (tinybench run-all, the Dagster "
+        f"daemon/UI) and drop the file into the landing folder again; or convert it to a long table "
+        f"(.parquet/.csv with model, scenario, subscenario, item, score)"
+    )
 
 
 class DropUnpickler(pickle.Unpickler):
@@ -73,19 +76,34 @@ class DropUnpickler(pickle.Unpickler):
     (a pickle's ``__reduce__`` can name any callable; here only these array constructors resolve)."""
 
     ALLOWED = {
-        ("numpy", "ndarray"), ("numpy", "dtype"), ("_codecs", "encode"), ("codecs", "encode"),
-        ("collections", "OrderedDict"), ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "bytearray"),
-        ("builtins", "complex"), ("builtins", "slice"), ("builtins", "range"),
-    } | {(f"numpy.{core}.{mod}", name) for core in ("core", "_core")
-         for mod, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"), ("numeric", "_frombuffer"))}
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+        ("_codecs", "encode"),
+        ("codecs", "encode"),
+        ("collections", "OrderedDict"),
+        ("builtins", "set"),
+        ("builtins", "frozenset"),
+        ("builtins", "bytearray"),
+        ("builtins", "complex"),
+        ("builtins", "slice"),
+        ("builtins", "range"),
+    } | {
+        (f"numpy.{core}.{mod}", name)
+        for core in ("core", "_core")
+        for mod, name in (("multiarray", "_reconstruct"), ("multiarray", "scalar"), ("numeric", "_frombuffer"))
+    }
 
     def find_class(self, module: str, name: str):
         if module in _compat_pickle.IMPORT_MAPPING:  # Python 2 era names (__builtin__.set), as pickle maps them
-            module, name = _compat_pickle.NAME_MAPPING.get((module, name), (_compat_pickle.IMPORT_MAPPING.get(module, module), name))
+            module, name = _compat_pickle.NAME_MAPPING.get(
+                (module, name), (_compat_pickle.IMPORT_MAPPING.get(module, module), name)
+            )
         if (module, name) in self.ALLOWED or (module == "numpy.dtypes" and name.endswith("DType")):
             return super().find_class(module, name)
-        raise pickle.UnpicklingError(f"refers to {module}.{name}, which a tinyBenchmarks drop does not need; "
-                                     "not loaded (the file may be hostile; convert it to a long table)")
+        raise pickle.UnpicklingError(
+            f"refers to {module}.{name}, which a tinyBenchmarks drop does not need; "
+            "not loaded (the file may be hostile; convert it to a long table)"
+        )
 
 
 def load_drop_pickle(data: bytes):
@@ -122,14 +140,23 @@ def _from_layout(obj: dict, path: Path, leaderboard: str, sha: str) -> Drop:
             raise DropError(path, f"subscenario {sub!r} lacks 'correctness'", column=str(sub))
         corr = np.asarray(block["correctness"], dtype=float)
         if corr.ndim != 2 or corr.shape[1] != len(models):
-            raise DropError(path, f"subscenario {sub!r}: correctness has shape {corr.shape}, expected items x {len(models)} models", column=str(sub))
+            raise DropError(
+                path,
+                f"subscenario {sub!r}: correctness has shape {corr.shape}, expected items x {len(models)} models",
+                column=str(sub),
+            )
         if np.isnan(corr).any():
             r, _ = np.argwhere(np.isnan(corr))[0]
             raise DropError(path, f"subscenario {sub!r}: NaN correctness", row=int(r) + 1, column=str(sub))
         bad = (corr < 0) | (corr > 1)
         if bad.any():
             r, c = np.argwhere(bad)[0]
-            raise DropError(path, f"subscenario {sub!r}: score {float(corr[r, c])!r} for model {models[c]!r} outside [0, 1]", row=int(r) + 1, column=str(sub))
+            raise DropError(
+                path,
+                f"subscenario {sub!r}: score {float(corr[r, c])!r} for model {models[c]!r} outside [0, 1]",
+                row=int(r) + 1,
+                column=str(sub),
+            )
         scen = mapping.get(sub) or tinybenchmarks_scenario(sub)
         n_items = corr.shape[0]
         item_ids = np.array([f"{sub}.{j}" for j in range(n_items)], dtype=object)

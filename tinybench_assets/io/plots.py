@@ -1,4 +1,5 @@
 """Small matplotlib figures for the Dagster UI (PNG, embedded in markdown metadata) and artifacts."""
+
 from __future__ import annotations
 
 import base64
@@ -37,7 +38,9 @@ def save(png: bytes, path: Path | str) -> Path:
     return path
 
 
-def difficulty_vs_discrimination(b: np.ndarray, a: np.ndarray, groups: np.ndarray | None = None, title: str = "") -> bytes:
+def difficulty_vs_discrimination(
+    b: np.ndarray, a: np.ndarray, groups: np.ndarray | None = None, title: str = ""
+) -> bytes:
     """Scatter of item intercept-difficulty b against discrimination ||a|| (one point per item)."""
     fig, ax = _plt().subplots(figsize=(5.5, 4))
     disc = np.linalg.norm(np.atleast_2d(a), axis=1)
@@ -95,7 +98,9 @@ def validation_error_vs_dim(errors: dict, sd: dict | None = None, chosen: int | 
     yerr = [sd.get(d, 0.0) for d in dims] if sd else None
     ax.errorbar(dims, y, yerr=yerr, marker="o", capsize=3)
     if chosen is not None and chosen in errors:
-        ax.scatter([chosen], [errors[chosen]], s=120, facecolors="none", edgecolors="red", label=f"chosen D={chosen}", zorder=3)
+        ax.scatter(
+            [chosen], [errors[chosen]], s=120, facecolors="none", edgecolors="red", label=f"chosen D={chosen}", zorder=3
+        )
         ax.legend(fontsize=7)
     ax.set_xlabel("IRT dimension D")
     ax.set_ylabel("validation error")
@@ -138,8 +143,11 @@ def magi_trends(sizes, scores: np.ndarray, roles: list, title: str = "") -> byte
     items left, voters grey, the top models blue, the reference red."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
-    style = {"voter": dict(color="0.7", lw=0.7), "top": dict(color="tab:blue", lw=1.0),
-             "reference": dict(color="tab:red", lw=2.2)}
+    style = {
+        "voter": dict(color="0.7", lw=0.7),
+        "top": dict(color="tab:blue", lw=1.0),
+        "reference": dict(color="tab:red", lw=2.2),
+    }
     seen = set()
     for j, role in enumerate(roles):
         ax.plot(sizes, scores[:, j], label=None if role in seen else role, **style[role])

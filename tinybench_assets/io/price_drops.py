@@ -15,6 +15,7 @@ output tokens from the model's response text where a drop carries it (``io.wide_
 ``output_tokens``, else :data:`DEFAULT_OUTPUT_TOKENS`. Errors are ``DropError``s naming the file, the row (1 = first
 data row), the column and the problem.
 """
+
 from __future__ import annotations
 
 import math
@@ -56,13 +57,22 @@ def read_prices(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Dro
     known = [c for c in PRICE_VALUES if c in df.columns]
     if not set(known) - {"output_tokens"}:
         other = [c for c in df.columns if c != "model"]
-        raise DropError(path, "no price column: a prices file needs cost_per_question, or input_per_mtok and "
-                        f"output_per_mtok; found {list(df.columns)}", column=other[0] if other else None)
+        raise DropError(
+            path,
+            "no price column: a prices file needs cost_per_question, or input_per_mtok and "
+            f"output_per_mtok; found {list(df.columns)}",
+            column=other[0] if other else None,
+        )
     values = {c: _numbers(df, path, c) if c in known else np.full(len(df), np.nan) for c in PRICE_VALUES}
     _check_rows(values, path)
     prices = pd.DataFrame({"leaderboard": leaderboard, "model": _models(df, path), **values})[PRICE_COLUMNS]
-    drop = Drop(path=path, leaderboard=leaderboard, format="prices_" + path.suffix.lower().lstrip("."), sha256=sha,
-                prices=prices)
+    drop = Drop(
+        path=path,
+        leaderboard=leaderboard,
+        format="prices_" + path.suffix.lower().lstrip("."),
+        sha256=sha,
+        prices=prices,
+    )
     drop.notes.append(f"prices for {len(prices)} model(s)")
     if ignored := [c for c in df.columns if c != "model" and c not in PRICE_VALUES]:
         drop.notes.append(f"ignored columns: {', '.join(map(repr, ignored))}")
@@ -79,8 +89,9 @@ def _models(df: pd.DataFrame, path: Path) -> np.ndarray:
     if dup.any():
         i = int(np.argmax(dup))
         first = int(np.argmax((names == names.iloc[i]).to_numpy()))
-        raise DropError(path, f"model {names.iloc[i]!r} listed twice (rows {first + 1} and {i + 1})", row=i + 1,
-                        column="model")
+        raise DropError(
+            path, f"model {names.iloc[i]!r} listed twice (rows {first + 1} and {i + 1})", row=i + 1, column="model"
+        )
     return names.to_numpy()
 
 
@@ -89,8 +100,11 @@ def _numbers(df: pd.DataFrame, path: Path, column: str) -> np.ndarray:
     raw = df[column]
     vals = pd.to_numeric(raw, errors="coerce").to_numpy(dtype=float)
     given = raw.notna().to_numpy() & (raw.astype(str).str.strip() != "").to_numpy()
-    for bad, problem in ((np.isnan(vals) & given, "is not a number"), (np.isinf(vals), "is not finite"),
-                         (vals < 0, "is negative")):
+    for bad, problem in (
+        (np.isnan(vals) & given, "is not a number"),
+        (np.isinf(vals), "is not finite"),
+        (vals < 0, "is negative"),
+    ):
         if bad.any():
             i = int(np.argmax(bad))
             raise DropError(path, f"{column} {raw.iloc[i]!r} {problem}", row=i + 1, column=column)
@@ -105,16 +119,25 @@ def _check_rows(values: dict[str, np.ndarray], path: Path) -> None:
     if half.any():
         i = int(np.argmax(half))
         given, missing = ("input_per_mtok", "output_per_mtok") if has_in[i] else ("output_per_mtok", "input_per_mtok")
-        raise DropError(path, f"{given} without {missing}: a row needs cost_per_question or both token prices",
-                        row=i + 1, column=missing)
+        raise DropError(
+            path,
+            f"{given} without {missing}: a row needs cost_per_question or both token prices",
+            row=i + 1,
+            column=missing,
+        )
     none = ~flat & ~has_in & ~has_out
     if none.any():
-        raise DropError(path, "no price (empty or NaN): a row needs cost_per_question or input_per_mtok and "
-                        "output_per_mtok", row=int(np.argmax(none)) + 1, column="cost_per_question")
+        raise DropError(
+            path,
+            "no price (empty or NaN): a row needs cost_per_question or input_per_mtok and output_per_mtok",
+            row=int(np.argmax(none)) + 1,
+            column="cost_per_question",
+        )
 
 
-def question_costs(prices: pd.DataFrame, questions: pd.DataFrame,
-                   response_tokens: pd.DataFrame | None = None) -> pd.DataFrame:
+def question_costs(
+    prices: pd.DataFrame, questions: pd.DataFrame, response_tokens: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The cost of every (priced model, question): columns ``model, item, cost``.
 
     ``prices``: rows of ``PRICE_COLUMNS`` (as ``Store.prices`` returns them); ``questions``: columns ``item, text``;
@@ -126,8 +149,9 @@ def question_costs(prices: pd.DataFrame, questions: pd.DataFrame,
     tokens_in = questions["text"].map(estimate_tokens).to_numpy(dtype=float)
     frames = []
     for p in prices.itertuples(index=False):
-        flat, rate_in, rate_out, out = (float(x) for x in (p.cost_per_question, p.input_per_mtok, p.output_per_mtok,
-                                                           p.output_tokens))
+        flat, rate_in, rate_out, out = (
+            float(x) for x in (p.cost_per_question, p.input_per_mtok, p.output_per_mtok, p.output_tokens)
+        )
         out = np.full(len(tokens_in), DEFAULT_OUTPUT_TOKENS if math.isnan(out) else out)
         if response_tokens is not None and len(response_tokens):
             own = response_tokens[response_tokens["model"] == p.model].set_index("item")["tokens"].astype(float)
@@ -136,6 +160,7 @@ def question_costs(prices: pd.DataFrame, questions: pd.DataFrame,
         cost = np.full(len(tokens_in), flat) if not math.isnan(flat) else (rate_in * tokens_in + rate_out * out) / 1e6
         frames.append(pd.DataFrame({"model": p.model, "item": questions["item"].to_numpy(), "cost": cost}))
     if not frames:
-        return pd.DataFrame({"model": pd.Series(dtype=object), "item": pd.Series(dtype=object),
-                             "cost": pd.Series(dtype=float)})
+        return pd.DataFrame(
+            {"model": pd.Series(dtype=object), "item": pd.Series(dtype=object), "cost": pd.Series(dtype=float)}
+        )
     return pd.concat(frames, ignore_index=True).dropna(subset=["cost"]).reset_index(drop=True)

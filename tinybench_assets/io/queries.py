@@ -7,6 +7,7 @@ DuckDB and PostgreSQL both run (no QUALIFY, ``any_value``, ``starts_with``, list
 ``leaderboard.scenario`` (``openllm.mmlu``); a leaderboard partition key is the leaderboard. Every method answers an
 empty result (same columns) when nothing is stored, never an error.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -38,7 +39,9 @@ class StoreQueries(StoreBackend):
 
     def board_cells(self) -> dict[str, int]:
         """Leaderboard -> response cells landed in its active drops (the size of its refresh, cheaply)."""
-        df = self.query("SELECT leaderboard, sum(n_rows) FROM drops WHERE status = 'active' AND kind = 'responses' GROUP BY 1")
+        df = self.query(
+            "SELECT leaderboard, sum(n_rows) FROM drops WHERE status = 'active' AND kind = 'responses' GROUP BY 1"
+        )
         return {str(b): int(n) for b, n in df.itertuples(index=False)}
 
     def partition_landed_at(self) -> pd.Series:
@@ -82,8 +85,9 @@ class StoreQueries(StoreBackend):
         """Scenario partition key -> Series item -> split as landed with the items (``test`` = held-out question,
         None where the drop gave none)."""
         board, scenario = split_partition_key(key)
-        return self.query("SELECT item, split FROM items WHERE leaderboard = ? AND scenario = ?",
-                          [board, scenario]).set_index("item")["split"]
+        return self.query(
+            "SELECT item, split FROM items WHERE leaderboard = ? AND scenario = ?", [board, scenario]
+        ).set_index("item")["split"]
 
     # ------------------------------------------------------------------ responses
     def responses(self, key: str) -> pd.DataFrame:
@@ -107,14 +111,18 @@ class StoreQueries(StoreBackend):
                       count(DISTINCT subscenario) AS subscenarios, avg(score) AS mean_score, count(DISTINCT drop_id) AS drops,
                       count(*) FILTER (WHERE score IS NULL OR score < 0 OR score > 1) AS out_of_range,
                       min(score) AS min_score, max(score) AS max_score
-               FROM responses WHERE partition_key = ?""", [key]).iloc[0]
+               FROM responses WHERE partition_key = ?""",
+            [key],
+        ).iloc[0]
 
     def response_duplicates(self, key: str) -> pd.DataFrame:
         """(model, item) pairs stored more than once in a partition's ``responses``: columns ``model, item, copies``,
         most copies first."""
         return self.query(
             """SELECT model, item, count(*) AS copies FROM responses WHERE partition_key = ?
-               GROUP BY model, item HAVING count(*) > 1 ORDER BY copies DESC, model, item""", [key])
+               GROUP BY model, item HAVING count(*) > 1 ORDER BY copies DESC, model, item""",
+            [key],
+        )
 
     def responses_out_of_range(self, key: str, limit: int = 10) -> pd.DataFrame:
         """Up to ``limit`` responses whose score is NULL, non-finite or outside [0, 1]: columns ``model, item, score``
@@ -122,11 +130,14 @@ class StoreQueries(StoreBackend):
         return self.query(
             """SELECT model, item, score FROM responses WHERE partition_key = ?
                AND (score IS NULL OR score < 0 OR score > 1) ORDER BY model, item LIMIT ?""",
-            [key, int(limit)])
+            [key, int(limit)],
+        )
 
     def binarized(self, key: str) -> pd.DataFrame:
         """A scenario partition's 0/1 responses: columns ``model, item, y`` (y as DOUBLE)."""
-        return self.query("SELECT model, item, CAST(y AS DOUBLE PRECISION) AS y FROM binarized WHERE partition_key = ?", [key])
+        return self.query(
+            "SELECT model, item, CAST(y AS DOUBLE PRECISION) AS y FROM binarized WHERE partition_key = ?", [key]
+        )
 
     def binarization(self, key: str) -> pd.DataFrame:
         """A scenario partition's binarization row (0 or 1 rows): columns ``partition_key, rule, threshold, mean_raw,
@@ -135,24 +146,32 @@ class StoreQueries(StoreBackend):
 
     def board_binarization(self, board: str) -> pd.DataFrame:
         """The binarization of every scenario of a leaderboard: columns ``partition_key, rule, threshold``."""
-        return self.query("SELECT partition_key, rule, threshold FROM binarization "
-                          "WHERE position(CAST(? AS VARCHAR) || '.' IN partition_key) = 1",
-                          [board])
+        return self.query(
+            "SELECT partition_key, rule, threshold FROM binarization "
+            "WHERE position(CAST(? AS VARCHAR) || '.' IN partition_key) = 1",
+            [board],
+        )
 
     # ------------------------------------------------------------------ response matrix
     def matrix_items(self, key: str) -> pd.DataFrame:
         """A partition's matrix columns in matrix order: ``col, item, subscenario, balance_weight, split, mean_score``."""
-        return self.query("SELECT col, item, subscenario, balance_weight, split, mean_score FROM matrix_items "
-                          "WHERE partition_key = ? ORDER BY col", [key])
+        return self.query(
+            "SELECT col, item, subscenario, balance_weight, split, mean_score FROM matrix_items "
+            "WHERE partition_key = ? ORDER BY col",
+            [key],
+        )
 
     def matrix_models(self, key: str) -> pd.DataFrame:
         """A partition's matrix rows, by model name: columns ``row, model, n_items, accuracy``."""
-        return self.query('SELECT "row", model, n_items, accuracy FROM matrix_models WHERE partition_key = ? ORDER BY model',
-                          [key])
+        return self.query(
+            'SELECT "row", model, n_items, accuracy FROM matrix_models WHERE partition_key = ? ORDER BY model', [key]
+        )
 
     def item_split(self, key: str) -> pd.Series:
         """A partition's item -> split of its matrix items (``test`` = held-out question; None where none landed)."""
-        return self.query("SELECT item, split FROM matrix_items WHERE partition_key = ?", [key]).set_index("item")["split"]
+        return self.query("SELECT item, split FROM matrix_items WHERE partition_key = ?", [key]).set_index("item")[
+            "split"
+        ]
 
     def matrix_questions(self, key: str) -> pd.DataFrame:
         """A partition's matrix items in matrix order with their landed text: columns ``item, split, text`` (text NULL
@@ -160,7 +179,9 @@ class StoreQueries(StoreBackend):
         return self.query(
             """SELECT mi.item, mi.split, i.text FROM matrix_items mi
                LEFT JOIN items i ON i.item = mi.item AND i.leaderboard || '.' || i.scenario = mi.partition_key
-               WHERE mi.partition_key = ? ORDER BY mi.col""", [key])
+               WHERE mi.partition_key = ? ORDER BY mi.col""",
+            [key],
+        )
 
     def scenario_summary(self) -> pd.DataFrame:
         """One row per scenario partition with a response matrix: ``partition_key, models, items, mean_acc_pct``
@@ -171,17 +192,24 @@ class StoreQueries(StoreBackend):
                FROM matrix_models m
                JOIN (SELECT partition_key, count(*) AS items FROM matrix_items GROUP BY 1) i USING (partition_key)
                LEFT JOIN binarization b USING (partition_key)
-               GROUP BY 1 ORDER BY 1""")
+               GROUP BY 1 ORDER BY 1"""
+        )
         return df.round({"mean_acc_pct": 2, "threshold": 3})
 
     # ------------------------------------------------------------------ model splits and IRT fits
     def model_split(self, key: str) -> pd.Series:
         """model -> ``train`` / ``test`` of the split stored for a leaderboard (joint fit) or a scenario partition."""
-        return self.query("SELECT model, split FROM model_splits WHERE partition_key = ?", [key]).set_index("model")["split"]
+        return self.query("SELECT model, split FROM model_splits WHERE partition_key = ?", [key]).set_index("model")[
+            "split"
+        ]
 
     def n_models(self, key: str) -> int:
         """How many models the stored model split of a leaderboard (or scenario partition) holds; 0 when none."""
-        return int(self.query("SELECT count(DISTINCT model) AS n FROM model_splits WHERE partition_key = ?", [key])["n"].iloc[0])
+        return int(
+            self.query("SELECT count(DISTINCT model) AS n FROM model_splits WHERE partition_key = ?", [key])["n"].iloc[
+                0
+            ]
+        )
 
     def irt_fit_summary(self, key: str) -> pd.DataFrame:
         """The ``irt_fits`` row of a scenario partition or leaderboard (0 or 1 rows; all the table's columns)."""
@@ -198,12 +226,17 @@ class StoreQueries(StoreBackend):
     def weighted_irt_items(self, key: str) -> pd.DataFrame:
         """Fitted item parameters with balance weights, by item id: columns ``item, b, a, w`` (w = 1.0 where the
         matrix holds no weight for the item)."""
-        return self.query("SELECT i.item, i.b, i.a, coalesce(m.balance_weight, 1.0) AS w FROM irt_items i "
-                          "LEFT JOIN matrix_items m ON m.partition_key = i.partition_key AND m.item = i.item "
-                          "WHERE i.partition_key = ? ORDER BY i.item", [key])
+        return self.query(
+            "SELECT i.item, i.b, i.a, coalesce(m.balance_weight, 1.0) AS w FROM irt_items i "
+            "LEFT JOIN matrix_items m ON m.partition_key = i.partition_key AND m.item = i.item "
+            "WHERE i.partition_key = ? ORDER BY i.item",
+            [key],
+        )
 
     def irt_scenario_keys(self, board: str) -> list[str]:
         """The leaderboard's scenario partition keys that have a fitted IRT model, sorted (the joint fit excluded)."""
-        return self.query("SELECT DISTINCT partition_key FROM irt_items "
-                          "WHERE position(CAST(? AS VARCHAR) || '.' IN partition_key) = 1 ORDER BY 1",
-                          [board])["partition_key"].tolist()
+        return self.query(
+            "SELECT DISTINCT partition_key FROM irt_items "
+            "WHERE position(CAST(? AS VARCHAR) || '.' IN partition_key) = 1 ORDER BY 1",
+            [board],
+        )["partition_key"].tolist()

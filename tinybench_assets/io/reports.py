@@ -1,5 +1,6 @@
 """Plain-text renderings of result tables for the console summary (DuckDB or PostgreSQL store: the SQL selects, pandas
 rounds and formats, since PostgreSQL has no ``round(double, n)`` and its ``format`` is not DuckDB's)."""
+
 from __future__ import annotations
 
 import math
@@ -11,25 +12,25 @@ from .store import Store
 
 QUERIES = {
     "irt_fits": "SELECT partition_key, scope, dim, n_models, n_items, heldout_logloss, seconds, device "
-                "FROM irt_fits ORDER BY partition_key",
+    "FROM irt_fits ORDER BY partition_key",
     # at the budget the backtest asset quotes (core.backtest.reference_n: 30, else the largest run)
     "backtest_summary": "SELECT leaderboard, coalesce(split_kind, 'random') AS split, scenario, estimator, n, "
-                        "mae_t1 AS mae_t1_pts, mae_t1_lo, mae_t1_hi, mae_t2 AS mae_t2_pts, "
-                        "coverage_t1 AS coverage90_t1, coverage_t2 AS coverage90_t2 "
-                        "FROM backtest_summary WHERE n = ? "
-                        "AND clustering IN ('correctness', 'random', 'selected', 'adaptive') "
-                        "AND estimator IN ('random', 'anchor', 'gpirt', 'gpirt_val_joint', 'tinybench_own', 'tinybench', 'adaptive') "
-                        "ORDER BY leaderboard, split_kind, scenario, mae_t1",
+    "mae_t1 AS mae_t1_pts, mae_t1_lo, mae_t1_hi, mae_t2 AS mae_t2_pts, "
+    "coverage_t1 AS coverage90_t1, coverage_t2 AS coverage90_t2 "
+    "FROM backtest_summary WHERE n = ? "
+    "AND clustering IN ('correctness', 'random', 'selected', 'adaptive') "
+    "AND estimator IN ('random', 'anchor', 'gpirt', 'gpirt_val_joint', 'tinybench_own', 'tinybench', 'adaptive') "
+    "ORDER BY leaderboard, split_kind, scenario, mae_t1",
     # a small board's served estimates against the anchor budget (leave-family-out; half-width = width / 2)
     "budgets": "SELECT leaderboard, n, count(*) AS scenarios, avg(mae_t1) AS mae_t1_pts, "
-               "avg(width_t1) / 2 AS half_width90_pts, max(width_t1) / 2 AS widest_half_width90_pts, "
-               "avg(coverage_t1) AS coverage90_t1 FROM backtest_summary "
-               "WHERE split_kind = 'leave_family_out' AND estimator = 'tinybench' "
-               "GROUP BY leaderboard, n ORDER BY leaderboard, n",
+    "avg(width_t1) / 2 AS half_width90_pts, max(width_t1) / 2 AS widest_half_width90_pts, "
+    "avg(coverage_t1) AS coverage90_t1 FROM backtest_summary "
+    "WHERE split_kind = 'leave_family_out' AND estimator = 'tinybench' "
+    "GROUP BY leaderboard, n ORDER BY leaderboard, n",
     "router_metrics": "SELECT partition_key, served_router, 100 * router_acc AS router_pct, best_single_model, "
-                      "100 * best_single_acc AS best_single_pct, 100 * oracle_acc AS oracle_pct, "
-                      "100 * random_acc AS random_pct, 100 * tutorial_knn_irt_acc AS tutorial_pct, "
-                      "n_test FROM router_metrics ORDER BY partition_key",
+    "100 * best_single_acc AS best_single_pct, 100 * oracle_acc AS oracle_pct, "
+    "100 * random_acc AS random_pct, 100 * tutorial_knn_irt_acc AS tutorial_pct, "
+    "n_test FROM router_metrics ORDER BY partition_key",
 }
 ROUND = {
     "irt_fits": {"heldout_logloss": 4, "seconds": 1},
@@ -42,7 +43,7 @@ EMPTY = {
     "router_metrics": "(no router: no scenario has question text and a train/test split of questions)",
     "irt_fits": "(no IRT fits yet)",
     "backtest_summary": "(no backtest: leaderboards with fewer than min_small_models models (default 10), or a scenario "
-                        "of fewer than min_items items (default 20), are skipped)",
+    "of fewer than min_items items (default 20), are skipped)",
 }
 
 

@@ -2,6 +2,7 @@
 benchmarks: a partition's questions and their split, its stored embeddings, IRT fit, 0/1 answers and costs, and a
 leaderboard's routable scenarios stacked for mixed traffic.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -68,7 +69,9 @@ def cost_matrix(db: Store, key: str, items, models) -> np.ndarray | None:
     costs = db.costs(key)
     if costs.empty:
         return None
-    C = costs.pivot_table(index="item", columns="model", values="cost", aggfunc="last").reindex(index=items, columns=models)
+    C = costs.pivot_table(index="item", columns="model", values="cost", aggfunc="last").reindex(
+        index=items, columns=models
+    )
     return None if C.isna().any().any() else C.to_numpy(dtype=float)
 
 
@@ -87,10 +90,22 @@ def board_routing_data(db: Store, board: str):
     scenarios = [p[0] for p in parts]
     everywhere = set.intersection(*[set(p[4]) for p in parts]) if parts else set()
     models = [m for m in dict.fromkeys(m for p in parts for m in p[4]) if m in everywhere]
-    left_out = {m: f"answered {sum(m in p[4] for p in parts)} of {len(parts)} routable scenarios"
-                for m in dict.fromkeys(m for p in parts for m in p[4]) if m not in everywhere}
+    left_out = {
+        m: f"answered {sum(m in p[4] for p in parts)} of {len(parts)} routable scenarios"
+        for m in dict.fromkeys(m for p in parts for m in p[4])
+        if m not in everywhere
+    }
     if not parts or not models:
         return None, None, models, None, None, None, left_out, scenarios, texts
     Y = np.vstack([p[3][:, [p[4].index(m) for m in models]] for p in parts])
-    return (np.vstack([p[2] for p in parts]), Y, models, np.concatenate([[p[0]] * len(p[3]) for p in parts]),
-            np.concatenate([p[5] for p in parts]), str(parts[0][1]["encoder"].iloc[0]), left_out, scenarios, texts)
+    return (
+        np.vstack([p[2] for p in parts]),
+        Y,
+        models,
+        np.concatenate([[p[0]] * len(p[3]) for p in parts]),
+        np.concatenate([p[5] for p in parts]),
+        str(parts[0][1]["encoder"].iloc[0]),
+        left_out,
+        scenarios,
+        texts,
+    )

@@ -8,6 +8,7 @@ consolidated responses, partition replacements), the named reads of ``io.queries
 the engine's connections (``io.connection.DuckDBFile``: short-lived connections that wait for another process's lock;
 ``io.pg_connection.PostgresDB``).
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,8 +23,18 @@ from .queries import StoreQueries
 from .store_schema import SCHEMA
 from .store_writes import StoreWrites
 
-__all__ = ["SCHEMA", "DuckDBStore", "PostgresStore", "Store", "StoreLockTimeout", "StoreUnavailable", "as_float_list",
-           "is_postgres_url", "load_matrix", "mask_url"]
+__all__ = [
+    "SCHEMA",
+    "DuckDBStore",
+    "PostgresStore",
+    "Store",
+    "StoreLockTimeout",
+    "StoreUnavailable",
+    "as_float_list",
+    "is_postgres_url",
+    "load_matrix",
+    "mask_url",
+]
 
 
 class Store(StoreWrites, StoreQueries, CostQueries):
@@ -69,7 +80,9 @@ def load_matrix(store: Store, key: str, binarized: bool = False):
 
     df = store.binarized_long(key) if binarized else store.responses(key)
     if df.empty:
-        raise LookupError(f"no {'binarized ' if binarized else ''}responses stored for partition {key!r}; materialize upstream first")
+        raise LookupError(
+            f"no {'binarized ' if binarized else ''}responses stored for partition {key!r}; materialize upstream first"
+        )
     matrix = ResponseMatrix.from_long(df)
     matrix.meta["partition_key"] = key
     return matrix

@@ -5,6 +5,7 @@
 SQL is written once for both engines; a DataFrame reaches it through ``self.frame`` (a view on DuckDB, a temporary
 table on PostgreSQL), and writers that may run at once on PostgreSQL take ``self.lock`` (a no-op on DuckDB).
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -27,9 +28,13 @@ class StoreWrites(StoreBackend):
             self.lock(con, "tinybench:ingest")  # drops land one at a time (their seq and supersession)
             if con.execute("SELECT 1 FROM drops WHERE drop_id = ?", [drop.sha256]).fetchone():
                 return False
-            old = [r[0] for r in con.execute(
-                "SELECT drop_id FROM drops WHERE path = ? AND leaderboard = ? AND status = 'active'", [relpath, drop.leaderboard]
-            ).fetchall()]
+            old = [
+                r[0]
+                for r in con.execute(
+                    "SELECT drop_id FROM drops WHERE path = ? AND leaderboard = ? AND status = 'active'",
+                    [relpath, drop.leaderboard],
+                ).fetchall()
+            ]
             for old_id in old:
                 con.execute("DELETE FROM landed_responses WHERE drop_id = ?", [old_id])
                 con.execute("DELETE FROM landed_costs WHERE drop_id = ?", [old_id])
@@ -40,30 +45,70 @@ class StoreWrites(StoreBackend):
             con.execute(
                 "INSERT INTO drops (drop_id, seq, path, leaderboard, format, kind, n_rows, partitions, status, ingested_at, notes) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', now(), ?)",
-                [drop.sha256, seq, relpath, drop.leaderboard, drop.format, drop.kind, drop.n_rows, ",".join(drop.partition_keys()),
-                 "\n".join(drop.notes) or None],
+                [
+                    drop.sha256,
+                    seq,
+                    relpath,
+                    drop.leaderboard,
+                    drop.format,
+                    drop.kind,
+                    drop.n_rows,
+                    ",".join(drop.partition_keys()),
+                    "\n".join(drop.notes) or None,
+                ],
             )
-            self._insert_frame(con, "resp_df", drop.responses, drop.sha256,
-                               "INSERT INTO landed_responses SELECT drop_id, leaderboard, scenario, subscenario, item, model, score "
-                               "FROM resp_df")
-            self._insert_frame(con, "costs_df", drop.costs, drop.sha256,
-                               "INSERT INTO landed_costs SELECT drop_id, leaderboard, scenario, item, model, "
-                               "CAST(cost AS DOUBLE PRECISION) FROM costs_df")
-            self._insert_frame(con, "tokens_df", drop.response_tokens, drop.sha256,
-                               "INSERT INTO landed_response_tokens SELECT drop_id, leaderboard, scenario, item, model, "
-                               "CAST(tokens AS BIGINT) FROM tokens_df")
-            self._insert_frame(con, "prices_df", drop.prices, drop.sha256,
-                               "INSERT INTO landed_prices SELECT drop_id, leaderboard, model, "
-                               + ", ".join(f"CAST({c} AS DOUBLE PRECISION)" for c in PRICE_VALUES) + " FROM prices_df")
+            self._insert_frame(
+                con,
+                "resp_df",
+                drop.responses,
+                drop.sha256,
+                "INSERT INTO landed_responses SELECT drop_id, leaderboard, scenario, subscenario, item, model, score "
+                "FROM resp_df",
+            )
+            self._insert_frame(
+                con,
+                "costs_df",
+                drop.costs,
+                drop.sha256,
+                "INSERT INTO landed_costs SELECT drop_id, leaderboard, scenario, item, model, "
+                "CAST(cost AS DOUBLE PRECISION) FROM costs_df",
+            )
+            self._insert_frame(
+                con,
+                "tokens_df",
+                drop.response_tokens,
+                drop.sha256,
+                "INSERT INTO landed_response_tokens SELECT drop_id, leaderboard, scenario, item, model, "
+                "CAST(tokens AS BIGINT) FROM tokens_df",
+            )
+            self._insert_frame(
+                con,
+                "prices_df",
+                drop.prices,
+                drop.sha256,
+                "INSERT INTO landed_prices SELECT drop_id, leaderboard, model, "
+                + ", ".join(f"CAST({c} AS DOUBLE PRECISION)" for c in PRICE_VALUES)
+                + " FROM prices_df",
+            )
             # a drop without text or split for an item (a 0/1 matrix) keeps the text/split stored before
-            self._insert_frame(con, "items_df", drop.items, drop.sha256,
-                          "INSERT INTO items SELECT leaderboard, scenario, item, subscenario, CAST(text AS VARCHAR), CAST(split AS VARCHAR), "
-                          "drop_id FROM items_df ON CONFLICT (leaderboard, scenario, item) DO UPDATE SET subscenario = excluded.subscenario, "
-                          "text = coalesce(excluded.text, items.text), split = coalesce(excluded.split, items.split), drop_id = excluded.drop_id")
-            self._insert_frame(con, "fs_df", drop.full_scores, drop.sha256,
-                               "INSERT INTO full_scores SELECT leaderboard, scenario, model, full_score, CAST(split AS VARCHAR), drop_id "
-                               "FROM fs_df ON CONFLICT (leaderboard, scenario, model) DO UPDATE SET full_score = excluded.full_score, "
-                               "split = excluded.split, drop_id = excluded.drop_id")
+            self._insert_frame(
+                con,
+                "items_df",
+                drop.items,
+                drop.sha256,
+                "INSERT INTO items SELECT leaderboard, scenario, item, subscenario, CAST(text AS VARCHAR), CAST(split AS VARCHAR), "
+                "drop_id FROM items_df ON CONFLICT (leaderboard, scenario, item) DO UPDATE SET subscenario = excluded.subscenario, "
+                "text = coalesce(excluded.text, items.text), split = coalesce(excluded.split, items.split), drop_id = excluded.drop_id",
+            )
+            self._insert_frame(
+                con,
+                "fs_df",
+                drop.full_scores,
+                drop.sha256,
+                "INSERT INTO full_scores SELECT leaderboard, scenario, model, full_score, CAST(split AS VARCHAR), drop_id "
+                "FROM fs_df ON CONFLICT (leaderboard, scenario, model) DO UPDATE SET full_score = excluded.full_score, "
+                "split = excluded.split, drop_id = excluded.drop_id",
+            )
             for scenario, rule in drop.binarize_rules.items():
                 key = partition_key(drop.leaderboard, scenario)
                 con.execute(
@@ -112,14 +157,23 @@ class StoreWrites(StoreBackend):
                 if len(df):
                     cols = ", ".join(f'"{c}"' for c in df.columns)
                     with self.frame(con, "part_df", df, like=table):
-                        con.execute(f'INSERT INTO "{table}" ({column}, {cols}) SELECT CAST(? AS VARCHAR), {cols} FROM part_df', [key])
+                        con.execute(
+                            f'INSERT INTO "{table}" ({column}, {cols}) SELECT CAST(? AS VARCHAR), {cols} FROM part_df',
+                            [key],
+                        )
 
     @staticmethod
     def _columns(con, table: str) -> dict[str, str]:
         """The table's columns and their types ({} when there is no such table)."""
-        return {r[0]: r[1] for r in con.execute("SELECT column_name, data_type FROM information_schema.columns WHERE "
-                                                "table_name = ? AND table_catalog = current_database() AND "
-                                                "table_schema = current_schema()", [table]).fetchall()}
+        return {
+            r[0]: r[1]
+            for r in con.execute(
+                "SELECT column_name, data_type FROM information_schema.columns WHERE "
+                "table_name = ? AND table_catalog = current_database() AND "
+                "table_schema = current_schema()",
+                [table],
+            ).fetchall()
+        }
 
     @staticmethod
     def _needs_ddl(have: dict[str, str], df: pd.DataFrame) -> bool:

@@ -54,6 +54,7 @@ Layout detection for ``.csv`` / ``.parquet`` (:func:`table_layout`)
 - a table with any long-table column name -> long table (its reader names the missing columns);
 - anything else -> :class:`DropError` "unknown layout", naming the columns found.
 """
+
 from __future__ import annotations
 
 import re
@@ -81,9 +82,28 @@ SCENARIO_COLUMNS = ("eval_name", "scenario")
 COST_SUFFIXES = ("total_cost", "cost")  # first wins
 #: names never taken for a model (compared lower-case)
 META_COLUMNS = frozenset(
-    ID_COLUMNS + WIDE_TEXT_COLUMNS + SCENARIO_COLUMNS
-    + ("split", "subscenario", "oracle_model_to_route_to", "index", "level_0", "row", "row_id", "question_id",
-       "answer", "answers", "gold", "target", "label", "reference", "category", "source", "cluster_id")
+    ID_COLUMNS
+    + WIDE_TEXT_COLUMNS
+    + SCENARIO_COLUMNS
+    + (
+        "split",
+        "subscenario",
+        "oracle_model_to_route_to",
+        "index",
+        "level_0",
+        "row",
+        "row_id",
+        "question_id",
+        "answer",
+        "answers",
+        "gold",
+        "target",
+        "label",
+        "reference",
+        "category",
+        "source",
+        "cluster_id",
+    )
 )
 USED_META = frozenset(ID_COLUMNS + WIDE_TEXT_COLUMNS + SCENARIO_COLUMNS + ("split", "subscenario"))
 LONG_COLUMNS = frozenset({"model", "scenario", "subscenario", "item", "score", "full_benchmark_score"})
@@ -187,8 +207,11 @@ def wide_columns(df: pd.DataFrame) -> tuple[list[str], dict[str, str], dict[str,
             continue  # read with its model
         if _is_meta(name):
             if name.strip().lower() not in USED_META:
-                ignored[name] = ("an unnamed index column (pandas' to_csv with its index)"
-                                 if UNNAMED_RE.match(name.strip().lower()) else "a known non-model column")
+                ignored[name] = (
+                    "an unnamed index column (pandas' to_csv with its index)"
+                    if UNNAMED_RE.match(name.strip().lower())
+                    else "a known non-model column"
+                )
             continue
         if "|" in name:
             ignored[name] = "a per-model field other than a score or cost"
@@ -255,13 +278,20 @@ def _wide_columns_checked(path: Path, df: pd.DataFrame) -> tuple:
     DropError for no text column, a cost column without its model, or no model column."""
     text_col = _pick(df, WIDE_TEXT_COLUMNS)
     if text_col is None:
-        raise DropError(path, f"wide table without a text column (one of {list(WIDE_TEXT_COLUMNS)}); found {list(df.columns)[:30]}")
+        raise DropError(
+            path, f"wide table without a text column (one of {list(WIDE_TEXT_COLUMNS)}); found {list(df.columns)[:30]}"
+        )
     models, cost_of, ignored = wide_columns(df)
     for c in df.columns:  # a cost column in use must belong to a model column
         parsed = _is_cost_column(c)
         if parsed and c not in ignored and parsed[0] not in models:
-            why = f"its score column {parsed[0]!r} " + (f"is ignored ({ignored[parsed[0]]})" if parsed[0] in ignored
-                                                        else "is a meta column" if parsed[0] in df.columns else "is missing")
+            why = f"its score column {parsed[0]!r} " + (
+                f"is ignored ({ignored[parsed[0]]})"
+                if parsed[0] in ignored
+                else "is a meta column"
+                if parsed[0] in df.columns
+                else "is missing"
+            )
             raise DropError(path, f"cost column without a model: {why}", column=c)
     if not models:
         raise DropError(
@@ -295,14 +325,19 @@ def _row_labels(path: Path, df: pd.DataFrame) -> tuple:
             try:
                 scen[rows] = clean_name(raw)
             except ValueError:
-                raise DropError(path, f"scenario {raw!r} has no usable name", row=int(np.argmax(rows)) + 1, column=scen_col) from None
+                raise DropError(
+                    path, f"scenario {raw!r} has no usable name", row=int(np.argmax(rows)) + 1, column=scen_col
+                ) from None
     elif name_scen is None:
         raise DropError(path, "no scenario column (eval_name/scenario) and no usable scenario in the file name")
     else:
         scen = np.full(n, name_scen, dtype=object)
     split_col = _pick(df, ("split",))
     if split_col is not None:
-        split = np.array([str(v).strip().lower() if ok else None for v, ok in zip(df[split_col], _present(df[split_col]))], dtype=object)
+        split = np.array(
+            [str(v).strip().lower() if ok else None for v, ok in zip(df[split_col], _present(df[split_col]))],
+            dtype=object,
+        )
     else:
         split = np.full(n, name_split, dtype=object)
     sub_col = _pick(df, ("subscenario",))
@@ -330,14 +365,26 @@ def _scores_and_costs(path: Path, df: pd.DataFrame, models: list, cost_of: dict,
             i = int(np.argmax(out))
             raise DropError(path, f"score {float(vals[i])!r} outside [0, 1]", row=i + 1, column=m)
         scored = scored_of[m] = ~np.isnan(vals) & keep
-        resp_frames.append(pd.DataFrame({"scenario": scen[scored], "subscenario": sub[scored], "item": items[scored],
-                                         "model": m, "score": vals[scored]}))
+        resp_frames.append(
+            pd.DataFrame(
+                {
+                    "scenario": scen[scored],
+                    "subscenario": sub[scored],
+                    "item": items[scored],
+                    "model": m,
+                    "score": vals[scored],
+                }
+            )
+        )
         if m in cost_of:
             cc = cost_of[m]
             cost, cnonnum = _numeric(df[cc])
             checks = [
                 (cnonnum & scored, lambda i, cc=cc: f"cost {df[cc].iloc[i]!r} is not a number"),
-                (np.isnan(cost) & ~cnonnum & scored, lambda i, m=m: f"cost is missing (NaN/empty) for a scored cell of model {m!r}"),
+                (
+                    np.isnan(cost) & ~cnonnum & scored,
+                    lambda i, m=m: f"cost is missing (NaN/empty) for a scored cell of model {m!r}",
+                ),
                 (np.isinf(cost) & scored, lambda i, cost=cost: f"cost {float(cost[i])!r} is not finite"),
                 ((cost < 0) & scored, lambda i, cost=cost: f"cost {float(cost[i])!r} is negative"),
             ]
@@ -345,7 +392,9 @@ def _scores_and_costs(path: Path, df: pd.DataFrame, models: list, cost_of: dict,
                 if bad.any():
                     i = int(np.argmax(bad))
                     raise DropError(path, problem(i), row=i + 1, column=cc)
-            cost_frames.append(pd.DataFrame({"scenario": scen[scored], "item": items[scored], "model": m, "cost": cost[scored]}))
+            cost_frames.append(
+                pd.DataFrame({"scenario": scen[scored], "item": items[scored], "model": m, "cost": cost[scored]})
+            )
     return resp_frames, cost_frames, scored_of
 
 
@@ -361,17 +410,36 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
     if id_col is not None:
         items = _ids(df, id_col, path)
     else:
-        items = np.array([f"{s}.{sp}.{i}" if sp else f"{s}.{i}" for i, (s, sp) in enumerate(zip(scen, split))], dtype=object)
+        items = np.array(
+            [f"{s}.{sp}.{i}" if sp else f"{s}.{i}" for i, (s, sp) in enumerate(zip(scen, split))], dtype=object
+        )
     key = pd.Series([f"{s}\x00{i}" for s, i in zip(scen, items)])
-    keep, conflicts, row_notes = merge_duplicate_rows(df, key, items, models, cost_of, [text_col, split_col, sub_col],
-                                                      path, id_col or "(generated id)", list(response_of.values()))
+    keep, conflicts, row_notes = merge_duplicate_rows(
+        df,
+        key,
+        items,
+        models,
+        cost_of,
+        [text_col, split_col, sub_col],
+        path,
+        id_col or "(generated id)",
+        list(response_of.values()),
+    )
     rejected, rejected_notes = rejected_rows(df, conflicts, path)
     resp_frames, cost_frames, scored_of = _scores_and_costs(path, df, models, cost_of, scen, sub, items, keep)
     fmt = "wide_" + path.suffix.lower().lstrip(".")
     drop = Drop(path=path, leaderboard=leaderboard, format=fmt, sha256=sha)
     drop.responses = pd.concat(resp_frames, ignore_index=True).assign(leaderboard=leaderboard)[RESPONSE_COLUMNS]
-    drop.items = pd.DataFrame({"leaderboard": leaderboard, "scenario": scen, "subscenario": sub, "item": items,
-                               "text": df[text_col].astype(str).to_numpy(dtype=object), "split": split})[ITEM_COLUMNS][keep]
+    drop.items = pd.DataFrame(
+        {
+            "leaderboard": leaderboard,
+            "scenario": scen,
+            "subscenario": sub,
+            "item": items,
+            "text": df[text_col].astype(str).to_numpy(dtype=object),
+            "split": split,
+        }
+    )[ITEM_COLUMNS][keep]
     if cost_frames:
         drop.costs = pd.concat(cost_frames, ignore_index=True).assign(leaderboard=leaderboard)[COST_COLUMNS]
     drop.response_tokens = response_token_frame(df, response_of, scored_of, scen, items, leaderboard)
@@ -380,8 +448,12 @@ def read_wide(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop:
     drop.notes.append(f"wide table: {len(models)} model column(s) [{shown}], cost columns for {len(cost_of)}")
     if ignored:
         drop.notes.append("ignored columns: " + "; ".join(f"{c!r} ({why})" for c, why in list(ignored.items())[:20]))
-    drop.notes.extend(response_note(response_of) + row_notes + rejected_notes + repeated_text_note(df[text_col], scen, keep))
+    drop.notes.extend(
+        response_note(response_of) + row_notes + rejected_notes + repeated_text_note(df[text_col], scen, keep)
+    )
     drop.rejected = rejected
-    drop.notes.append(f"scenario from {'column ' + repr(scen_col) if scen_col else 'the file name'}; "
-                      f"item ids from {'column ' + repr(id_col) if id_col else 'scenario.split.row'}")
+    drop.notes.append(
+        f"scenario from {'column ' + repr(scen_col) if scen_col else 'the file name'}; "
+        f"item ids from {'column ' + repr(id_col) if id_col else 'scenario.split.row'}"
+    )
     return drop

@@ -6,6 +6,7 @@ A column is model ``m``'s response column when ``m`` is a model column (the rule
 keeps the answer's length in tokens, :func:`~tinybench_assets.io.price_drops.estimate_tokens` of the text as read.
 ``Store.costs`` uses it as that cell's output tokens for token prices (docs/leaderboards.md, "Prices").
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -35,21 +36,34 @@ def response_note(response_of: dict[str, str]) -> list[str]:
     """The drop's note naming the response columns (none when there are none)."""
     if not response_of:
         return []
-    return ["response columns: " + "; ".join(f"{c!r} (response text of model {m!r}: its length prices output tokens)"
-                                             for m, c in list(response_of.items())[:20])]
+    return [
+        "response columns: "
+        + "; ".join(
+            f"{c!r} (response text of model {m!r}: its length prices output tokens)"
+            for m, c in list(response_of.items())[:20]
+        )
+    ]
 
 
-def response_token_frame(df: pd.DataFrame, response_of: dict[str, str], scored: dict[str, np.ndarray], scenario,
-                         items, leaderboard: str) -> pd.DataFrame:
+def response_token_frame(
+    df: pd.DataFrame, response_of: dict[str, str], scored: dict[str, np.ndarray], scenario, items, leaderboard: str
+) -> pd.DataFrame:
     """``Drop.response_tokens`` (``RESPONSE_TOKEN_COLUMNS``): one row per scored cell (``scored``: model -> mask of its
     scored rows) whose response text is present."""
     frames = []
     for m, col in response_of.items():
         rows = scored[m] & _present(df[col])
         text = df[col].to_numpy(dtype=object)[rows]
-        frames.append(pd.DataFrame({"scenario": np.asarray(scenario, dtype=object)[rows],
-                                    "item": np.asarray(items, dtype=object)[rows], "model": m,
-                                    "tokens": np.array([int(estimate_tokens(str(t))) for t in text], dtype=np.int64)}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "scenario": np.asarray(scenario, dtype=object)[rows],
+                    "item": np.asarray(items, dtype=object)[rows],
+                    "model": m,
+                    "tokens": np.array([int(estimate_tokens(str(t))) for t in text], dtype=np.int64),
+                }
+            )
+        )
     if not frames:
         return pd.DataFrame(columns=RESPONSE_TOKEN_COLUMNS)
     return pd.concat(frames, ignore_index=True).assign(leaderboard=leaderboard)[RESPONSE_TOKEN_COLUMNS]

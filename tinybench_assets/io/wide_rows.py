@@ -18,6 +18,7 @@ Rows left with no score at all are skipped. A file loses rows only while they ar
 (:func:`max_rejected_share`: ``TINYBENCH_MAX_REJECTED_SHARE``, default 5 %); above it the whole file is quarantined
 with an error naming the count and the first conflicting row.
 """
+
 from __future__ import annotations
 
 import os
@@ -80,8 +81,10 @@ class _Group:
         for col, vals in self.num.items():
             a, b = float(vals[self.kept]), float(vals[pos])
             if not np.isnan(a) and not np.isnan(b) and a != b:
-                return col, (f"{self.where}: {col!r} scored twice with different values ({a!r}, {b!r}) "
-                             f"(kept: row {self.kept + 1})")
+                return col, (
+                    f"{self.where}: {col!r} scored twice with different values ({a!r}, {b!r}) "
+                    f"(kept: row {self.kept + 1})"
+                )
         return None
 
     def merge(self, pos: int) -> bool:
@@ -105,12 +108,21 @@ def _groups(key: pd.Series) -> list[np.ndarray]:
     """Positions of the rows of each question id listed more than once."""
     groups: dict[str, list[int]] = {}
     for pos in np.flatnonzero(key.duplicated(keep=False).to_numpy()):  # a dict, not pd.unique: pandas' string
-        groups.setdefault(key.iloc[pos], []).append(int(pos))          # hashtable stops at a NUL in the key
+        groups.setdefault(key.iloc[pos], []).append(int(pos))  # hashtable stops at a NUL in the key
     return [np.asarray(rows) for rows in groups.values()]
 
 
-def merge_duplicate_rows(df: pd.DataFrame, key: pd.Series, items, models: list[str], cost_of: dict, same_cols, path: Path,
-                         id_col: str, text_cols=()) -> tuple[np.ndarray, list[tuple[int, str, str]], list[str]]:
+def merge_duplicate_rows(
+    df: pd.DataFrame,
+    key: pd.Series,
+    items,
+    models: list[str],
+    cost_of: dict,
+    same_cols,
+    path: Path,
+    id_col: str,
+    text_cols=(),
+) -> tuple[np.ndarray, list[tuple[int, str, str]], list[str]]:
     """Merge or reject the rows that share a question id (``key``: scenario + id), see the module docstring; skip rows
     with no score; ``text_cols``: response text columns, filled in the kept row from merged rows. Returns (rows to keep, rejected rows as (position, column, reason), notes). ``df``'s kept row of
     each merged group is updated in place (row numbers in later errors stay the file's)."""
@@ -136,15 +148,21 @@ def merge_duplicate_rows(df: pd.DataFrame, key: pd.Series, items, models: list[s
             (collapsed if identical else merged).append(str(items[kept]))
     notes = []
     if collapsed:
-        notes.append(f"{len(collapsed)} question id(s) listed in identical rows, collapsed to one: {', '.join(collapsed[:8])}")
+        notes.append(
+            f"{len(collapsed)} question id(s) listed in identical rows, collapsed to one: {', '.join(collapsed[:8])}"
+        )
     if merged:
-        notes.append(f"{len(merged)} question id(s) split over rows scoring different models, merged (each model's "
-                     f"score and cost from the row that has it): {', '.join(merged[:8])}")
+        notes.append(
+            f"{len(merged)} question id(s) split over rows scoring different models, merged (each model's "
+            f"score and cost from the row that has it): {', '.join(merged[:8])}"
+        )
     unscored = keep & ~np.column_stack([~np.isnan(num[m]) for m in models]).any(axis=1)
     if unscored.any():
         keep &= ~unscored
-        notes.append(f"{int(unscored.sum())} row(s) with no score at all skipped: rows "
-                     f"{', '.join(str(r + 1) for r in np.flatnonzero(unscored)[:10])}")
+        notes.append(
+            f"{int(unscored.sum())} row(s) with no score at all skipped: rows "
+            f"{', '.join(str(r + 1) for r in np.flatnonzero(unscored)[:10])}"
+        )
     return keep, sorted(rejected), notes
 
 
@@ -158,15 +176,22 @@ def rejected_rows(df: pd.DataFrame, rejected: list[tuple[int, str, str]], path: 
     limit, n = max_rejected_share(), len(df)
     pos, column, reason = rejected[0]
     if len(rejected) / n > limit:
-        raise DropError(path, f"{reason}; {len(rejected)} of {n} rows ({len(rejected) / n:.1%}) conflict with the kept "
-                        f"row of their question id, more than the {limit:.1%} a file may lose ({REJECTED_SHARE_ENV}): "
-                        "fix or remove the conflicting rows (this is the first)", row=pos + 1, column=column)
+        raise DropError(
+            path,
+            f"{reason}; {len(rejected)} of {n} rows ({len(rejected) / n:.1%}) conflict with the kept "
+            f"row of their question id, more than the {limit:.1%} a file may lose ({REJECTED_SHARE_ENV}): "
+            "fix or remove the conflicting rows (this is the first)",
+            row=pos + 1,
+            column=column,
+        )
     positions = [p for p, _, _ in rejected]
     meta = pd.DataFrame({"row": [p + 1 for p in positions], "reason": [r for _, _, r in rejected]})
     frame = pd.concat([meta, df.iloc[positions].reset_index(drop=True)], axis=1)
-    note = (f"{len(rejected)} of {n} row(s) rejected: they conflict with the kept row of their question id; the ingest "
-            f"writes them, with the reason per row, to <quarantine>/<leaderboard>/{path.name}.rejected.csv: rows "
-            f"{', '.join(str(p + 1) for p in positions[:10])}")
+    note = (
+        f"{len(rejected)} of {n} row(s) rejected: they conflict with the kept row of their question id; the ingest "
+        f"writes them, with the reason per row, to <quarantine>/<leaderboard>/{path.name}.rejected.csv: rows "
+        f"{', '.join(str(p + 1) for p in positions[:10])}"
+    )
     return frame, [note]
 
 
@@ -178,6 +203,8 @@ def repeated_text_note(text: pd.Series, scenario, keep: np.ndarray) -> list[str]
     if not repeats.any():
         return []
     rows = np.flatnonzero(keep)[repeats.to_numpy()] + 1
-    return [f"{int(repeats.sum())} row(s) repeat an earlier row's question text under another id; kept as distinct "
-            f"questions (each with its own answers): rows {', '.join(map(str, rows[:10]))}"
-            + (" ..." if len(rows) > 10 else "")]
+    return [
+        f"{int(repeats.sum())} row(s) repeat an earlier row's question text under another id; kept as distinct "
+        f"questions (each with its own answers): rows {', '.join(map(str, rows[:10]))}"
+        + (" ..." if len(rows) > 10 else "")
+    ]

@@ -13,6 +13,7 @@ call for it (the notes say where it is used and why).
   submitted to the daemon's queue from the code location the daemon loads (workspace.yaml), as the UI's Launch
   button does; Dagster's public API launches runs only in-process (``materialize``, ``execute_in_process``).
 """
+
 from dagster._cli.job import _create_run
 from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
 from dagster._core.definitions.data_version import CachingStaleStatusResolver, StaleCauseCategory, StaleStatus
@@ -24,6 +25,19 @@ from dagster._core.workspace.context import WorkspaceProcessContext
 from dagster._core.workspace.load_target import WorkspaceFileTarget
 from dagster._time import get_current_datetime
 
-__all__ = ["AssetGraphView", "CachingStaleStatusResolver", "InMemoryRunStorage", "InstanceRef", "OpDefinition",
-           "SqliteRunStorage", "StaleCauseCategory", "StaleStatus", "TemporalContext", "TickStatus",
-           "WorkspaceFileTarget", "WorkspaceProcessContext", "_create_run", "get_current_datetime"]
+__all__ = [
+    "AssetGraphView",
+    "CachingStaleStatusResolver",
+    "InMemoryRunStorage",
+    "InstanceRef",
+    "OpDefinition",
+    "SqliteRunStorage",
+    "StaleCauseCategory",
+    "StaleStatus",
+    "TemporalContext",
+    "TickStatus",
+    "WorkspaceFileTarget",
+    "WorkspaceProcessContext",
+    "_create_run",
+    "get_current_datetime",
+]

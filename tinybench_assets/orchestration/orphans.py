@@ -32,14 +32,19 @@ def process_start_time(pid: int) -> float | None:
         return 0.0
     if fields[0] in ("Z", "X"):
         return None
-    btime = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime"))
+    btime = next(
+        int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines() if line.startswith("btime")
+    )
     return btime + int(fields[19]) / os.sysconf("SC_CLK_TCK")
 
 
 def run_owner_tags() -> dict[str, str]:
     """Tags for the runs this process executes in-process: what :func:`orphaned_runs` needs to tell it is gone."""
-    return {PID_TAG: str(os.getpid()), HOST_TAG: socket.gethostname(),
-            PROCESS_START_TAG: f"{process_start_time(os.getpid()) or 0.0:.2f}"}
+    return {
+        PID_TAG: str(os.getpid()),
+        HOST_TAG: socket.gethostname(),
+        PROCESS_START_TAG: f"{process_start_time(os.getpid()) or 0.0:.2f}",
+    }
 
 
 def _local_instance(instance: dg.DagsterInstance) -> bool:
@@ -49,7 +54,9 @@ def _local_instance(instance: dg.DagsterInstance) -> bool:
     return isinstance(instance.run_storage, (SqliteRunStorage, InMemoryRunStorage))
 
 
-def _owner(instance: dg.DagsterInstance, run: dg.DagsterRun) -> tuple[int, str | None, float | None, float | None] | None:
+def _owner(
+    instance: dg.DagsterInstance, run: dg.DagsterRun
+) -> tuple[int, str | None, float | None, float | None] | None:
     """(pid, host, process start, reported at) of the process executing a run: its tags (run-all's in-process runs),
     else the pid its run worker recorded in an engine event (in-process and multiprocess executors do), with that
     event's time; host and start unknown. None while the worker has not reported: a queued or starting run."""
@@ -82,12 +89,18 @@ def orphaned_runs(instance: dg.DagsterInstance) -> list[tuple[dg.DagsterRun, str
         alive_since = process_start_time(pid)
         # the same process lives when it started when the tag says, or (a run worker) before it reported its pid: a
         # worker launched long after its run was queued is alive, a pid taken over by a later process is not
-        if alive_since is not None and (alive_since == 0.0 or (abs(alive_since - started) < 2.0 if started
-                                                               else alive_since <= reported + 2.0)):
+        if alive_since is not None and (
+            alive_since == 0.0 or (abs(alive_since - started) < 2.0 if started else alive_since <= reported + 2.0)
+        ):
             continue
         gone = "is gone" if alive_since is None else f"is gone (pid {pid} now belongs to a process started later)"
-        out.append((run, f"its process (pid {pid} on {host}"
-                         f"{time.strftime(', started %Y-%m-%d %H:%M:%S', time.localtime(started)) if started else ''}) {gone}"))
+        out.append(
+            (
+                run,
+                f"its process (pid {pid} on {host}"
+                f"{time.strftime(', started %Y-%m-%d %H:%M:%S', time.localtime(started)) if started else ''}) {gone}",
+            )
+        )
     return out
 
 
@@ -122,9 +135,12 @@ def mark_orphaned_runs(instance: dg.DagsterInstance, who: str) -> list[tuple[str
         fresh = instance.get_run_by_id(run.run_id)
         if fresh is None or fresh.status not in _LIVE:
             continue  # it ended meanwhile
-        instance.report_run_failed(fresh, f"Orphaned run: {why}: it was killed before it could record how it ended. "
-                                          f"Marked FAILED by {who} at {time.strftime('%Y-%m-%d %H:%M:%S')}; run "
-                                          "`tinybench run-all` (or materialize again) to redo its work.")
+        instance.report_run_failed(
+            fresh,
+            f"Orphaned run: {why}: it was killed before it could record how it ended. "
+            f"Marked FAILED by {who} at {time.strftime('%Y-%m-%d %H:%M:%S')}; run "
+            "`tinybench run-all` (or materialize again) to redo its work.",
+        )
         marked.append((run.run_id, why))
     free_pool_slots(instance, {r for r, _ in marked})
     return marked

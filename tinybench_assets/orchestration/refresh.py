@@ -18,6 +18,7 @@ only when one of its root causes lies in the partition's own leaderboard (or in 
 change): a new openllm drop refreshes openllm's scenario and leaderboard, never routerdc's. The UI's badge still
 shows the broad verdict, with the root cause naming the other leaderboard's partition.
 """
+
 from __future__ import annotations
 
 import time
@@ -68,6 +69,7 @@ def own_cause(cause, partition: str | None) -> bool:
 class Staleness:
     """What is stale at one partition: ``status`` {asset key: StaleStatus}; ``certain``: the STALE content-versioned
     keys whose new version is already known to differ (their descendants are stale too); ``why`` {key: reason}."""
+
     status: dict
     certain: set = field(default_factory=set)
     why: dict = field(default_factory=dict)
@@ -82,8 +84,11 @@ def resolver_for(instance: dg.DagsterInstance, asset_graph):
         get_current_datetime,
     )
 
-    view = AssetGraphView(temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
-                          instance=instance, asset_graph=asset_graph)
+    view = AssetGraphView(
+        temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+        instance=instance,
+        asset_graph=asset_graph,
+    )
     return CachingStaleStatusResolver(instance=instance, asset_graph=asset_graph, loading_context=view)
 
 
@@ -92,8 +97,9 @@ def _cause_text(cause) -> str:
     return f"{where} {cause.reason}"
 
 
-def assess(instance: dg.DagsterInstance, asset_graph, keys, partition: str | None, store=None,
-           resolver=None) -> Staleness:
+def assess(
+    instance: dg.DagsterInstance, asset_graph, keys, partition: str | None, store=None, resolver=None
+) -> Staleness:
     """Dagster's verdict for ``keys`` at one partition, with two corrections that run-all and the daemon share:
 
     * a STALE verdict none of whose root causes concerns the partition's own leaderboard is FRESH (module docstring);
@@ -114,8 +120,13 @@ def assess(instance: dg.DagsterInstance, asset_graph, keys, partition: str | Non
             causes = resolver.get_stale_root_causes(k, part)
             if part is not None and causes and not any(own_cause(c, part) for c in causes):
                 status = StaleStatus.FRESH
-            elif part is not None and store is not None and k.to_user_string() in SCENARIO_CONTENT and causes and all(
-                    c.key.asset_key.to_user_string() == "landing_ingest" for c in causes):
+            elif (
+                part is not None
+                and store is not None
+                and k.to_user_string() in SCENARIO_CONTENT
+                and causes
+                and all(c.key.asset_key.to_user_string() == "landing_ingest" for c in causes)
+            ):
                 landed = content_version(k.to_user_string(), store, part)
                 if resolver.get_current_data_version(k, part).value == landed:
                     status = StaleStatus.FRESH
@@ -180,8 +191,9 @@ def store_of(defs):
     return store.get() if hasattr(store, "get") else None
 
 
-def explain(defs, instance: dg.DagsterInstance, job_name: str, partition: str | None = None, store=None,
-            resolver=None) -> tuple[set, dict]:
+def explain(
+    defs, instance: dg.DagsterInstance, job_name: str, partition: str | None = None, store=None, resolver=None
+) -> tuple[set, dict]:
     """(keys to run for ``partition``, {key: why}): the one refresh decision of run-all, the daemon's sensor and the
     schedule (:mod:`tinybench_assets.orchestration.refresh_plan`)."""
     repo = repository(defs)
@@ -195,9 +207,18 @@ def pending(defs, instance: dg.DagsterInstance, job_name: str, partition: str | 
     return explain(defs, instance, job_name, partition, store if store is not None else store_of(defs))[0]
 
 
-def refresh(defs: dg.Definitions, instance: dg.DagsterInstance, job_name: str, partition: str | None = None, *,
-            force: bool = False, run_config: dict | None = None, max_runs: int = 4, log=None,
-            tags: dict[str, str] | None = None) -> RefreshResult:
+def refresh(
+    defs: dg.Definitions,
+    instance: dg.DagsterInstance,
+    job_name: str,
+    partition: str | None = None,
+    *,
+    force: bool = False,
+    run_config: dict | None = None,
+    max_runs: int = 4,
+    log=None,
+    tags: dict[str, str] | None = None,
+) -> RefreshResult:
     """Run ``job_name`` for ``partition`` on its stale or missing assets only (all of them with ``force``). A run of
     the same job and partition that the Dagster daemon has in hand is waited for first, then the question is asked
     again: a partition is computed once when run-all meets the daemon."""
@@ -213,9 +234,17 @@ def refresh(defs: dg.Definitions, instance: dg.DagsterInstance, job_name: str, p
         if not todo or (force and out.runs > 0):
             break
         if log:
-            log(f"{job_name} {partition or ''}: {len(todo)} stale or missing: {', '.join(sorted(k.to_user_string() for k in todo))}")
-        res = job.execute_in_process(instance=instance, partition_key=partition, asset_selection=sorted(todo),
-                                     run_config=run_config or {}, raise_on_error=False, tags=tags or {})
+            log(
+                f"{job_name} {partition or ''}: {len(todo)} stale or missing: {', '.join(sorted(k.to_user_string() for k in todo))}"
+            )
+        res = job.execute_in_process(
+            instance=instance,
+            partition_key=partition,
+            asset_selection=sorted(todo),
+            run_config=run_config or {},
+            raise_on_error=False,
+            tags=tags or {},
+        )
         out.runs += 1
         out.materialized += [e.asset_key.to_user_string() for e in res.get_asset_materialization_events()]
         if not res.success:

@@ -18,6 +18,7 @@ running it keep out of each other's way.
 * **No retry loop.** A request carries its state (a digest of the partition, the keys and what they read); a state
   whose runs failed :data:`MAX_ATTEMPTS` times is not requested again until its inputs or code change.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,6 +39,7 @@ LEADERBOARD_PRIORITY = 1_000_000
 @dataclass
 class Work:
     """One run to request: ``keys`` of ``job`` at ``partition`` (None: unpartitioned), and why."""
+
     job: str
     partition: str | None
     keys: list[str]
@@ -53,9 +55,13 @@ class Work:
 
     def run_request(self, run_key: str, trigger: str) -> dg.RunRequest:
         """The RunRequest of this work: only its keys (all of the job's for the ingest), tagged with why and by whom."""
-        return dg.RunRequest(run_key=run_key, job_name=self.job, partition_key=self.partition,
-                             asset_selection=[dg.AssetKey.from_user_string(k) for k in self.keys] if self.keys else None,
-                             tags={**self.tags, TRIGGER_TAG: trigger})
+        return dg.RunRequest(
+            run_key=run_key,
+            job_name=self.job,
+            partition_key=self.partition,
+            asset_selection=[dg.AssetKey.from_user_string(k) for k in self.keys] if self.keys else None,
+            tags={**self.tags, TRIGGER_TAG: trigger},
+        )
 
 
 @dataclass
@@ -96,8 +102,9 @@ def _digest(*parts) -> str:
 
 
 def failed_attempts(instance: dg.DagsterInstance, state: str) -> int:
-    return instance.get_runs_count(dg.RunsFilter(tags={STATE_TAG: state}, statuses=[
-        dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED]))
+    return instance.get_runs_count(
+        dg.RunsFilter(tags={STATE_TAG: state}, statuses=[dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED])
+    )
 
 
 def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str) -> Decision:
@@ -135,12 +142,21 @@ def _ingest_decision(out: Decision, instance, incoming: Path, drops) -> Decision
         except OSError:
             marks.append(rel)
     shown = ", ".join(sorted(drops)[:20]) + (f" and {len(drops) - 20} more" if len(drops) > 20 else "")
-    out.work.append(Work(INGEST_JOB, None, [], f"{len(drops)} new or changed file(s) in the landing folder: {shown}",
-                         _digest(INGEST_JOB, *marks, code_version("ingest"))))
+    out.work.append(
+        Work(
+            INGEST_JOB,
+            None,
+            [],
+            f"{len(drops)} new or changed file(s) in the landing folder: {shown}",
+            _digest(INGEST_JOB, *marks, code_version("ingest")),
+        )
+    )
     out.work[-1].attempt = failed_attempts(instance, out.work[-1].state)
     if out.work[-1].attempt >= MAX_ATTEMPTS:
-        out.waiting[:] = [f"ingest: its runs failed {MAX_ATTEMPTS} times on these files; not retried until they "
-                          "or the code change (see the failed runs)"]
+        out.waiting[:] = [
+            f"ingest: its runs failed {MAX_ATTEMPTS} times on these files; not retried until they "
+            "or the code change (see the failed runs)"
+        ]
         out.work.clear()
         return out
     out.waiting.append("partitions are decided once the new drops are ingested")
@@ -186,8 +202,10 @@ def _partition_decision(out: Decision, defs, instance, store, live: dict) -> Dec
         state = _digest(job, part, *names, landed, *sorted(versions.items()))
         attempt = failed_attempts(instance, state)
         if attempt >= MAX_ATTEMPTS:
-            out.waiting.append(f"{job} {part}: its runs failed {MAX_ATTEMPTS} times on these inputs and code; not "
-                               "retried until a drop or the code changes (see the failed runs, or run-all)")
+            out.waiting.append(
+                f"{job} {part}: its runs failed {MAX_ATTEMPTS} times on these inputs and code; not "
+                "retried until a drop or the code changes (see the failed runs, or run-all)"
+            )
             return True
         reason = "; ".join(f"{n}: {why[k]}" for n, k in sorted((k.to_user_string(), k) for k in todo))
         out.work.append(Work(job, part, names, reason, state, attempt, priority))

@@ -11,6 +11,7 @@
   yields the same version, and nothing downstream turns stale.
 Config is not part of a version: after changing an asset's config, re-materialize it (``run-all --force``).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -20,22 +21,58 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent
 
 SOURCES = {
-    "ingest": ("defs/assets/responses.py", "defs/assets/prices.py", "io/drops.py", "io/drop_types.py", "io/*_drops.py",
-               "io/landing.py", "io/connection.py", "io/store*.py", "io/queries.py", "io/cost_queries.py",
-               "core/responses.py"),
-    "irt": ("defs/assets/irt.py", "core/irt/*.py", "core/splits.py",
-            "core/responses.py"),
-    "estimation": ("defs/assets/estimation.py", "defs/estimation_*.py", "core/predictor.py", "core/estimation/*.py", "core/anchors.py",
-                   "core/estimators.py", "core/calibration.py", "core/backtest.py", "core/tiny_benchmark/*.py",
-                   "core/irt/*.py", "core/splits.py",
-                   "core/groups.py", "core/adaptive.py", "core/adaptive_bank.py", "core/subsets/voters.py",
-                   "core/responses.py"),
-    "router": ("defs/assets/routing.py", "defs/assets/router_eval.py", "defs/assets/router_board.py", "defs/settings.py",
-               "defs/router_report.py",
-               "core/routing/*.py", "io/routing_reads.py",
-               "io/embeddings.py", "io/cost_queries.py", "io/price_drops.py",
-               "core/irt/*.py"),
-    "magi": ("defs/assets/subsets.py", "defs/magi_report.py", "core/subsets/*.py", "core/irt/*.py", "core/responses.py"),
+    "ingest": (
+        "defs/assets/responses.py",
+        "defs/assets/prices.py",
+        "io/drops.py",
+        "io/drop_types.py",
+        "io/*_drops.py",
+        "io/landing.py",
+        "io/connection.py",
+        "io/store*.py",
+        "io/queries.py",
+        "io/cost_queries.py",
+        "core/responses.py",
+    ),
+    "irt": ("defs/assets/irt.py", "core/irt/*.py", "core/splits.py", "core/responses.py"),
+    "estimation": (
+        "defs/assets/estimation.py",
+        "defs/estimation_*.py",
+        "core/predictor.py",
+        "core/estimation/*.py",
+        "core/anchors.py",
+        "core/estimators.py",
+        "core/calibration.py",
+        "core/backtest.py",
+        "core/tiny_benchmark/*.py",
+        "core/irt/*.py",
+        "core/splits.py",
+        "core/groups.py",
+        "core/adaptive.py",
+        "core/adaptive_bank.py",
+        "core/subsets/voters.py",
+        "core/responses.py",
+    ),
+    "router": (
+        "defs/assets/routing.py",
+        "defs/assets/router_eval.py",
+        "defs/assets/router_board.py",
+        "defs/settings.py",
+        "defs/router_report.py",
+        "core/routing/*.py",
+        "io/routing_reads.py",
+        "io/embeddings.py",
+        "io/cost_queries.py",
+        "io/price_drops.py",
+        "core/irt/*.py",
+    ),
+    "magi": (
+        "defs/assets/subsets.py",
+        "defs/magi_report.py",
+        "core/subsets/*.py",
+        "core/irt/*.py",
+        "core/responses.py",
+    ),
 }
 
 

@@ -2,6 +2,7 @@
 drive. ``dagster-daemon run -w workspace.yaml`` (sensors, schedules, the run queue, run monitoring; the webserver
 adds nothing to these paths) with the project's instance template, its own landing folder, DuckDB file and
 artifacts, and ``tinybench run-all`` as a user runs it, in a subprocess with the same environment."""
+
 from __future__ import annotations
 
 import json
@@ -38,7 +39,11 @@ class DaemonProject:
     def __init__(self, root: Path, sensor_interval_s: int = 30):  # the product default (sensors.SENSOR_INTERVAL_S)
         self.root = Path(root)
         self.home, self.incoming = self.root / "dagster_home", self.root / "incoming"
-        self.quarantine, self.db, self.artifacts = self.root / "quarantine", self.root / "tb.duckdb", self.root / "artifacts"
+        self.quarantine, self.db, self.artifacts = (
+            self.root / "quarantine",
+            self.root / "tb.duckdb",
+            self.root / "artifacts",
+        )
         self.home.mkdir(parents=True, exist_ok=True)
         self.incoming.mkdir(parents=True, exist_ok=True)
         # the instance a user gets (dagster.yaml.template): run queue, concurrency pools, run monitoring
@@ -54,11 +59,21 @@ class DaemonProject:
         from tinybench_assets.cli.ui import ui_env
 
         env = ui_env(self.home)
-        env.update({"DAGSTER_HOME": str(self.home), "TINYBENCH_INCOMING": str(self.incoming),
-                    "TINYBENCH_QUARANTINE": str(self.quarantine), "TINYBENCH_DUCKDB": str(self.db),
-                    "TINYBENCH_ARTIFACTS": str(self.artifacts), "TINYBENCH_SENSOR_INTERVAL_S": str(self.sensor_interval_s),
-                    "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-                    "DAGSTER_DISABLE_TELEMETRY": "1", "PYTHONUNBUFFERED": "1"})
+        env.update(
+            {
+                "DAGSTER_HOME": str(self.home),
+                "TINYBENCH_INCOMING": str(self.incoming),
+                "TINYBENCH_QUARANTINE": str(self.quarantine),
+                "TINYBENCH_DUCKDB": str(self.db),
+                "TINYBENCH_ARTIFACTS": str(self.artifacts),
+                "TINYBENCH_SENSOR_INTERVAL_S": str(self.sensor_interval_s),
+                "HF_HUB_OFFLINE": "1",
+                "TRANSFORMERS_OFFLINE": "1",
+                "TOKENIZERS_PARALLELISM": "false",
+                "DAGSTER_DISABLE_TELEMETRY": "1",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         env.pop("TINYBENCH_STORE", None)
         env.pop("PYTEST_XDIST_WORKER", None)
         return env
@@ -71,7 +86,12 @@ class DaemonProject:
             log.write(f"\n--- dagster-daemon start {time.strftime('%H:%M:%S')}\n")
             self.daemon = subprocess.Popen(
                 [str(VENV_BIN / "dagster-daemon"), "run", "-w", str(paths.PROJECT_ROOT / "workspace.yaml")],
-                cwd=paths.PROJECT_ROOT, env=self.env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                cwd=paths.PROJECT_ROOT,
+                env=self.env(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
 
     def stop(self) -> None:
         """Stop the daemon (SIGTERM to its process group, SIGKILL after 30 s); the runs it launched keep going."""
@@ -123,8 +143,10 @@ class DaemonProject:
         from tinybench_assets.io.store import Store
         from tinybench_assets.orchestration.refresh_plan import decide
 
-        saved = {k: os.environ.get(k) for k in ("TINYBENCH_INCOMING", "TINYBENCH_QUARANTINE", "TINYBENCH_DUCKDB",
-                                                "TINYBENCH_ARTIFACTS")}
+        saved = {
+            k: os.environ.get(k)
+            for k in ("TINYBENCH_INCOMING", "TINYBENCH_QUARANTINE", "TINYBENCH_DUCKDB", "TINYBENCH_ARTIFACTS")
+        }
         os.environ.update({k: self.env()[k] for k in saved})
         try:
             if self._defs is None:
@@ -162,29 +184,39 @@ class DaemonProject:
             elif time.monotonic() - quiet_since >= settle_s:
                 return quiet_since - t0
             time.sleep(1.0)
-        raise TimeoutError(f"the daemon did not converge in {timeout_s:.0f} s; live runs "
-                           f"{[(r.job_name, r.tags.get('dagster/partition'), r.status.value) for r in self.live_runs()]}; "
-                           f"the last decision's work {'none taken since a run was live' if pending is None else pending}; "
-                           f"daemon log:\n{self.tail()}")
+        raise TimeoutError(
+            f"the daemon did not converge in {timeout_s:.0f} s; live runs "
+            f"{[(r.job_name, r.tags.get('dagster/partition'), r.status.value) for r in self.live_runs()]}; "
+            f"the last decision's work {'none taken since a run was live' if pending is None else pending}; "
+            f"daemon log:\n{self.tail()}"
+        )
 
     def run_all(self, *args: str, timeout_s: float = 900.0) -> subprocess.CompletedProcess:
-        return subprocess.run([str(VENV_BIN / "tinybench"), "run-all", "--no-seed", *args], cwd=paths.PROJECT_ROOT,
-                              env={**self.env(), "TINYBENCH_SCENARIO_JOBS": os.environ.get("TINYBENCH_SCENARIO_JOBS", "0")},
-                              capture_output=True, text=True, timeout=timeout_s)
+        return subprocess.run(
+            [str(VENV_BIN / "tinybench"), "run-all", "--no-seed", *args],
+            cwd=paths.PROJECT_ROOT,
+            env={**self.env(), "TINYBENCH_SCENARIO_JOBS": os.environ.get("TINYBENCH_SCENARIO_JOBS", "0")},
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
 
     def materializations(self, after_storage_id: int = 0) -> list[tuple[str, str | None, str]]:
         """(asset, partition, run id) of every materialization recorded after ``after_storage_id``."""
         import dagster as dg
 
-        recs = self.instance.get_event_records(dg.EventRecordsFilter(
-            event_type=dg.DagsterEventType.ASSET_MATERIALIZATION, after_cursor=after_storage_id), limit=100000)
+        recs = self.instance.get_event_records(
+            dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION, after_cursor=after_storage_id),
+            limit=100000,
+        )
         return [(r.asset_key.to_user_string(), r.partition_key, r.run_id) for r in recs]
 
     def last_storage_id(self) -> int:
         import dagster as dg
 
-        recs = self.instance.get_event_records(dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION),
-                                               limit=1, ascending=False)
+        recs = self.instance.get_event_records(
+            dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION), limit=1, ascending=False
+        )
         return recs[0].storage_id if recs else 0
 
     def wait_sensor_ticks(self, sensor: str, n: int, timeout_s: float = 120.0) -> list:
@@ -214,13 +246,21 @@ class DaemonProject:
         import dagster as dg
 
         logs = self.instance.all_logs(run_id)
-        if not any(e.dagster_event is not None and e.dagster_event.event_type == dg.DagsterEventType.STEP_SUCCESS
-                   and e.step_key == after_step for e in logs):
+        if not any(
+            e.dagster_event is not None
+            and e.dagster_event.event_type == dg.DagsterEventType.STEP_SUCCESS
+            and e.step_key == after_step
+            for e in logs
+        ):
             return None
         for e in logs:
             ev = e.dagster_event
-            if ev is not None and ev.event_type == dg.DagsterEventType.ENGINE_EVENT and ev.engine_event_data \
-                    and "pid" in ev.engine_event_data.metadata:
+            if (
+                ev is not None
+                and ev.event_type == dg.DagsterEventType.ENGINE_EVENT
+                and ev.engine_event_data
+                and "pid" in ev.engine_event_data.metadata
+            ):
                 return int(ev.engine_event_data.metadata["pid"].value)
         return None
 
@@ -228,11 +268,7 @@ class DaemonProject:
 def queue_runs(project: DaemonProject, job_name: str, n: int) -> list[str]:
     """Submit ``n`` runs of ``job_name`` to the daemon's run queue at once, as the UI's Launch button does; returns
     their run ids. They launch as the "duckdb" pool frees up (two at a time), the rest waiting in the queue."""
-    from tinybench_assets.orchestration.dagster_private import (
-        WorkspaceFileTarget,
-        WorkspaceProcessContext,
-        _create_run,
-    )
+    from tinybench_assets.orchestration.dagster_private import WorkspaceFileTarget, WorkspaceProcessContext, _create_run
 
     saved = dict(os.environ)
     os.environ.update(project.env())
@@ -245,8 +281,16 @@ def queue_runs(project: DaemonProject, job_name: str, n: int) -> list[str]:
             job = repo.get_full_job(job_name)
             ids = []
             for _ in range(n):
-                run = _create_run(instance=project.instance, code_location=location, remote_repo=repo, remote_job=job,
-                                  run_config={}, tags={"tinybench/test": "queued"}, op_selection=None, run_id=None)
+                run = _create_run(
+                    instance=project.instance,
+                    code_location=location,
+                    remote_repo=repo,
+                    remote_job=job,
+                    run_config={},
+                    tags={"tinybench/test": "queued"},
+                    op_selection=None,
+                    run_id=None,
+                )
                 ids.append(project.instance.submit_run(run.run_id, ws).run_id)
             return ids
     finally:
@@ -266,10 +310,17 @@ def store_tables(db: Path) -> dict:
     try:
         out = {}
         for (table,) in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall():
-            cols = [c for (c,) in con.execute("SELECT column_name FROM information_schema.columns WHERE table_name = ? "
-                                               "ORDER BY ordinal_position", [table]).fetchall()
-                    if c not in VOLATILE and not c.endswith(("_at", "seconds"))]
-            df = con.execute(f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM "{table}" ORDER BY ALL').df()
+            cols = [
+                c
+                for (c,) in con.execute(
+                    "SELECT column_name FROM information_schema.columns WHERE table_name = ? ORDER BY ordinal_position",
+                    [table],
+                ).fetchall()
+                if c not in VOLATILE and not c.endswith(("_at", "seconds"))
+            ]
+            df = con.execute(
+                f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM "{table}" ORDER BY ALL'
+            ).df()
             out[table] = df.map(lambda v: tuple(v) if hasattr(v, "__len__") and not isinstance(v, str) else v)
         return out
     finally:

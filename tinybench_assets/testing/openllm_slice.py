@@ -1,5 +1,6 @@
 """The openllm slice as a landing folder, from the real data: what the browser test's populate script and the PostgreSQL
 parity check (testing/parity.py, benchmarks/reliability.py) ingest."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -18,13 +19,21 @@ def write_openllm_slice(incoming: Path, n_models: int = 40, scenarios=("arc", "m
     (incoming / "openllm").mkdir(parents=True, exist_ok=True)
     both = None
     if common:  # the same models in every scenario: the first n of those that answered all of them
-        both = sorted(set.intersection(*(set(pd.read_parquet(shared / f"{sc}.responses.parquet", columns=["model"])["model"])
-                                          for sc in scenarios)))[:n_models]
+        both = sorted(
+            set.intersection(
+                *(
+                    set(pd.read_parquet(shared / f"{sc}.responses.parquet", columns=["model"])["model"])
+                    for sc in scenarios
+                )
+            )
+        )[:n_models]
     for sc in scenarios:
         resp = pd.read_parquet(shared / f"{sc}.responses.parquet")
         models = both if common else sorted(resp["model"].unique())[:n_models]
         resp[resp["model"].isin(models)].to_parquet(incoming / "openllm" / f"{sc}.responses.parquet", index=False)
-        pd.read_parquet(shared / f"{sc}.items.parquet").to_parquet(incoming / "openllm" / f"{sc}.items.parquet", index=False)
+        pd.read_parquet(shared / f"{sc}.items.parquet").to_parquet(
+            incoming / "openllm" / f"{sc}.items.parquet", index=False
+        )
         fs = pd.read_parquet(shared / f"{sc}.full_scores.parquet")
         fs[fs["model"].isin(models)].to_parquet(incoming / "openllm" / f"{sc}.full_scores.parquet", index=False)
     return incoming

@@ -4,6 +4,7 @@ the results store on PostgreSQL, then every stored row of that partition and eve
 
 Used by tinybench_assets_tests/test_deploy/test_postgres.py and benchmarks/reliability.py (``postgres_matches_duckdb``).
 """
+
 from __future__ import annotations
 
 import math
@@ -37,23 +38,34 @@ def deploy_instance(server, home: Path, db: str = "dagster") -> dg.DagsterInstan
     server.create_db(db)
     home.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "deploy" / "dagster.yaml", home / "dagster.yaml")
-    os.environ.update(DAGSTER_PG_HOST=server.host, DAGSTER_PG_PORT=str(server.port), DAGSTER_PG_USER="tinybench",
-                      DAGSTER_PG_PASSWORD="unused-trust-auth", DAGSTER_PG_DB=db)
+    os.environ.update(
+        DAGSTER_PG_HOST=server.host,
+        DAGSTER_PG_PORT=str(server.port),
+        DAGSTER_PG_USER="tinybench",
+        DAGSTER_PG_PASSWORD="unused-trust-auth",
+        DAGSTER_PG_DB=db,
+    )
     return dg.DagsterInstance.from_config(str(home))
 
 
 def run_partition(instance: dg.DagsterInstance, target: str, incoming: Path, quarantine: Path, key: str = KEY) -> None:
     """landing_ingest, then ``ASSETS`` for partition ``key``, with the results store at ``target``."""
-    res = {"store": StoreResource(database=str(target)),
-           "landing": LandingResource(incoming=str(incoming), quarantine=str(quarantine)),
-           "torch_device": TorchDevice(device="cpu", num_threads=1), "model_store": ModelStore()}
+    res = {
+        "store": StoreResource(database=str(target)),
+        "landing": LandingResource(incoming=str(incoming), quarantine=str(quarantine)),
+        "torch_device": TorchDevice(device="cpu", num_threads=1),
+        "model_store": ModelStore(),
+    }
     assert dg.materialize([resp_assets.landing_ingest], instance=instance, resources=res).success
     assert dg.materialize(ASSETS, partition_key=key, instance=instance, resources=res, run_config=RUN_CONFIG).success
 
 
 def _timeless(df: pd.DataFrame) -> pd.DataFrame:
-    keep = [c for c in df.columns if not (c.endswith("_at") or "seconds" in c or "time" in c
-                                          or pd.api.types.is_datetime64_any_dtype(df[c]))]
+    keep = [
+        c
+        for c in df.columns
+        if not (c.endswith("_at") or "seconds" in c or "time" in c or pd.api.types.is_datetime64_any_dtype(df[c]))
+    ]
     return df[keep]
 
 
@@ -123,14 +135,23 @@ def postgres_matches_duckdb(incoming: Path, work: Path, server) -> dict:
         url = server.create_db("results")
         run_partition(instance, url, incoming, work / "q_pg")
         runs = instance.get_runs()
-        pg_runs = {"runs": len(runs), "succeeded": sum(r.status == dg.DagsterRunStatus.SUCCESS for r in runs),
-                   "storage": type(instance.run_storage).__name__,
-                   "scenario_partitions": sorted(instance.get_dynamic_partitions("scenarios"))}
+        pg_runs = {
+            "runs": len(runs),
+            "succeeded": sum(r.status == dg.DagsterRunStatus.SUCCESS for r in runs),
+            "storage": type(instance.run_storage).__name__,
+            "scenario_partitions": sorted(instance.get_dynamic_partitions("scenarios")),
+        }
     finally:
         instance.dispose()
     t2 = time.perf_counter()
     a, b = stored_rows(Store(duck)), stored_rows(Store(url))
     problems, worst = compare(a, b)
-    return {"match": not problems, "tables": len(a), "rows": int(sum(len(df) for df in a.values())),
-            "max_abs_float_diff": worst, "problems": problems, "pg_instance": pg_runs,
-            "seconds": {"duckdb": round(t1 - t0, 1), "postgres": round(t2 - t1, 1)}}
+    return {
+        "match": not problems,
+        "tables": len(a),
+        "rows": int(sum(len(df) for df in a.values())),
+        "max_abs_float_diff": worst,
+        "problems": problems,
+        "pg_instance": pg_runs,
+        "seconds": {"duckdb": round(t1 - t0, 1), "postgres": round(t2 - t1, 1)},
+    }

@@ -8,6 +8,7 @@ else ``nobody``) through ``runuser``, in a folder that user owns. The cluster is
 sorting, as DuckDB's) and trust authentication for its one superuser, ``tinybench``; fsync is off (nothing here
 outlives the test).
 """
+
 from __future__ import annotations
 
 import glob
@@ -33,14 +34,19 @@ def pg_bin_dir() -> Path:
     cands = [os.environ.get("TINYBENCH_PG_BIN", "")]
     found = shutil.which("initdb")
     cands.append(str(Path(os.path.realpath(found)).parent) if found else "")
-    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=lambda p: int(Path(p).parent.name) if Path(p).parent.name.isdigit() else 0)
+    versions = sorted(
+        glob.glob("/usr/lib/postgresql/*/bin"),
+        key=lambda p: int(Path(p).parent.name) if Path(p).parent.name.isdigit() else 0,
+    )
     cands.extend(reversed(versions))
     for c in cands:
         if c and all((Path(c) / exe).is_file() for exe in ("initdb", "pg_ctl", "postgres")):
             return Path(c)
-    raise PostgresMissing("PostgreSQL server binaries (initdb, pg_ctl, postgres) not found on PATH nor in "
-                          "/usr/lib/postgresql/*/bin: run `bash -c 'source scripts/env.sh'` (it installs Debian's "
-                          "postgresql package with apt-get) or set TINYBENCH_PG_BIN")
+    raise PostgresMissing(
+        "PostgreSQL server binaries (initdb, pg_ctl, postgres) not found on PATH nor in "
+        "/usr/lib/postgresql/*/bin: run `bash -c 'source scripts/env.sh'` (it installs Debian's "
+        "postgresql package with apt-get) or set TINYBENCH_PG_BIN"
+    )
 
 
 def free_port() -> int:
@@ -64,7 +70,9 @@ class PostgresServer:
         if os.geteuid() == 0:
             self.run_as = next((u for u in ("postgres", "nobody") if _user_exists(u)), None)
             if self.run_as is None:
-                raise PostgresMissing("running as root and no unprivileged user (postgres, nobody) to run the server as")
+                raise PostgresMissing(
+                    "running as root and no unprivileged user (postgres, nobody) to run the server as"
+                )
         self.started = False
 
     def _cmd(self, *args: str) -> list[str]:
@@ -75,16 +83,30 @@ class PostgresServer:
         proc = subprocess.run(self._cmd(*args), capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0:
             log = self.log.read_text()[-2000:] if self.log.exists() else ""
-            raise RuntimeError(f"{' '.join(args[:1])} failed ({proc.returncode}): {proc.stderr[-2000:]}{proc.stdout[-500:]}\n{log}")
+            raise RuntimeError(
+                f"{' '.join(args[:1])} failed ({proc.returncode}): {proc.stderr[-2000:]}{proc.stdout[-500:]}\n{log}"
+            )
 
     def start(self) -> "PostgresServer":
         if self.run_as:
             pw = pwd.getpwnam(self.run_as)
             os.chown(self.base, pw.pw_uid, pw.pw_gid)
-        self._run("initdb", "-D", str(self.data), "-U", SUPERUSER, "--auth=trust", "--encoding=UTF8", "--locale=C",
-                  "--no-sync", "--no-instructions")
-        opts = (f"-h {self.host} -p {self.port} -k {self.base} -c fsync=off -c synchronous_commit=off "
-                f"-c full_page_writes=off -c max_connections=100")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-U",
+            SUPERUSER,
+            "--auth=trust",
+            "--encoding=UTF8",
+            "--locale=C",
+            "--no-sync",
+            "--no-instructions",
+        )
+        opts = (
+            f"-h {self.host} -p {self.port} -k {self.base} -c fsync=off -c synchronous_commit=off "
+            f"-c full_page_writes=off -c max_connections=100"
+        )
         self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", opts, "-w", "-t", "60", "start")
         self.started = True
         return self
@@ -103,8 +125,11 @@ class PostgresServer:
     def stop(self) -> None:
         try:
             if self.started and (self.data / "postmaster.pid").exists():
-                subprocess.run(self._cmd("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "-t", "30", "stop"),
-                               capture_output=True, timeout=60)
+                subprocess.run(
+                    self._cmd("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "-t", "30", "stop"),
+                    capture_output=True,
+                    timeout=60,
+                )
         finally:
             self.started = False
             for _ in range(20):  # the server's files may still be closing

@@ -2,6 +2,7 @@
 ``benchmarks/reliability.py``: a 50-file landing drop with good, duplicate, changed and malformed files and a
 million-row table; a child process that ingests and can be SIGKILLed at a chosen point of the DuckDB write; a
 `tinybench run-all` in a subprocess on a small generated project. Nothing here writes outside the folders given."""
+
 from __future__ import annotations
 
 import json
@@ -21,20 +22,31 @@ from tinybench_assets.paths import PROJECT_ROOT as ROOT
 
 
 # ---------------------------------------------------------------------- tables
-def long_table(n_models: int, n_items: int, scenario: str = "quiz", seed: int = 0, model_prefix: str = "m",
-               item_prefix: str = "q", subscenarios: int = 3) -> pd.DataFrame:
+def long_table(
+    n_models: int,
+    n_items: int,
+    scenario: str = "quiz",
+    seed: int = 0,
+    model_prefix: str = "m",
+    item_prefix: str = "q",
+    subscenarios: int = 3,
+) -> pd.DataFrame:
     """A 2PL-like long table: n_models x n_items rows of model, scenario, subscenario, item, score (0/1)."""
     rng = np.random.default_rng(seed)
     theta, b = rng.normal(size=n_models), rng.normal(size=n_items)
     y = (rng.random((n_models, n_items)) < 1 / (1 + np.exp(-(theta[:, None] - b[None, :])))).astype(float)
     items = np.array([f"{item_prefix}{j}" for j in range(n_items)], dtype=object)
-    return pd.DataFrame({
-        "model": np.repeat(np.array([f"{model_prefix}{i}" for i in range(n_models)], dtype=object), n_items),
-        "scenario": scenario,
-        "subscenario": np.tile(np.array([f"{scenario}_s{j % subscenarios}" for j in range(n_items)], dtype=object), n_models),
-        "item": np.tile(items, n_models),
-        "score": y.reshape(-1),
-    })
+    return pd.DataFrame(
+        {
+            "model": np.repeat(np.array([f"{model_prefix}{i}" for i in range(n_models)], dtype=object), n_items),
+            "scenario": scenario,
+            "subscenario": np.tile(
+                np.array([f"{scenario}_s{j % subscenarios}" for j in range(n_items)], dtype=object), n_models
+            ),
+            "item": np.tile(items, n_models),
+            "score": y.reshape(-1),
+        }
+    )
 
 
 def write_table(df: pd.DataFrame, path: Path, **csv_kw) -> Path:
@@ -59,7 +71,9 @@ class Hostile:
 def hostile_pickle(path: Path, marker: Path) -> Path:
     """A file laid out like a tinyBenchmarks pickle whose unpickling would create ``marker``."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(pickle.dumps({"models": ["a", "b"], "data": {"harness_arc_challenge_25": {"correctness": Hostile(marker)}}}))
+    path.write_bytes(
+        pickle.dumps({"models": ["a", "b"], "data": {"harness_arc_challenge_25": {"correctness": Hostile(marker)}}})
+    )
     return path
 
 
@@ -123,14 +137,22 @@ def write_fifty_file_drop(incoming: Path, big_rows: int = 1_000_000, marker: Pat
     good("bench/tabs.csv", base.assign(model=base.model + "_tab"), sep="\t")
     good("bench/résultats été 2024.csv", base.assign(model=base.model + "_été"))
     good("Bénch Ü/quiz.csv", long_table(5, 12, scenario="quiz", seed=8), board="b_nch")
-    items = pd.DataFrame({"item": [f"q{j}" for j in range(30)], "scenario": "s0", "prompt": [f"question {j}?" for j in range(30)]})
+    items = pd.DataFrame(
+        {"item": [f"q{j}" for j in range(30)], "scenario": "s0", "prompt": [f"question {j}?" for j in range(30)]}
+    )
     good("bench/s0.items.csv", items)
-    good("bench/s0.full_scores.csv", pd.DataFrame({"model": [f"g0_{i}" for i in range(8)], "scenario": "s0",
-                                                   "full_benchmark_score": np.linspace(0.2, 0.9, 8)}))
+    good(
+        "bench/s0.full_scores.csv",
+        pd.DataFrame(
+            {"model": [f"g0_{i}" for i in range(8)], "scenario": "s0", "full_benchmark_score": np.linspace(0.2, 0.9, 8)}
+        ),
+    )
     recs = [{"question": f"q{j}", "scores": {"r1": float(j % 2), "r2": 1.0}} for j in range(25)]
     (incoming / "bench" / "trivia_train.json").write_text(json.dumps(recs))
     exp.good["bench/trivia_train.json"] = 50 + 25  # responses + items
-    rows["bench.trivia"] = pd.DataFrame({"model": ["r1", "r2"] * 25, "item": [f"trivia.train.{j // 2}" for j in range(50)]})
+    rows["bench.trivia"] = pd.DataFrame(
+        {"model": ["r1", "r2"] * 25, "item": [f"trivia.train.{j // 2}" for j in range(50)]}
+    )
 
     small = long_table(3, 6, scenario="broken", seed=9)
 
@@ -144,8 +166,11 @@ def write_fifty_file_drop(incoming: Path, big_rows: int = 1_000_000, marker: Pat
     bad("bench/out_of_range.csv", csv(small.assign(score=[0.0, 1.5] + [1.0] * 16)), "outside [0, 1]")
     bad("bench/nan.csv", csv(small.assign(score=[np.nan] + [1.0] * 17)), "score is NaN")
     bad("bench/text_score.csv", csv(small.assign(score=["high"] + ["1"] * 17)), "score 'high' is not a number")
-    bad("bench/conflict.csv", csv(pd.concat([small, small.head(1).assign(score=1 - small.score.iloc[0])])),
-        "conflicting duplicate rows")
+    bad(
+        "bench/conflict.csv",
+        csv(pd.concat([small, small.head(1).assign(score=1 - small.score.iloc[0])])),
+        "conflicting duplicate rows",
+    )
     bad("bench/empty.csv", b"", "empty file (0 bytes)")
     bad("bench/header_only.csv", b"model,scenario,subscenario,item,score\n", "header but no data rows")
     pq_bytes = (incoming / "bench/good_01.parquet").read_bytes()
@@ -154,7 +179,7 @@ def write_fifty_file_drop(incoming: Path, big_rows: int = 1_000_000, marker: Pat
     bad("bench/decimal_comma.csv", b"model;scenario;item;score\nm1;broken;q1;0,5\n", "score '0,5' is not a number")
     bad("bench/no_scenario_name.csv", csv(small.assign(scenario="???")), "empty name from '???'")
     bad("bench/scores.xlsx", b"PK\x03\x04 not a spreadsheet reader", "unknown format")
-    bad("bench/broken_train.json", b"[{\"question\": ", "unreadable JSON")
+    bad("bench/broken_train.json", b'[{"question": ', "unreadable JSON")
     hostile = hostile_pickle(incoming / "bench" / "lb.pickle", marker or incoming.parent / "PICKLE_RAN")
     exp.bad[str(hostile.relative_to(incoming))] = "TINYBENCH_TRUST_PICKLE_DROPS"
 
@@ -169,8 +194,15 @@ def write_fifty_file_drop(incoming: Path, big_rows: int = 1_000_000, marker: Pat
 
 # ---------------------------------------------------------------------- store snapshots
 #: tables an ingest writes, with the columns that hold wall-clock times or run-specific paths (left out of comparisons)
-INGEST_TABLES = {"drops": ["ingested_at"], "landed_responses": [], "items": [], "full_scores": [], "scenarios": ["registered_at"],
-                 "landed_costs": [], "quarantine": ["quarantined_at", "quarantined_to"]}
+INGEST_TABLES = {
+    "drops": ["ingested_at"],
+    "landed_responses": [],
+    "items": [],
+    "full_scores": [],
+    "scenarios": ["registered_at"],
+    "landed_costs": [],
+    "quarantine": ["quarantined_at", "quarantined_to"],
+}
 
 
 def snapshot(db: Path) -> dict[str, pd.DataFrame]:
@@ -179,8 +211,14 @@ def snapshot(db: Path) -> dict[str, pd.DataFrame]:
 
     con = duckdb.connect(str(db), read_only=True)
     try:
-        return {t: con.execute(f"SELECT * EXCLUDE ({', '.join(skip)}) FROM {t} ORDER BY ALL" if skip else
-                               f"SELECT * FROM {t} ORDER BY ALL").df() for t, skip in INGEST_TABLES.items()}
+        return {
+            t: con.execute(
+                f"SELECT * EXCLUDE ({', '.join(skip)}) FROM {t} ORDER BY ALL"
+                if skip
+                else f"SELECT * FROM {t} ORDER BY ALL"
+            ).df()
+            for t, skip in INGEST_TABLES.items()
+        }
     finally:
         con.close()
 
@@ -205,8 +243,13 @@ print(json.dumps({"ingested": r.ingested, "skipped": r.skipped, "quarantined": r
 
 def ingest_in_child(db: Path, incoming: Path, quarantine: Path, env: dict | None = None) -> tuple[dict, float]:
     """``ingest_landing`` in a fresh process: (its report, its peak RSS in GB, as the child measured it itself)."""
-    proc = subprocess.run([sys.executable, "-c", INGEST_CHILD, str(db), str(incoming), str(quarantine)],
-                          capture_output=True, text=True, env=env or child_env(), cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", INGEST_CHILD, str(db), str(incoming), str(quarantine)],
+        capture_output=True,
+        text=True,
+        env=env or child_env(),
+        cwd=ROOT,
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"ingest child failed (rc {proc.returncode}):\n{proc.stderr[-3000:]}")
     report = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -240,16 +283,23 @@ print("DONE", r.ingested, flush=True)
 """
 
 
-def kill_during_ingest(db: Path, incoming: Path, quarantine: Path, when: str = "WRITTEN", delay: float = 0.0,
-                       timeout: float = 300.0) -> dict:
+def kill_during_ingest(
+    db: Path, incoming: Path, quarantine: Path, when: str = "WRITTEN", delay: float = 0.0, timeout: float = 300.0
+) -> dict:
     """Start an ingest in a child and SIGKILL it ``delay`` s after it prints a line starting with ``when``:
     ``WRITE`` (the big INSERT is starting), ``WRITTEN`` (it is done, the transaction open: the child waits there) or
     ``COMMIT`` (as WRITTEN, but the child goes on at once to commit: the kill lands around the commit). Returns what
     it printed and whether it was killed before it finished."""
     pause = "0" if when == "COMMIT" else "30"
     when = "WRITTEN" if when == "COMMIT" else when
-    proc = subprocess.Popen([sys.executable, "-c", KILL_CHILD, str(db), str(incoming), str(quarantine), pause],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(), cwd=ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILL_CHILD, str(db), str(incoming), str(quarantine), pause],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=child_env(),
+        cwd=ROOT,
+    )
     lines, deadline = [], time.monotonic() + timeout
     try:
         for line in proc.stdout:
@@ -263,13 +313,25 @@ def kill_during_ingest(db: Path, incoming: Path, quarantine: Path, when: str = "
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait(30)
-    return {"lines": lines, "killed": not finished and proc.returncode == -signal.SIGKILL, "stderr": proc.stderr.read()[-2000:]}
+    return {
+        "lines": lines,
+        "killed": not finished and proc.returncode == -signal.SIGKILL,
+        "stderr": proc.stderr.read()[-2000:],
+    }
 
 
 def child_env(extra: dict | None = None) -> dict:
     env = dict(os.environ)
-    env.update({"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-                "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(ROOT)})
+    env.update(
+        {
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONPATH": str(ROOT),
+        }
+    )
     env.update(extra or {})
     return env
 
@@ -279,9 +341,16 @@ def project_env(root: Path) -> dict:
     home = root / "dagster_home"
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").write_text((ROOT / "dagster.yaml.template").read_text())
-    return child_env({"TINYBENCH_DUCKDB": str(root / "tinybench.duckdb"), "TINYBENCH_INCOMING": str(root / "incoming"),
-                      "TINYBENCH_QUARANTINE": str(root / "quarantine"), "TINYBENCH_ARTIFACTS": str(root / "artifacts"),
-                      "TINYBENCH_DEFAULT_DATA": str(root / "no_default_data"), "DAGSTER_HOME": str(home)})
+    return child_env(
+        {
+            "TINYBENCH_DUCKDB": str(root / "tinybench.duckdb"),
+            "TINYBENCH_INCOMING": str(root / "incoming"),
+            "TINYBENCH_QUARANTINE": str(root / "quarantine"),
+            "TINYBENCH_ARTIFACTS": str(root / "artifacts"),
+            "TINYBENCH_DEFAULT_DATA": str(root / "no_default_data"),
+            "DAGSTER_HOME": str(home),
+        }
+    )
 
 
 def small_project(root: Path, n_models: int = 30, n_items: int = 60) -> dict:
@@ -305,14 +374,20 @@ def kill_run_all_mid_run(env: dict, job: str = "refresh_scenario", timeout: floa
     whose first step has started; returns (that run's id, what run-all printed)."""
     import dagster as dg
 
-    proc = subprocess.Popen(run_all_cmd(), env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = subprocess.Popen(
+        run_all_cmd(), env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
     instance = instance_for(env)
     run_id, deadline = None, time.monotonic() + timeout
     try:
         while run_id is None and time.monotonic() < deadline and proc.poll() is None:
             runs = instance.get_runs(dg.RunsFilter(job_name=job, statuses=[dg.DagsterRunStatus.STARTED]), limit=1)
-            started = runs and instance.get_records_for_run(runs[0].run_id, of_type=dg.DagsterEventType.STEP_START,
-                                                            limit=1).records
+            started = (
+                runs
+                and instance.get_records_for_run(
+                    runs[0].run_id, of_type=dg.DagsterEventType.STEP_START, limit=1
+                ).records
+            )
             run_id = runs[0].run_id if started else None
             time.sleep(0.05)
         alive = proc.poll() is None

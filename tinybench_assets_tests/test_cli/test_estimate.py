@@ -1,4 +1,5 @@
 """``tinybench anchors`` and ``tinybench estimate`` on an exported tiny benchmark; their error cases."""
+
 from __future__ import annotations
 
 import hashlib
@@ -75,30 +76,46 @@ def test_estimate_prints_a_table_and_json(board, capsys, tmp_path):
     assert rc == 0 and [s["scenario"] for s in data["scenarios"]] == ["a", "b"]
     assert all(s["budget"] in ("own", "joint") for s in data["scenarios"])
     from tinybench_assets.cli.estimate import budget
+
     assert budget("gpirt_val") == "own" and budget("gbm_joint") == "joint" and budget("stack") == "joint"
     assert budget("stack_own") == "own"
     got = pd.DataFrame(data["scenarios"])
-    np.testing.assert_allclose(got[tb.COLUMNS[5:11]].to_numpy(float), want[tb.COLUMNS[5:11]].to_numpy(float), atol=1e-12)
-    rc, out, _ = run(capsys, "estimate", "--artifact", str(board["folder"] / "tiny_benchmark.json"), "--answers", str(f),
-                     "--json", "--no-learned")
+    np.testing.assert_allclose(
+        got[tb.COLUMNS[5:11]].to_numpy(float), want[tb.COLUMNS[5:11]].to_numpy(float), atol=1e-12
+    )
+    rc, out, _ = run(
+        capsys,
+        "estimate",
+        "--artifact",
+        str(board["folder"] / "tiny_benchmark.json"),
+        "--answers",
+        str(f),
+        "--json",
+        "--no-learned",
+    )
     assert rc == 0 and {s["source"] for s in json.loads(out)["scenarios"]} == {"json"}
     # a scenario left out entirely is skipped with a note
     only_a = {k: v for k, v in board["answers"].items() if k in board["art"]["scenarios"]["a"]["anchors"]["items"]}
-    rc, out, _ = run(capsys, "estimate", "--artifact", str(board["folder"]), "--answers", str(write_csv(tmp_path / "a.csv", only_a)))
+    rc, out, _ = run(
+        capsys, "estimate", "--artifact", str(board["folder"]), "--answers", str(write_csv(tmp_path / "a.csv", only_a))
+    )
     assert rc == 0 and "note: scenario 'b': no anchor answered, skipped" in out
 
 
-@pytest.mark.parametrize("case,match", [
-    ("unknown", "not anchors of the sim tiny benchmark"),
-    ("partial", "scenario 'a': 1 of 5 anchors not answered"),
-    ("range", "outside [0, 1]"),
-    ("header", "needs a header with 'item' and 'score'"),
-    ("nofile", "no such file"),
-    ("noartifact", "no tiny benchmark there"),
-    ("format", "format version 9 is not supported"),
-    ("version1", "format version 1 is not supported: it kept its learned estimators in a pickle"),
-    ("trees", "learned_models.npz: not a readable tree file"),
-])
+@pytest.mark.parametrize(
+    "case,match",
+    [
+        ("unknown", "not anchors of the sim tiny benchmark"),
+        ("partial", "scenario 'a': 1 of 5 anchors not answered"),
+        ("range", "outside [0, 1]"),
+        ("header", "needs a header with 'item' and 'score'"),
+        ("nofile", "no such file"),
+        ("noartifact", "no tiny benchmark there"),
+        ("format", "format version 9 is not supported"),
+        ("version1", "format version 1 is not supported: it kept its learned estimators in a pickle"),
+        ("trees", "learned_models.npz: not a readable tree file"),
+    ],
+)
 def test_estimate_errors_exit_2_with_one_line(board, capsys, tmp_path, case, match):
     ans = dict(board["answers"])
     first = board["art"]["scenarios"]["a"]["anchors"]["items"][0]

@@ -1,5 +1,6 @@
 """``tinybench route`` end to end: a router materialized on a small RouterDC slice (train and test questions),
 then questions routed offline from the saved .npz; the same choices as the asset; error cases exit 2."""
+
 from __future__ import annotations
 
 import json
@@ -42,18 +43,37 @@ def routed(tmp_path_factory):
         (inc / "routerdc" / name).write_text(json.dumps(recs))
     landing = {"incoming": inc, "quarantine": root / "q", "db": root / "tb.duckdb", "root": root}
     res, instance, mp = ingested_for_router(landing)
-    assets = [responses.raw_responses, responses.response_matrix, responses.binarized_responses, irt.irt_model,
-              routing.question_embeddings, routing.knn_item_params, routing.pirt_predictions, router_eval.router_accuracy]
-    cfg = {"ops": {"irt_model": {"config": {"dims": [1, 2]}},
-                   "router_accuracy": {"config": {"n_folds": 3, "n_boot": 200, "families": ["knn_vote"], "margins": [0.0]}}}}
+    assets = [
+        responses.raw_responses,
+        responses.response_matrix,
+        responses.binarized_responses,
+        irt.irt_model,
+        routing.question_embeddings,
+        routing.knn_item_params,
+        routing.pirt_predictions,
+        router_eval.router_accuracy,
+    ]
+    cfg = {
+        "ops": {
+            "irt_model": {"config": {"dims": [1, 2]}},
+            "router_accuracy": {"config": {"n_folds": 3, "n_boot": 200, "families": ["knn_vote"], "margins": [0.0]}},
+        }
+    }
     assert dg.materialize(assets, partition_key=KEY, instance=instance, resources=res, run_config=cfg).success
     db = Store(landing["db"])
     qs = partition_questions(db, KEY)
     path = ModelStore().router_path(KEY)  # the resource's root: TINYBENCH_ARTIFACTS when a model is saved or loaded
     assert path.is_file() and default_router_path("routerdc", "mmlu") == path
     router, meta = load_router(path)
-    yield {"root": root, "db": db, "questions": qs, "path": path, "router": router, "meta": meta,
-           "build_s": time.perf_counter() - t0}
+    yield {
+        "root": root,
+        "db": db,
+        "questions": qs,
+        "path": path,
+        "router": router,
+        "meta": meta,
+        "build_s": time.perf_counter() - t0,
+    }
     mp.undo()
 
 
@@ -92,7 +112,9 @@ def test_route_one_question_table_and_json(routed, capsys, tmp_path):
     assert len(shown) == 7 and {ln.split()[-3] for ln in shown} == set(meta["models"])
     probs = [float(ln.split()[-1]) for ln in shown]
     assert probs == sorted(probs, reverse=True) and all(0 <= p <= 1 for p in probs)
-    assert sum(ln.lstrip().startswith("*") for ln in shown) == 1 and f"* {want} " in next(ln for ln in shown if "*" in ln)
+    assert sum(ln.lstrip().startswith("*") for ln in shown) == 1 and f"* {want} " in next(
+        ln for ln in shown if "*" in ln
+    )
 
     rc, out, err = run(capsys, "route", *BOARD, "--json", QUESTION, "Compute 17 * 23.")
     data = json.loads(out)
@@ -127,7 +149,13 @@ def test_route_questions_csv_matches_the_assets_routes(routed, capsys, tmp_path)
     assert all(got[i] == m for i, m in zip(asset["item"], asset["model"]))
     assert len(set(got.values())) >= 2, "the served router should route these questions to different models"
     df = pd.read_csv(out_csv)
-    assert list(df.columns) == ["id", "question", "chosen_model", "expected_accuracy", *[f"p_{m}" for m in meta["models"]]]
+    assert list(df.columns) == [
+        "id",
+        "question",
+        "chosen_model",
+        "expected_accuracy",
+        *[f"p_{m}" for m in meta["models"]],
+    ]
     assert df["question"].tolist() == test["text"].tolist()
     np.testing.assert_allclose(df[[f"p_{m}" for m in meta["models"]]].to_numpy(), P, atol=1e-5)
     # the plain table for a file: no store needed (the DuckDB file is not opened)
@@ -141,7 +169,9 @@ def test_route_questions_csv_matches_the_assets_routes(routed, capsys, tmp_path)
     from tinybench_assets.core.routing.saved import save_router
 
     save_router(routed["router"], tmp_path / "r.npz", {**meta, "margin": 1.0})
-    rc, out, _ = run(capsys, "route", "--router", str(tmp_path / "r.npz"), "--threads", "1", "--questions", str(f), "--json")
+    rc, out, _ = run(
+        capsys, "route", "--router", str(tmp_path / "r.npz"), "--threads", "1", "--questions", str(f), "--json"
+    )
     default = meta["models"][int(np.argmax(meta["prior"]))]
     assert rc == 0 and {d["chosen_model"] for d in json.loads(out)} == {default}
     assert routed["build_s"] < 45, f"building the router store took {routed['build_s']:.0f} s"
@@ -160,21 +190,24 @@ def test_read_questions_formats(tmp_path):
     assert read_questions(tmp_path / "q.parquet") == [("10", "x?"), ("11", "y?")]
 
 
-@pytest.mark.parametrize("case,match", [
-    ("norouter", "materialize router_accuracy for partition routerdc.gsm8k"),
-    ("unsafename", "scenario '../../etc/x' contains a path separator"),
-    ("badrouter", "cannot read router"),
-    ("wrongpartition", "is for partition routerdc.mmlu, not routerdc.gsm8k"),
-    ("encoder", "only the packaged sentence-transformers/all-MiniLM-L6-v2"),
-    ("notext", "no text column (need one of question, prompt, text; found id, answer)"),
-    ("emptyrow", "row 2: empty question text"),
-    ("emptyarg", "question 2: empty question text"),
-    ("nofile", "no such file"),
-    ("unreadable", "cannot read"),
-    ("suffix", "unsupported file type '.xlsx'"),
-    ("both", "not both"),
-    ("none", "give one or more question texts"),
-])
+@pytest.mark.parametrize(
+    "case,match",
+    [
+        ("norouter", "materialize router_accuracy for partition routerdc.gsm8k"),
+        ("unsafename", "scenario '../../etc/x' contains a path separator"),
+        ("badrouter", "cannot read router"),
+        ("wrongpartition", "is for partition routerdc.mmlu, not routerdc.gsm8k"),
+        ("encoder", "only the packaged sentence-transformers/all-MiniLM-L6-v2"),
+        ("notext", "no text column (need one of question, prompt, text; found id, answer)"),
+        ("emptyrow", "row 2: empty question text"),
+        ("emptyarg", "question 2: empty question text"),
+        ("nofile", "no such file"),
+        ("unreadable", "cannot read"),
+        ("suffix", "unsupported file type '.xlsx'"),
+        ("both", "not both"),
+        ("none", "give one or more question texts"),
+    ],
+)
 def test_route_errors_exit_2_with_one_line(routed, capsys, tmp_path, case, match):
     argv = [*BOARD, QUESTION]
     f = tmp_path / "qs.csv"
@@ -228,7 +261,11 @@ def test_route_on_cuda_without_cuda_is_a_clear_error(routed, capsys):
         pytest.skip("this machine has CUDA: --device cuda is valid here")
     assert main(["route", *BOARD, "--device", "cuda", QUESTION]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("tinybench route: error: --device cuda:") and "Traceback" not in err and len(err.splitlines()) == 1
+    assert (
+        err.startswith("tinybench route: error: --device cuda:")
+        and "Traceback" not in err
+        and len(err.splitlines()) == 1
+    )
 
 
 def test_route_with_costs_serves_the_chosen_objective_and_prints_expected_cost(routed, capsys, tmp_path):
@@ -238,9 +275,15 @@ def test_route_with_costs_serves_the_chosen_objective_and_prints_expected_cost(r
 
     models = routed["meta"]["models"]
     cheapest = models[0]
-    cost = {"objective": "quality_at_min_cost", "tolerance": 0.01, "lambda": 100.0, "rule": "as saved",
-            "model_cost": [0.001 * (j + 1) for j in range(len(models))], "best_single": [0.70, 0.005],
-            "sweep": {"lambda": [0.0, 100.0, 1e7], "cv_acc": [0.72, 0.695, 0.40], "cv_cost": [0.004, 0.002, 0.001]}}
+    cost = {
+        "objective": "quality_at_min_cost",
+        "tolerance": 0.01,
+        "lambda": 100.0,
+        "rule": "as saved",
+        "model_cost": [0.001 * (j + 1) for j in range(len(models))],
+        "best_single": [0.70, 0.005],
+        "sweep": {"lambda": [0.0, 100.0, 1e7], "cv_acc": [0.72, 0.695, 0.40], "cv_cost": [0.004, 0.002, 0.001]},
+    }
     path = tmp_path / "cost.npz"
     save_router(routed["router"], path, {**routed["meta"], "cost": cost})
 
@@ -262,17 +305,26 @@ def test_route_with_costs_serves_the_chosen_objective_and_prints_expected_cost(r
     assert "trained without costs" in capsys.readouterr().err
 
 
-
 def test_route_serves_a_saved_cascade_and_rechooses_among_policies(routed, capsys, tmp_path):
     """A router file whose training-CV points include a cascade: served as saved, and --tolerance re-chooses among
     every saved policy (the cascade at P >= 0 sends every question to the cheapest model)."""
     from tinybench_assets.core.routing.saved import save_router
 
     models = routed["meta"]["models"]
-    cost = {"objective": "quality_at_min_cost", "tolerance": 0.02, "policy": "cascade", "value": 0.0,
-            "rule": "as saved", "model_cost": [0.001 * (j + 1) for j in range(len(models))],
-            "points": {"policy": ["single", "lambda", "cascade"], "value": [None, 0.0, 0.0],
-                       "cv_acc": [0.70, 0.72, 0.69], "cv_cost": [0.005, 0.004, 0.001]}}
+    cost = {
+        "objective": "quality_at_min_cost",
+        "tolerance": 0.02,
+        "policy": "cascade",
+        "value": 0.0,
+        "rule": "as saved",
+        "model_cost": [0.001 * (j + 1) for j in range(len(models))],
+        "points": {
+            "policy": ["single", "lambda", "cascade"],
+            "value": [None, 0.0, 0.0],
+            "cv_acc": [0.70, 0.72, 0.69],
+            "cv_cost": [0.005, 0.004, 0.001],
+        },
+    }
     path = tmp_path / "cascade.npz"
     save_router(routed["router"], path, {**routed["meta"], "cost": cost})
     assert main(["route", "--router", str(path), "--threads", "1", QUESTION]) == 0

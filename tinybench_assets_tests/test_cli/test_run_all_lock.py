@@ -1,5 +1,6 @@
 """One `tinybench run-all` per project at a time: the second waits in the kernel (no CPU) with a message, or with
 --no-wait refuses at once. Before, two concurrent run-alls both spun in Dagster's in-process executor."""
+
 from __future__ import annotations
 
 import fcntl

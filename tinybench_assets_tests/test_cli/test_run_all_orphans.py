@@ -1,6 +1,7 @@
 """Orphaned runs (issue 14): a `tinybench run-all` killed with SIGKILL left its Dagster run STARTED for ever, so the UI
 showed it running. The next run-all (and the daemon's orphaned_runs_sensor) marks such runs FAILED, saying why;
 runs whose process lives, or lives on another host, are left alone."""
+
 from __future__ import annotations
 
 import os
@@ -25,7 +26,9 @@ def _dead_pid() -> int:
 
 
 def _run(instance, status=dg.DagsterRunStatus.STARTED, **tags):
-    return create_run_for_test(instance, job_name="refresh_scenario", status=status, tags={k.replace("_", "/", 1): v for k, v in tags.items()})
+    return create_run_for_test(
+        instance, job_name="refresh_scenario", status=status, tags={k.replace("_", "/", 1): v for k, v in tags.items()}
+    )
 
 
 def test_orphans_are_marked_failed_and_live_or_foreign_runs_are_not(tmp_path):
@@ -34,8 +37,12 @@ def test_orphans_are_marked_failed_and_live_or_foreign_runs_are_not(tmp_path):
     dead = _dead_pid()
     orphan = _run(instance, tinybench_pid=str(dead), tinybench_host=host, tinybench_process_start="1000.0")
     not_started = _run(instance, status=dg.DagsterRunStatus.NOT_STARTED, tinybench_pid=str(dead), tinybench_host=host)
-    reused = _run(instance, tinybench_pid=me[o.PID_TAG], tinybench_host=host,  # our pid, but a process started earlier
-                  tinybench_process_start=str(float(me[o.PROCESS_START_TAG]) - 3600))
+    reused = _run(
+        instance,
+        tinybench_pid=me[o.PID_TAG],
+        tinybench_host=host,  # our pid, but a process started earlier
+        tinybench_process_start=str(float(me[o.PROCESS_START_TAG]) - 3600),
+    )
     live = _run(instance, **{k.replace("/", "_"): v for k, v in me.items()})
     foreign = _run(instance, tinybench_pid=str(dead), tinybench_host=host + "-elsewhere")
     untagged = _run(instance)  # no pid anywhere (no engine event): nothing to judge by
@@ -74,7 +81,13 @@ def test_process_start_time():
 @pytest.mark.timeout(300)
 def test_sigkilled_run_all_leaves_a_started_run_that_the_next_run_all_marks_failed(tmp_path, monkeypatch, capsys):
     env = rd.small_project(tmp_path, n_models=9, n_items=30)  # < 10 models: no estimation fits to wait for
-    for var in ("TINYBENCH_DUCKDB", "TINYBENCH_INCOMING", "TINYBENCH_QUARANTINE", "TINYBENCH_ARTIFACTS", "DAGSTER_HOME"):
+    for var in (
+        "TINYBENCH_DUCKDB",
+        "TINYBENCH_INCOMING",
+        "TINYBENCH_QUARANTINE",
+        "TINYBENCH_ARTIFACTS",
+        "DAGSTER_HOME",
+    ):
         monkeypatch.setenv(var, env[var])
     run_id, out = rd.kill_run_all_mid_run(env, job="refresh_scenario")
     instance = rd.instance_for(env)
@@ -91,9 +104,16 @@ def test_sigkilled_run_all_leaves_a_started_run_that_the_next_run_all_marks_fail
     assert not instance.event_log_storage.get_concurrency_run_ids()  # no slot left taken
     runs = instance.get_runs()
     assert not [r.run_id for r in runs if r.status in (dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.STARTING)]
-    later = [r for r in runs if r.run_id != run_id and r.job_name in ("refresh_scenario", "refresh_leaderboard")
-             and r.status == dg.DagsterRunStatus.SUCCESS]
-    assert {r.tags.get("dagster/partition") for r in later} >= {"tiny.quiz", "tiny"}, printed  # the second run completed
+    later = [
+        r
+        for r in runs
+        if r.run_id != run_id
+        and r.job_name in ("refresh_scenario", "refresh_leaderboard")
+        and r.status == dg.DagsterRunStatus.SUCCESS
+    ]
+    assert {r.tags.get("dagster/partition") for r in later} >= {"tiny.quiz", "tiny"}, (
+        printed
+    )  # the second run completed
 
 
 def test_a_worker_that_starts_long_after_its_run_was_queued_is_not_an_orphan(tmp_path):
@@ -110,8 +130,9 @@ def test_a_worker_that_starts_long_after_its_run_was_queued_is_not_an_orphan(tmp
     worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
     try:
         time.sleep(0.5)
-        instance.report_engine_event(f"Executing steps in process (pid: {worker.pid})", run,
-                                     EngineEventData.in_process(worker.pid))
+        instance.report_engine_event(
+            f"Executing steps in process (pid: {worker.pid})", run, EngineEventData.in_process(worker.pid)
+        )
         for _ in range(3):  # the sensor ticking every second
             assert o.mark_orphaned_runs(instance, who="the test") == []
             time.sleep(1.0)

@@ -4,6 +4,7 @@ partitions, then the leaderboard) runs in its own spawned process, its lines pri
 claim no op-level pool slot; a SIGKILLed run-all takes its chain processes with it, the next run-all marks their runs
 FAILED and finishes the work, and the results equal those of the parallel run. (SIGTERM: run-all stops its chains,
 SIGTERM then SIGKILL, before it exits; checked by hand, not here, to keep the suite short.)"""
+
 import re
 import signal
 import subprocess
@@ -48,12 +49,16 @@ def _run_all(env: dict, *args: str) -> str:
 def _sigkill_mid_chain(env: dict, log_path) -> list:
     """Start `run-all --jobs 2`, SIGKILL it once a chain's scenario run has started; returns the runs then STARTED."""
     with open(log_path, "w") as log:  # a file, not a pipe: Dagster's log-mirroring helpers may hold a pipe open
-        proc = subprocess.Popen(rd.run_all_cmd("--jobs", "2"), env=env, cwd=rd.ROOT, stdout=log, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            rd.run_all_cmd("--jobs", "2"), env=env, cwd=rd.ROOT, stdout=log, stderr=subprocess.STDOUT
+        )
         instance, live = rd.instance_for(env), []
         deadline = time.monotonic() + 180
         try:
             while not live and time.monotonic() < deadline and proc.poll() is None:
-                live = instance.get_runs(dg.RunsFilter(job_name="refresh_scenario", statuses=[dg.DagsterRunStatus.STARTED]))
+                live = instance.get_runs(
+                    dg.RunsFilter(job_name="refresh_scenario", statuses=[dg.DagsterRunStatus.STARTED])
+                )
                 time.sleep(0.05)
             assert live and proc.poll() is None, "no chain run started before run-all ended"
             proc.send_signal(signal.SIGKILL)
@@ -107,8 +112,11 @@ def test_leaderboards_in_parallel_processes_a_killed_run_all_and_the_scenario_ph
     assert "2 scenario partition(s) to refresh in 2 processes at once (1 thread each)" in out2, out2
     lines = [k for _, k in re.findall(r"^\s+(scenario|leaderboard) (\S+)\s+ok in", out2, re.M)]
     assert sorted(lines) == ["tiny", "tiny.quiz", "tinyb", "tinyb.quiz"], out2
-    recs = [r for r in rd.instance_for(env2).get_run_records()
-            if r.dagster_run.job_name in ("refresh_scenario", "refresh_leaderboard")]
+    recs = [
+        r
+        for r in rd.instance_for(env2).get_run_records()
+        if r.dagster_run.job_name in ("refresh_scenario", "refresh_leaderboard")
+    ]
     assert recs and all(r.dagster_run.status == dg.DagsterRunStatus.SUCCESS for r in recs)
     by_part = {r.dagster_run.tags["dagster/partition"]: r for r in recs}
     for board in ("tiny", "tinyb"):  # a leaderboard starts after its own scenario partition has finished
@@ -116,7 +124,10 @@ def test_leaderboards_in_parallel_processes_a_killed_run_all_and_the_scenario_ph
     assert len({r.dagster_run.tags[PID_TAG] for r in recs}) == 2  # the two workers did all of it, run-all itself none
     for table in TABLES:
         for key in ("tiny.quiz", "tinyb.quiz", "tiny", "tinyb"):
-            assert _rows(env2["TINYBENCH_DUCKDB"], table, key) == _rows(env1["TINYBENCH_DUCKDB"], table, key), (table, key)
+            assert _rows(env2["TINYBENCH_DUCKDB"], table, key) == _rows(env1["TINYBENCH_DUCKDB"], table, key), (
+                table,
+                key,
+            )
     warm = _run_all(env2, "--scenario-jobs", "2")  # nothing new: no worker is started, nothing is materialized
     assert "processes at once" not in warm and re.search(r"\b0 asset materialization", warm), warm
 
@@ -167,8 +178,11 @@ def _inline_workers(monkeypatch):
     return chains
 
 
-TASKS = {"lb": [("refresh_leaderboard", "lb", "leaderboard")], "lb.a": [("refresh_scenario", "lb.a", "scenario")],
-         "lb.b": [("refresh_scenario", "lb.b", "scenario")]}
+TASKS = {
+    "lb": [("refresh_leaderboard", "lb", "leaderboard")],
+    "lb.a": [("refresh_scenario", "lb.a", "scenario")],
+    "lb.b": [("refresh_scenario", "lb.b", "scenario")],
+}
 
 
 def test_a_waiting_task_starts_when_what_it_waits_for_is_done(monkeypatch):

@@ -1,4 +1,5 @@
 """Adaptive testing: the session (item choice, answers, stop rules, state) and `tinybench adaptive` on a store."""
+
 from __future__ import annotations
 
 import json
@@ -29,8 +30,10 @@ def test_first_item_is_the_most_informative_at_the_prior_mean():
     a, b, items = _bank()
     s = AdaptiveSession(a, b, items, rule="fisher")
     p = 1 / (1 + np.exp(b))
-    assert s.next_item() == items[int(np.argmax(p * (1 - p) * (a ** 2).sum(1)))]
-    assert np.allclose(item_gain(np.zeros((1, 2)), np.eye(2)[None], a, b, rule="fisher")[0], p * (1 - p) * (a ** 2).sum(1))
+    assert s.next_item() == items[int(np.argmax(p * (1 - p) * (a**2).sum(1)))]
+    assert np.allclose(
+        item_gain(np.zeros((1, 2)), np.eye(2)[None], a, b, rule="fisher")[0], p * (1 - p) * (a**2).sum(1)
+    )
     # the accuracy rule: the drop in the posterior variance of the pool accuracy, checked by brute force
     gain = item_gain(np.zeros((1, 2)), np.eye(2)[None], a, b, rule="accuracy")[0]
     g = (p * (1 - p)) @ a / len(b)
@@ -96,8 +99,16 @@ def store_with_irt():
     a, b, items = _bank(I=120)
     with db.connect() as con:
         for scen in ("alpha", "beta"):
-            df = pd.DataFrame({"partition_key": f"board.{scen}", "item": items, "scenario": scen, "subscenario": scen,
-                               "b": b, "a": [list(r) for r in a]})
+            df = pd.DataFrame(
+                {
+                    "partition_key": f"board.{scen}",
+                    "item": items,
+                    "scenario": scen,
+                    "subscenario": scen,
+                    "b": b,
+                    "a": [list(r) for r in a],
+                }
+            )
             con.register("df", df)
             con.execute("INSERT INTO irt_items SELECT partition_key, item, scenario, subscenario, b, a FROM df")
             con.unregister("df")
@@ -122,13 +133,45 @@ def test_cli_item_by_item_and_from_a_batch(store_with_irt, tmp_path, capsys):
     # the same test driven from a batch file of answers gives the same estimate
     answers = tmp_path / "answers.csv"
     pd.DataFrame({"item": items, "score": y}).to_csv(answers, index=False)
-    assert main(["adaptive", "--leaderboard", "board", "--scenario", "alpha", "--max-items", "8", "run", "--answers",
-                 str(answers), "--json"]) == 0
+    assert (
+        main(
+            [
+                "adaptive",
+                "--leaderboard",
+                "board",
+                "--scenario",
+                "alpha",
+                "--max-items",
+                "8",
+                "run",
+                "--answers",
+                str(answers),
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["estimate"] == pytest.approx(rep["estimate"])
     # a batch lacking some chosen items skips them and still asks 8
     pd.DataFrame({"item": items[::2], "score": y[::2]}).to_csv(answers, index=False)
-    assert main(["adaptive", "--leaderboard", "board", "--scenario", "alpha", "--max-items", "8", "run", "--answers",
-                 str(answers), "--json"]) == 0
+    assert (
+        main(
+            [
+                "adaptive",
+                "--leaderboard",
+                "board",
+                "--scenario",
+                "alpha",
+                "--max-items",
+                "8",
+                "run",
+                "--answers",
+                str(answers),
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["n"] == 8
 
 
@@ -142,5 +185,8 @@ def test_cli_errors_are_one_line_and_exit_2(store_with_irt, tmp_path, capsys):
     assert main(["adaptive", "--leaderboard", "board", "--scenario", "alpha", "--state", str(bad), "estimate"]) == 2
     assert "not board.alpha" in capsys.readouterr().err
     state = tmp_path / "ok.json"
-    assert main(["adaptive", "--leaderboard", "board", "--scenario", "alpha", "--state", str(state), "answer", "zzz", "1"]) == 2
+    assert (
+        main(["adaptive", "--leaderboard", "board", "--scenario", "alpha", "--state", str(state), "answer", "zzz", "1"])
+        == 2
+    )
     assert "unknown item" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """Bank-adaptive testing (core/adaptive_bank.py): the leaderboard's own answers as the prior, tuned on validation
 models; the session asks what the batch simulation asks; `tinybench adaptive --method bank` on a store."""
+
 from __future__ import annotations
 
 import json
@@ -125,21 +126,46 @@ def store_with_bank():
     db = Store(paths.duckdb_path())
     rng = np.random.default_rng(5)
     with db.connect() as con:
-        irt = pd.DataFrame({"partition_key": "board.alpha", "item": items, "scenario": "alpha", "subscenario": "alpha",
-                            "b": rng.normal(0, 1, 60), "a": [[1.0] for _ in items]})
+        irt = pd.DataFrame(
+            {
+                "partition_key": "board.alpha",
+                "item": items,
+                "scenario": "alpha",
+                "subscenario": "alpha",
+                "b": rng.normal(0, 1, 60),
+                "a": [[1.0] for _ in items],
+            }
+        )
         con.register("irt", irt)
         con.execute("INSERT INTO irt_items SELECT partition_key, item, scenario, subscenario, b, a FROM irt")
-        mi = pd.DataFrame({"partition_key": "board.alpha", "col": range(60), "item": items, "subscenario": "alpha",
-                           "balance_weight": w, "split": None, "mean_score": Y.mean(0)})
+        mi = pd.DataFrame(
+            {
+                "partition_key": "board.alpha",
+                "col": range(60),
+                "item": items,
+                "subscenario": "alpha",
+                "balance_weight": w,
+                "split": None,
+                "mean_score": Y.mean(0),
+            }
+        )
         con.register("mi", mi)
         con.execute("INSERT INTO matrix_items SELECT * FROM mi")
-        bz = pd.DataFrame([("board.alpha", f"org{m % 40}/model-{m}", items[j], int(Y[m, j]))
-                           for m in range(1, 300) for j in range(60)], columns=["partition_key", "model", "item", "y"])
+        bz = pd.DataFrame(
+            [
+                ("board.alpha", f"org{m % 40}/model-{m}", items[j], int(Y[m, j]))
+                for m in range(1, 300)
+                for j in range(60)
+            ],
+            columns=["partition_key", "model", "item", "y"],
+        )
         con.register("bz", bz)
         con.execute("INSERT INTO binarized SELECT * FROM bz")
         # the responses the binarized cells come from (the bank is read as the pipeline stores it)
-        con.execute("INSERT INTO responses SELECT partition_key, 'board', 'alpha', 'alpha', item, model, "
-                    "CAST(y AS DOUBLE), 'drop-1' FROM bz")
+        con.execute(
+            "INSERT INTO responses SELECT partition_key, 'board', 'alpha', 'alpha', item, model, "
+            "CAST(y AS DOUBLE), 'drop-1' FROM bz"
+        )
         for name in ("irt", "mi", "bz"):
             con.unregister(name)
     return Y[0], w, items  # model 0 is not in the bank: the model under test
@@ -162,12 +188,46 @@ def test_cli_bank_method_item_by_item_equals_batch(store_with_bank, tmp_path, ca
     assert abs(rep["estimate"] - float(y @ w / w.sum())) < 0.15
     answers = tmp_path / "answers.csv"
     pd.DataFrame({"item": items, "score": y}).to_csv(answers, index=False)
-    assert main(["adaptive", "--leaderboard", "board", "--scenario", "alpha", "--max-items", "10", "run",
-                 "--answers", str(answers), "--json"]) == 0
+    assert (
+        main(
+            [
+                "adaptive",
+                "--leaderboard",
+                "board",
+                "--scenario",
+                "alpha",
+                "--max-items",
+                "10",
+                "run",
+                "--answers",
+                str(answers),
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["estimate"] == pytest.approx(rep["estimate"], abs=1e-6)
     # an IRT test's state cannot go on as a bank test
     assert main([*base, "--method", "irt", "estimate"]) == 2
     assert "cannot go on" in capsys.readouterr().err
-    assert main(["adaptive", "--leaderboard", "board", "--scenario", "alpha", "--method", "irt", "--max-items", "10",
-                 "run", "--answers", str(answers), "--json"]) == 0
+    assert (
+        main(
+            [
+                "adaptive",
+                "--leaderboard",
+                "board",
+                "--scenario",
+                "alpha",
+                "--method",
+                "irt",
+                "--max-items",
+                "10",
+                "run",
+                "--answers",
+                str(answers),
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert json.loads(capsys.readouterr().out)["method"] == "irt"

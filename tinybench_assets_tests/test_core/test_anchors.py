@@ -1,4 +1,5 @@
 """Anchor selection: weights, balance weights, uniqueness, n >= N; forward selection."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +18,9 @@ def _matrix_with_subscenarios(seed=0):
     """One scenario, three subscenarios of very unequal size (4, 10, 26 items)."""
     Y, theta, a, b = synthetic_2pl(300, 40, dim=2, seed=seed)
     subs = np.array(["s1"] * 4 + ["s2"] * 10 + ["s3"] * 26, dtype=object)
-    rm = ResponseMatrix(Y, [f"m{i}" for i in range(300)], [f"i{j}" for j in range(40)],
-                        np.array(["sc"] * 40, dtype=object), subs)
+    rm = ResponseMatrix(
+        Y, [f"m{i}" for i in range(300)], [f"i{j}" for j in range(40)], np.array(["sc"] * 40, dtype=object), subs
+    )
     return rm, a, b
 
 
@@ -120,11 +122,11 @@ def test_bad_inputs():
 def test_forward_select_finds_the_columns_a_linear_target_is_made_of():
     rng = np.random.default_rng(0)
     Y = (rng.random((400, 60)) < 0.5).astype(float)
-    Y[:, 7] = 1.0                      # constant: nothing to explain with
-    Y[:, 8] = Y[:, 3]                  # a copy of a column that will be picked
+    Y[:, 7] = 1.0  # constant: nothing to explain with
+    Y[:, 8] = Y[:, 3]  # a copy of a column that will be picked
     target = 3.0 * Y[:, 3] + 2.0 * Y[:, 41] + 1.0 * Y[:, 17] + 0.5
     picked = forward_select(Y, target, 3)
-    assert picked.tolist() == [3, 41, 17]   # largest contribution first
+    assert picked.tolist() == [3, 41, 17]  # largest contribution first
     more = forward_select(Y, target, 10)
     assert len(set(more.tolist())) == 10 and 7 not in more[:9]
     assert not {3, 8} <= set(more.tolist())  # the copy adds nothing once its twin is in

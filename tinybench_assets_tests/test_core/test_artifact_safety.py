@@ -2,6 +2,7 @@
 predictor.pkl, as the tree file, inside the tree file's arrays, or behind a version 1 JSON never run), and
 malformed JSON or tree arrays give an ArtifactError naming the file and the problem, never a crash or a hang.
 Also: the pure-numpy tree evaluator equals sklearn's predict bit for bit."""
+
 from __future__ import annotations
 
 import copy
@@ -61,8 +62,13 @@ def good(tmp_path_factory):
     row = next(r for r in test if np.isfinite(rm.scores[r]).all())
     loaded = tb.load_artifact(folder)
     assert loaded["scenarios"]["b"]["recommended_learned"]["t1"] == "stack"
-    return {"folder": folder, "raw": json.loads((folder / "tiny_benchmark.json").read_text()), "trees": art["_trees"],
-            "answers": answers_of(loaded, rm, row), "ref": tb.estimate_from_artifact(loaded, answers_of(loaded, rm, row))}
+    return {
+        "folder": folder,
+        "raw": json.loads((folder / "tiny_benchmark.json").read_text()),
+        "trees": art["_trees"],
+        "answers": answers_of(loaded, rm, row),
+        "ref": tb.estimate_from_artifact(loaded, answers_of(loaded, rm, row)),
+    }
 
 
 def copy_of(good, tmp_path):
@@ -81,9 +87,11 @@ def vouch(folder, raw=None):
 def every_use(folder, answers, capsys=None):
     """Load and estimate in every way a user can; returns the ArtifactErrors' messages (None where it worked)."""
     out = []
-    for call in (lambda: tb.estimate_from_artifact(folder, answers),
-                 lambda: tb.estimate_from_artifact(tb.load_artifact(folder), answers, estimator="gbm_joint"),
-                 lambda: tb.evaluate_artifact(tb.load_artifact(folder), {s: np.zeros((1, 5)) for s in ("a", "b")})):
+    for call in (
+        lambda: tb.estimate_from_artifact(folder, answers),
+        lambda: tb.estimate_from_artifact(tb.load_artifact(folder), answers, estimator="gbm_joint"),
+        lambda: tb.evaluate_artifact(tb.load_artifact(folder), {s: np.zeros((1, 5)) for s in ("a", "b")}),
+    ):
         try:
             call()
             out.append(None)
@@ -105,8 +113,10 @@ def test_hostile_pickles_are_never_loaded(good, tmp_path, capsys):
     folder = copy_of(good, tmp_path / "1")
     (folder / "predictor.pkl").write_bytes(payload)
     assert every_use(folder, good["answers"]) == [None, None, None]
-    np.testing.assert_array_equal(tb.estimate_from_artifact(folder, good["answers"])[tb.COLUMNS[5:11]].to_numpy(float),
-                                  good["ref"][tb.COLUMNS[5:11]].to_numpy(float))
+    np.testing.assert_array_equal(
+        tb.estimate_from_artifact(folder, good["answers"])[tb.COLUMNS[5:11]].to_numpy(float),
+        good["ref"][tb.COLUMNS[5:11]].to_numpy(float),
+    )
 
     # 2. the pickle as the tree file, with a JSON vouching for it: not a zip of plain arrays
     folder = copy_of(good, tmp_path / "2")
@@ -130,8 +140,11 @@ def test_hostile_pickles_are_never_loaded(good, tmp_path, capsys):
     # 4. a version 1 artifact (it had predictor.pkl for the learned estimators), its JSON vouching for the pickle
     folder = copy_of(good, tmp_path / "4")
     (folder / "predictor.pkl").write_bytes(payload)
-    raw = dict(good["raw"], format="tinybench.tiny_benchmark/1",
-               predictor={"file": "predictor.pkl", "sha256": hashlib.sha256(payload).hexdigest()})
+    raw = dict(
+        good["raw"],
+        format="tinybench.tiny_benchmark/1",
+        predictor={"file": "predictor.pkl", "sha256": hashlib.sha256(payload).hexdigest()},
+    )
     (folder / "tiny_benchmark.json").write_text(json.dumps(raw))
     errs = every_use(folder, good["answers"])
     assert all(e and "version 1 is not supported" in e and "re-export" in e for e in errs), errs
@@ -172,39 +185,43 @@ def _set(i, v):
     def f(a):
         a[i] = v
         return a
+
     return f
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("case,match", [
-    ("child_out_of_range", r"left: node 0 of tree 0 points to 1000000: children must lie after"),
-    ("cycle_to_root", r"right: node 0 of tree 0 points to 0: children must lie after"),
-    ("self_loop", r"left: node 0 of tree 0 points to 0"),
-    ("negative_child", r"left: node 0 of tree 0 points to -5"),
-    ("feature_too_large", r"feature: node 0 of tree 0 splits on feature 999, the model has \d+ features"),
-    ("nan_threshold", r"threshold: NaN in a split"),
-    ("inf_leaf", r"value: a leaf value is not finite"),
-    ("leaf_flag_2", r"is_leaf: values other than 0 / 1"),
-    ("node_count", r"n_nodes: every tree must have"),
-    ("node_sum", r"value: \d+ entries, the trees have \d+ nodes"),
-    ("tree_count", r"n_trees: counts must be >= 1 and sum to"),
-    ("huge_tree_count", r"n_trees: counts must be >= 1 and sum to"),
-    ("model_count", r"7 baselines / 7 tree counts for the 8 models"),
-    ("float_feature_nan", r"feature\.npy: dtype <f8, expected <i4"),
-    ("huge_header", r"left\.npy: the header claims 1000000000000 values, more than the member holds"),
-    ("huge_member", r"its members claim \d+ bytes uncompressed"),
-    ("missing_member", r"missing"),
-    ("extra_member", r"unexpected"),
-    ("two_d", r"right\.npy: shape \(\d+, 1\), expected a 1-d array"),
-    ("not_a_zip", r"not a readable tree file"),
-    ("truncated", r"not a readable tree file|truncated"),
-    ("bank_out_of_range", r"bank_answers: values outside \[0, 1\]"),
-    ("bank_nan", r"bank_answers: values outside \[0, 1\]"),
-    ("bank_values_inf", r"bank_values: values outside \[0, 1\], or a scenario without any"),
-    ("bank_size", r"bank_answers / bank_values: \d+ / \d+ values, the JSON's bank needs \d+ models"),
-    ("bank_missing", r"bank_answers: missing, but the JSON's learned.bank lists an answer bank"),
-    ("bank_half", r"missing"),
-])
+@pytest.mark.parametrize(
+    "case,match",
+    [
+        ("child_out_of_range", r"left: node 0 of tree 0 points to 1000000: children must lie after"),
+        ("cycle_to_root", r"right: node 0 of tree 0 points to 0: children must lie after"),
+        ("self_loop", r"left: node 0 of tree 0 points to 0"),
+        ("negative_child", r"left: node 0 of tree 0 points to -5"),
+        ("feature_too_large", r"feature: node 0 of tree 0 splits on feature 999, the model has \d+ features"),
+        ("nan_threshold", r"threshold: NaN in a split"),
+        ("inf_leaf", r"value: a leaf value is not finite"),
+        ("leaf_flag_2", r"is_leaf: values other than 0 / 1"),
+        ("node_count", r"n_nodes: every tree must have"),
+        ("node_sum", r"value: \d+ entries, the trees have \d+ nodes"),
+        ("tree_count", r"n_trees: counts must be >= 1 and sum to"),
+        ("huge_tree_count", r"n_trees: counts must be >= 1 and sum to"),
+        ("model_count", r"7 baselines / 7 tree counts for the 8 models"),
+        ("float_feature_nan", r"feature\.npy: dtype <f8, expected <i4"),
+        ("huge_header", r"left\.npy: the header claims 1000000000000 values, more than the member holds"),
+        ("huge_member", r"its members claim \d+ bytes uncompressed"),
+        ("missing_member", r"missing"),
+        ("extra_member", r"unexpected"),
+        ("two_d", r"right\.npy: shape \(\d+, 1\), expected a 1-d array"),
+        ("not_a_zip", r"not a readable tree file"),
+        ("truncated", r"not a readable tree file|truncated"),
+        ("bank_out_of_range", r"bank_answers: values outside \[0, 1\]"),
+        ("bank_nan", r"bank_answers: values outside \[0, 1\]"),
+        ("bank_values_inf", r"bank_values: values outside \[0, 1\], or a scenario without any"),
+        ("bank_size", r"bank_answers / bank_values: \d+ / \d+ values, the JSON's bank needs \d+ models"),
+        ("bank_missing", r"bank_answers: missing, but the JSON's learned.bank lists an answer bank"),
+        ("bank_half", r"missing"),
+    ],
+)
 def test_malformed_tree_files_are_refused(good, tmp_path, case, match):
     folder = copy_of(good, tmp_path)
     path = folder / "learned_models.npz"
@@ -262,8 +279,9 @@ def test_malformed_tree_files_are_refused(good, tmp_path, case, match):
                 if case == "two_d" and k == "right":
                     a = a[:, None]
                 if case == "huge_header" and k == "left":
-                    np.lib.format.write_array_header_1_0(buf, {"descr": "<i4", "fortran_order": False,
-                                                               "shape": (10**12,)})
+                    np.lib.format.write_array_header_1_0(
+                        buf, {"descr": "<i4", "fortran_order": False, "shape": (10**12,)}
+                    )
                     buf.write(b"\0" * 64)
                 else:
                     np.save(buf, a)
@@ -275,12 +293,12 @@ def test_malformed_tree_files_are_refused(good, tmp_path, case, match):
         if case == "huge_member":  # a zip member claiming an enormous uncompressed size
             data = bytearray(path.read_bytes())
             k = data.rfind(b"PK\x01\x02")  # the last central directory entry: uncompressed size at offset 24
-            data[k + 24:k + 28] = (0xFFFFFFF0).to_bytes(4, "little")
+            data[k + 24 : k + 28] = (0xFFFFFFF0).to_bytes(4, "little")
             path.write_bytes(bytes(data))
     elif case == "not_a_zip":
         path.write_bytes(b"\x93NUMPY not a zip at all" * 10)
     elif case == "truncated":
-        path.write_bytes(path.read_bytes()[:len(path.read_bytes()) // 2])
+        path.write_bytes(path.read_bytes()[: len(path.read_bytes()) // 2])
     vouch(folder)
     errs = every_use(folder, good["answers"])
     for e in errs:
@@ -303,38 +321,55 @@ def _edit(raw, path, value):
 
 
 @pytest.mark.timeout(120)
-@pytest.mark.parametrize("path,value,match", [
-    (("scenarios", "a", "anchors", "local", 0), None, r"\$\.scenarios\.a\.anchors\.local\[0\]: expected an integer, found 'None'"),
-    (("scenarios", "a", "anchors", "local", 0), 1.5, r"anchors\.local\[0\]: expected an integer"),
-    (("scenarios", "a", "anchors", "local", 0), 20, r"anchors\.local\[0\]: 20 is outside \[0, 19\]"),
-    (("scenarios", "a", "anchors", "local"), [0, 0, 1, 2, 3], r"anchors\.local: an index appears twice"),
-    (("scenarios", "a", "anchors", "weights"), [0.5, 0.5], r"anchors\.weights: 2 values, expected 5"),
-    (("scenarios", "a", "anchors", "items", 0), "zz", r"anchors: items and local \(pool indices\) disagree"),
-    (("scenarios", "a", "n_items"), 10**12, r"n_items: 1000000000000 is outside"),
-    (("scenarios", "a", "n_items"), 21, r"\$\.scenarios\.a\.items: expected a list of 21 strings"),
-    (("scenarios", "a", "irt", "sep", "a", 3), [1.0] * 9, r"irt\.sep\.a\[3\]: expected \d+ numbers"),
-    (("scenarios", "b", "irt", "joint", "b"), [0.0], r"irt\.joint\.b: 1 values, expected 20"),
-    (("scenarios", "a", "irt", "sep", "b", 0), "nan", r"irt\.sep\.b: 'nan' where a number was expected"),
-    (("scenarios", "a", "balance_weights", 0), None, r"balance_weights: holds a value that is not a finite number"),
-    (("irt_dims", "joint"), 10**9, r"irt_dims\.joint: 1000000000 is outside"),
-    (("scenarios", "a", "lambdas", "sep"), KeyError, r"\$\.scenarios\.a\.lambdas: lacks the key 'sep'"),
-    (("scenarios", "a", "stacks", "stack", "members", 0), "os.system", r"stacks\.stack\.members: unknown name 'os\.system'"),
-    (("scenarios", "a", "stacks", "stack", "w_t1"), [1.0], r"stacks\.stack\.w_t1: 1 values"),
-    (("scenarios", "a", "estimators", "anchor", "interval_t1", "scale"), "exp",
-     r"interval_t1\.scale: 'exp' is not one of binomial, none"),
-    (("scenarios", "a", "estimators", "anchor", "calibration_t2", "x"), [0.5, 0.1],
-     r"calibration_t2\.y: 2 values, expected 2|calibration_t2\.[xy]"),
-    (("scenarios", "a", "estimators", "evil"), {}, r"estimators\.evil: unknown estimator"),
-    (("scenarios", "a", "recommended", "t1"), "gbm", r"recommended\.t1: 'gbm' is not one of"),
-    (("learned", "models", 0, "n_features"), 10**9, r"learned\.models\[0\]\.n_features: 1000000000 is outside"),
-    (("learned", "models", 0, "kind"), "../../x", r"learned\.models\[0\]\.kind"),
-    (("learned", "file"), "../../../etc/passwd", r"\$\.learned\.file: '\.\./\.\./\.\./etc/passwd' is not one of"),
-    (("learned", "models"), [], r"need learned regressors that \$\.learned\.models lacks"),
-    (("scenario_order",), ["a", "a"], r"scenario_order: expected distinct scenario names"),
-    (("alpha",), "0.1", r"\$\.alpha: .0\.1. where a number was expected"),
-    (("alpha",), 7, r"\$\.alpha: expected a number in \(0, 1\)"),
-    (("scenarios", "b", "anchors", "items", 0), None, r"anchors\.items\[0\]: expected a string"),
-])
+@pytest.mark.parametrize(
+    "path,value,match",
+    [
+        (
+            ("scenarios", "a", "anchors", "local", 0),
+            None,
+            r"\$\.scenarios\.a\.anchors\.local\[0\]: expected an integer, found 'None'",
+        ),
+        (("scenarios", "a", "anchors", "local", 0), 1.5, r"anchors\.local\[0\]: expected an integer"),
+        (("scenarios", "a", "anchors", "local", 0), 20, r"anchors\.local\[0\]: 20 is outside \[0, 19\]"),
+        (("scenarios", "a", "anchors", "local"), [0, 0, 1, 2, 3], r"anchors\.local: an index appears twice"),
+        (("scenarios", "a", "anchors", "weights"), [0.5, 0.5], r"anchors\.weights: 2 values, expected 5"),
+        (("scenarios", "a", "anchors", "items", 0), "zz", r"anchors: items and local \(pool indices\) disagree"),
+        (("scenarios", "a", "n_items"), 10**12, r"n_items: 1000000000000 is outside"),
+        (("scenarios", "a", "n_items"), 21, r"\$\.scenarios\.a\.items: expected a list of 21 strings"),
+        (("scenarios", "a", "irt", "sep", "a", 3), [1.0] * 9, r"irt\.sep\.a\[3\]: expected \d+ numbers"),
+        (("scenarios", "b", "irt", "joint", "b"), [0.0], r"irt\.joint\.b: 1 values, expected 20"),
+        (("scenarios", "a", "irt", "sep", "b", 0), "nan", r"irt\.sep\.b: 'nan' where a number was expected"),
+        (("scenarios", "a", "balance_weights", 0), None, r"balance_weights: holds a value that is not a finite number"),
+        (("irt_dims", "joint"), 10**9, r"irt_dims\.joint: 1000000000 is outside"),
+        (("scenarios", "a", "lambdas", "sep"), KeyError, r"\$\.scenarios\.a\.lambdas: lacks the key 'sep'"),
+        (
+            ("scenarios", "a", "stacks", "stack", "members", 0),
+            "os.system",
+            r"stacks\.stack\.members: unknown name 'os\.system'",
+        ),
+        (("scenarios", "a", "stacks", "stack", "w_t1"), [1.0], r"stacks\.stack\.w_t1: 1 values"),
+        (
+            ("scenarios", "a", "estimators", "anchor", "interval_t1", "scale"),
+            "exp",
+            r"interval_t1\.scale: 'exp' is not one of binomial, none",
+        ),
+        (
+            ("scenarios", "a", "estimators", "anchor", "calibration_t2", "x"),
+            [0.5, 0.1],
+            r"calibration_t2\.y: 2 values, expected 2|calibration_t2\.[xy]",
+        ),
+        (("scenarios", "a", "estimators", "evil"), {}, r"estimators\.evil: unknown estimator"),
+        (("scenarios", "a", "recommended", "t1"), "gbm", r"recommended\.t1: 'gbm' is not one of"),
+        (("learned", "models", 0, "n_features"), 10**9, r"learned\.models\[0\]\.n_features: 1000000000 is outside"),
+        (("learned", "models", 0, "kind"), "../../x", r"learned\.models\[0\]\.kind"),
+        (("learned", "file"), "../../../etc/passwd", r"\$\.learned\.file: '\.\./\.\./\.\./etc/passwd' is not one of"),
+        (("learned", "models"), [], r"need learned regressors that \$\.learned\.models lacks"),
+        (("scenario_order",), ["a", "a"], r"scenario_order: expected distinct scenario names"),
+        (("alpha",), "0.1", r"\$\.alpha: .0\.1. where a number was expected"),
+        (("alpha",), 7, r"\$\.alpha: expected a number in \(0, 1\)"),
+        (("scenarios", "b", "anchors", "items", 0), None, r"anchors\.items\[0\]: expected a string"),
+    ],
+)
 def test_malformed_json_is_refused(good, tmp_path, path, value, match):
     folder = copy_of(good, tmp_path)
     raw = json.loads(json.dumps(good["raw"]))
@@ -351,10 +386,12 @@ def test_malformed_json_is_refused(good, tmp_path, path, value, match):
 def test_non_json_deep_and_huge_files(good, tmp_path, monkeypatch):
     f = tmp_path / "tiny_benchmark.json"
     text = json.dumps(good["raw"])
-    for bad, match in ((text.replace('"b_sep": ', '"b_sep": NaN, "x": ', 1), "non-standard JSON constant NaN"),
-                       ("[" * 100_000 + "]" * 100_000, "nested too deeply|not valid JSON"),
-                       (text[: len(text) // 2], "not valid JSON"),
-                       ("\udcff", "not valid JSON")):
+    for bad, match in (
+        (text.replace('"b_sep": ', '"b_sep": NaN, "x": ', 1), "non-standard JSON constant NaN"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply|not valid JSON"),
+        (text[: len(text) // 2], "not valid JSON"),
+        ("\udcff", "not valid JSON"),
+    ):
         f.write_bytes(bad.encode("utf-8", "surrogateescape"))
         with pytest.raises(ArtifactError, match=match):
             tb.load_artifact(f)
@@ -380,8 +417,11 @@ def test_tree_ensemble_equals_sklearn_predict():
     Xt[:20] = np.nan
     Xt[20:30, 0], Xt[30:40, 1] = np.inf, -np.inf
     Xt[40:60, 5] = np.round(Xt[40:60, 5], 1)
-    for est in (_hgb(X, y), _hgb(X, y, max_leaf_nodes=5, l2_regularization=1.0),
-                _hgb(np.nan_to_num(X), y)):  # no NaN in training
+    for est in (
+        _hgb(X, y),
+        _hgb(X, y, max_leaf_nodes=5, l2_regularization=1.0),
+        _hgb(np.nan_to_num(X), y),
+    ):  # no NaN in training
         arrays = pack([hgb_arrays(est, 6)])
         (ens,) = ensembles(arrays, [6], "test")
         assert isinstance(ens, TreeEnsemble)

@@ -1,4 +1,5 @@
 """AnchorPredictor pipeline and the backtest loop, on a simulated IRT world and a real slice."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,8 +14,13 @@ from tinybench_assets_tests.conftest import SHARED, _need_shared
 
 torch.set_num_threads(1)
 
-FAST = dict(dim_candidates=(1, 2), joint_dim_candidates=(1, 2), n_init=2, clusterings=("correctness",),
-            gbm_params={"max_iter": 60})
+FAST = dict(
+    dim_candidates=(1, 2),
+    joint_dim_candidates=(1, 2),
+    n_init=2,
+    clusterings=("correctness",),
+    gbm_params={"max_iter": 60},
+)
 
 
 def _world(n_models=360, items=(20, 20), seed=0, missing_frac=0.0):
@@ -35,12 +41,15 @@ def _world(n_models=360, items=(20, 20), seed=0, missing_frac=0.0):
     rm = ResponseMatrix(Y, models, [f"{s}.{j}" for j, s in enumerate(scen)], scen, subs)
     acc = rm.accuracy()
     # "full benchmark" score: a monotone, noisy function of the pool accuracy
-    full = pd.DataFrame({
-        "model": np.repeat(models, 2),
-        "scenario": np.tile(["a", "b"], n_models),
-        "full_benchmark_score": np.clip(0.1 + 0.8 * acc[["a", "b"]].to_numpy().ravel() ** 1.5
-                                        + rng.normal(0, 0.01, 2 * n_models), 0, 1),
-    })
+    full = pd.DataFrame(
+        {
+            "model": np.repeat(models, 2),
+            "scenario": np.tile(["a", "b"], n_models),
+            "full_benchmark_score": np.clip(
+                0.1 + 0.8 * acc[["a", "b"]].to_numpy().ravel() ** 1.5 + rng.normal(0, 0.01, 2 * n_models), 0, 1
+            ),
+        }
+    )
     return rm, full
 
 
@@ -53,7 +62,9 @@ def test_estimates_exact_when_anchors_are_all_items():
     for e in ("anchor", "pirt", "pirt_joint", "gpirt", "gpirt_val", "gpirt_joint", "gbm", "gbm_joint"):
         for s in ("a", "b"):
             got = out[(out.estimator == e) & (out.scenario == s)].set_index("model").estimate
-            np.testing.assert_allclose(got.loc[truth.index].to_numpy(), truth[s].to_numpy(), atol=1e-9, err_msg=f"{e}/{s}")
+            np.testing.assert_allclose(
+                got.loc[truth.index].to_numpy(), truth[s].to_numpy(), atol=1e-9, err_msg=f"{e}/{s}"
+            )
 
 
 def test_estimates_read_only_the_anchors():
@@ -92,11 +103,24 @@ def test_predictor_exposes_anchor_lambda_and_selection_tables():
 
 def test_backtest_runs_and_beats_random_on_simulated_data():
     rm, full = _world(n_models=500, items=(30, 30), seed=4)
-    res = run_backtest(rm, full, n_splits=2, test_fraction=0.25, seed=0,
-                       predictor_params=dict(n_values=(8,), **FAST))
+    res = run_backtest(rm, full, n_splits=2, test_fraction=0.25, seed=0, predictor_params=dict(n_values=(8,), **FAST))
     e = res.estimates
-    need = {"model", "scenario", "clustering", "estimator", "n", "split", "estimate", "lower", "upper",
-            "estimate_t2", "lower_t2", "upper_t2", "truth_t1", "truth_t2"}
+    need = {
+        "model",
+        "scenario",
+        "clustering",
+        "estimator",
+        "n",
+        "split",
+        "estimate",
+        "lower",
+        "upper",
+        "estimate_t2",
+        "lower_t2",
+        "upper_t2",
+        "truth_t1",
+        "truth_t2",
+    }
     assert need <= set(e.columns)
     # one row per test model x scenario x (clustering, estimator) x n x split
     assert not e.duplicated(["model", "scenario", "clustering", "estimator", "n", "split"]).any()

@@ -1,4 +1,5 @@
 """Isotonic full-score calibration and conformal intervals."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -90,8 +91,11 @@ def test_served_interval_allows_for_the_winners_curse():
     V, K = 60, 40
     truth = rng.uniform(0.3, 0.7, V)
     val_t1 = {("c", 10, "s", f"e{k}"): truth + rng.normal(0, 0.05, V) for k in range(K)}
-    data = SimpleNamespace(layout=SimpleNamespace(scenarios=["s"]), T1v=pd.DataFrame({"s": truth}),
-                           val={("c", 10): ({(s, e): x for (_, _, s, e), x in val_t1.items()}, {})})
+    data = SimpleNamespace(
+        layout=SimpleNamespace(scenarios=["s"]),
+        T1v=pd.DataFrame({"s": truth}),
+        val={("c", 10): ({(s, e): x for (_, _, s, e), x in val_t1.items()}, {})},
+    )
     done = {"split": SimpleNamespace(val_groups_=None), "anchors": SimpleNamespace(n_values=(10,))}
     step = ServedIntervals(0.1, "none", 0)
     step.fit(data, done)

@@ -2,6 +2,7 @@
 classes of the project's own (bases from the standard library, numpy, scikit-learn, pydantic or Dagster are not
 counted), and none with more than ``MAX_FITTED`` fitted attributes (distinct ``self.<name>_`` assignments outside
 ``__init__``, private names included): state belongs to small objects with one job each."""
+
 from __future__ import annotations
 
 import ast
@@ -10,9 +11,29 @@ from tinybench_assets_tests.test_core.test_import_graph import module_files
 
 MAX_BASES = 3
 MAX_FITTED = 12
-EXTERNAL_BASES = {"object", "Exception", "ValueError", "RuntimeError", "KeyError", "TypeError", "SystemExit",
-                  "NamedTuple", "TypedDict", "Protocol", "Enum", "str", "dict", "list", "tuple", "BaseEstimator",
-                  "TransformerMixin", "RegressorMixin", "ClassifierMixin", "BaseModel", "Generic"}
+EXTERNAL_BASES = {
+    "object",
+    "Exception",
+    "ValueError",
+    "RuntimeError",
+    "KeyError",
+    "TypeError",
+    "SystemExit",
+    "NamedTuple",
+    "TypedDict",
+    "Protocol",
+    "Enum",
+    "str",
+    "dict",
+    "list",
+    "tuple",
+    "BaseEstimator",
+    "TransformerMixin",
+    "RegressorMixin",
+    "ClassifierMixin",
+    "BaseModel",
+    "Generic",
+}
 
 
 def _base_name(node: ast.expr) -> str:
@@ -29,12 +50,20 @@ def _fitted(cls: ast.ClassDef) -> set[str]:
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or fn.name == "__init__":
             continue
         for node in ast.walk(fn):
-            targets = node.targets if isinstance(node, ast.Assign) else (
-                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else ([node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else [])
+            )
             for t in targets:
-                for el in (t.elts if isinstance(t, ast.Tuple) else [t]):
-                    if (isinstance(el, ast.Attribute) and isinstance(el.value, ast.Name) and el.value.id == "self"
-                            and el.attr.endswith("_") and not el.attr.endswith("__")):
+                for el in t.elts if isinstance(t, ast.Tuple) else [t]:
+                    if (
+                        isinstance(el, ast.Attribute)
+                        and isinstance(el.value, ast.Name)
+                        and el.value.id == "self"
+                        and el.attr.endswith("_")
+                        and not el.attr.endswith("__")
+                    ):
                         names.add(el.attr)
     return names
 
@@ -51,8 +80,10 @@ def class_shapes() -> dict[str, tuple[int, set[str]]]:
 
 
 def test_the_shape_reader_counts_bases_and_fitted_attributes():
-    src = ("class A(B, C, D, E, dg.Config):\n    def __init__(self):\n        self.p_ = 1\n"
-           "    def fit(self):\n        self.a_, self.b_ = 1, 2\n        self.c_ += 1\n        self.d = 3\n")
+    src = (
+        "class A(B, C, D, E, dg.Config):\n    def __init__(self):\n        self.p_ = 1\n"
+        "    def fit(self):\n        self.a_, self.b_ = 1, 2\n        self.c_ += 1\n        self.d = 3\n"
+    )
     cls = ast.parse(src).body[0]
     assert len([b for b in cls.bases if _base_name(b) not in EXTERNAL_BASES | {"external"}]) == 4
     assert _fitted(cls) == {"a_", "b_", "c_"}

@@ -1,5 +1,6 @@
 """The answer-bank estimator (core/estimation/bank.py): its posterior, the bank's missing answers and scenarios, and
 on a real openllm slice that it estimates held-out models better than their anchors alone and earns a stack weight."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -61,8 +62,11 @@ def test_openllm_bank_beats_the_anchors_and_joins_the_stack():
     assert mae["bank_joint"] < 0.9 * mae["anchor"], mae
     # its eps was chosen on validation models, and the fitted stacks give it weight somewhere
     assert all(set(b["eps"]) == set(pred.layout.scenarios) for b in pred.named_steps["bank"].banks_.values())
-    w = [st["w_t1"][st["members"].index("bank_joint")] for k, st in pred.named_steps["stacks"].stacks_.items()
-         if k[3] == "stack"]
+    w = [
+        st["w_t1"][st["members"].index("bank_joint")]
+        for k, st in pred.named_steps["stacks"].stacks_.items()
+        if k[3] == "stack"
+    ]
     assert max(w) > 0.05, w
 
 

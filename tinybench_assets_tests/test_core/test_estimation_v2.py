@@ -1,5 +1,6 @@
 """Estimation you can defend: family-grouped splits, the lockbox, bootstrap intervals of the MAE, leakage tests
 (test answers never reach the fitted predictor) and coverage of every served estimator's intervals."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,9 +18,15 @@ torch.set_num_threads(1)
 
 
 def test_model_groups_keep_an_authors_variants_of_one_base_together():
-    agg = pd.DataFrame({"name": ["org/Alpha-7B", "org/Alpha-7B-dpo", "other/Alpha-7B", "org/Beta-13B"],
-                        "arch": ["MistralForCausalLM", "MistralForCausalLM", "MistralForCausalLM", "LlamaForCausalLM"],
-                        "size": [7.24, 7.24, 7.24, 13.0], "merged": [False, True, False, False], "moe": [False] * 4})
+    agg = pd.DataFrame(
+        {
+            "name": ["org/Alpha-7B", "org/Alpha-7B-dpo", "other/Alpha-7B", "org/Beta-13B"],
+            "arch": ["MistralForCausalLM", "MistralForCausalLM", "MistralForCausalLM", "LlamaForCausalLM"],
+            "size": [7.24, 7.24, 7.24, 13.0],
+            "merged": [False, True, False, False],
+            "moe": [False] * 4,
+        }
+    )
     g = model_groups(list(agg.name) + ["org/alpha-7b-unknown-to-the-table", "solo"], agg)
     assert g["org/Alpha-7B"] == g["org/Alpha-7B-dpo"]  # one author's fine-tune and merge of one base
     assert g["org/Alpha-7B"] != g["other/Alpha-7B"]  # another author: another group
@@ -75,17 +82,40 @@ def _fitted_state(pred: AnchorPredictor, probe: np.ndarray) -> dict:
         "lambdas": pred.lambdas.round(12).to_dict("records"),
         "selection": pred.selection.to_dict("records"),
         "validation": pred.validation.round(12).to_dict("records"),
-        "dims": {k: (v.best_dim, {d: round(e, 12) for d, e in v.errors.items()}) for k, v in steps["irt"].dim_selection_.items()},
-        "intervals_t1": {k: {a: np.round(np.asarray(b, dtype=float), 12).tolist() for a, b in vars(v).items()
-                             if isinstance(b, (int, float, np.ndarray))} for k, v in steps["calibrators"].t1_intervals_.items()},
-        "intervals_t2": {k: {a: np.round(np.asarray(b, dtype=float), 12).tolist() for a, b in vars(v).items()
-                             if isinstance(b, (int, float, np.ndarray))} for k, v in steps["calibrators"].t2_intervals_.items()},
-        "served_intervals_t1": {k: [round(float(v.q_lo_), 12), round(float(v.q_hi_), 12)]
-                                for k, v in steps["served"].intervals_.items()},
-        "bank": {k: (v["eps"], v["answers"].tobytes(), np.round(v["values"], 12).tobytes()) for k, v in steps["bank"].banks_.items()},
+        "dims": {
+            k: (v.best_dim, {d: round(e, 12) for d, e in v.errors.items()})
+            for k, v in steps["irt"].dim_selection_.items()
+        },
+        "intervals_t1": {
+            k: {
+                a: np.round(np.asarray(b, dtype=float), 12).tolist()
+                for a, b in vars(v).items()
+                if isinstance(b, (int, float, np.ndarray))
+            }
+            for k, v in steps["calibrators"].t1_intervals_.items()
+        },
+        "intervals_t2": {
+            k: {
+                a: np.round(np.asarray(b, dtype=float), 12).tolist()
+                for a, b in vars(v).items()
+                if isinstance(b, (int, float, np.ndarray))
+            }
+            for k, v in steps["calibrators"].t2_intervals_.items()
+        },
+        "served_intervals_t1": {
+            k: [round(float(v.q_lo_), 12), round(float(v.q_hi_), 12)] for k, v in steps["served"].intervals_.items()
+        },
+        "bank": {
+            k: (v["eps"], v["answers"].tobytes(), np.round(v["values"], 12).tobytes())
+            for k, v in steps["bank"].banks_.items()
+        },
         # learned estimators and calibration maps: their outputs on the same probe answers
-        "probe": pred.estimate(probe, [f"p{i}" for i in range(len(probe))])[["estimate", "lower", "upper", "estimate_t2"]]
-        .round(12).to_numpy().tolist(),
+        "probe": pred.estimate(probe, [f"p{i}" for i in range(len(probe))])[
+            ["estimate", "lower", "upper", "estimate_t2"]
+        ]
+        .round(12)
+        .to_numpy()
+        .tolist(),
     }
     return state
 
@@ -118,7 +148,12 @@ def test_backtest_choices_do_not_see_test_answers():
         pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), obj=name)
     # the adaptive test's method (IRT or answer bank) and IRT dimension are chosen on validation models too
     for col in ("adaptive_method", "adaptive_dim"):
-        pick = lambda r, col=col: r.estimates[r.estimates.clustering == "adaptive"].groupby(["scenario", "n", "estimator"])[col].first()  # noqa: E731
+
+        def pick(r, col=col):
+            return (
+                r.estimates[r.estimates.clustering == "adaptive"].groupby(["scenario", "n", "estimator"])[col].first()
+            )
+
         pd.testing.assert_series_equal(pick(a), pick(b))
     assert not np.allclose(a.estimates.estimate, b.estimates.estimate)  # the test answers are what is estimated
 
@@ -126,8 +161,9 @@ def test_backtest_choices_do_not_see_test_answers():
 def test_every_served_estimator_covers_about_90_percent():
     """Coverage of the served intervals per served estimator and n (not pooled over estimators)."""
     rm, full = _world(n_models=700, items=(60, 60), seed=5)
-    res = run_backtest(rm, full, n_splits=2, test_fraction=0.3, seed=0,
-                       predictor_params=dict(n_values=(10, 20), **FAST))
+    res = run_backtest(
+        rm, full, n_splits=2, test_fraction=0.3, seed=0, predictor_params=dict(n_values=(10, 20), **FAST)
+    )
     served = res.summary[res.summary.estimator.isin(["tinybench", "tinybench_own"])]
     assert len(served) == 2 * 2 * 2  # 2 estimators x 2 scenarios x 2 n
     for (est, n), g in served.groupby(["estimator", "n"]):
@@ -138,8 +174,15 @@ def test_every_served_estimator_covers_about_90_percent():
 
 def test_adaptive_column_in_the_backtest_beats_random_items_and_covers():
     rm, full = _world(n_models=600, items=(80, 80), seed=6)
-    res = run_backtest(rm, full, n_splits=1, test_fraction=0.3, seed=0, adaptive_n=(10, 20),
-                       predictor_params=dict(n_values=(10, 20), **FAST))
+    res = run_backtest(
+        rm,
+        full,
+        n_splits=1,
+        test_fraction=0.3,
+        seed=0,
+        adaptive_n=(10, 20),
+        predictor_params=dict(n_values=(10, 20), **FAST),
+    )
     s = res.summary.set_index(["scenario", "clustering", "estimator", "n"])
     for sc in ("a", "b"):
         for n in (10, 20):

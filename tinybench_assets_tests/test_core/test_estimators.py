@@ -1,4 +1,5 @@
 """Estimator formulas: exactness at n = N, unbiasedness under a true IRT model, lambdas, stacking."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -21,8 +22,13 @@ def _irt_world(n_models=400, n_items=30, dim=2, seed=0):
     P = item_curve(theta, a, b)
     Y = (rng.random(P.shape) < P).astype(float)
     subs = np.array(["x"] * 5 + ["y"] * (n_items - 5), dtype=object)
-    rm = ResponseMatrix(Y, [f"m{i}" for i in range(n_models)], [f"i{j}" for j in range(n_items)],
-                        np.array(["s"] * n_items, dtype=object), subs)
+    rm = ResponseMatrix(
+        Y,
+        [f"m{i}" for i in range(n_models)],
+        [f"i{j}" for j in range(n_items)],
+        np.array(["s"] * n_items, dtype=object),
+        subs,
+    )
     return rm, theta, a, b, P
 
 
@@ -40,8 +46,9 @@ def test_exact_when_every_item_is_observed():
     np.testing.assert_allclose(E.weighted_accuracy(rm.scores, w), truth, atol=1e-12)
     # gp-IRT of two exact estimates is exact for every lambda
     for lam in (0.0, 0.37, 1.0):
-        np.testing.assert_allclose(E.gpirt_estimate(E.anchor_estimate(Ya, weights), E.pirt_estimate(Ya, P, anchors, w), lam),
-                                   truth, atol=1e-12)
+        np.testing.assert_allclose(
+            E.gpirt_estimate(E.anchor_estimate(Ya, weights), E.pirt_estimate(Ya, P, anchors, w), lam), truth, atol=1e-12
+        )
 
 
 def test_pirt_is_unbiased_with_the_true_irt_model():
@@ -56,7 +63,8 @@ def test_pirt_is_unbiased_with_the_true_irt_model():
     # the tutorial's lambda = n / N is the default
     lam = len(anchors) / 40
     manual = lam * (rm.scores[:, anchors] * w[anchors]).mean(1) + (1 - lam) * (
-        P[:, np.setdiff1d(np.arange(40), anchors)] * w[np.setdiff1d(np.arange(40), anchors)]).mean(1)
+        P[:, np.setdiff1d(np.arange(40), anchors)] * w[np.setdiff1d(np.arange(40), anchors)]
+    ).mean(1)
     np.testing.assert_allclose(est, manual, atol=1e-12)
     # the IRT estimate with the true P equals the expected accuracy
     np.testing.assert_allclose(E.irt_estimate(P, w), (P * w).mean(1), atol=1e-12)

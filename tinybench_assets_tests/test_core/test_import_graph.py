@@ -8,6 +8,7 @@
   ``KNOWN_LONG_CLASSES`` held the exceptions (with their line counts) while issue 13 split them; both are empty now,
   and a new one may not join them: split the module or class instead.
 """
+
 from __future__ import annotations
 
 import ast
@@ -80,10 +81,7 @@ def imports_of(module: str, source: str, is_package: bool, modules, root: str = 
 
 def import_graph(package_dir: Path = PACKAGE_DIR, root: str = ROOT) -> dict[str, set[str]]:
     files = module_files(package_dir, root)
-    return {
-        mod: imports_of(mod, f.read_text(), f.name == "__init__.py", files, root)
-        for mod, f in files.items()
-    }
+    return {mod: imports_of(mod, f.read_text(), f.name == "__init__.py", files, root) for mod, f in files.items()}
 
 
 def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -97,7 +95,7 @@ def find_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                cycles.append(stack[stack.index(nxt):] + [nxt])
+                cycles.append(stack[stack.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt)
         stack.pop()
@@ -128,7 +126,10 @@ def test_imports_are_resolved_like_python(tmp_path):
     (pkg / "c.py").write_text("import pkg.sub.b\nfrom pkg import a\nfrom pkg.sub import f\nimport numpy\n")
     graph = import_graph(pkg, "pkg")
     assert graph == {
-        "pkg": set(), "pkg.a": {"pkg.sub.b"}, "pkg.sub": {"pkg.sub.b"}, "pkg.sub.b": {"pkg.a"},
+        "pkg": set(),
+        "pkg.a": {"pkg.sub.b"},
+        "pkg.sub": {"pkg.sub.b"},
+        "pkg.sub.b": {"pkg.a"},
         "pkg.c": {"pkg.sub.b", "pkg.a", "pkg.sub"},
     }
     assert find_cycles(graph) == [["pkg.a", "pkg.sub.b", "pkg.a"]]
@@ -162,8 +163,10 @@ def _line_counts():
 def test_no_new_long_module():
     counts = _line_counts()
     bad = {m: n for m, n in counts.items() if n > MAX_MODULE_LINES and n > KNOWN_LONG.get(m, MAX_MODULE_LINES)}
-    assert not bad, (f"modules over {MAX_MODULE_LINES} lines (new, or grown past their KNOWN_LONG figure): {bad}; "
-                     "split them instead of raising the figure")
+    assert not bad, (
+        f"modules over {MAX_MODULE_LINES} lines (new, or grown past their KNOWN_LONG figure): {bad}; "
+        "split them instead of raising the figure"
+    )
     assert not KNOWN_LONG, "KNOWN_LONG is empty since issue 13: split a long module instead"
 
 
@@ -183,15 +186,23 @@ def test_orchestration_sits_below_defs_and_owns_dagsters_private_api():
     """The orchestration package imports nothing of ``defs``, and only its ``dagster_private`` module imports
     Dagster's private modules (``dagster._*``)."""
     graph = import_graph()
-    upward = {m: sorted(d for d in deps if d.startswith(f"{ROOT}.defs"))
-              for m, deps in graph.items() if m.startswith(f"{ROOT}.orchestration")}
+    upward = {
+        m: sorted(d for d in deps if d.startswith(f"{ROOT}.defs"))
+        for m, deps in graph.items()
+        if m.startswith(f"{ROOT}.orchestration")
+    }
     assert f"{ROOT}.orchestration.refresh_plan" in upward
     assert not any(upward.values()), f"orchestration modules importing defs: {upward}"
     private = []
     for mod, f in module_files().items():
         for node in ast.walk(ast.parse(f.read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else []
+            )
             private += [f"{mod}: {n}" for n in names if n.startswith("dagster._")]
     assert private and all(p.startswith(f"{ROOT}.orchestration.dagster_private:") for p in private), private
 
@@ -214,13 +225,21 @@ def test_benchmarks_import_the_package_not_the_tests_and_only_tests_use_testing(
     bad = []
     for f in sorted(bench.glob("*.py")):
         for node in ast.walk(ast.parse(f.read_text())):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             bad += [f"{f.name}: {n}" for n in names if n.split(".")[0] == "tinybench_assets_tests"]
     assert not bad, bad
     graph = import_graph()
-    product = {m: sorted(d for d in deps if d.startswith(f"{ROOT}.testing")) for m, deps in graph.items()
-               if not m.startswith(f"{ROOT}.testing")}
+    product = {
+        m: sorted(d for d in deps if d.startswith(f"{ROOT}.testing"))
+        for m, deps in graph.items()
+        if not m.startswith(f"{ROOT}.testing")
+    }
     assert not any(product.values()), product
 
 

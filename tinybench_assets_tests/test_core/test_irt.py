@@ -1,4 +1,5 @@
 """Tests of the IRT engine (tinybench_assets.core.irt) and its py-irt backend."""
+
 from __future__ import annotations
 
 import json
@@ -78,9 +79,22 @@ def test_analytic_gradient_matches_autograd(standardize, learn_means):
     y[0, :4] = np.nan
     for a_prior, a_mean in (("normal", 0.0), ("lognormal", 1.0)):
         y8, m = _prepare(y, None)
-        obj = _Objective(y8, m, 2, theta_sd=1.0, standardize=standardize, learn_means=learn_means, hyper_sd=5.0,
-                         a_prior=a_prior, a_mean=a_mean, a_sd=0.7, b_sd=2.0, chunk_cells=20,
-                         dtype=torch.float64, device="cpu")  # 1-row chunks
+        obj = _Objective(
+            y8,
+            m,
+            2,
+            theta_sd=1.0,
+            standardize=standardize,
+            learn_means=learn_means,
+            hyper_sd=5.0,
+            a_prior=a_prior,
+            a_mean=a_mean,
+            a_sd=0.7,
+            b_sd=2.0,
+            chunk_cells=20,
+            dtype=torch.float64,
+            device="cpu",
+        )  # 1-row chunks
         n = 9 * 2 + 13 * 3 + 2 + 1
         x = torch.randn(n, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
         loss, grad = obj(x)

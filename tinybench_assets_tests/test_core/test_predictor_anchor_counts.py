@@ -1,4 +1,5 @@
 """Anchor counts per scenario: explicit overrides, the large-pool rule, and every count-dependent formula."""
+
 import numpy as np
 import pytest
 import torch
@@ -8,7 +9,9 @@ from tinybench_assets.core.predictor import AnchorPredictor, split_models
 from tinybench_assets_tests.test_core.test_backtest import _world
 
 torch.set_num_threads(1)
-SMALL = dict(dim_candidates=(1,), joint_dim_candidates=(1,), n_init=1, clusterings=("correctness", "irt"), learned=False)
+SMALL = dict(
+    dim_candidates=(1,), joint_dim_candidates=(1,), n_init=1, clusterings=("correctness", "irt"), learned=False
+)
 
 
 @pytest.fixture(scope="module")
@@ -16,7 +19,9 @@ def fitted():
     rm, full = _world(n_models=240, items=(20, 40), seed=3)
     train, test = split_models(rm.shape[0], 0.2, seed=0)
     # "a" (20 items): explicit counts; "b" (40 items) counts as a large pool here (>= 30 items)
-    pred = AnchorPredictor(n_values=(5, 10), scenario_n={"a": [4, 8]}, large_pool_items=30, **SMALL).fit(rm, full, train)
+    pred = AnchorPredictor(n_values=(5, 10), scenario_n={"a": [4, 8]}, large_pool_items=30, **SMALL).fit(
+        rm, full, train
+    )
     return rm, test, pred
 
 

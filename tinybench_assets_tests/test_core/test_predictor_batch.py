@@ -1,5 +1,6 @@
 """A model's estimate does not depend on which other models are estimated with it (real data: many models share
 answer patterns, so their abilities coincide with tree thresholds)."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -31,10 +32,12 @@ def openllm_slice(scenarios, n_models):
 def test_batch_and_single_estimates_agree():
     rm, full, train, test = openllm_slice(("arc", "truthfulqa"), 700)
     # few bins: thresholds fall on observed ability values, where float noise would flip a split
-    pred = AnchorPredictor(n_values=(10,), **{**FAST, "learned": True, "gbm_params": {"max_bins": 16}}).fit(rm, full, train)
+    pred = AnchorPredictor(n_values=(10,), **{**FAST, "learned": True, "gbm_params": {"max_bins": 16}}).fit(
+        rm, full, train
+    )
     Y, names = rm.scores[test], np.asarray(rm.models, dtype=object)[test]
     batch = pred.estimate(Y, names)
-    single = pd.concat([pred.estimate(Y[i:i + 1], names[i:i + 1]) for i in range(len(names))])
+    single = pd.concat([pred.estimate(Y[i : i + 1], names[i : i + 1]) for i in range(len(names))])
     key = ["model", "scenario", "clustering", "estimator", "n"]
     both = batch.merge(single, on=key, suffixes=("_b", "_s"))
     assert len(both) == len(batch) and {"gbm", "gbm_joint"} <= set(both.estimator)

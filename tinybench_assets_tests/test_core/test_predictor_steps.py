@@ -1,6 +1,7 @@
 """The predictor is a chain of steps, each owning its fitted state: walked on a real openllm slice, every step's fit
 sets attributes on that step only, leaves the steps fitted before it untouched, and the artifact rebuilds the same
 steps (same estimates) from its file."""
+
 from __future__ import annotations
 
 import hashlib
@@ -17,8 +18,19 @@ from tinybench_assets_tests.test_core.test_predictor_batch import openllm_slice
 from tinybench_assets_tests.test_core.test_tiny_benchmark import anchor_block
 
 torch.set_num_threads(1)
-ORDER = ["split", "irt", "anchors", "learned", "bank", "validation", "lambdas", "stacks", "calibrators", "selector",
-         "served"]
+ORDER = [
+    "split",
+    "irt",
+    "anchors",
+    "learned",
+    "bank",
+    "validation",
+    "lambdas",
+    "stacks",
+    "calibrators",
+    "selector",
+    "served",
+]
 
 
 def _state(step) -> dict:
@@ -36,12 +48,14 @@ def test_each_step_fits_only_its_own_state(monkeypatch):
         steps = make(self)
         every = dict(steps)  # fit takes the split step out of the dict it is given
         for name, step in every.items():
+
             def fit(*args, _name=name, _step=step, _fit=step.fit, **kw):
                 before = {n: _state(s) for n, s in every.items()}
                 out = _fit(*args, **kw)
                 after = {n: _state(s) for n, s in every.items()}
                 walk.append((_name, set(after[_name]) - set(before[_name]), before, after))
                 return out
+
             step.fit = fit
         return steps
 
@@ -79,5 +93,9 @@ def test_the_artifact_rebuilds_the_same_steps(tmp_path):
     ref = pred.estimate(rm.scores[test], np.arange(len(test)), n_values=[10])
     ref = ref[ref.clustering == c].set_index(["scenario", "estimator", "model"]).sort_index()
     for (s, e), cols in got.items():
-        np.testing.assert_allclose(cols["estimate"], ref.loc[(s, e)].estimate.reindex(range(len(test))).to_numpy(),
-                                   atol=1e-12, err_msg=f"{s}/{e}")
+        np.testing.assert_allclose(
+            cols["estimate"],
+            ref.loc[(s, e)].estimate.reindex(range(len(test))).to_numpy(),
+            atol=1e-12,
+            err_msg=f"{s}/{e}",
+        )

@@ -1,4 +1,5 @@
 """Routing core: KNN imputation, tie-breaking, routing figures, cost-aware routing, CV selection, saved routers."""
+
 import numpy as np
 import pytest
 
@@ -148,23 +149,33 @@ def test_selection_finds_real_signal_and_shuffled_answers_remove_the_gain():
 
 def test_cv_table_and_ensemble():
     E, Y, _ = clustered(n_per=60, seed=2)
-    sel = select_router(E, Y, families=["best_single", "knn_vote", "logistic"], n_folds=3, seed=1, n_boot=200, margins=[0.0, 0.1])
+    sel = select_router(
+        E, Y, families=["best_single", "knn_vote", "logistic"], n_folds=3, seed=1, n_boot=200, margins=[0.0, 0.1]
+    )
     t = sel.table
     assert set(t["family"]) == {"best_single", "knn_vote", "logistic", "ensemble"}
     assert t["served"].sum() == 1 and (t.groupby("family")["chosen_in_family"].sum() == 1).all()
     assert ((t["cv_acc"] >= 0) & (t["cv_acc"] <= 1)).all()
     assert isinstance(sel.make("ensemble"), EnsembleRouter)
     # same inputs, same choice
-    sel2 = select_router(E, Y, families=["best_single", "knn_vote", "logistic"], n_folds=3, seed=1, n_boot=200, margins=[0.0, 0.1])
+    sel2 = select_router(
+        E, Y, families=["best_single", "knn_vote", "logistic"], n_folds=3, seed=1, n_boot=200, margins=[0.0, 0.1]
+    )
     assert sel2.served == sel.served and sel2.best == sel.best
 
 
-@pytest.mark.parametrize("make", [
-    lambda: BestSingleRouter(), lambda: KNNVoteRouter(k=7, weighting="similarity", shrink=2.0),
-    lambda: KNNIRTRouter(dim=2, k=5), lambda: LogisticRouter(C=0.5),
-    lambda: EnsembleRouter([KNNVoteRouter(k=5), LogisticRouter(C=1.0)]), lambda: MFRouter(rank=3, l2=1e-3),
-    lambda: EnsembleRouter([MFRouter(rank=2), KNNVoteRouter(k=5)]),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: BestSingleRouter(),
+        lambda: KNNVoteRouter(k=7, weighting="similarity", shrink=2.0),
+        lambda: KNNIRTRouter(dim=2, k=5),
+        lambda: LogisticRouter(C=0.5),
+        lambda: EnsembleRouter([KNNVoteRouter(k=5), LogisticRouter(C=1.0)]),
+        lambda: MFRouter(rank=3, l2=1e-3),
+        lambda: EnsembleRouter([MFRouter(rank=2), KNNVoteRouter(k=5)]),
+    ],
+)
 def test_saved_router_predicts_the_same(tmp_path, make):
     E, Y, _ = clustered(n_per=40, seed=3)
     Y[0, 1] = np.nan  # a missing cell is tolerated in training
@@ -186,13 +197,24 @@ def test_matrix_factorization_router_learns_who_answers_what_and_is_deterministi
     P = r.predict_proba(Et)
     assert (P.argmax(axis=1) == np.where(labt == 0, 0, 1)).mean() > 0.95
     assert np.array_equal(P, MFRouter(rank=2, l2=1e-3).fit(E, Y).predict_proba(Et))
-    sel = select_router(E, Y, families=["best_single", "mf"], grid={"mf": {"rank": [2], "l2": [1e-3]}}, n_folds=3,
-                        seed=0, n_boot=300)
+    sel = select_router(
+        E, Y, families=["best_single", "mf"], grid={"mf": {"rank": [2], "l2": [1e-3]}}, n_folds=3, seed=0, n_boot=300
+    )
     assert sel.served == "mf" and sel.gate["mf"] > 0 and sel.best["mf"][1] > sel.best["best_single"][1] + 0.15
     # no signal (answers shuffled across questions): the gate keeps the best single model
     Ys = Y[np.random.default_rng(5).permutation(len(Y))]
-    assert select_router(E, Ys, families=["best_single", "mf"], grid={"mf": {"rank": [2], "l2": [1e-3]}}, n_folds=3,
-                         seed=0, n_boot=300).served == "best_single"
+    assert (
+        select_router(
+            E,
+            Ys,
+            families=["best_single", "mf"],
+            grid={"mf": {"rank": [2], "l2": [1e-3]}},
+            n_folds=3,
+            seed=0,
+            n_boot=300,
+        ).served
+        == "best_single"
+    )
 
 
 def test_ensemble_of_fitted_members_equals_fitting_it():

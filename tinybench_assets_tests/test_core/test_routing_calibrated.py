@@ -1,4 +1,5 @@
 """Calibrated routers: per-model Platt scaling fitted on out-of-fold P only, composed onto any router."""
+
 import numpy as np
 import pytest
 
@@ -69,10 +70,16 @@ def test_selection_offers_the_calibrated_knn_irt_family():
     E, Y, _ = clustered(seed=0)
     grid = {"knn_irt": {"dim": [1], "k": [10, 20]}}
     sel = select_router(E, Y, families=["best_single", "knn_irt", "knn_irt_cal"], n_folds=3, n_boot=50, grid=grid)
-    assert {"knn_irt", "knn_irt_cal"} <= set(sel.best) and {"best_single", "knn_irt", "knn_irt_cal"} <= set(sel.table["family"])
+    assert {"knn_irt", "knn_irt_cal"} <= set(sel.best) and {"best_single", "knn_irt", "knn_irt_cal"} <= set(
+        sel.table["family"]
+    )
     assert not np.allclose(sel.oof["knn_irt"], sel.oof["knn_irt_cal"])
     r = sel.make("knn_irt_cal")
-    assert isinstance(r, CalibratedRouter) and isinstance(r.base, KNNIRTRouter) and r.calibrator is sel.calibrators["knn_irt_cal"]
+    assert (
+        isinstance(r, CalibratedRouter)
+        and isinstance(r.base, KNNIRTRouter)
+        and r.calibrator is sel.calibrators["knn_irt_cal"]
+    )
     slope = r.calibrator.slope_.copy()
     r.fit(E, Y)
     assert np.array_equal(r.calibrator.slope_, slope)  # the prefitted calibrator is kept
@@ -85,8 +92,14 @@ def test_a_calibrated_router_reuses_a_fitted_base():
     the same P as fitting the calibrated router, with no second IRT fit."""
     E, Y, _ = clustered(seed=0)
     Et, _, _ = clustered(seed=1)
-    sel = select_router(E, Y, families=["best_single", "knn_irt", "knn_irt_cal"], n_folds=3, n_boot=50,
-                        grid={"knn_irt": {"dim": [1], "k": [10]}})
+    sel = select_router(
+        E,
+        Y,
+        families=["best_single", "knn_irt", "knn_irt_cal"],
+        n_folds=3,
+        n_boot=50,
+        grid={"knn_irt": {"dim": [1], "k": [10]}},
+    )
     fresh = sel.make("knn_irt_cal").fit(E, Y)
     reused = CalibratedRouter.of_fitted(sel.make("knn_irt").fit(E, Y), sel.calibrators["knn_irt_cal"], Y)
     assert np.allclose(reused.predict_proba(Et), fresh.predict_proba(Et))

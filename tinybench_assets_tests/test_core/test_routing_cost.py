@@ -1,4 +1,5 @@
 """Cost-quality routing: the zero router's hull, AIQ, the serving objectives (choices on training questions only)."""
+
 import numpy as np
 import pytest
 
@@ -40,7 +41,9 @@ def test_a_router_that_knows_the_questions_beats_the_zero_router_and_serves_chea
     P, Y, C = _world()
     prior = Y.mean(axis=0)
     point = choose_point(P, Y, C, prior, "quality_at_min_cost", tolerance=0.02)
-    assert point.policy.kind != "single" and point.accuracy >= Y[:, 1].mean() - 0.02 and point.cost < 0.5 * C[:, 1].mean()
+    assert (
+        point.policy.kind != "single" and point.accuracy >= Y[:, 1].mean() - 0.02 and point.cost < 0.5 * C[:, 1].mean()
+    )
     P2, Y2, C2 = _world(seed=1)  # new questions
     picks = point.policy.picks(P2, expected_cost(C), prior)
     rep = cost_quality_report(P2, Y2, C2, prior, picks, model_cost=expected_cost(C), n_boot=200, seed=0)
@@ -76,8 +79,15 @@ def test_the_assets_cost_choice_never_reads_test_predictions():
     P, Y, C = _world(n=300)
     g = np.random.default_rng(3)
     E = (P + 0.05 * g.normal(size=P.shape)).astype(np.float32)
-    sel = select_router(E, Y, families=["best_single", "knn_vote"], n_folds=3, n_boot=50, margins=[0.0],
-                        grid={"knn_vote": {"k": [5, 10], "weighting": ["uniform"]}})
+    sel = select_router(
+        E,
+        Y,
+        families=["best_single", "knn_vote"],
+        n_folds=3,
+        n_boot=50,
+        margins=[0.0],
+        grid={"knn_vote": {"k": [5, 10], "weighting": ["uniform"]}},
+    )
     cfg = SimpleNamespace(tolerance=0.02, max_cost=None, min_accuracy=None)
     prior = Y.mean(axis=0)
     zeros = cost_choice(cfg, "quality_at_min_cost", sel, {f: np.zeros((7, 2)) for f in sel.oof}, Y, C, prior)
@@ -97,7 +107,7 @@ def test_cascade_serves_the_cheapest_confident_model_and_escalates():
     prior = np.array([0.5, 0.75])
     mc = expected_cost(C)
     assert Policy("cascade", 0.65).picks(P, mc, prior).tolist() == [0, 0, 1, 1]
-    assert Policy("cascade", 0.0).picks(P, mc, prior).tolist() == [0, 0, 0, 0]   # everyone is confident enough
+    assert Policy("cascade", 0.0).picks(P, mc, prior).tolist() == [0, 0, 0, 0]  # everyone is confident enough
     assert Policy("cascade", 0.95).picks(P, mc, prior).tolist() == [1, 1, 1, 1]  # nobody is: the best single model
     acc, cost = policy_figures([Policy("cascade", t) for t in (0.0, 0.65, 0.95)], P, Y, C, prior)
     assert acc.tolist() == [0.5, 0.75, 0.75] and cost.tolist() == [1.0, 5.5, 10.0]

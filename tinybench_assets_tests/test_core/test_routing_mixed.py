@@ -1,5 +1,6 @@
 """Mixed-traffic routing (task routers, the out-of-distribution guard), the questions' own split and RouteLLM's
 measures, on synthetic data whose answers are known."""
+
 import numpy as np
 import pytest
 

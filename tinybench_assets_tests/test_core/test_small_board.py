@@ -1,6 +1,7 @@
 """Small leaderboards (core/estimation/small_board.py): fit / predict shapes, determinism, leave-family-out CV that
 never reads a held-out family, the choice's own leave-one-fold-out, family-level conformal quantiles, input errors,
 and the tiny-benchmark round trip (save, load, ``estimate_from_artifact`` / ``tinybench estimate`` == predict)."""
+
 from __future__ import annotations
 
 import argparse
@@ -114,8 +115,18 @@ def test_fitted_state_is_a_few_objects():
     one object each, and so is everything served (fits, answer bank, priors, the ArtifactModel per n)."""
     _Y, p = fitted()
     fitted_attrs = set(vars(p)) - set(vars(SmallBoardPredictor()))
-    assert fitted_attrs == {"layout_", "truth_", "folds_", "counts_", "notes_", "oof_", "choices_", "board_rules_",
-                            "guard_", "served_"}
+    assert fitted_attrs == {
+        "layout_",
+        "truth_",
+        "folds_",
+        "counts_",
+        "notes_",
+        "oof_",
+        "choices_",
+        "board_rules_",
+        "guard_",
+        "served_",
+    }
     assert p.layout_.scenarios == list(p.layout_.cols) == ["s0", "s1"] and len(p.layout_.models) == len(_Y)
     assert p.truth_.t1.shape == p.truth_.t2.shape == (len(_Y), 2) and p.folds_.n == int(p.folds_.ids.max()) + 1
     assert set(p.served_.fits) == set(p.guard_.designs) == {"s0", "s1"} and set(p.served_.priors) == {10, 30}
@@ -147,9 +158,13 @@ def test_cv_never_reads_a_held_out_family():
     q = SmallBoardPredictor(**FAST).fit(Y2, w, cols, full, groups, items=items)
 
     def same_fit(a, b):
-        return all(np.array_equal(a[s].irt[D].a, b[s].irt[D].a) and np.array_equal(a[s].irt[D].b, b[s].irt[D].b)
-                   for s in a for D in a[s].irt) and \
-            all(np.array_equal(a[s].anchors[n][k], b[s].anchors[n][k]) for s in a for n in a[s].anchors for k in (0, 1))
+        return all(
+            np.array_equal(a[s].irt[D].a, b[s].irt[D].a) and np.array_equal(a[s].irt[D].b, b[s].irt[D].b)
+            for s in a
+            for D in a[s].irt
+        ) and all(
+            np.array_equal(a[s].anchors[n][k], b[s].anchors[n][k]) for s in a for n in a[s].anchors for k in (0, 1)
+        )
 
     assert same_fit(p.oof_.fits[f], q.oof_.fits[f])
     others = [g for g in range(p.folds_.n) if g != f]
@@ -182,8 +197,14 @@ def test_choice_is_left_out_of_its_fold():
     M = 30
     folds, groups = np.arange(M) % 5, np.array([f"g{i}" for i in range(M)])
     truth = rng.uniform(0.2, 0.8, M)
-    base = {D: {"anchor": truth + rng.normal(0, 0.03, M), "irt": truth + rng.normal(0, 0.06, M),
-                "pirt": truth + rng.normal(0, 0.03, M)} for D in (1, 2)}  # gp-IRT's lambda matters
+    base = {
+        D: {
+            "anchor": truth + rng.normal(0, 0.03, M),
+            "irt": truth + rng.normal(0, 0.06, M),
+            "pirt": truth + rng.normal(0, 0.03, M),
+        }
+        for D in (1, 2)
+    }  # gp-IRT's lambda matters
     bias = {D: np.abs(rng.normal(0, 0.03, M)) for D in (1, 2)}
     var = np.full(M, 0.2)
     ch = choose_scenario("s", 30, 30, base, bias, var, truth, np.full(M, np.nan), folds, groups)
@@ -279,19 +300,29 @@ def test_served_estimates_are_the_artifacts(tmp_path):
     Y, p = fitted()
     art = p.to_artifact("small-sim", 30, item_texts={"q0": "What?"}, binarization={"rule": "given"})
     eps = {s: p.choices_[(s, 30)].eps for s in p.layout_.scenarios}
-    assert art["learned"] == {"file": tb.TREES_FILE, "sha256": None, "fit_learned": False, "models": [],
-                              "bank": {"models": len(Y), "eps": eps}}
+    assert art["learned"] == {
+        "file": tb.TREES_FILE,
+        "sha256": None,
+        "fit_learned": False,
+        "models": [],
+        "bank": {"models": len(Y), "eps": eps},
+    }
     json_names = {*tb.JSON_BASE, "shrunk", "shrunk_joint"}  # a small board's prior makes shrunk* JSON-evaluable
     assert set(art["json_estimators"]) <= json_names and art["learned_estimators"] == ["bank_joint"]
-    assert art["shrinkage"]["scenarios"] == p.layout_.scenarios and len(art["shrinkage"]["cov"]) == len(p.layout_.scenarios)
+    assert art["shrinkage"]["scenarios"] == p.layout_.scenarios and len(art["shrinkage"]["cov"]) == len(
+        p.layout_.scenarios
+    )
     for s in p.layout_.scenarios:
         assert art["scenarios"][s]["recommended"]["t1"] in json_names
     tb.save_artifact(art, folder=tmp_path)
     loaded = tb.load_artifact(tmp_path)
     served = p.predict(Y, n=30)
     for row in (0, 7, 23):
-        ans = {it: float(Y[row, p.layout_.items.index(it)]) for s in loaded["scenario_order"]
-               for it in loaded["scenarios"][s]["anchors"]["items"]}
+        ans = {
+            it: float(Y[row, p.layout_.items.index(it)])
+            for s in loaded["scenario_order"]
+            for it in loaded["scenarios"][s]["anchors"]["items"]
+        }
         df = tb.estimate_from_artifact(loaded, ans)
         mine = served[served.model == row].reset_index(drop=True)
         for col in ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2"):
@@ -299,13 +330,21 @@ def test_served_estimates_are_the_artifacts(tmp_path):
         assert list(df.estimator) == list(mine.estimator)
         forced = tb.estimate_from_artifact(loaded, ans, estimator="bank_joint")  # the bank read from the file
         am = p.artifact_model(30)
-        res = am.evaluate({s: Y[row:row + 1, am.anchor_sets[s].items] for s in am.scenarios}, {"bank_joint"})
+        res = am.evaluate({s: Y[row : row + 1, am.anchor_sets[s].items] for s in am.scenarios}, {"bank_joint"})
         for j, s in enumerate(p.layout_.scenarios):
             for col in ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2"):
                 assert forced[col].iloc[j] == pytest.approx(float(res[(s, "bank_joint")][col][0]), abs=1e-12)
     (tmp_path / "answers.json").write_text(json.dumps(ans))
-    args = argparse.Namespace(artifact=str(tmp_path), leaderboard=None, answers=str(tmp_path / "answers.json"),
-                              json=True, no_learned=False, estimator=None, allow_missing=False, allow_extra=False)
+    args = argparse.Namespace(
+        artifact=str(tmp_path),
+        leaderboard=None,
+        answers=str(tmp_path / "answers.json"),
+        json=True,
+        no_learned=False,
+        estimator=None,
+        allow_missing=False,
+        allow_extra=False,
+    )
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):
         assert estimate_cmd(args) == 0
@@ -321,8 +360,9 @@ def test_served_estimates_are_the_artifacts(tmp_path):
         for e in ("anchor", "irt", "pirt"):
             np.testing.assert_allclose(res[(s, e)]["estimate"], mine[e], rtol=0, atol=1e-12)
         lam = ch.lambdas["validation"]
-        np.testing.assert_allclose(res[(s, "gpirt_val")]["estimate"], lam * mine["anchor"] + (1 - lam) * mine["pirt"],
-                                   atol=1e-12)
+        np.testing.assert_allclose(
+            res[(s, "gpirt_val")]["estimate"], lam * mine["anchor"] + (1 - lam) * mine["pirt"], atol=1e-12
+        )
 
 
 def _bank_by_hand(Yb, Yq, p, anchors, eps):
@@ -378,8 +418,11 @@ def test_bank_served_round_trip(tmp_path):
     tb.save_artifact(art, folder=tmp_path)
     loaded = tb.load_artifact(tmp_path)
     row = 5
-    ans = {it: float(Y[row, p.layout_.items.index(it)]) for s in loaded["scenario_order"]
-           for it in loaded["scenarios"][s]["anchors"]["items"]}
+    ans = {
+        it: float(Y[row, p.layout_.items.index(it)])
+        for s in loaded["scenario_order"]
+        for it in loaded["scenarios"][s]["anchors"]["items"]
+    }
     df = tb.estimate_from_artifact(loaded, ans)
     mine = served[served.model == row].reset_index(drop=True)
     assert list(df.estimator) == ["bank_joint"] * 2 and set(df.source) == {tb.TREES_FILE}

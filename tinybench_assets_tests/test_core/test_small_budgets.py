@@ -1,6 +1,7 @@
 """Small boards' nested stratified anchors (core/estimation/strata.py), shrinkage toward the board
 (core/estimation/shrinkage.py), the board's rule and pooled intervals (small_choice.py), and the prepared budgets
 (core/tiny_benchmark/budgets.py) through ``tinybench anchors --n / --target-width`` and ``tinybench estimate``."""
+
 from __future__ import annotations
 
 import contextlib
@@ -85,9 +86,17 @@ def test_board_rule_and_pooled_widths_read_only_the_rows_given():
     for s in ("a", "b"):
         t = rng.uniform(0.2, 0.8, M)
         truths[s] = t
-        bases[s] = {D: {"anchor": t + rng.normal(0, 0.06, M), "irt": t + rng.normal(0, 0.05, M),
-                        "pirt": t + rng.normal(0, 0.04, M), "shrunk": t + rng.normal(0, 0.01, M),
-                        "shrunk_joint": t + rng.normal(0, 0.03, M)} for D in (1, 2)}
+        bases[s] = {
+            D: {
+                "anchor": t + rng.normal(0, 0.06, M),
+                "irt": t + rng.normal(0, 0.05, M),
+                "pirt": t + rng.normal(0, 0.04, M),
+                "shrunk": t + rng.normal(0, 0.01, M),
+                "shrunk_joint": t + rng.normal(0, 0.03, M),
+            }
+            for D in (1, 2)
+        }
+
     def rule(b, t, rows):  # the board's rule with every scenario's rules_for lambdas read on ``rows``
         rules = {s: rules_for(b[s], {D: np.zeros(M) for D in (1, 2)}, np.full(M, 0.2), t[s], rows, 30)[0] for s in b}
         return board_rule(b, rules, t, rows)
@@ -99,8 +108,10 @@ def test_board_rule_and_pooled_widths_read_only_the_rows_given():
     moved = {s: t.copy() for s, t in truths.items()}
     for s in moved:
         moved[s][folds == 0] = rng.uniform(0, 1, (folds == 0).sum())  # fold 0's truths only
-    moved_bases = {s: {D: {k: np.where(folds == 0, rng.uniform(0, 1, M), v) for k, v in b.items()}
-                       for D, b in bases[s].items()} for s in bases}
+    moved_bases = {
+        s: {D: {k: np.where(folds == 0, rng.uniform(0, 1, M), v) for k, v in b.items()} for D, b in bases[s].items()}
+        for s in bases
+    }
     assert rule(moved_bases, moved, rows) == rule(bases, truths, rows)
     assert pooled_half_widths(est, moved, rows, 0.1) == half
     # the half-width is q * each scenario's MAE, q a conformal quantile of the pooled scaled residuals
@@ -131,7 +142,8 @@ def world(n_models=24, n_families=8, seed=0):
 def board():
     Y, w, cols, groups, items, subs = world()
     p = SmallBoardPredictor(n_values=(10, 30, 100), dims=(1,), max_folds=4, n_init=2).fit(
-        Y, w, cols, None, groups, items=items, subscenarios=subs)
+        Y, w, cols, None, groups, items=items, subscenarios=subs
+    )
     return Y, items, p
 
 
@@ -201,7 +213,7 @@ def test_budgets_anchors_and_estimate(tmp_path):
         assert code == 0
         res = json.loads(out)
         assert res["n"] == n
-        served = p.predict(Y[row:row + 1], n=n)
+        served = p.predict(Y[row : row + 1], n=n)
         got = {r["scenario"]: r["estimate"] for r in res["scenarios"]}
         for s in p.layout_.scenarios:
             assert got[s] == pytest.approx(float(served[served.scenario == s].estimate.iloc[0]), abs=1e-9)
@@ -243,8 +255,11 @@ def test_a_malformed_shrinkage_prior_is_refused_by_name(tmp_path):
     art = {k: v for k, v in p.to_artifact("tiny", 30).items() if not k.startswith("_")}
     tb.load_model(art, learned=False)  # as exported: fine
     cases = [
-        (lambda a: a["shrinkage"].update(scenarios=list(reversed(a["shrinkage"]["scenarios"]))),
-         "$.shrinkage.scenarios", "scenario_order"),
+        (
+            lambda a: a["shrinkage"].update(scenarios=list(reversed(a["shrinkage"]["scenarios"]))),
+            "$.shrinkage.scenarios",
+            "scenario_order",
+        ),
         (lambda a: a["shrinkage"].update(noise=[0.0] * len(a["shrinkage"]["noise"])), "$.shrinkage", "positive"),
         (lambda a: a["shrinkage"].update(cov=[[1.0]]), "$.shrinkage", ""),
         (lambda a: a.pop("shrinkage"), "$.shrinkage", "no prior"),

@@ -1,6 +1,7 @@
 """The small boards' guard (core/estimation/small_guard.py): the expected error of stratified random items against
 a simulation, fold decisions that read no held-out row, the backtest refitted with each fold's own decision, and the
 predictor serving random anchors (still nested) where the guard fires."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -47,8 +48,10 @@ def test_guard_fold_decisions_read_no_held_out_row():
     folds = np.arange(M) % 4
     truth = {"a": rng.uniform(0.3, 0.7, M), "b": rng.uniform(0.3, 0.7, M)}
     served = {s: {10: t + rng.normal(0, 0.05, M), 30: t + rng.normal(0, 0.03, M)} for s, t in truth.items()}
-    expected = {"a": {10: np.full(M, 0.02), 30: np.full(M, 0.01)},  # "a": served loses to random items
-                "b": {10: np.full(M, 0.20), 30: np.full(M, 0.10)}}
+    expected = {
+        "a": {10: np.full(M, 0.02), 30: np.full(M, 0.01)},  # "a": served loses to random items
+        "b": {10: np.full(M, 0.20), 30: np.full(M, 0.10)},
+    }
     switch, excess = guard(served, expected, truth, folds)
     assert switch[None] == ["a"] and excess["a"] > 0 > excess["b"]
     assert all(sw == ["a"] for sw in switch.values())
@@ -94,8 +97,7 @@ def test_predictor_serves_random_anchors_where_the_guard_fires(monkeypatch, expe
         return real(*a, **k)
 
     monkeypatch.setattr(small_board, "out_of_fold", counting)
-    monkeypatch.setattr(small_guard, "random_item_error",
-                        lambda Ys, ws, subs, k: np.full(len(Ys), expected_error))
+    monkeypatch.setattr(small_guard, "random_item_error", lambda Ys, ws, subs, k: np.full(len(Ys), expected_error))
     p = SmallBoardPredictor(**{**FAST, "max_folds": 4}).fit(Y, w, cols, full, groups, items=items)
     if switched:
         assert p.guard_.designs == dict.fromkeys(cols, RANDOM)

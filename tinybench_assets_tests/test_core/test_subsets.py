@@ -1,4 +1,5 @@
 """MAGI subsets and parallel forms on small hand-built / generated matrices (known answers)."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -96,8 +97,18 @@ def _toy_setup(seed=0, n_models=240, n_items=120):
     scen = np.array(["mmlu"] * (n_items // 2) + ["gsm8k"] * (n_items - n_items // 2), dtype=object)
     full = theta + rng.normal(0, 0.05, n_models)
     full[:15] = -5
-    return prepare(Y, models, [f"i{j}" for j in range(n_items)], scen, scen, chance_per_item(scen), full,
-                   n_voters=24, per_family=2, seed=seed)
+    return prepare(
+        Y,
+        models,
+        [f"i{j}" for j in range(n_items)],
+        scen,
+        scen,
+        chance_per_item(scen),
+        full,
+        n_voters=24,
+        per_family=2,
+        seed=seed,
+    )
 
 
 def test_guessers_never_vote_and_roles():
@@ -113,9 +124,16 @@ def test_guessers_never_vote_and_roles():
 
 def test_voter_rule_merges_flags_and_families():
     assert family_from_name("meta-llama/Llama-2-7b-chat-hf") == "llama-2-7b"
-    agg = pd.DataFrame({"name": ["a/x", "b/y", "c/z-slerp"], "arch": ["LlamaForCausalLM", "error", "LlamaForCausalLM"],
-                        "size": [7.0, -1, 7.0], "merged": [False, False, False], "moe": [False, False, False],
-                        "flagged": [False, True, False]})
+    agg = pd.DataFrame(
+        {
+            "name": ["a/x", "b/y", "c/z-slerp"],
+            "arch": ["LlamaForCausalLM", "error", "LlamaForCausalLM"],
+            "size": [7.0, -1, 7.0],
+            "merged": [False, False, False],
+            "moe": [False, False, False],
+            "flagged": [False, True, False],
+        }
+    )
     fam = model_families(["a/x", "b/y", "c/z-slerp", "d/mistral-7b-it"], agg)
     assert fam.loc["a/x", "family"] == "LlamaForCausalLM-7b" and fam.loc["c/z-slerp", "merged"]
     assert fam.loc["b/y", "flagged"] and fam.loc["d/mistral-7b-it", "family"] == "mistral-7b"
@@ -172,8 +190,18 @@ def test_irt_subsets_rank_top_models_in_ability_order():
     Y, theta, _, _ = synthetic_2pl(900, 200, dim=1, seed=4)
     scen = np.array(["mmlu"] * 100 + ["gsm8k"] * 100, dtype=object)
     models = [f"org{i % 30}/fam{i % 30}-7b-v{i}" for i in range(900)]
-    s = prepare(Y, models, [f"i{j}" for j in range(200)], scen, scen, chance_per_item(scen), theta[:, 0],
-                n_voters=30, per_family=1, seed=0)
+    s = prepare(
+        Y,
+        models,
+        [f"i{j}" for j in range(200)],
+        scen,
+        scen,
+        chance_per_item(scen),
+        theta[:, 0],
+        n_voters=30,
+        per_family=1,
+        seed=0,
+    )
     res = run_magi(s, methods=("irt", "irt_information", "irt_discrimination"), n_trials=6, seed=0)
     assert res.demoted == ()  # one latent dimension: no scenario trades off against the full score
     top = s.top(s.role == "eval", 100, fair_only=False)
@@ -198,8 +226,18 @@ def test_scenario_trading_off_at_the_top_is_deleted_first():
     # the full score weighs the trade-off towards scenario a, as openllm's mean weighs GSM8K/MMLU at the top
     full = g + 0.8 * t
     scen = np.array(["a"] * k + ["b"] * k, dtype=object)
-    s = prepare(Y, [f"o{i}/m{i}-7b" for i in range(n)], [f"i{j}" for j in range(2 * k)], scen, scen,
-                chance_per_item(scen), full, n_voters=20, per_family=1, seed=0)
+    s = prepare(
+        Y,
+        [f"o{i}/m{i}-7b" for i in range(n)],
+        [f"i{j}" for j in range(2 * k)],
+        scen,
+        scen,
+        chance_per_item(scen),
+        full,
+        n_voters=20,
+        per_family=1,
+        seed=0,
+    )
     v = scenario_validity(s, 100)
     assert v["a"] > 0 >= v["b"]
     res = run_magi(s, methods=("irt",), n_trials=4, seed=0)
@@ -278,10 +316,24 @@ def test_per_scenario_irt_information_uses_each_scenarios_abilities():
 
 def test_run_magi_construct_valid_options():
     s = _toy_setup()
-    res = run_magi(s, methods=("irt", "mean_score"), n_trials=6, seed=0, balanced=True, stratify=True,
-                   irt_scope="scenario", min_validity=None)
-    assert res.options == {"balanced": True, "stratify": True, "irt_scope": "scenario", "validity_top": 100,
-                           "min_validity": None, "information": "full_direction"}
+    res = run_magi(
+        s,
+        methods=("irt", "mean_score"),
+        n_trials=6,
+        seed=0,
+        balanced=True,
+        stratify=True,
+        irt_scope="scenario",
+        min_validity=None,
+    )
+    assert res.options == {
+        "balanced": True,
+        "stratify": True,
+        "irt_scope": "scenario",
+        "validity_top": 100,
+        "min_validity": None,
+        "information": "full_direction",
+    }
     assert res.setup.balanced and not s.balanced  # the caller's setup is left as it was
     for m, r in res.methods.items():
         base = r.chosen.base
@@ -296,19 +348,66 @@ def test_variant_rule_uses_tune_figures_only():
     from tinybench_assets.core.subsets import choose_variant
     from tinybench_assets.core.subsets.search import NO_REFERENCE_METHODS
 
-    rows = pd.DataFrame([
-        # widest tune spread but the tune tau is negative: never chosen, however good its eval figures
-        dict(method="irt_information", validity_top=0, tune_kendall_tau=-0.3, tune_fraction=0.15, tune_abs_penalty=0,
-             tune_guesser_advantage=-0.01, tune_ratio=5.0, eval_ratio=4.0, eval_kendall_tau=0.9),
-        dict(method="ref_vs_voters", validity_top=100, tune_kendall_tau=0.5, tune_fraction=0.18, tune_abs_penalty=0.3,
-             tune_guesser_advantage=-0.01, tune_ratio=4.8, eval_ratio=1.0, eval_kendall_tau=0.1),
-        dict(method="irt", validity_top=200, tune_kendall_tau=0.45, tune_fraction=0.19, tune_abs_penalty=0.2,
-             tune_guesser_advantage=-0.01, tune_ratio=4.5, eval_ratio=2.0, eval_kendall_tau=0.5),
-        dict(method="irt", validity_top=100, tune_kendall_tau=0.45, tune_fraction=0.19, tune_abs_penalty=0.2,
-             tune_guesser_advantage=-0.01, tune_ratio=4.5, eval_ratio=2.0, eval_kendall_tau=0.5),
-        dict(method="mean_score", validity_top=100, tune_kendall_tau=0.6, tune_fraction=0.25, tune_abs_penalty=0.2,
-             tune_guesser_advantage=-0.01, tune_ratio=6.0, eval_ratio=3.0, eval_kendall_tau=0.6),  # too large
-    ])
+    rows = pd.DataFrame(
+        [
+            # widest tune spread but the tune tau is negative: never chosen, however good its eval figures
+            dict(
+                method="irt_information",
+                validity_top=0,
+                tune_kendall_tau=-0.3,
+                tune_fraction=0.15,
+                tune_abs_penalty=0,
+                tune_guesser_advantage=-0.01,
+                tune_ratio=5.0,
+                eval_ratio=4.0,
+                eval_kendall_tau=0.9,
+            ),
+            dict(
+                method="ref_vs_voters",
+                validity_top=100,
+                tune_kendall_tau=0.5,
+                tune_fraction=0.18,
+                tune_abs_penalty=0.3,
+                tune_guesser_advantage=-0.01,
+                tune_ratio=4.8,
+                eval_ratio=1.0,
+                eval_kendall_tau=0.1,
+            ),
+            dict(
+                method="irt",
+                validity_top=200,
+                tune_kendall_tau=0.45,
+                tune_fraction=0.19,
+                tune_abs_penalty=0.2,
+                tune_guesser_advantage=-0.01,
+                tune_ratio=4.5,
+                eval_ratio=2.0,
+                eval_kendall_tau=0.5,
+            ),
+            dict(
+                method="irt",
+                validity_top=100,
+                tune_kendall_tau=0.45,
+                tune_fraction=0.19,
+                tune_abs_penalty=0.2,
+                tune_guesser_advantage=-0.01,
+                tune_ratio=4.5,
+                eval_ratio=2.0,
+                eval_kendall_tau=0.5,
+            ),
+            dict(
+                method="mean_score",
+                validity_top=100,
+                tune_kendall_tau=0.6,
+                tune_fraction=0.25,
+                tune_abs_penalty=0.2,
+                tune_guesser_advantage=-0.01,
+                tune_ratio=6.0,
+                eval_ratio=3.0,
+                eval_kendall_tau=0.6,
+            ),  # too large
+        ]
+    )
     assert choose_variant(rows)["method"] == "ref_vs_voters"
     pick = choose_variant(rows, methods=NO_REFERENCE_METHODS)
     assert pick["method"] == "irt" and pick["validity_top"] == 100  # tie: the guard population nearest 100
@@ -323,18 +422,25 @@ def test_auto_export_reads_tune_figures_only():
     from tinybench_assets.core.subsets import Scalarization, choose_export
 
     def method(tau, frac, pen, ga, std):
-        metrics = dict(kendall_tau_nonvoters=tau, fraction_of_pool=frac, mean_abs_voter_penalty=pen,
-                       guesser_advantage=ga, top10_std=std)
+        metrics = dict(
+            kendall_tau_nonvoters=tau,
+            fraction_of_pool=frac,
+            mean_abs_voter_penalty=pen,
+            guesser_advantage=ga,
+            top10_std=std,
+        )
         return SimpleNamespace(chosen=SimpleNamespace(metrics=metrics))  # no eval_metrics: reading them would raise
 
     def result(**methods):
         return SimpleNamespace(methods=methods, full_metrics={"top10_std": 0.02})
 
-    r = result(ref_vs_voters=method(0.6, 0.15, 0.1, -0.01, 0.20),    # widest, but burns its reference
-               irt_information=method(0.1, 0.10, 0.0, 0.0, 0.15),    # tune tau under the floor
-               mean_score=method(0.5, 0.25, 0.2, -0.01, 0.14),       # too large
-               irt=method(0.45, 0.18, 0.3, -0.02, 0.08),
-               top_discrimination=method(0.6, 0.19, 0.0, -0.01, 0.06))
+    r = result(
+        ref_vs_voters=method(0.6, 0.15, 0.1, -0.01, 0.20),  # widest, but burns its reference
+        irt_information=method(0.1, 0.10, 0.0, 0.0, 0.15),  # tune tau under the floor
+        mean_score=method(0.5, 0.25, 0.2, -0.01, 0.14),  # too large
+        irt=method(0.45, 0.18, 0.3, -0.02, 0.08),
+        top_discrimination=method(0.6, 0.19, 0.0, -0.01, 0.06),
+    )
     assert choose_export(r) == "irt"
     assert choose_export(r, min_tau=0.05) == "irt_information"
     assert choose_export(r, scalar=Scalarization(max_fraction=0.3)) == "mean_score"
@@ -344,8 +450,12 @@ def test_auto_export_reads_tune_figures_only():
     # nothing feasible at all: the first method run
     assert choose_export(r, scalar=Scalarization(max_fraction=0.01)) == "ref_vs_voters"
     # a NaN tune tau (too few tune models) never passes the floor
-    assert choose_export(result(irt=method(float("nan"), 0.1, 0.0, -0.01, 0.2),
-                                mean_score=method(0.4, 0.1, 0.1, -0.01, 0.05))) == "mean_score"
+    assert (
+        choose_export(
+            result(irt=method(float("nan"), 0.1, 0.0, -0.01, 0.2), mean_score=method(0.4, 0.1, 0.1, -0.01, 0.05))
+        )
+        == "mean_score"
+    )
     with pytest.raises(ValueError, match="no MAGI method"):
         choose_export(result())
 
@@ -409,12 +519,27 @@ def test_fine_tunes_of_the_reference_base_are_not_fair():
     assert base_family("cognitivecomputations/dolphin-2.6-mistral-7b") == base_family("mistralai/Mistral-7B-v0.1")
     assert base_family("meta-llama/Meta-Llama-3-8B") != base_family("mistralai/Mistral-7B-v0.1")
     assert base_family("HuggingFaceH4/zephyr-7b-beta") is None
-    models = ["mistralai/Mistral-7B-v0.1", "meta-math/MetaMath-Mistral-7B", "itpossible/Chinese-Mistral-7B-v0.1",
-              "HuggingFaceH4/zephyr-7b-beta", "cognitivecomputations/dolphin-2.6-mistral-7b",
-              "meta-llama/Meta-Llama-3-8B", "cognitivecomputations/dolphin-2.9-llama3-8b"]
+    models = [
+        "mistralai/Mistral-7B-v0.1",
+        "meta-math/MetaMath-Mistral-7B",
+        "itpossible/Chinese-Mistral-7B-v0.1",
+        "HuggingFaceH4/zephyr-7b-beta",
+        "cognitivecomputations/dolphin-2.6-mistral-7b",
+        "meta-llama/Meta-Llama-3-8B",
+        "cognitivecomputations/dolphin-2.9-llama3-8b",
+    ]
     rng = np.random.default_rng(0)
     Y = (rng.random((7, 80)) < np.linspace(0.4, 0.7, 7)[:, None]).astype(float)
     scen = np.array(["mmlu"] * 80, dtype=object)
-    s = prepare(Y, models, [f"i{j}" for j in range(80)], scen, scen, chance_per_item(scen), np.full(7, np.nan),
-                reference="meta-llama/Meta-Llama-3-8B", seed=0)
+    s = prepare(
+        Y,
+        models,
+        [f"i{j}" for j in range(80)],
+        scen,
+        scen,
+        chance_per_item(scen),
+        np.full(7, np.nan),
+        reference="meta-llama/Meta-Llama-3-8B",
+        seed=0,
+    )
     assert s.not_fair.tolist() == [False] * 5 + [True, True]  # the Llama-3 fine-tune is flagged with its base

@@ -2,6 +2,7 @@
 share one xdist group (conftest.py), so the fixture is built once. pytest-xdist's loadgroup stopped grouping silently
 with pytest 9.2 (pytest-dev/pytest-xdist#1386; pyproject.toml pins pytest below it): this fails if it does again. Under
 two workers, each worker's thread pools take one thread (conftest.py)."""
+
 import pytest
 
 
@@ -15,7 +16,8 @@ def test_tests_of_a_module_fixture_share_a_worker(request, shared):
         pytest.skip("not run with --dist loadgroup")
     assert request.node.nodeid.endswith("@test_suite_grouping"), (
         f"{request.node.nodeid}: pytest-xdist did not put this test in its xdist group (pytest "
-        f"{pytest.__version__}); see pytest-dev/pytest-xdist#1386")
+        f"{pytest.__version__}); see pytest-dev/pytest-xdist#1386"
+    )
 
 
 def test_under_two_workers_every_thread_pool_takes_one_thread():

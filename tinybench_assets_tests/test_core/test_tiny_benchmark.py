@@ -1,5 +1,6 @@
 """Exported tiny benchmarks: the JSON + tree-file round trip reproduces the predictor's estimates exactly (the
 JSON-evaluable and the learned estimators, no pickle); answer errors. Hostile files: test_artifact_safety.py."""
+
 from __future__ import annotations
 
 import copy
@@ -19,8 +20,13 @@ from tinybench_assets_tests.test_core.test_backtest import _world
 
 torch.set_num_threads(1)
 
-FAST = dict(dim_candidates=(1, 2), joint_dim_candidates=(1, 2), n_init=2, clusterings=("correctness", "irt"),
-            gbm_params={"max_iter": 30})
+FAST = dict(
+    dim_candidates=(1, 2),
+    joint_dim_candidates=(1, 2),
+    n_init=2,
+    clusterings=("correctness", "irt"),
+    gbm_params={"max_iter": 30},
+)
 COLS = ["estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2"]
 
 
@@ -56,13 +62,16 @@ def answers_of(art, rm, row) -> dict:
 
 
 def anchor_block(art, rm, rows) -> dict:
-    return {s: rm.scores[np.ix_(rows, [rm.items.index(i) for i in art["scenarios"][s]["anchors"]["items"]])]
-            for s in art["scenario_order"]}
+    return {
+        s: rm.scores[np.ix_(rows, [rm.items.index(i) for i in art["scenarios"][s]["anchors"]["items"]])]
+        for s in art["scenario_order"]
+    }
 
 
 def reference(pred, rm, rows, n):
     return pred.estimate(rm.scores[rows], np.asarray(rm.models, dtype=object)[rows], n_values=[n]).set_index(
-        ["model", "scenario", "clustering", "estimator"])
+        ["model", "scenario", "clustering", "estimator"]
+    )
 
 
 # ---------------------------------------------------------------------------------------------- export
@@ -80,7 +89,9 @@ def test_export_is_strict_json_and_round_trips(tmp_path):
     keys = {(m["scenario"], m["kind"], m["target"]) for m in raw["learned"]["models"]}
     st = pred.named_steps
     assert keys == {k[2:] for k in st["learned"].models_ if k[:2] == (raw["clustering"], 5)} and len(keys) == 8
-    assert {"gbm", "gbm_joint", "bank_joint", "stack"} <= set(raw["learned_estimators"]) and "gbm" not in raw["json_estimators"]
+    assert {"gbm", "gbm_joint", "bank_joint", "stack"} <= set(raw["learned_estimators"]) and "gbm" not in raw[
+        "json_estimators"
+    ]
     assert raw["learned"]["bank"]["models"] == st["split"].n_fit_
     assert set(raw["learned"]["bank"]["eps"]) == set(pred.layout.scenarios)
     c = st["selector"].selection_[(5, "a", "tinybench")]["t1"][0]
@@ -127,8 +138,9 @@ def test_json_estimators_reproduce_the_predictor(tmp_path, n, clustering):
                 assert np.isnan(cols["estimate"][i])
                 continue
             row = ref.loc[(m, s, c, e)]
-            np.testing.assert_allclose([cols[k][i] for k in COLS], row[COLS].to_numpy(float), rtol=0, atol=1e-9,
-                                       err_msg=f"{s}/{e}/{m}")
+            np.testing.assert_allclose(
+                [cols[k][i] for k in COLS], row[COLS].to_numpy(float), rtol=0, atol=1e-9, err_msg=f"{s}/{e}/{m}"
+            )
             checked += 1
     assert checked >= 2 * 9 * 25
     # every estimator, the learned ones from the tree file: the same numbers as the predictor, bit for bit
@@ -138,8 +150,9 @@ def test_json_estimators_reproduce_the_predictor(tmp_path, n, clustering):
     for (s, e), cols in got.items():
         for i, m in enumerate(models):
             if (m, s, c, e) in ref.index:
-                np.testing.assert_array_equal([cols[k][i] for k in COLS], ref.loc[(m, s, c, e)][COLS].to_numpy(float),
-                                              err_msg=f"{s}/{e}/{m}")
+                np.testing.assert_array_equal(
+                    [cols[k][i] for k in COLS], ref.loc[(m, s, c, e)][COLS].to_numpy(float), err_msg=f"{s}/{e}/{m}"
+                )
                 checked += 1
     assert checked >= 2 * 13 * 25
     # one model at a time through the public function, every JSON estimator
@@ -149,8 +162,12 @@ def test_json_estimators_reproduce_the_predictor(tmp_path, n, clustering):
             df = tb.estimate_from_artifact(art, answers_of(art, rm, row), estimator=e, use_learned=False)
             for r in df.itertuples(index=False):
                 assert r.source == "json" and r.estimator == e == r.estimator_t2
-                np.testing.assert_allclose([getattr(r, k) for k in COLS], ref.loc[(m, r.scenario, c, e)][COLS].to_numpy(float),
-                                           rtol=0, atol=1e-9)
+                np.testing.assert_allclose(
+                    [getattr(r, k) for k in COLS],
+                    ref.loc[(m, r.scenario, c, e)][COLS].to_numpy(float),
+                    rtol=0,
+                    atol=1e-9,
+                )
 
 
 def test_learned_path_matches_the_predictors_selection(tmp_path):
@@ -184,8 +201,10 @@ def test_learned_path_matches_the_predictors_selection(tmp_path):
     assert df.estimator.tolist() == [art["scenarios"][s]["recommended"]["t1"] for s in df.scenario]
     # the freshly exported dict (tree arrays in memory) gives the same as the saved folder
     fresh = tb.export_tiny_benchmark(pred, leaderboard="sim", n=5, item_texts=texts(rm))
-    pd.testing.assert_frame_equal(tb.estimate_from_artifact(fresh, answers_of(art, rm, row), estimator="stack"),
-                                  tb.estimate_from_artifact(art, answers_of(art, rm, row), estimator="stack"))
+    pd.testing.assert_frame_equal(
+        tb.estimate_from_artifact(fresh, answers_of(art, rm, row), estimator="stack"),
+        tb.estimate_from_artifact(art, answers_of(art, rm, row), estimator="stack"),
+    )
 
 
 def test_missing_or_foreign_tree_file(tmp_path):
@@ -231,15 +250,22 @@ def test_missing_or_foreign_tree_file(tmp_path):
         tb.save_artifact(art, None, tmp_path / "again")
     tb.save_artifact(art, pred, tmp_path / "again")
     assert (tmp_path / "again" / "learned_models.npz").read_bytes()[:2] == b"PK"
-    pd.testing.assert_frame_equal(tb.estimate_from_artifact(tmp_path / "again", ans), tb.estimate_from_artifact(art, ans))
+    pd.testing.assert_frame_equal(
+        tb.estimate_from_artifact(tmp_path / "again", ans), tb.estimate_from_artifact(art, ans)
+    )
 
 
 def test_json_stacks_without_learned_estimators(tmp_path):
     rm, test, pred = fitted(learned=False)
     art = saved(tmp_path, learned=False)
     assert {"stack", "stack_own"} <= set(art["json_estimators"])
-    assert not art["learned_estimators"] and art["learned"] == {"file": None, "sha256": None, "fit_learned": False,
-                                                                 "models": [], "bank": None}
+    assert not art["learned_estimators"] and art["learned"] == {
+        "file": None,
+        "sha256": None,
+        "fit_learned": False,
+        "models": [],
+        "bank": None,
+    }
     assert not (tmp_path / "learned_models.npz").exists()
     c = art["clustering"]
     ref = reference(pred, rm, test, 5)
@@ -247,8 +273,9 @@ def test_json_stacks_without_learned_estimators(tmp_path):
     for (s, e), cols in got.items():
         for i, m in enumerate(np.asarray(rm.models, dtype=object)[test]):
             if (m, s, c, e) in ref.index:
-                np.testing.assert_allclose([cols[k][i] for k in COLS], ref.loc[(m, s, c, e)][COLS].to_numpy(float),
-                                           rtol=0, atol=1e-9)
+                np.testing.assert_allclose(
+                    [cols[k][i] for k in COLS], ref.loc[(m, s, c, e)][COLS].to_numpy(float), rtol=0, atol=1e-9
+                )
     # with no learned estimator, the default answer is the predictor's tinybench selection, from the JSON alone
     row = test[1]
     df = tb.estimate_from_artifact(art, answers_of(art, rm, row))
@@ -287,8 +314,13 @@ def test_answer_errors(tmp_path):
         tb.estimate_from_artifact(art, {**ans, non_anchor: 1.0})
     ok = tb.estimate_from_artifact(art, {**ans, non_anchor: 1.0}, allow_extra=True)
     pd.testing.assert_frame_equal(ok, tb.estimate_from_artifact(art, ans))
-    for bad, msg in ((1.5, "outside"), (-0.1, "outside"), ("x", "not a number"), (float("nan"), "not a finite"),
-                     (None, "not a number")):
+    for bad, msg in (
+        (1.5, "outside"),
+        (-0.1, "outside"),
+        ("x", "not a number"),
+        (float("nan"), "not a finite"),
+        (None, "not a number"),
+    ):
         with pytest.raises(AnswerError, match=msg):
             tb.estimate_from_artifact(art, {**ans, a_items[0]: bad})
     # a partly answered scenario: an error naming it, unless allow_missing
@@ -302,8 +334,9 @@ def test_answer_errors(tmp_path):
     ref = pred.estimate(Y, n_values=[5]).set_index(["scenario", "clustering", "estimator"])
     e = "anchor"
     got = tb.estimate_from_artifact(art, part, allow_missing=True, estimator=e).set_index("scenario")
-    np.testing.assert_allclose(got.loc["a", COLS].to_numpy(float), ref.loc[("a", art["clustering"], e), COLS].to_numpy(float),
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        got.loc["a", COLS].to_numpy(float), ref.loc[("a", art["clustering"], e), COLS].to_numpy(float), atol=1e-9
+    )
     # a scenario with no answer at all is skipped, with a note
     only_a = {k: v for k, v in ans.items() if k in a_items}
     df = tb.estimate_from_artifact(art, only_a)
@@ -356,9 +389,12 @@ def test_artifact_format_errors(tmp_path):
     with pytest.raises(ArtifactError, match="not valid JSON"):
         tb.load_artifact(bad)
     raw = {k: v for k, v in art.items() if k != "_folder"}
-    for fmt, match in (("something/1", "not a tinybench tiny benchmark"), (None, "not a tinybench tiny benchmark"),
-                       ("tinybench.tiny_benchmark/3", "format version 3 is not supported"),
-                       ("tinybench.tiny_benchmark/1", "version 1 is not supported: .* pickle.* re-export")):
+    for fmt, match in (
+        ("something/1", "not a tinybench tiny benchmark"),
+        (None, "not a tinybench tiny benchmark"),
+        ("tinybench.tiny_benchmark/3", "format version 3 is not supported"),
+        ("tinybench.tiny_benchmark/1", "version 1 is not supported: .* pickle.* re-export"),
+    ):
         bad.write_text(json.dumps({**raw, "format": fmt}))
         with pytest.raises(ArtifactError, match=match):
             tb.load_artifact(bad)
@@ -370,5 +406,6 @@ def test_artifact_format_errors(tmp_path):
     # a JSON path works as well as the folder; the answers may be a file
     f = tmp_path / "ans.json"
     f.write_text(json.dumps(ans))
-    pd.testing.assert_frame_equal(tb.estimate_from_artifact(tmp_path / "ok" / "tiny_benchmark.json", f),
-                                  tb.estimate_from_artifact(art, ans))
+    pd.testing.assert_frame_equal(
+        tb.estimate_from_artifact(tmp_path / "ok" / "tiny_benchmark.json", f), tb.estimate_from_artifact(art, ans)
+    )

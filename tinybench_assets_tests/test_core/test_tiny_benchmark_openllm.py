@@ -1,6 +1,7 @@
 """The pickle-free tiny benchmark on a real slice of openllm: the artifact's estimates (every estimator, the learned
 ones from learned_models.npz) equal the pickled predictor's, and its trees equal sklearn's on real features with
 missing answers."""
+
 from __future__ import annotations
 
 import functools
@@ -35,8 +36,9 @@ def openllm_fit():
     rm = ResponseMatrix.from_long(long[long.model.isin(models)])
     full = full[full.model.isin(models)]
     train, test = split_models(rm.shape[0], 1 / 6, seed=0)
-    pred = AnchorPredictor(n_values=(10,), dim_candidates=(1, 2), joint_dim_candidates=(2,), n_init=2,
-                           gbm_params={"max_iter": 60}, seed=0).fit(rm, full, train)
+    pred = AnchorPredictor(
+        n_values=(10,), dim_candidates=(1, 2), joint_dim_candidates=(2,), n_init=2, gbm_params={"max_iter": 60}, seed=0
+    ).fit(rm, full, train)
     return rm, test, pred
 
 
@@ -56,7 +58,8 @@ def test_openllm_artifact_equals_the_pickled_predictor(tmp_path, clustering):
     Y = rm.scores[test].copy()
     assert np.isnan(Y).all(1).sum() == 0 and np.isnan(Y).any(1).sum() > 0  # some models lack a scenario
     ref = pickled.estimate(Y, np.asarray(rm.models, dtype=object)[test], n_values=[10]).set_index(
-        ["model", "scenario", "clustering", "estimator"])
+        ["model", "scenario", "clustering", "estimator"]
+    )
     got = tb.evaluate_artifact(art, anchor_block(art, rm, test))
     assert {e for _, e in got} == set(tb.JSON_BASE) | {"gbm", "gbm_joint", "bank_joint", "stack", "stack_own"}
     checked = 0
@@ -65,8 +68,9 @@ def test_openllm_artifact_equals_the_pickled_predictor(tmp_path, clustering):
             if (m, s, c, e) not in ref.index:
                 assert np.isnan(cols["estimate"][i])
                 continue
-            np.testing.assert_array_equal([cols[k][i] for k in COLS], ref.loc[(m, s, c, e)][COLS].to_numpy(float),
-                                          err_msg=f"{s}/{e}/{m}")
+            np.testing.assert_array_equal(
+                [cols[k][i] for k in COLS], ref.loc[(m, s, c, e)][COLS].to_numpy(float), err_msg=f"{s}/{e}/{m}"
+            )
             checked += 1
     assert checked > 4 * 13 * 40
     # one model at a time, the recommended (learned) estimators, as `tinybench estimate` computes them

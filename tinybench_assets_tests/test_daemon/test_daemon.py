@@ -14,6 +14,7 @@ throwaway project home holding small slices of ../shared/data (openllm arc + mml
 One project for the whole sequence: each step starts from the state the previous one left (a second project would
 cost another cold refresh in a suite that must stay short).
 """
+
 from __future__ import annotations
 
 import collections
@@ -76,11 +77,21 @@ def test_the_daemon_path_alone_beside_run_all_and_through_faults(tmp_path):
         p.start()
         p.wait_converged(timeout_s=400)
         ran = runs_since(p, set())
-        assert ran == [("ingest_landing", None), ("refresh_leaderboard", "openllm"), ("refresh_leaderboard", "routerdc"),
-                       ("refresh_scenario", "openllm.arc"), ("refresh_scenario", "openllm.mmlu"),
-                       ("refresh_scenario", "routerdc.gsm8k"), ("refresh_scenario", "routerdc.mmlu")], ran
-        assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in p.runs()), [(r.job_name, r.status) for r in p.runs()]
-        assert all(r.tags.get("tinybench/reason") and r.tags.get("tinybench/trigger") == "refresh_sensor" for r in p.runs())
+        assert ran == [
+            ("ingest_landing", None),
+            ("refresh_leaderboard", "openllm"),
+            ("refresh_leaderboard", "routerdc"),
+            ("refresh_scenario", "openllm.arc"),
+            ("refresh_scenario", "openllm.mmlu"),
+            ("refresh_scenario", "routerdc.gsm8k"),
+            ("refresh_scenario", "routerdc.mmlu"),
+        ], ran
+        assert all(r.status == dg.DagsterRunStatus.SUCCESS for r in p.runs()), [
+            (r.job_name, r.status) for r in p.runs()
+        ]
+        assert all(
+            r.tags.get("tinybench/reason") and r.tags.get("tinybench/trigger") == "refresh_sensor" for r in p.runs()
+        )
         p.stop()
         daemon_rows = store_tables(p.db)
 
@@ -104,16 +115,23 @@ def test_the_daemon_path_alone_beside_run_all_and_through_faults(tmp_path):
         change(p.incoming / "routerdc" / "gsm8k-train.json")
         (p.incoming / "routerdc" / "broken.csv").write_text("model,scenario,item,score\na,gsm8k,q1,7\n")
         p.wait_converged(timeout_s=300)
-        assert runs_since(p, before) == [("ingest_landing", None), ("refresh_leaderboard", "routerdc"),
-                                         ("refresh_scenario", "routerdc.gsm8k")], p.tail()
+        assert runs_since(p, before) == [
+            ("ingest_landing", None),
+            ("refresh_leaderboard", "routerdc"),
+            ("refresh_scenario", "routerdc.gsm8k"),
+        ], p.tail()
         assert {k for _, k, _ in p.materializations(mark)} == {None, "routerdc.gsm8k", "routerdc"}
         assert "score" in (p.quarantine / "routerdc" / "broken.csv.error.txt").read_text()
-        assert (p.quarantine / "routerdc" / "broken.csv").exists() and not (p.incoming / "routerdc" / "broken.csv").exists()
+        assert (p.quarantine / "routerdc" / "broken.csv").exists() and not (
+            p.incoming / "routerdc" / "broken.csv"
+        ).exists()
 
         # run-all started while the daemon refreshes a drop: each asset partition is computed once
         mark = p.last_storage_id()
         change(p.incoming / "openllm" / "arc.responses.parquet")
-        wait_for(lambda: any(r.job_name == "refresh_scenario" for r in p.live_runs()), 120, "the daemon's scenario run", p)
+        wait_for(
+            lambda: any(r.job_name == "refresh_scenario" for r in p.live_runs()), 120, "the daemon's scenario run", p
+        )
         res = p.run_all()
         assert res.returncode == 0, res.stdout + res.stderr
         p.wait_converged(timeout_s=300)
@@ -137,13 +155,19 @@ def test_the_daemon_path_alone_beside_run_all_and_through_faults(tmp_path):
         p.wait_converged(timeout_s=300)
         assert p.instance.get_run_by_id(run.run_id).status == dg.DagsterRunStatus.FAILURE
         failures = p.instance.all_logs(run.run_id, of_type=dg.DagsterEventType.RUN_FAILURE)
-        assert len(failures) == 1, failures  # once: by Dagster's code server (it saw its child die) or the orphan sensor
+        assert len(failures) == 1, (
+            failures
+        )  # once: by Dagster's code server (it saw its child die) or the orphan sensor
         why = " ".join(e.message or "" for e in p.instance.all_logs(run.run_id))
         assert "SIGKILL" in why or ("Orphaned run" in why and f"pid {pid}" in why), why
         new = [r for r in p.runs() if r.run_id not in before]
-        assert sorted((r.job_name, r.tags.get("dagster/partition") or "", r.status.value) for r in new
-                      if r.run_id != run.run_id) == [("ingest_landing", "", "SUCCESS"), ("refresh_leaderboard", "openllm", "SUCCESS"),
-                                                     ("refresh_scenario", "openllm.mmlu", "SUCCESS")], p.tail()
+        assert sorted(
+            (r.job_name, r.tags.get("dagster/partition") or "", r.status.value) for r in new if r.run_id != run.run_id
+        ) == [
+            ("ingest_landing", "", "SUCCESS"),
+            ("refresh_leaderboard", "openllm", "SUCCESS"),
+            ("refresh_scenario", "openllm.mmlu", "SUCCESS"),
+        ], p.tail()
 
         # 20 runs queued at once, launched one after another: none is taken for an orphan
         queued = queue_runs(p, "ingest_landing", 20)

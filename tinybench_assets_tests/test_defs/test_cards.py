@@ -1,5 +1,6 @@
 """What the UI shows before an asset is opened: groups that read as the pipeline, a title, a description, owners;
 and definitions that load fast (heavy imports stay inside the asset functions)."""
+
 import os
 import subprocess
 import sys
@@ -25,7 +26,9 @@ def test_every_asset_has_group_title_description_and_owner():
         assert len(desc) > 60, f"{key}: description too short: {desc!r}"
         title = node.metadata.get("title")
         assert title, f"{key}: no title metadata"
-        assert desc.startswith(f"**{getattr(title, 'value', title)}.**"), f"{key}: description does not lead with its title"
+        assert desc.startswith(f"**{getattr(title, 'value', title)}.**"), (
+            f"{key}: description does not lead with its title"
+        )
         assert node.owners, f"{key}: no owners"
     assert seen_groups == PIPELINE_GROUPS
 
@@ -41,14 +44,18 @@ def test_card_owners_from_environment(monkeypatch):
 def test_definitions_load_fast_without_torch():
     """The UI and the sensor daemon load the definitions: under 5 s, and torch / sentence-transformers /
     scikit-learn / matplotlib / optuna / scipy.stats are not imported until an asset runs."""
-    code = ("import sys, time; t=time.perf_counter(); from tinybench_assets.definitions import defs; "
-            "dt=time.perf_counter()-t; heavy=[m for m in ('torch','sentence_transformers','sklearn','matplotlib','optuna','scipy.stats') "
-            "if m in sys.modules]; print(f'{dt:.3f}', ','.join(heavy))")
+    code = (
+        "import sys, time; t=time.perf_counter(); from tinybench_assets.definitions import defs; "
+        "dt=time.perf_counter()-t; heavy=[m for m in ('torch','sentence_transformers','sklearn','matplotlib','optuna','scipy.stats') "
+        "if m in sys.modules]; print(f'{dt:.3f}', ','.join(heavy))"
+    )
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     best = None
     for _ in range(2):  # the first run may pay for a cold disk cache
         t0 = time.perf_counter()
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True).stdout.split()
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+        ).stdout.split()
         wall = time.perf_counter() - t0
         best = wall if best is None else min(best, wall)
         heavy = out[1] if len(out) > 1 else ""

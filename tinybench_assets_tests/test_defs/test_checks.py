@@ -4,6 +4,7 @@ One module store: 40 openllm models (arc + mmlu) through responses, IRT, estimat
 their checks (so checks are proven to run inside a materialization, and to pass on real data). Failure cases
 run a check on a copy of that store with one bad row written into it.
 """
+
 import shutil
 from types import SimpleNamespace
 
@@ -18,15 +19,35 @@ from tinybench_assets_tests.test_defs.test_definitions import resources_for
 
 BOARD, ARC, MMLU = "openllm", "openllm.arc", "openllm.mmlu"
 CHECKS = {next(iter(c.check_specs)).name: c for c in all_checks}
-SMALL = {"n_values": [5, 10], "clusterings": ["correctness"], "learned": False, "dims": [1], "joint_dims": [1, 2],
-         "min_models": 20}
-CFG = {"ops": {
-    "irt_model": {"config": {"dims": [1]}}, "irt_joint": {"config": {"dims": [1, 2]}},
-    "anchor_sets": {"config": SMALL}, "model_estimates": {"config": SMALL},
-    "estimation_backtest": {"config": {**SMALL, "n_splits": 1}}, "tiny_benchmark": {"config": {**SMALL, "export_n": 10}},
-    "magi_subset_assets": {"config": {"n_trials": 4, "n_voters": 12, "methods": ["ref_vs_voters", "irt"], "export_method": "irt",
-                                      "keep_fraction_min": 0.15, "keep_fraction_max": 0.3, "max_fraction": 0.6}},
-}}
+SMALL = {
+    "n_values": [5, 10],
+    "clusterings": ["correctness"],
+    "learned": False,
+    "dims": [1],
+    "joint_dims": [1, 2],
+    "min_models": 20,
+}
+CFG = {
+    "ops": {
+        "irt_model": {"config": {"dims": [1]}},
+        "irt_joint": {"config": {"dims": [1, 2]}},
+        "anchor_sets": {"config": SMALL},
+        "model_estimates": {"config": SMALL},
+        "estimation_backtest": {"config": {**SMALL, "n_splits": 1}},
+        "tiny_benchmark": {"config": {**SMALL, "export_n": 10}},
+        "magi_subset_assets": {
+            "config": {
+                "n_trials": 4,
+                "n_voters": 12,
+                "methods": ["ref_vs_voters", "irt"],
+                "export_method": "irt",
+                "keep_fraction_min": 0.15,
+                "keep_fraction_max": 0.3,
+                "max_fraction": 0.6,
+            }
+        },
+    }
+}
 
 
 def _evals(result) -> dict:
@@ -48,16 +69,27 @@ def built(tmp_path_factory, openllm_slice):
     evals = {}
     scenario = [responses.raw_responses, responses.response_matrix, responses.binarized_responses, irt.irt_model]
     for key in (ARC, MMLU):
-        r = dg.materialize([*scenario, *all_checks], selection=dg.AssetSelection.assets(*scenario).without_checks()
-                           | dg.AssetSelection.checks_for_assets(*scenario), partition_key=key, instance=instance,
-                           resources=res, run_config={"ops": {"irt_model": CFG["ops"]["irt_model"]}})
+        r = dg.materialize(
+            [*scenario, *all_checks],
+            selection=dg.AssetSelection.assets(*scenario).without_checks()
+            | dg.AssetSelection.checks_for_assets(*scenario),
+            partition_key=key,
+            instance=instance,
+            resources=res,
+            run_config={"ops": {"irt_model": CFG["ops"]["irt_model"]}},
+        )
         assert r.success
         evals[key] = _evals(r)
     board = [irt.irt_joint, *estimation.leaderboard_assets, *subsets.leaderboard_assets[:1]]
     ops = {k: v for k, v in CFG["ops"].items() if k != "irt_model"}
-    r = dg.materialize([*board, *all_checks], selection=dg.AssetSelection.assets(*board).without_checks()
-                       | dg.AssetSelection.checks_for_assets(*board), partition_key=BOARD, instance=instance, resources=res,
-                       run_config={"ops": ops})
+    r = dg.materialize(
+        [*board, *all_checks],
+        selection=dg.AssetSelection.assets(*board).without_checks() | dg.AssetSelection.checks_for_assets(*board),
+        partition_key=BOARD,
+        instance=instance,
+        resources=res,
+        run_config={"ops": ops},
+    )
     assert r.success
     evals[BOARD] = _evals(r)
     yield SimpleNamespace(instance=instance, res=res, db=Store(landing["db"]), root=root, evals=evals)
@@ -83,8 +115,14 @@ def run_check(ctx, name: str, key: str, db_path=None) -> dg.AssetCheckEvaluation
         res["store"] = StoreResource(database=str(db_path))
     # dg.materialize(partition_key=...) refuses a selection of checks only (it looks for a partitioned ASSET in it), so
     # the run carries the partition as the UI's does: the dagster/partition tag
-    r = dg.materialize([asset, check], selection=dg.AssetSelection.checks(check), tags={"dagster/partition": key},
-                       instance=ctx.instance, resources=res, raise_on_error=False)
+    r = dg.materialize(
+        [asset, check],
+        selection=dg.AssetSelection.checks(check),
+        tags={"dagster/partition": key},
+        instance=ctx.instance,
+        resources=res,
+        raise_on_error=False,
+    )
     (ev,) = r.get_asset_check_evaluations()
     return ev
 
@@ -110,13 +148,25 @@ def test_checks_ran_in_the_materializations_and_passed(built):
     assert len(all_checks) >= 8
     for key in (ARC, MMLU):
         ev = built.evals[key]
-        assert {"responses_valid", "matrix_complete", "balance_weights_normalized", "binarization_keeps_accuracy",
-                "irt_model_fit_sound"} <= set(ev)
+        assert {
+            "responses_valid",
+            "matrix_complete",
+            "balance_weights_normalized",
+            "binarization_keeps_accuracy",
+            "irt_model_fit_sound",
+        } <= set(ev)
         assert not failed(ev), failed(ev)
         assert all(e.partition == key for e in ev.values())
     ev = built.evals[BOARD]
-    assert {"irt_joint_fit_sound", "anchor_weights_sum_to_one", "estimates_in_range", "backtest_sane",
-            "tiny_benchmark_round_trip", "magi_subset_within_bound", "magi_not_fair_flagged"} <= set(ev)
+    assert {
+        "irt_joint_fit_sound",
+        "anchor_weights_sum_to_one",
+        "estimates_in_range",
+        "backtest_sane",
+        "tiny_benchmark_round_trip",
+        "magi_subset_within_bound",
+        "magi_not_fair_flagged",
+    } <= set(ev)
     assert not failed(ev), failed(ev)
 
 
@@ -132,20 +182,34 @@ def test_checks_are_partitioned_like_their_assets():
         assert spec.partitions_def in (scenario_partitions, leaderboard_partitions), spec.name
         assert spec.description and len(spec.description) > 40, spec.name
     blocking = {next(iter(c.check_specs)).name for c in all_checks if next(iter(c.check_specs)).blocking}
-    assert blocking == {"responses_valid", "irt_model_fit_sound", "irt_joint_fit_sound", "anchor_weights_sum_to_one",
-                        "knn_params_cover_test_questions"}
+    assert blocking == {
+        "responses_valid",
+        "irt_model_fit_sound",
+        "irt_joint_fit_sound",
+        "anchor_weights_sum_to_one",
+        "knn_params_cover_test_questions",
+    }
 
 
-ONE_CELL = ("partition_key = 'openllm.arc' AND model = (SELECT min(model) FROM responses WHERE partition_key = 'openllm.arc') "
-            "AND item = (SELECT min(item) FROM responses WHERE partition_key = 'openllm.arc')")
+ONE_CELL = (
+    "partition_key = 'openllm.arc' AND model = (SELECT min(model) FROM responses WHERE partition_key = 'openllm.arc') "
+    "AND item = (SELECT min(item) FROM responses WHERE partition_key = 'openllm.arc')"
+)
 
 
 def test_responses_valid_fails_on_out_of_range_and_duplicates(built, tmp_path):
     assert run_check(built, "responses_valid", ARC).passed
-    ev = run_check(built, "responses_valid", ARC, broken(built, tmp_path, f"UPDATE responses SET score = 1.5 WHERE {ONE_CELL}"))
+    ev = run_check(
+        built, "responses_valid", ARC, broken(built, tmp_path, f"UPDATE responses SET score = 1.5 WHERE {ONE_CELL}")
+    )
     assert not ev.passed and ev.severity == dg.AssetCheckSeverity.ERROR and md(ev, "scores_out_of_range") == 1
     assert md(ev, "max_score") == 1.5 and md(ev, "duplicate_model_item_pairs") == 0
-    ev = run_check(built, "responses_valid", ARC, broken(built, tmp_path, f"INSERT INTO responses SELECT * FROM responses WHERE {ONE_CELL}"))
+    ev = run_check(
+        built,
+        "responses_valid",
+        ARC,
+        broken(built, tmp_path, f"INSERT INTO responses SELECT * FROM responses WHERE {ONE_CELL}"),
+    )
     assert not ev.passed and md(ev, "duplicate_model_item_pairs") == 1 and md(ev, "scores_out_of_range") == 0
 
 
@@ -159,9 +223,13 @@ def test_blocking_check_stops_downstream_in_the_same_run(built, tmp_path):
     def bad_raw_responses(context, store: StoreResource):
         store.get().execute(f"INSERT INTO responses SELECT * FROM responses WHERE {ONE_CELL}")
 
-    r = dg.materialize([bad_raw_responses, responses.response_matrix, CHECKS["responses_valid"]], partition_key=ARC,
-                       instance=built.instance, resources={**built.res, "store": StoreResource(database=str(path))},
-                       raise_on_error=False)
+    r = dg.materialize(
+        [bad_raw_responses, responses.response_matrix, CHECKS["responses_valid"]],
+        partition_key=ARC,
+        instance=built.instance,
+        resources={**built.res, "store": StoreResource(database=str(path))},
+        raise_on_error=False,
+    )
     (ev,) = r.get_asset_check_evaluations()
     assert not ev.passed and ev.blocking and md(ev, "duplicate_model_item_pairs") == 1
     assert [m.asset_key for m in r.get_asset_materialization_events()] == [dg.AssetKey("raw_responses")]
@@ -174,35 +242,83 @@ def test_matrix_complete_reports_gaps(built, tmp_path):
     sql = "UPDATE matrix_models SET n_items = n_items - 3 WHERE partition_key = 'openllm.arc' AND \"row\" = 0"
     ev = run_check(built, "matrix_complete", ARC, broken(built, tmp_path, sql))
     assert not ev.passed and ev.severity == dg.AssetCheckSeverity.WARN
-    assert md(ev, "missing_cells") == 3 and md(ev, "models_with_gaps") == 1 and list(md(ev, "worst_models").values()) == [3]
+    assert (
+        md(ev, "missing_cells") == 3
+        and md(ev, "models_with_gaps") == 1
+        and list(md(ev, "worst_models").values()) == [3]
+    )
 
 
-@pytest.mark.parametrize("name,key,sql", [
-    ("balance_weights_normalized", ARC, "UPDATE matrix_items SET balance_weight = 3 WHERE partition_key = 'openllm.arc' AND col = 0"),
-    ("binarization_keeps_accuracy", MMLU, "UPDATE binarization SET mean_abs_shift = 0.2 WHERE partition_key = 'openllm.mmlu'"),
-    ("irt_model_fit_sound", ARC, "UPDATE irt_fits SET heldout_logloss = 0.9 WHERE partition_key = 'openllm.arc'"),
-    ("irt_model_fit_sound", MMLU, "UPDATE irt_items SET b = 'nan'::DOUBLE WHERE partition_key = 'openllm.mmlu' AND item = "
-                                  "(SELECT min(item) FROM irt_items WHERE partition_key = 'openllm.mmlu')"),
-    ("irt_joint_fit_sound", BOARD, "UPDATE irt_fits SET heldout_logloss = 0.9 WHERE partition_key = 'openllm'"),
-    ("anchor_weights_sum_to_one", BOARD, "UPDATE anchors SET weight = weight * 1.1 WHERE leaderboard = 'openllm' AND "
-                                         "scenario = 'arc' AND n = 5"),
-    ("estimates_in_range", BOARD, "UPDATE estimates SET lower = estimate + 0.05 WHERE leaderboard = 'openllm' AND "
-                                  "estimator = 'anchor' AND n = 5"),
-    ("estimates_in_range", BOARD, "UPDATE estimates SET estimate_t2 = 0.5, lower_t2 = 0.6, upper_t2 = 0.7 WHERE "
-                                  "leaderboard = 'openllm' AND estimator = 'gpirt' AND n = 10"),
-    ("backtest_sane", BOARD, "UPDATE backtest_summary SET coverage_t1 = 1.5 WHERE leaderboard = 'openllm' AND estimator = 'irt'"),
-    ("tiny_benchmark_round_trip", BOARD, "UPDATE estimates SET estimate = estimate + 0.01 WHERE leaderboard = 'openllm' AND "
-                                         "estimator = 'pirt' AND n = 10"),
-    ("magi_subset_within_bound", BOARD, "UPDATE magi_subset SET in_subset = true WHERE leaderboard = 'openllm' AND method = 'irt'"),
-    ("magi_not_fair_flagged", BOARD, "UPDATE magi_scores SET not_fair = false WHERE leaderboard = 'openllm' AND role = 'reference'"),
-])
+@pytest.mark.parametrize(
+    "name,key,sql",
+    [
+        (
+            "balance_weights_normalized",
+            ARC,
+            "UPDATE matrix_items SET balance_weight = 3 WHERE partition_key = 'openllm.arc' AND col = 0",
+        ),
+        (
+            "binarization_keeps_accuracy",
+            MMLU,
+            "UPDATE binarization SET mean_abs_shift = 0.2 WHERE partition_key = 'openllm.mmlu'",
+        ),
+        ("irt_model_fit_sound", ARC, "UPDATE irt_fits SET heldout_logloss = 0.9 WHERE partition_key = 'openllm.arc'"),
+        (
+            "irt_model_fit_sound",
+            MMLU,
+            "UPDATE irt_items SET b = 'nan'::DOUBLE WHERE partition_key = 'openllm.mmlu' AND item = "
+            "(SELECT min(item) FROM irt_items WHERE partition_key = 'openllm.mmlu')",
+        ),
+        ("irt_joint_fit_sound", BOARD, "UPDATE irt_fits SET heldout_logloss = 0.9 WHERE partition_key = 'openllm'"),
+        (
+            "anchor_weights_sum_to_one",
+            BOARD,
+            "UPDATE anchors SET weight = weight * 1.1 WHERE leaderboard = 'openllm' AND scenario = 'arc' AND n = 5",
+        ),
+        (
+            "estimates_in_range",
+            BOARD,
+            "UPDATE estimates SET lower = estimate + 0.05 WHERE leaderboard = 'openllm' AND "
+            "estimator = 'anchor' AND n = 5",
+        ),
+        (
+            "estimates_in_range",
+            BOARD,
+            "UPDATE estimates SET estimate_t2 = 0.5, lower_t2 = 0.6, upper_t2 = 0.7 WHERE "
+            "leaderboard = 'openllm' AND estimator = 'gpirt' AND n = 10",
+        ),
+        (
+            "backtest_sane",
+            BOARD,
+            "UPDATE backtest_summary SET coverage_t1 = 1.5 WHERE leaderboard = 'openllm' AND estimator = 'irt'",
+        ),
+        (
+            "tiny_benchmark_round_trip",
+            BOARD,
+            "UPDATE estimates SET estimate = estimate + 0.01 WHERE leaderboard = 'openllm' AND "
+            "estimator = 'pirt' AND n = 10",
+        ),
+        (
+            "magi_subset_within_bound",
+            BOARD,
+            "UPDATE magi_subset SET in_subset = true WHERE leaderboard = 'openllm' AND method = 'irt'",
+        ),
+        (
+            "magi_not_fair_flagged",
+            BOARD,
+            "UPDATE magi_scores SET not_fair = false WHERE leaderboard = 'openllm' AND role = 'reference'",
+        ),
+    ],
+)
 def test_check_passes_then_fails_on_broken_row(built, artifacts, tmp_path, name, key, sql):
     good = run_check(built, name, key)
     assert good.passed, {k: v.value for k, v in good.metadata.items()}
     bad = run_check(built, name, key, broken(built, tmp_path, sql))
     assert not bad.passed and bad.partition == key, {k: v.value for k, v in bad.metadata.items()}
     spec = next(iter(CHECKS[name].check_specs))
-    assert bad.severity == (dg.AssetCheckSeverity.WARN if name == "magi_subset_within_bound" else dg.AssetCheckSeverity.ERROR)
+    assert bad.severity == (
+        dg.AssetCheckSeverity.WARN if name == "magi_subset_within_bound" else dg.AssetCheckSeverity.ERROR
+    )
     assert bad.blocking == spec.blocking
 
 

@@ -1,5 +1,6 @@
 """Router checks (issue 10) on a small RouterDC slice (80 train + 40 test mmlu questions, 7 models): they run inside
 the materialization and pass, FAIL on a broken copy of the store, and pass on a partition the assets skipped."""
+
 import json
 from types import SimpleNamespace
 
@@ -27,16 +28,33 @@ def routed(tmp_path_factory):
         (inc / name).write_text(json.dumps(json.loads((SHARED / "routerdc" / name).read_text())[:n]))
     landing = {"incoming": root / "incoming", "quarantine": root / "q", "db": root / "tb.duckdb", "root": root}
     res, instance, mp = ingested_for_router(landing)
-    stage = [responses.raw_responses, responses.response_matrix, responses.binarized_responses, irt.irt_model,
-             *routing.scenario_assets, router_eval.router_accuracy]
-    cfg = {"ops": {"irt_model": {"config": {"dims": [1]}},
-                   "router_accuracy": {"config": {"n_folds": 3, "n_boot": 200, "families": ["best_single", "knn_vote", "logistic"]}}}}
+    stage = [
+        responses.raw_responses,
+        responses.response_matrix,
+        responses.binarized_responses,
+        irt.irt_model,
+        *routing.scenario_assets,
+        router_eval.router_accuracy,
+    ]
+    cfg = {
+        "ops": {
+            "irt_model": {"config": {"dims": [1]}},
+            "router_accuracy": {
+                "config": {"n_folds": 3, "n_boot": 200, "families": ["best_single", "knn_vote", "logistic"]}
+            },
+        }
+    }
     evals = {}
     for key in (KEY, SKIPPED):
         assets = stage if key == KEY else [a for a in stage if a is not irt.irt_model]
-        r = dg.materialize([*assets, *all_checks], selection=dg.AssetSelection.assets(*assets).without_checks()
-                           | dg.AssetSelection.checks_for_assets(*assets), partition_key=key, instance=instance,
-                           resources=res, run_config=cfg if key == KEY else {"ops": {"router_accuracy": cfg["ops"]["router_accuracy"]}})
+        r = dg.materialize(
+            [*assets, *all_checks],
+            selection=dg.AssetSelection.assets(*assets).without_checks() | dg.AssetSelection.checks_for_assets(*assets),
+            partition_key=key,
+            instance=instance,
+            resources=res,
+            run_config=cfg if key == KEY else {"ops": {"router_accuracy": cfg["ops"]["router_accuracy"]}},
+        )
         assert r.success
         evals[key] = {e.check_name: e for e in r.get_asset_check_evaluations()}
     yield SimpleNamespace(instance=instance, res=res, db=Store(landing["db"]), root=root, evals=evals)
@@ -60,18 +78,33 @@ def test_router_checks_pass_on_a_skipped_partition(routed):
 
 def test_knn_check_fails_on_a_missing_or_malformed_test_question(routed, tmp_path):
     first = f"(SELECT min(item) FROM knn_item_params WHERE partition_key = '{KEY}')"
-    ev = run_check(routed, "knn_params_cover_test_questions", KEY,
-                   broken(routed, tmp_path, f"DELETE FROM knn_item_params WHERE partition_key = '{KEY}' AND item = {first}"))
+    ev = run_check(
+        routed,
+        "knn_params_cover_test_questions",
+        KEY,
+        broken(routed, tmp_path, f"DELETE FROM knn_item_params WHERE partition_key = '{KEY}' AND item = {first}"),
+    )
     assert not ev.passed and ev.blocking and ev.metadata["missing"].value == 1
-    ev = run_check(routed, "knn_params_cover_test_questions", KEY,
-                   broken(routed, tmp_path, f"UPDATE knn_item_params SET a = [1.0, 2.0, 3.0] WHERE partition_key = '{KEY}' AND item = {first}"))
+    ev = run_check(
+        routed,
+        "knn_params_cover_test_questions",
+        KEY,
+        broken(
+            routed,
+            tmp_path,
+            f"UPDATE knn_item_params SET a = [1.0, 2.0, 3.0] WHERE partition_key = '{KEY}' AND item = {first}",
+        ),
+    )
     assert not ev.passed and ev.metadata["wrong_dimension"].value == 1
 
 
 def test_router_check_fails_when_the_served_router_loses_to_the_best_single_model(routed, tmp_path):
-    path = broken(routed, tmp_path,
-                  f"UPDATE router_cv SET served = (family = 'knn_vote' AND chosen_in_family) WHERE partition_key = '{KEY}'",
-                  f"UPDATE router_cv SET cv_acc = 0.0 WHERE partition_key = '{KEY}' AND family = 'knn_vote'")
+    path = broken(
+        routed,
+        tmp_path,
+        f"UPDATE router_cv SET served = (family = 'knn_vote' AND chosen_in_family) WHERE partition_key = '{KEY}'",
+        f"UPDATE router_cv SET cv_acc = 0.0 WHERE partition_key = '{KEY}' AND family = 'knn_vote'",
+    )
     ev = run_check(routed, "router_matches_best_single", KEY, path)
     assert not ev.passed and ev.severity == dg.AssetCheckSeverity.ERROR
     assert ev.metadata["served_family"].value == "knn_vote" and ev.metadata["cv_gain_points"].value < 0

@@ -1,4 +1,5 @@
 """The Definitions object loads, and the foundation assets materialize on a small real slice."""
+
 import dagster as dg
 import numpy as np
 
@@ -31,7 +32,9 @@ def test_lineage_says_what_flows():
     assert parents("model_estimates") == {"gpirt_lambdas", "model_split", "binarized_responses"}
     assert parents("tiny_benchmark") == {"gpirt_lambdas", "model_split", "binarized_responses"}
     assert parents("estimation_backtest") == {"binarized_responses"}  # its own seeded splits
-    assert not any("irt_joint" in parents(a) for a in ("anchor_sets", "gpirt_lambdas", "model_estimates", "tiny_benchmark"))
+    assert not any(
+        "irt_joint" in parents(a) for a in ("anchor_sets", "gpirt_lambdas", "model_estimates", "tiny_benchmark")
+    )
     irt_joint_op = defs.get_assets_def(dg.AssetKey("irt_joint"))
     assert irt_joint_op.keys == {dg.AssetKey("irt_joint"), dg.AssetKey("model_split")} and not irt_joint_op.can_subset
 
@@ -70,7 +73,9 @@ def materialize_foundation(landing, instance):
     for key in keys:
         result = dg.materialize(
             [resp_assets.raw_responses, resp_assets.response_matrix, resp_assets.binarized_responses],
-            partition_key=key, instance=instance, resources=res,
+            partition_key=key,
+            instance=instance,
+            resources=res,
         )
         assert result.success
     return keys
@@ -82,7 +87,9 @@ def test_materialize_foundation_on_slice(landing):
     assert sorted(keys) == ["openllm.arc", "openllm.mmlu", "routerdc.gsm8k", "routerdc.mmlu"]
     assert sorted(instance.get_dynamic_partitions("leaderboards")) == ["openllm", "routerdc"]
     store = Store(landing["db"])
-    items = store.query("SELECT partition_key, count(*) AS n, avg(balance_weight) AS w FROM matrix_items GROUP BY 1 ORDER BY 1")
+    items = store.query(
+        "SELECT partition_key, count(*) AS n, avg(balance_weight) AS w FROM matrix_items GROUP BY 1 ORDER BY 1"
+    )
     assert items["n"].tolist() == [100, 102, 60, 60]
     assert np.allclose(items["w"], 1.0)
     models = store.query("SELECT partition_key, count(*) AS n FROM matrix_models GROUP BY 1 ORDER BY 1")["n"].tolist()
@@ -90,7 +97,9 @@ def test_materialize_foundation_on_slice(landing):
     b = store.query("SELECT partition_key, rule, threshold FROM binarization ORDER BY 1")
     assert b["rule"].tolist() == ["identity", "identity", "tutorial_threshold", "positive"]
     # RouterDC multiple choice: correct iff score > 0
-    n_pos = store.query("SELECT count(*) AS n FROM responses WHERE partition_key = 'routerdc.mmlu' AND score > 0")["n"].iloc[0]
+    n_pos = store.query("SELECT count(*) AS n FROM responses WHERE partition_key = 'routerdc.mmlu' AND score > 0")[
+        "n"
+    ].iloc[0]
     n_one = store.query("SELECT sum(y) AS n FROM binarized WHERE partition_key = 'routerdc.mmlu'")["n"].iloc[0]
     assert n_pos == n_one
     ev = instance.get_latest_materialization_event(dg.AssetKey("binarized_responses"))
@@ -105,8 +114,13 @@ def test_landing_ingest_metadata_carries_each_drops_notes(tmp_path):
     rng = np.random.default_rng(0)
     inc = tmp_path / "incoming"
     (inc / "lb").mkdir(parents=True)
-    pd.DataFrame({"sample_id": [f"q{i}" for i in range(12)], "prompt": [f"question {i}" for i in range(12)],
-                  **{f"org/model-{k}": rng.integers(0, 2, 12).astype(float) for k in range(4)}}).to_csv(inc / "lb" / "quiz.csv")
+    pd.DataFrame(
+        {
+            "sample_id": [f"q{i}" for i in range(12)],
+            "prompt": [f"question {i}" for i in range(12)],
+            **{f"org/model-{k}": rng.integers(0, 2, 12).astype(float) for k in range(4)},
+        }
+    ).to_csv(inc / "lb" / "quiz.csv")
     landing = {"incoming": inc, "quarantine": tmp_path / "q", "db": tmp_path / "tb.duckdb"}
     instance = dg.DagsterInstance.ephemeral()
     assert dg.materialize([resp_assets.landing_ingest], instance=instance, resources=resources_for(landing)).success

@@ -1,4 +1,5 @@
 """Estimation assets materialize on a real slice (160 models of arc + truthfulqa) and store their tables."""
+
 import json
 
 import dagster as dg
@@ -11,8 +12,14 @@ from tinybench_assets.io.store import Store
 from tinybench_assets_tests.conftest import SHARED, _need_shared
 from tinybench_assets_tests.test_defs.test_definitions import resources_for
 
-SMALL = {"n_values": [5, 10], "clusterings": ["correctness", "irt"], "learned": False, "dims": [1, 2], "joint_dims": [1, 2],
-         "min_models": 50}
+SMALL = {
+    "n_values": [5, 10],
+    "clusterings": ["correctness", "irt"],
+    "learned": False,
+    "dims": [1, 2],
+    "joint_dims": [1, 2],
+    "min_models": 50,
+}
 
 
 @pytest.fixture()
@@ -26,7 +33,12 @@ def estimation_landing(tmp_path):
         resp[resp["model"].isin(models)].to_parquet(incoming / f"{sc}.responses.parquet", index=False)
         fs = pd.read_parquet(SHARED / "openllm" / f"{sc}.full_scores.parquet")
         fs[fs["model"].isin(models)].to_parquet(incoming / f"{sc}.full_scores.parquet", index=False)
-    return {"incoming": tmp_path / "incoming", "quarantine": tmp_path / "q", "db": tmp_path / "tb.duckdb", "root": tmp_path}
+    return {
+        "incoming": tmp_path / "incoming",
+        "quarantine": tmp_path / "q",
+        "db": tmp_path / "tb.duckdb",
+        "root": tmp_path,
+    }
 
 
 def land_and_binarize(landing: dict):
@@ -35,34 +47,49 @@ def land_and_binarize(landing: dict):
     res = resources_for(landing)
     assert dg.materialize([responses.landing_ingest], instance=instance, resources=res).success
     for key in ("openllm.arc", "openllm.truthfulqa"):
-        assert dg.materialize([responses.raw_responses, responses.response_matrix, responses.binarized_responses],
-                              partition_key=key, instance=instance, resources=res).success
+        assert dg.materialize(
+            [responses.raw_responses, responses.response_matrix, responses.binarized_responses],
+            partition_key=key,
+            instance=instance,
+            resources=res,
+        ).success
     return instance, res
 
 
 def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
     monkeypatch.setenv("TINYBENCH_ARTIFACTS", str(estimation_landing["root"] / "artifacts"))
     instance, res = land_and_binarize(estimation_landing)
-    cfg = {"ops": {
-        "irt_joint": {"config": {"dims": [1, 2]}},
-        "anchor_sets": {"config": SMALL},
-        "model_estimates": {"config": SMALL},
-        "estimation_backtest": {"config": {**SMALL, "n_splits": 1}},
-        "tiny_benchmark": {"config": {**SMALL, "export_n": 10}},
-    }}
-    result = dg.materialize([irt.irt_joint, *estimation.leaderboard_assets], partition_key="openllm", instance=instance,
-                            resources=res, run_config=cfg)
+    cfg = {
+        "ops": {
+            "irt_joint": {"config": {"dims": [1, 2]}},
+            "anchor_sets": {"config": SMALL},
+            "model_estimates": {"config": SMALL},
+            "estimation_backtest": {"config": {**SMALL, "n_splits": 1}},
+            "tiny_benchmark": {"config": {**SMALL, "export_n": 10}},
+        }
+    }
+    result = dg.materialize(
+        [irt.irt_joint, *estimation.leaderboard_assets],
+        partition_key="openllm",
+        instance=instance,
+        resources=res,
+        run_config=cfg,
+    )
     assert result.success
     # the backtest (worker processes, one per core) runs last in a leaderboard run: after every one-process step
     starts = [e.step_key for e in result.all_events if e.event_type_value == "STEP_START"]
     assert starts[-1] == "estimation_backtest" and len(starts) >= 5, starts
     store = Store(estimation_landing["db"])
-    anchors = store.query("SELECT scenario, clustering, n, count(*) AS k, sum(weight) AS w FROM anchors GROUP BY ALL ORDER BY ALL")
+    anchors = store.query(
+        "SELECT scenario, clustering, n, count(*) AS k, sum(weight) AS w FROM anchors GROUP BY ALL ORDER BY ALL"
+    )
     assert len(anchors) == 2 * 2 * 2 and (anchors["k"] == anchors["n"]).all() and np.allclose(anchors["w"], 1.0)
     lam = store.query("SELECT * FROM gpirt_lambdas")
     assert lam["lambda_tutorial"].between(0, 1).all() and lam["lambda_validation"].between(0, 1).all()
     # estimates only for test models of the split recorded by irt_joint
-    test_models = set(store.query("SELECT model FROM model_splits WHERE partition_key = 'openllm' AND split = 'test'")["model"])
+    test_models = set(
+        store.query("SELECT model FROM model_splits WHERE partition_key = 'openllm' AND split = 'test'")["model"]
+    )
     est = store.query("SELECT * FROM estimates WHERE n = 10")
     assert set(est["model"]) == test_models and len(test_models) > 10
     assert {"random", "anchor", "irt", "pirt", "gpirt", "gpirt_val", "irt_joint", "tinybench"} <= set(est["estimator"])
@@ -94,7 +121,10 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
 
     lines = reports.render(store, "backtest_summary").splitlines()
     assert lines[0].split()[:5] == ["leaderboard", "split", "scenario", "estimator", "n"] and len(lines) > 1
-    assert {ln.split()[4] for ln in lines[1:]} == {"10"} and {ln.split()[1] for ln in lines[1:]} == {"grouped", "random"}
+    assert {ln.split()[4] for ln in lines[1:]} == {"10"} and {ln.split()[1] for ln in lines[1:]} == {
+        "grouped",
+        "random",
+    }
 
     # the exported tiny benchmark reproduces the asset's estimates for a held-out model, from its anchor answers only
     from tinybench_assets.core.tiny_benchmark import estimate_from_artifact, load_artifact
@@ -108,8 +138,12 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
     answers = {i: y for i, y in zip(answers["item"], answers["y"]) if i in set(anchors["item"])}
     out = estimate_from_artifact(art, answers).set_index("scenario")
     for scenario, row in out.iterrows():
-        ref = est[(est.model == model) & (est.scenario == scenario) & (est.estimator == row["estimator"])
-                  & (est.clustering == art["clustering"])]
+        ref = est[
+            (est.model == model)
+            & (est.scenario == scenario)
+            & (est.estimator == row["estimator"])
+            & (est.clustering == art["clustering"])
+        ]
         assert len(ref) == 1, (scenario, row["estimator"], art["clustering"])
         assert abs(ref["estimate"].iloc[0] - row["estimate"]) < 1e-6
 
@@ -120,7 +154,12 @@ def test_leaderboards_with_too_few_models_are_skipped(landing):
 
     instance = dg.DagsterInstance.ephemeral()
     materialize_foundation(landing, instance)
-    assets = [estimation.anchor_sets, estimation.model_estimates, estimation.estimation_backtest, estimation.tiny_benchmark]
+    assets = [
+        estimation.anchor_sets,
+        estimation.model_estimates,
+        estimation.estimation_backtest,
+        estimation.tiny_benchmark,
+    ]
     assert dg.materialize(assets, partition_key="routerdc", instance=instance, resources=resources_for(landing)).success
     for name in ("anchor_sets", "gpirt_lambdas", "model_estimates", "estimation_backtest", "tiny_benchmark"):
         md = instance.get_latest_materialization_event(dg.AssetKey(name)).asset_materialization.metadata
@@ -144,11 +183,22 @@ def test_a_small_leaderboard_gets_anchors_estimates_a_backtest_and_a_tiny_benchm
     monkeypatch.setenv("TINYBENCH_ARTIFACTS", str(tmp_path / "artifacts"))
     instance, res = land_and_binarize(landing)
     cfg = {"n_values": [5, 10], "small_n_values": [5, 10]}
-    run_config = {"ops": {"irt_joint": {"config": {"dims": [1]}}, "anchor_sets": {"config": cfg},
-                          "model_estimates": {"config": cfg}, "estimation_backtest": {"config": cfg},
-                          "tiny_benchmark": {"config": {**cfg, "export_n": 10}}}}
-    assert dg.materialize([irt.irt_joint, *estimation.leaderboard_assets], partition_key="openllm", instance=instance,
-                          resources=res, run_config=run_config).success
+    run_config = {
+        "ops": {
+            "irt_joint": {"config": {"dims": [1]}},
+            "anchor_sets": {"config": cfg},
+            "model_estimates": {"config": cfg},
+            "estimation_backtest": {"config": cfg},
+            "tiny_benchmark": {"config": {**cfg, "export_n": 10}},
+        }
+    }
+    assert dg.materialize(
+        [irt.irt_joint, *estimation.leaderboard_assets],
+        partition_key="openllm",
+        instance=instance,
+        resources=res,
+        run_config=run_config,
+    ).success
     store = Store(landing["db"])
     anchors = store.query("SELECT scenario, n, count(*) AS k, sum(weight) AS w FROM anchors GROUP BY ALL ORDER BY ALL")
     assert len(anchors) == 4 and (anchors["k"] == anchors["n"]).all() and np.allclose(anchors["w"], 1.0)
@@ -166,7 +216,9 @@ def test_a_small_leaderboard_gets_anchors_estimates_a_backtest_and_a_tiny_benchm
     assert "leave-family-out" in md["small_board"].value
     md = instance.get_latest_materialization_event(dg.AssetKey("estimation_backtest")).asset_materialization.metadata
     assert md["reused_anchor_sets_fit"].value is True  # the same inputs: anchor_sets' fit, not a second one
-    assert "error and half-width vs n" in md["error_and_width_vs_n"].value and "widest_half_width" in md["budgets"].value
+    assert (
+        "error and half-width vs n" in md["error_and_width_vs_n"].value and "widest_half_width" in md["budgets"].value
+    )
     # every prepared budget is exported beside the main artifact, from one nested order per scenario
     budgets = json.loads((tmp_path / "artifacts" / "openllm" / "budgets.json").read_text())
     assert [b["n"] for b in budgets["budgets"]] == [5, 10]

@@ -1,4 +1,5 @@
 """IRT assets materialize on a small real slice and store what later assets read."""
+
 import dagster as dg
 import numpy as np
 
@@ -6,7 +7,12 @@ from tinybench_assets.defs.assets import irt as irt_assets
 from tinybench_assets.io.store import Store
 from tinybench_assets_tests.test_defs.test_definitions import materialize_foundation, resources_for
 
-FAST = {"ops": {"irt_model": {"config": {"dims": [1, 2], "test_fraction": 0.25}}, "irt_joint": {"config": {"dims": [1, 2], "test_fraction": 0.25}}}}
+FAST = {
+    "ops": {
+        "irt_model": {"config": {"dims": [1, 2], "test_fraction": 0.25}},
+        "irt_joint": {"config": {"dims": [1, 2], "test_fraction": 0.25}},
+    }
+}
 
 
 def test_irt_assets_on_slice(landing):
@@ -15,9 +21,13 @@ def test_irt_assets_on_slice(landing):
     res = resources_for(landing)
     for key in ("openllm.arc", "routerdc.mmlu"):
         cfg = {"ops": {"irt_model": FAST["ops"]["irt_model"]}}
-        assert dg.materialize([irt_assets.irt_model], partition_key=key, instance=instance, resources=res, run_config=cfg).success
+        assert dg.materialize(
+            [irt_assets.irt_model], partition_key=key, instance=instance, resources=res, run_config=cfg
+        ).success
     cfg = {"ops": {"irt_joint": FAST["ops"]["irt_joint"]}}
-    assert dg.materialize([irt_assets.irt_joint], partition_key="openllm", instance=instance, resources=res, run_config=cfg).success
+    assert dg.materialize(
+        [irt_assets.irt_joint], partition_key="openllm", instance=instance, resources=res, run_config=cfg
+    ).success
     store = Store(landing["db"])
     fits = store.query("SELECT * FROM irt_fits ORDER BY partition_key").set_index("partition_key")
     assert list(fits.index) == ["openllm", "openllm.arc", "routerdc.mmlu"]
@@ -38,8 +48,17 @@ def test_irt_assets_on_slice(landing):
     assert dims["dim"].tolist() == [1, 2] and dims["chosen"].sum() == 1
     split_md = instance.get_latest_materialization_event(dg.AssetKey("model_split")).asset_materialization.metadata
     board = splits[splits.partition_key == "openllm"]
-    assert split_md["models"].value == len(board) and split_md["test_models"].value == (board["split"] == "test").sum() > 0
+    assert (
+        split_md["models"].value == len(board) and split_md["test_models"].value == (board["split"] == "test").sum() > 0
+    )
     assert split_md["train_models"].value + split_md["test_models"].value == len(board)
     ev = instance.get_latest_materialization_event(dg.AssetKey("irt_model"))
     md = ev.asset_materialization.metadata
-    assert {"dim", "validation_error_by_dim", "heldout_logloss", "fit_seconds", "device", "difficulty_vs_discrimination"} <= set(md)
+    assert {
+        "dim",
+        "validation_error_by_dim",
+        "heldout_logloss",
+        "fit_seconds",
+        "device",
+        "difficulty_vs_discrimination",
+    } <= set(md)

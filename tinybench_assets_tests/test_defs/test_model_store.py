@@ -1,5 +1,6 @@
 """The ModelStore resource: where saved models live, atomic saves, a clear message for a missing model, and no path
 outside its root from a hand-typed partition key."""
+
 import pickle
 
 import pytest
@@ -66,7 +67,9 @@ def test_unsafe_leaderboard_names_are_refused(tmp_path, board):
     assert not (tmp_path / "root").exists() and list(tmp_path.iterdir()) == []  # nothing written anywhere
 
 
-@pytest.mark.parametrize("key", ["routerdc./../../etc", "routerdc.a/b", "../x.mmlu", "routerdc.a\0b", "routerdc...", "a/b.c"])
+@pytest.mark.parametrize(
+    "key", ["routerdc./../../etc", "routerdc.a/b", "../x.mmlu", "routerdc.a\0b", "routerdc...", "a/b.c"]
+)
 def test_unsafe_partition_keys_give_no_router_path(tmp_path, key):
     with pytest.raises(UnsafeNameError):
         ModelStore(root=str(tmp_path)).router_path(key)

@@ -1,5 +1,6 @@
 """run-all materializes only what is stale or missing (Dagster code and data versions): a second run with nothing
 new materializes nothing, a changed drop refreshes its own partition and leaderboard, --force redoes everything."""
+
 import json
 import re
 import shutil
@@ -30,7 +31,9 @@ def project(landing, tmp_path, monkeypatch):
     # and a second leaderboard (a small synthetic one, no question text): a drop in one leaderboard must leave the other
     from tinybench_assets.testing import reliability_data as rd
 
-    rd.write_table(rd.long_table(9, 30, scenario="mmlu", seed=4), landing["incoming"] / "twin" / "mmlu.parquet")  # < 10 models: no estimation fits
+    rd.write_table(
+        rd.long_table(9, 30, scenario="mmlu", seed=4), landing["incoming"] / "twin" / "mmlu.parquet"
+    )  # < 10 models: no estimation fits
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text((paths.PROJECT_ROOT / "dagster.yaml.template").read_text())
@@ -51,7 +54,9 @@ def test_warm_run_materializes_nothing_and_a_changed_drop_refreshes_only_its_par
     rc, warm = _run_all(capsys)
     assert rc == 0, warm
     assert "nothing new" in warm
-    assert _materialized(warm) == {"routerdc.gsm8k": 0, "routerdc.mmlu": 0, "routerdc": 0, "twin.mmlu": 0, "twin": 0}, warm
+    assert _materialized(warm) == {"routerdc.gsm8k": 0, "routerdc.mmlu": 0, "routerdc": 0, "twin.mmlu": 0, "twin": 0}, (
+        warm
+    )
     assert re.search(r"\b0 asset materialization", warm), warm
 
     # a new version of one drop: its scenario and its leaderboard refresh; the other scenario re-reads its own

@@ -1,5 +1,6 @@
 """Re-materializing with unchanged inputs gives identical results (issue 14): a scenario partition's ingest-side
 assets and its IRT fit, materialized twice, leave every stored row of that partition the same (times aside)."""
+
 import dagster as dg
 import pandas as pd
 
@@ -19,10 +20,15 @@ def partition_rows(store: Store, key: str) -> dict[str, pd.DataFrame]:
         if "partition_key" not in cols:
             continue
         df = store.query(f'SELECT * FROM "{table}" WHERE partition_key = ?', [key])
-        timeless = [c for c in df.columns if not (c.endswith("_at") or "seconds" in c or "time" in c
-                                                   or pd.api.types.is_datetime64_any_dtype(df[c]))]
+        timeless = [
+            c
+            for c in df.columns
+            if not (c.endswith("_at") or "seconds" in c or "time" in c or pd.api.types.is_datetime64_any_dtype(df[c]))
+        ]
         df = df[timeless]
-        sortable = [c for c in df.columns if df[c].map(lambda v: isinstance(v, (str, int, float, bool)) or v is None).all()]
+        sortable = [
+            c for c in df.columns if df[c].map(lambda v: isinstance(v, (str, int, float, bool)) or v is None).all()
+        ]
         out[table] = df.sort_values(sortable).reset_index(drop=True) if sortable else df
     return out
 

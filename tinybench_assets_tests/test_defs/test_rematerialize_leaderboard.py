@@ -4,6 +4,7 @@ the estimation assets (anchor_sets, gpirt_lambdas, model_estimates, estimation_b
 assets and parallel forms of the leaderboard, and the router assets of a RouterDC scenario, materialized twice, leave
 every stored row of those partitions the same (run times aside), and the exported files too. The two
 materializations run in two processes with different string-hash seeds, as two `tinybench run-all` would."""
+
 import json
 import subprocess
 import sys
@@ -23,20 +24,37 @@ from tinybench_assets_tests.test_defs.test_definitions import resources_for
 
 pytestmark = pytest.mark.timeout(600)
 BOARD, ROUTED = "openllm", "routerdc.mmlu"
-EST = {"n_values": [5, 10], "clusterings": ["correctness", "irt"], "learned": True, "dims": [1, 2], "joint_dims": [1, 2],
-       "min_models": 50, "n_jobs": 1}
-CONFIG = {"ops": {
-    "irt_joint": {"config": {"dims": [1, 2]}},
-    "anchor_sets": {"config": EST},
-    "model_estimates": {"config": EST},
-    "estimation_backtest": {"config": {**EST, "learned": False, "n_splits": 1, "adaptive_n": [5]}},
-    "tiny_benchmark": {"config": {**EST, "export_n": 10}},
-    "magi_subset_assets": {"config": {"n_trials": 6, "n_voters": 12, "keep_fraction_min": 0.15, "keep_fraction_max": 0.3,
-                                      "max_fraction": 0.35}},
-    "parallel_forms": {"config": {"form_size": 60}},
-}}
-ROUTER_CONFIG = {"ops": {"irt_model": {"config": {"dims": [1, 2]}},
-                         "router_accuracy": {"config": {"n_folds": 3, "n_boot": 200}}}}
+EST = {
+    "n_values": [5, 10],
+    "clusterings": ["correctness", "irt"],
+    "learned": True,
+    "dims": [1, 2],
+    "joint_dims": [1, 2],
+    "min_models": 50,
+    "n_jobs": 1,
+}
+CONFIG = {
+    "ops": {
+        "irt_joint": {"config": {"dims": [1, 2]}},
+        "anchor_sets": {"config": EST},
+        "model_estimates": {"config": EST},
+        "estimation_backtest": {"config": {**EST, "learned": False, "n_splits": 1, "adaptive_n": [5]}},
+        "tiny_benchmark": {"config": {**EST, "export_n": 10}},
+        "magi_subset_assets": {
+            "config": {
+                "n_trials": 6,
+                "n_voters": 12,
+                "keep_fraction_min": 0.15,
+                "keep_fraction_max": 0.3,
+                "max_fraction": 0.35,
+            }
+        },
+        "parallel_forms": {"config": {"form_size": 60}},
+    }
+}
+ROUTER_CONFIG = {
+    "ops": {"irt_model": {"config": {"dims": [1, 2]}}, "router_accuracy": {"config": {"n_folds": 3, "n_boot": 200}}}
+}
 
 
 @pytest.fixture()
@@ -74,8 +92,10 @@ def exported_files(artifacts: Path) -> dict[str, object]:
                 out[rel] = _timeless_json(json.loads(path.read_text()))
             elif path.suffix == ".npz" and path.name.startswith("router_"):  # np.savez: zip entries carry the time
                 with np.load(path, allow_pickle=False) as z:
-                    out[rel] = {k: _timeless_json(json.loads(bytes(z[k]).decode())) if k == "__meta__" else z[k].tobytes()
-                                for k in sorted(z.files)}
+                    out[rel] = {
+                        k: _timeless_json(json.loads(bytes(z[k]).decode())) if k == "__meta__" else z[k].tobytes()
+                        for k in sorted(z.files)
+                    }
             else:
                 out[rel] = path.read_bytes()
     return out
@@ -84,17 +104,24 @@ def exported_files(artifacts: Path) -> dict[str, object]:
 def materialize_all(db: str, home: str) -> None:
     """The leaderboard's assets and the RouterDC scenario's router assets, one run each (what a child process runs)."""
     instance = dg.DagsterInstance.from_config(home)
-    res = {**resources_for({"db": db, "incoming": "", "quarantine": ""}),
-           "encoder": EncoderResource(device="cpu", num_threads=1)}
+    res = {
+        **resources_for({"db": db, "incoming": "", "quarantine": ""}),
+        "encoder": EncoderResource(device="cpu", num_threads=1),
+    }
     board_assets = [irt.irt_joint, *estimation.leaderboard_assets, *subsets.leaderboard_assets]
     router_assets = [irt.irt_model, *routing.scenario_assets, router_eval.router_accuracy]
-    assert dg.materialize(board_assets, partition_key=BOARD, instance=instance, resources=res, run_config=CONFIG).success
-    assert dg.materialize(router_assets, partition_key=ROUTED, instance=instance, resources=res,
-                          run_config=ROUTER_CONFIG).success
+    assert dg.materialize(
+        board_assets, partition_key=BOARD, instance=instance, resources=res, run_config=CONFIG
+    ).success
+    assert dg.materialize(
+        router_assets, partition_key=ROUTED, instance=instance, resources=res, run_config=ROUTER_CONFIG
+    ).success
 
 
-CHILD = "import sys; from tinybench_assets_tests.test_defs.test_rematerialize_leaderboard import materialize_all; " \
-        "materialize_all(sys.argv[1], sys.argv[2])"
+CHILD = (
+    "import sys; from tinybench_assets_tests.test_defs.test_rematerialize_leaderboard import materialize_all; "
+    "materialize_all(sys.argv[1], sys.argv[2])"
+)
 
 
 def test_rematerializing_leaderboard_assets_with_unchanged_inputs_gives_identical_tables(small_landing, monkeypatch):
@@ -113,20 +140,52 @@ def test_rematerializing_leaderboard_assets_with_unchanged_inputs_gives_identica
 
     runs = []
     for hash_seed in ("1", "2"):
-        if runs:  # re-materialize arc's ingest side too: same rows, stored after truthfulqa's now (row order must not matter)
+        if (
+            runs
+        ):  # re-materialize arc's ingest side too: same rows, stored after truthfulqa's now (row order must not matter)
             assert dg.materialize(foundation, partition_key="openllm.arc", instance=instance, resources=res).success
-        proc = subprocess.run([sys.executable, "-c", CHILD, str(small_landing["db"]), str(home)], cwd=rd.ROOT,
-                              env=rd.child_env({"PYTHONHASHSEED": hash_seed}), capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-c", CHILD, str(small_landing["db"]), str(home)],
+            cwd=rd.ROOT,
+            env=rd.child_env({"PYTHONHASHSEED": hash_seed}),
+            capture_output=True,
+            text=True,
+        )
         assert proc.returncode == 0, proc.stderr[-5000:]
-        runs.append((stored_rows(small_landing["db"], BOARD), stored_rows(small_landing["db"], ROUTED),
-                     exported_files(artifacts)))
+        runs.append(
+            (
+                stored_rows(small_landing["db"], BOARD),
+                stored_rows(small_landing["db"], ROUTED),
+                exported_files(artifacts),
+            )
+        )
 
     (board1, routed1, files1), (board2, routed2, files2) = runs
-    expected_board = {"model_splits", "irt_items", "irt_fits", "anchors", "gpirt_lambdas", "estimates",
-                      "backtest_summary", "tiny_benchmark", "magi_rankings", "magi_subset", "magi_scores", "parallel_forms"}
-    assert expected_board <= {t for t, df in board1.items() if len(df)}, sorted(t for t, df in board1.items() if len(df))
-    assert {"question_embeddings", "knn_item_params", "pirt_predictions", "router_summary", "router_routes", "router_cv"} <= {
-        t for t, df in routed1.items() if len(df)}, sorted(routed1)
+    expected_board = {
+        "model_splits",
+        "irt_items",
+        "irt_fits",
+        "anchors",
+        "gpirt_lambdas",
+        "estimates",
+        "backtest_summary",
+        "tiny_benchmark",
+        "magi_rankings",
+        "magi_subset",
+        "magi_scores",
+        "parallel_forms",
+    }
+    assert expected_board <= {t for t, df in board1.items() if len(df)}, sorted(
+        t for t, df in board1.items() if len(df)
+    )
+    assert {
+        "question_embeddings",
+        "knn_item_params",
+        "pirt_predictions",
+        "router_summary",
+        "router_routes",
+        "router_cv",
+    } <= {t for t, df in routed1.items() if len(df)}, sorted(routed1)
     for first, second in ((board1, board2), (routed1, routed2)):
         diff = differences(first, second)
         assert not diff, [explain(first, second, t) for t in diff]

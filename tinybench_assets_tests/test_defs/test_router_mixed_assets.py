@@ -1,6 +1,7 @@
 """Routing where it pays, on real slices: RouteLLM's two-model file as a user drops it (no split, no costs) with a
 prices file, and RouterDC's three tasks as mixed traffic through the leaderboard router and ``tinybench route``
 without --scenario."""
+
 import json
 import os
 import subprocess
@@ -20,8 +21,11 @@ from tinybench_assets_tests.test_defs.test_definitions import ingested_for_route
 pytestmark = pytest.mark.timeout(300)  # a minute and a half of materializations: scheduled among the long modules
 ROUTER_CFG = {"n_folds": 3, "n_boot": 200}
 STRONG, WEAK = "gpt-4-1106-preview", "mistralai/Mixtral-8x7B-Instruct-v0.1"
-ROUTERDC = {"mmlu": ("mmlu_train.json", "mmlu_test.json"), "arc_challenge": ("arc_challenge_train.json",
-            "arc_challenge_test.json"), "gsm8k": ("gsm8k-train.json", "gsm8k-test.json")}
+ROUTERDC = {
+    "mmlu": ("mmlu_train.json", "mmlu_test.json"),
+    "arc_challenge": ("arc_challenge_train.json", "arc_challenge_test.json"),
+    "gsm8k": ("gsm8k-train.json", "gsm8k-test.json"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -38,17 +42,33 @@ def mixed_store(tmp_path_factory):
             (inc / "routerdc" / f).write_text(json.dumps(json.loads((SHARED / "routerdc" / f).read_text())[:n]))
     landing = {"incoming": inc, "quarantine": root / "q", "db": root / "tb.duckdb", "root": root}
     res, instance, mp = ingested_for_router(landing)
-    up = [responses.raw_responses, responses.response_matrix, responses.binarized_responses, model_prices, irt.irt_model]
+    up = [
+        responses.raw_responses,
+        responses.response_matrix,
+        responses.binarized_responses,
+        model_prices,
+        irt.irt_model,
+    ]
     cfg = {"ops": {"irt_model": {"config": {"dims": [1]}}, "router_accuracy": {"config": ROUTER_CFG}}}
     stage = [*routing.scenario_assets, router_eval.router_accuracy]
     results = {}
     for key in ["routellm.mmlu", *(f"routerdc.{t}" for t in ROUTERDC)]:
         results[key] = dg.materialize(up + stage, partition_key=key, instance=instance, resources=res, run_config=cfg)
         assert results[key].success, key
-    board_cfg = {"ops": {"leaderboard_router": {"config": {**ROUTER_CFG, "families": ["best_single", "task_prior",
-                                                                                     "knn_task", "logistic"]}}}}
-    results["routerdc"] = dg.materialize([router_board.leaderboard_router], partition_key="routerdc", instance=instance,
-                                         resources=res, run_config=board_cfg)
+    board_cfg = {
+        "ops": {
+            "leaderboard_router": {
+                "config": {**ROUTER_CFG, "families": ["best_single", "task_prior", "knn_task", "logistic"]}
+            }
+        }
+    }
+    results["routerdc"] = dg.materialize(
+        [router_board.leaderboard_router],
+        partition_key="routerdc",
+        instance=instance,
+        resources=res,
+        run_config=board_cfg,
+    )
     assert results["routerdc"].success
     yield {"store": Store(landing["db"]), "root": root, "results": results, "res": res, "instance": instance}
     mp.undo()
@@ -99,8 +119,12 @@ def test_leaderboard_router_routes_mixed_traffic_without_the_label(mixed_store):
 
 
 def test_one_scenario_board_gets_no_leaderboard_router(mixed_store):
-    res = dg.materialize([router_board.leaderboard_router], partition_key="routellm", resources=mixed_store["res"],
-                         instance=mixed_store["instance"])
+    res = dg.materialize(
+        [router_board.leaderboard_router],
+        partition_key="routellm",
+        resources=mixed_store["res"],
+        instance=mixed_store["instance"],
+    )
     assert "1 routable scenario" in _md(res, "leaderboard_router")["skipped"].value
 
 
@@ -112,8 +136,9 @@ def test_route_without_scenario_uses_the_leaderboard_router_and_flags_strangers(
     stranger = "Bonjour, comment allez-vous aujourd'hui ?"  # no math, science or exam question
     env = {**os.environ, "TINYBENCH_ARTIFACTS": str(root / "artifacts"), "HF_HUB_OFFLINE": "1"}
     route = [sys.executable, "-m", "tinybench_assets.cli", "route", "--threads", "1", "--leaderboard"]
-    out = subprocess.run([*route, "routerdc", "--json", known, stranger], capture_output=True, text=True, env=env,
-                         timeout=300)
+    out = subprocess.run(
+        [*route, "routerdc", "--json", known, stranger], capture_output=True, text=True, env=env, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)
     assert [r["out_of_distribution"] for r in rows] == [False, True]
@@ -131,8 +156,10 @@ def test_leaderboard_router_never_reads_test_answers(mixed_store, monkeypatch):
     """Every test question's answers flipped: the cross-validation table, the served router and its picks on the test
     questions do not move (only the test figures do)."""
     db = mixed_store["store"]
-    cv0 = db.query("SELECT family, config, cv_acc, served FROM board_router_cv WHERE partition_key = 'routerdc' "
-                   "ORDER BY family, config")
+    cv0 = db.query(
+        "SELECT family, config, cv_acc, served FROM board_router_cv WHERE partition_key = 'routerdc' "
+        "ORDER BY family, config"
+    )
     m0 = db.query("SELECT * FROM board_router_metrics WHERE partition_key = 'routerdc'")
     real = router_board.board_routing_data
     seen = {}
@@ -145,13 +172,25 @@ def test_leaderboard_router_never_reads_test_answers(mixed_store, monkeypatch):
         return (E, Y, models, task, test, *rest)
 
     monkeypatch.setattr(router_board, "board_routing_data", flipped)
-    board_cfg = {"ops": {"leaderboard_router": {"config": {**ROUTER_CFG, "families": ["best_single", "task_prior",
-                                                                                     "knn_task", "logistic"]}}}}
-    res = dg.materialize([router_board.leaderboard_router], partition_key="routerdc", instance=mixed_store["instance"],
-                         resources=mixed_store["res"], run_config=board_cfg)
+    board_cfg = {
+        "ops": {
+            "leaderboard_router": {
+                "config": {**ROUTER_CFG, "families": ["best_single", "task_prior", "knn_task", "logistic"]}
+            }
+        }
+    }
+    res = dg.materialize(
+        [router_board.leaderboard_router],
+        partition_key="routerdc",
+        instance=mixed_store["instance"],
+        resources=mixed_store["res"],
+        run_config=board_cfg,
+    )
     assert res.success and seen["test"].any()
-    cv1 = db.query("SELECT family, config, cv_acc, served FROM board_router_cv WHERE partition_key = 'routerdc' "
-                   "ORDER BY family, config")
+    cv1 = db.query(
+        "SELECT family, config, cv_acc, served FROM board_router_cv WHERE partition_key = 'routerdc' "
+        "ORDER BY family, config"
+    )
     pd.testing.assert_frame_equal(cv0, cv1)
     m1 = db.query("SELECT * FROM board_router_metrics WHERE partition_key = 'routerdc'")
     assert list(m1["served_router"]) == list(m0["served_router"])

@@ -2,6 +2,7 @@
 requested runs executed as the daemon would run them (here in-process): ingest first, then only each partition's
 stale assets, then the leaderboard; a changed drop refreshes only its partition; nothing while run-all holds the
 lock, nothing twice for a partition with a live run, no retry loop on a failing state."""
+
 import os
 import time
 
@@ -37,20 +38,24 @@ def project(tmp_path, monkeypatch):
 
 
 def _resources():
-    return {"landing": LandingResource(incoming=paths.incoming_dir(), quarantine=paths.quarantine_dir()),
-            "store": StoreResource(database=paths.duckdb_path())}
+    return {
+        "landing": LandingResource(incoming=paths.incoming_dir(), quarantine=paths.quarantine_dir()),
+        "store": StoreResource(database=paths.duckdb_path()),
+    }
 
 
 def tick(project):
-    with dg.build_sensor_context(instance=project["instance"], resources=_resources(),
-                                 repository_def=project["defs"].get_repository_def()) as ctx:
+    with dg.build_sensor_context(
+        instance=project["instance"], resources=_resources(), repository_def=project["defs"].get_repository_def()
+    ) as ctx:
         out = refresh_sensor(ctx)
     return [] if isinstance(out, dg.SkipReason) else out, out
 
 
 def scheduled(project, job_name):
-    with dg.build_schedule_context(instance=project["instance"], resources=_resources(),
-                                   repository_def=project["defs"].get_repository_def()) as ctx:
+    with dg.build_schedule_context(
+        instance=project["instance"], resources=_resources(), repository_def=project["defs"].get_repository_def()
+    ) as ctx:
         out = SCHEDULES[job_name](ctx)
     return [] if isinstance(out, dg.SkipReason) else out
 
@@ -59,8 +64,16 @@ def execute(project, requests) -> list[str]:
     """Run what was requested, as the daemon's run worker would; returns the assets materialized."""
     done = []
     for r in requests:
-        res = project["defs"].resolve_job_def(r.job_name).execute_in_process(
-            instance=project["instance"], partition_key=r.partition_key, asset_selection=r.asset_selection, tags=r.tags)
+        res = (
+            project["defs"]
+            .resolve_job_def(r.job_name)
+            .execute_in_process(
+                instance=project["instance"],
+                partition_key=r.partition_key,
+                asset_selection=r.asset_selection,
+                tags=r.tags,
+            )
+        )
         assert res.success, r
         done += [f"{e.asset_key.to_user_string()}[{e.partition or ''}]" for e in res.get_asset_materialization_events()]
     return done
@@ -119,8 +132,11 @@ def test_ticks_follow_the_one_refresh_decision(project):
     for _ in range(3):  # the scenario partitions, then the leaderboard where a leaderboard asset reads the prices
         if not reqs:
             break
-        assert all("model_prices" in {k.to_user_string() for k in r.asset_selection} for r in reqs
-                   if r.job_name == "refresh_scenario"), reqs
+        assert all(
+            "model_prices" in {k.to_user_string() for k in r.asset_selection}
+            for r in reqs
+            if r.job_name == "refresh_scenario"
+        ), reqs
         assert not fits & {k.to_user_string() for r in reqs for k in r.asset_selection}, reqs
         assert "its leaderboard's prices changed" in reqs[0].tags[REASON_TAG] or reqs[0].job_name != "refresh_scenario"
         execute(project, reqs)
@@ -139,8 +155,9 @@ def test_run_all_live_runs_and_failures_hold_requests_back(project):
     assert scheduled(project, "refresh_scenario") == []
     lock.write_text("")  # released
 
-    live = create_run_for_test(instance, job_name="refresh_scenario", status=dg.DagsterRunStatus.STARTED,
-                               tags={"dagster/partition": "lb.quiz"})
+    live = create_run_for_test(
+        instance, job_name="refresh_scenario", status=dg.DagsterRunStatus.STARTED, tags={"dagster/partition": "lb.quiz"}
+    )
     reqs, _ = tick(project)
     assert summary(reqs) == [("refresh_scenario", "lb.exam")]  # lb.quiz has a live run: not a second one
     instance.report_run_canceled(live)
@@ -149,8 +166,12 @@ def test_run_all_live_runs_and_failures_hold_requests_back(project):
     quiz = next(r for r in reqs if r.partition_key == "lb.quiz")
     for attempt in range(2):  # its runs fail twice on the same state: retried once, then left alone
         assert quiz.run_key.endswith(f":{attempt}")
-        create_run_for_test(instance, job_name="refresh_scenario", status=dg.DagsterRunStatus.FAILURE,
-                            tags={"dagster/partition": "lb.quiz", STATE_TAG: quiz.tags[STATE_TAG]})
+        create_run_for_test(
+            instance,
+            job_name="refresh_scenario",
+            status=dg.DagsterRunStatus.FAILURE,
+            tags={"dagster/partition": "lb.quiz", STATE_TAG: quiz.tags[STATE_TAG]},
+        )
         reqs, skip = tick(project)
         quiz = next((r for r in reqs if r.partition_key == "lb.quiz"), None)
     assert quiz is None and summary(reqs) == [("refresh_scenario", "lb.exam")]
@@ -162,8 +183,11 @@ def test_critical_path_first(tmp_path, monkeypatch):
     from tinybench_assets.orchestration.refresh_plan import LEADERBOARD_PRIORITY, PRIORITY_TAG
 
     incoming = tmp_path / "incoming"
-    for var, sub in (("TINYBENCH_INCOMING", "incoming"), ("TINYBENCH_DUCKDB", "tb.duckdb"),
-                     ("TINYBENCH_QUARANTINE", "quarantine")):
+    for var, sub in (
+        ("TINYBENCH_INCOMING", "incoming"),
+        ("TINYBENCH_DUCKDB", "tb.duckdb"),
+        ("TINYBENCH_QUARANTINE", "quarantine"),
+    ):
         monkeypatch.setenv(var, str(tmp_path / sub))
     rd.write_table(rd.long_table(30, 40, scenario="quiz", seed=4), incoming / "small" / "quiz.csv")
     rd.write_table(rd.long_table(30, 40, scenario="exam", seed=5), incoming / "small" / "exam.csv")
@@ -174,12 +198,17 @@ def test_critical_path_first(tmp_path, monkeypatch):
         execute(project, tick(project)[0])  # ingest
         reqs, _ = tick(project)  # the larger leaderboard's partition first
         assert [(r.partition_key, int(r.tags[PRIORITY_TAG])) for r in reqs] == [
-            ("wide.quiz", 1), ("small.exam", 0), ("small.quiz", 0)]
+            ("wide.quiz", 1),
+            ("small.exam", 0),
+            ("small.quiz", 0),
+        ]
         execute(project, [r for r in reqs if r.partition_key == "wide.quiz"])
         reqs, _ = tick(project)  # wide's scenarios are done: its leaderboard jumps ahead of small's scenario runs
         assert [(r.job_name, r.partition_key, int(r.tags[PRIORITY_TAG])) for r in reqs] == [
-            ("refresh_leaderboard", "wide", LEADERBOARD_PRIORITY + 1), ("refresh_scenario", "small.exam", 0),
-            ("refresh_scenario", "small.quiz", 0)]
+            ("refresh_leaderboard", "wide", LEADERBOARD_PRIORITY + 1),
+            ("refresh_scenario", "small.exam", 0),
+            ("refresh_scenario", "small.quiz", 0),
+        ]
 
 
 def test_no_more_requests_than_the_pool_has_free_slots(tmp_path, monkeypatch):
@@ -189,34 +218,50 @@ def test_no_more_requests_than_the_pool_has_free_slots(tmp_path, monkeypatch):
     from tinybench_assets.defs.sensors import free_run_slots
 
     incoming = tmp_path / "incoming"
-    for var, sub in (("TINYBENCH_INCOMING", "incoming"), ("TINYBENCH_DUCKDB", "tb.duckdb"),
-                     ("TINYBENCH_QUARANTINE", "quarantine")):
+    for var, sub in (
+        ("TINYBENCH_INCOMING", "incoming"),
+        ("TINYBENCH_DUCKDB", "tb.duckdb"),
+        ("TINYBENCH_QUARANTINE", "quarantine"),
+    ):
         monkeypatch.setenv(var, str(tmp_path / sub))
     for _k, (scenario, seed) in enumerate((("quiz", 4), ("exam", 5), ("test", 6))):
         rd.write_table(rd.long_table(30, 40, scenario=scenario, seed=seed), incoming / "lb" / f"{scenario}.csv")
     (tmp_path / "home").mkdir()
-    with dg.instance_for_test(temp_dir=str(tmp_path / "home"),
-                              overrides={"concurrency": {"pools": {"default_limit": 2}}}) as instance:
+    with dg.instance_for_test(
+        temp_dir=str(tmp_path / "home"), overrides={"concurrency": {"pools": {"default_limit": 2}}}
+    ) as instance:
         project = {"incoming": incoming, "instance": instance, "defs": build_defs()}
         assert free_run_slots(instance, 0) == 2 and free_run_slots(instance, 3) == 0
         execute(project, tick(project)[0])  # ingest
         reqs, _ = tick(project)
         assert [r.partition_key for r in reqs] == ["lb.exam", "lb.quiz"]  # 2 of the 3 stale partitions
-        live = [create_run_for_test(instance, job_name="refresh_scenario", status=dg.DagsterRunStatus.STARTED,
-                                    tags={"dagster/partition": r.partition_key}) for r in reqs]
+        live = [
+            create_run_for_test(
+                instance,
+                job_name="refresh_scenario",
+                status=dg.DagsterRunStatus.STARTED,
+                tags={"dagster/partition": r.partition_key},
+            )
+            for r in reqs
+        ]
         reqs, skip = tick(project)
         assert reqs == [] and "hold the pool's slots" in skip.skip_message
         instance.report_run_canceled(live[0])  # lb.exam's run ended undone: one slot, one request (lb.quiz is live;
-        reqs, _ = tick(project)                # lb.exam and lb.test are stale, in name order)
+        reqs, _ = tick(project)  # lb.exam and lb.test are stale, in name order)
         assert [r.partition_key for r in reqs] == ["lb.exam"]
 
 
 def test_sensor_decides_when_a_file_or_a_run_changed(project):
     """Between full decisions (every TINYBENCH_SENSOR_INTERVAL_S) a tick decides only when a landing file changed or a
     run of the project ended since the last decision; the cursor holds when and what it saw."""
+
     def tick_with(cursor):
-        with dg.build_sensor_context(instance=project["instance"], resources=_resources(), cursor=cursor,
-                                     repository_def=project["defs"].get_repository_def()) as ctx:
+        with dg.build_sensor_context(
+            instance=project["instance"],
+            resources=_resources(),
+            cursor=cursor,
+            repository_def=project["defs"].get_repository_def(),
+        ) as ctx:
             out = refresh_sensor(ctx)
             return out, ctx.cursor
 

@@ -1,5 +1,6 @@
 """A throwaway PostgreSQL server (tinybench_assets/testing/pg_server.py) for the scale-out profile's tests: one
 per session, always stopped and removed. No PostgreSQL binaries = the tests fail (scripts/env.sh installs them)."""
+
 import pytest
 
 from tinybench_assets.testing.pg_server import PostgresMissing, PostgresServer

@@ -1,6 +1,7 @@
 """The scale-out profile for real (issue 14): a throwaway PostgreSQL server holds the Dagster instance
 (deploy/dagster.yaml) and the results store; ingest and a scenario partition's assets give the same rows as on DuckDB;
 the PostgreSQL store's partition replace is one transaction and lets writers of different partitions run at once."""
+
 import threading
 import time
 
@@ -116,8 +117,9 @@ class _FakeEncoder:
     encoder_id = "test/fake-encoder"
 
     def encode(self, texts, log=None):
-        return np.stack([np.frombuffer(t.encode().ljust(16, b".")[:16], dtype=np.uint8).astype(np.float32) / 7
-                         for t in texts])
+        return np.stack(
+            [np.frombuffer(t.encode().ljust(16, b".")[:16], dtype=np.uint8).astype(np.float32) / 7 for t in texts]
+        )
 
 
 def test_embedding_cache_on_postgres(pg_store, tmp_path):

@@ -2,6 +2,7 @@
 code server, as the Helm chart's user deployment serves it) with the k8s_job_executor and GPU placement on exactly
 the IRT / embedding ops, and the Kubernetes Job a GPU step would get is built offline; the local multiprocess profile
 really runs a scenario partition's ingest-side assets, each step in its own process, on a temporary instance."""
+
 from __future__ import annotations
 
 import json
@@ -21,10 +22,26 @@ pytest.importorskip("dagster_k8s", reason="the k8s profile needs the k8s extra (
 
 ROOT = rd.ROOT
 #: the ops whose work is torch (IRT fits, the embedding model): they require the torch_device or encoder resource
-GPU_OPS = {"irt_model", "irt_joint", "anchor_sets", "estimation_backtest", "question_embeddings", "router_accuracy",
-           "leaderboard_router"}
-GPU_ASSETS = {"irt_model", "irt_joint", "model_split", "anchor_sets", "gpirt_lambdas", "estimation_backtest",
-              "question_embeddings", "router_accuracy", "leaderboard_router"}
+GPU_OPS = {
+    "irt_model",
+    "irt_joint",
+    "anchor_sets",
+    "estimation_backtest",
+    "question_embeddings",
+    "router_accuracy",
+    "leaderboard_router",
+}
+GPU_ASSETS = {
+    "irt_model",
+    "irt_joint",
+    "model_split",
+    "anchor_sets",
+    "gpirt_lambdas",
+    "estimation_backtest",
+    "question_embeddings",
+    "router_accuracy",
+    "leaderboard_router",
+}
 JOBS = ("ingest_landing", "refresh_scenario", "refresh_leaderboard", "__ASSET_JOB")
 
 
@@ -70,15 +87,21 @@ def test_k8s_profile_loads_with_the_k8s_executor_gpu_tags_and_cuda(monkeypatch):
     # would submit for an IRT step, built offline with dagster-k8s' own functions
     from dagster._core.execution.api import create_execution_plan
 
-    steps = {s.key: s.tags for name in ("refresh_scenario", "refresh_leaderboard")
-             for s in create_execution_plan(defs.resolve_job_def(name)).steps}
+    steps = {
+        s.key: s.tags
+        for name in ("refresh_scenario", "refresh_leaderboard")
+        for s in create_execution_plan(defs.resolve_job_def(name)).steps
+    }
     assert {k for k, tags in steps.items() if dp.K8S_CONFIG_TAG in tags} == GPU_OPS
     user = get_user_defined_k8s_config(steps["irt_model"])
     assert user.container_config["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert user.pod_spec_config["node_selector"] == dp.DEFAULT_GPU_NODE_SELECTOR
-    k8s_job = construct_dagster_k8s_job(DagsterK8sJobConfig(job_image="registry/tinybench:test",
-                                                            dagster_home="/opt/dagster/dagster_home"),
-                                        ["dagster", "api", "execute_step"], "dagster-step-irt-model", user_defined_k8s_config=user)
+    k8s_job = construct_dagster_k8s_job(
+        DagsterK8sJobConfig(job_image="registry/tinybench:test", dagster_home="/opt/dagster/dagster_home"),
+        ["dagster", "api", "execute_step"],
+        "dagster-step-irt-model",
+        user_defined_k8s_config=user,
+    )
     pod = k8s_job.spec.template.spec
     assert pod.node_selector == {"nvidia.com/gpu.present": "true"}
     assert pod.containers[0].resources.limits["nvidia.com/gpu"] == "1"
@@ -90,7 +113,8 @@ def test_k8s_profile_loads_with_the_k8s_executor_gpu_tags_and_cuda(monkeypatch):
     monkeypatch.setenv("TINYBENCH_GPU_NODE_SELECTOR", json.dumps({"cloud.google.com/gke-accelerator": "nvidia-l4"}))
     again = _nodes(dp.k8s_defs())["irt_joint"][0]
     assert json.loads(again.tags[dp.K8S_CONFIG_TAG])["pod_spec_config"]["node_selector"] == {
-        "cloud.google.com/gke-accelerator": "nvidia-l4"}
+        "cloud.google.com/gke-accelerator": "nvidia-l4"
+    }
 
 
 def test_local_profile_tags_gpu_ops_without_k8s_config(monkeypatch):
@@ -132,30 +156,50 @@ INGEST_SIDE = [dg.AssetKey(k) for k in ("raw_responses", "response_matrix", "bin
 
 
 def test_multiprocess_profile_materializes_a_scenario_partition_in_step_processes(tmp_path, monkeypatch):
-    for var, name in (("TINYBENCH_DUCKDB", "tb.duckdb"), ("TINYBENCH_INCOMING", "incoming"),
-                      ("TINYBENCH_QUARANTINE", "quarantine"), ("TINYBENCH_ARTIFACTS", "artifacts")):
+    for var, name in (
+        ("TINYBENCH_DUCKDB", "tb.duckdb"),
+        ("TINYBENCH_INCOMING", "incoming"),
+        ("TINYBENCH_QUARANTINE", "quarantine"),
+        ("TINYBENCH_ARTIFACTS", "artifacts"),
+    ):
         monkeypatch.setenv(var, str(tmp_path / name))
     for var, value in (("OMP_NUM_THREADS", "1"), ("MKL_NUM_THREADS", "1"), ("TINYBENCH_MAX_CONCURRENT", "2")):
         monkeypatch.setenv(var, value)
     rd.write_table(rd.long_table(20, 30, scenario="quiz", seed=3), tmp_path / "incoming" / "tiny" / "quiz.parquet")
-    template = yaml.safe_load((ROOT / "dagster.yaml.template").read_text())  # the project's pools: duckdb, one at a time
+    template = yaml.safe_load(
+        (ROOT / "dagster.yaml.template").read_text()
+    )  # the project's pools: duckdb, one at a time
     (tmp_path / "home").mkdir()
-    with dg.instance_for_test(temp_dir=str(tmp_path / "home"), overrides={"concurrency": template["concurrency"]}) as instance:
+    with dg.instance_for_test(
+        temp_dir=str(tmp_path / "home"), overrides={"concurrency": template["concurrency"]}
+    ) as instance:
         ingest = dp.multiprocess_defs().resolve_job_def("ingest_landing").execute_in_process(instance=instance)
         assert ingest.success  # the landing folder in this process (setup), the partition's run in step processes:
         assert instance.get_dynamic_partitions("scenarios") == ["tiny.quiz"]
-        run = dg.execute_job(dg.reconstructable(_scenario_job), instance=instance, asset_selection=INGEST_SIDE,
-                             tags={"dagster/partition": "tiny.quiz"})
+        run = dg.execute_job(
+            dg.reconstructable(_scenario_job),
+            instance=instance,
+            asset_selection=INGEST_SIDE,
+            tags={"dagster/partition": "tiny.quiz"},
+        )
         assert run.success
         events = instance.all_logs(run.run_id)
-        mats = {e.dagster_event.asset_key for e in events
-                if e.dagster_event and e.dagster_event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION}
+        mats = {
+            e.dagster_event.asset_key
+            for e in events
+            if e.dagster_event and e.dagster_event.event_type == dg.DagsterEventType.ASSET_MATERIALIZATION
+        }
         assert mats == set(INGEST_SIDE), mats
-        step_pids = {e.step_key: e.dagster_event.pid for e in events
-                     if e.dagster_event and e.dagster_event.event_type == dg.DagsterEventType.STEP_SUCCESS}
+        step_pids = {
+            e.step_key: e.dagster_event.pid
+            for e in events
+            if e.dagster_event and e.dagster_event.event_type == dg.DagsterEventType.STEP_SUCCESS
+        }
         assert {k.path[-1] for k in INGEST_SIDE} <= set(step_pids) and len(step_pids) == 7, step_pids  # with 4 checks
         assert os.getpid() not in step_pids.values() and len(set(step_pids.values())) == 7  # a process per step
-        assert any(e.dagster_event.event_type == dg.DagsterEventType.STEP_WORKER_STARTED for e in events if e.dagster_event)
+        assert any(
+            e.dagster_event.event_type == dg.DagsterEventType.STEP_WORKER_STARTED for e in events if e.dagster_event
+        )
     store = Store(tmp_path / "tb.duckdb")
     assert store.query("SELECT count(*) AS n FROM binarized WHERE partition_key = 'tiny.quiz'")["n"].iloc[0] == 20 * 30
     assert store.query("SELECT count(*) AS n FROM matrix_items WHERE partition_key = 'tiny.quiz'")["n"].iloc[0] == 30

@@ -10,6 +10,7 @@ document's blocks run, so a guide's minimal example files are the ones its comma
 
     <!-- example: file data/incoming/myboard/scores.csv -->
 """
+
 from __future__ import annotations
 
 import re
@@ -27,7 +28,7 @@ FENCE = re.compile(r"^(?P<indent>\s*)```(?P<lang>[\w+-]*)\s*$")
 @dataclass(frozen=True)
 class Block:
     doc: Path
-    line: int            # 1-based line of the opening fence
+    line: int  # 1-based line of the opening fence
     lang: str
     code: str
     skip: str | None = None
@@ -73,7 +74,7 @@ def parse(doc: Path) -> list[Block]:
             if end == len(lines):
                 raise ValueError(f"{rel(doc)}:{i + 1}: fence never closed")
             indent = len(f.group("indent"))
-            code = "\n".join(ln[indent:] for ln in lines[i + 1:end]) + "\n"
+            code = "\n".join(ln[indent:] for ln in lines[i + 1 : end]) + "\n"
             skip = path = None
             if marker is not None:
                 s, p = SKIP.match(marker), FILE.match(marker)
@@ -82,8 +83,10 @@ def parse(doc: Path) -> list[Block]:
                 elif p:
                     path = p.group("path")
                 else:
-                    raise ValueError(f"{rel(doc)}:{marker_line}: example marker {marker!r} is neither "
-                                     "'skip (reason)' nor 'file PATH'")
+                    raise ValueError(
+                        f"{rel(doc)}:{marker_line}: example marker {marker!r} is neither "
+                        "'skip (reason)' nor 'file PATH'"
+                    )
             blocks.append(Block(doc, i + 1, f.group("lang"), code, skip, path))
             marker, i = None, end + 1
             continue

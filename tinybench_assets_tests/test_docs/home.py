@@ -10,6 +10,7 @@ answers to the anchors and a file of questions to route.
 ``answers.csv`` holds the answers of an openllm model the leaderboard does not hold (the first one after the board's
 12 that answered every anchor), to the anchors the run exported.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,18 +28,28 @@ from tinybench_assets.testing.openllm_slice import write_openllm_slice
 ROOT = paths.PROJECT_ROOT
 BOARD_MODELS = 12
 SCENARIOS = ("arc", "mmlu")
-QUESTIONS = ("Which planet in the solar system has the largest mass? A. Earth B. Jupiter C. Mars D. Venus",
-             "What is 17 multiplied by 23?")
+QUESTIONS = (
+    "Which planet in the solar system has the largest mass? A. Earth B. Jupiter C. Mars D. Venus",
+    "What is 17 multiplied by 23?",
+)
 
 
 def env(home: Path) -> dict[str, str]:
     """The environment of a user's shell in ``home`` (what scripts/env.sh sets, pointed at the home)."""
     e = {k: v for k, v in os.environ.items() if not k.startswith(("TINYBENCH_", "DAGSTER_", "PYTEST_"))}
-    e.update(DAGSTER_HOME=str(home / ".dagster_home"), TINYBENCH_DUCKDB=str(home / "data" / "tinybench.duckdb"),
-             TINYBENCH_INCOMING=str(home / "data" / "incoming"), TINYBENCH_QUARANTINE=str(home / "data" / "quarantine"),
-             TINYBENCH_ARTIFACTS=str(home / "data" / "artifacts"), TINYBENCH_DEFAULT_DATA=str(home / "seed"),
-             TINYBENCH_SCENARIO_JOBS="1", TINYBENCH_TORCH_THREADS="1", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-             PYTHONHASHSEED="0")
+    e.update(
+        DAGSTER_HOME=str(home / ".dagster_home"),
+        TINYBENCH_DUCKDB=str(home / "data" / "tinybench.duckdb"),
+        TINYBENCH_INCOMING=str(home / "data" / "incoming"),
+        TINYBENCH_QUARANTINE=str(home / "data" / "quarantine"),
+        TINYBENCH_ARTIFACTS=str(home / "data" / "artifacts"),
+        TINYBENCH_DEFAULT_DATA=str(home / "seed"),
+        TINYBENCH_SCENARIO_JOBS="1",
+        TINYBENCH_TORCH_THREADS="1",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        PYTHONHASHSEED="0",
+    )
     return e
 
 
@@ -53,8 +64,10 @@ def land(seed: Path) -> None:
     """The slices, in the layout of ../shared/data (the home's default data: a plain ``run-all`` seeds the same)."""
     shared = Path(paths.default_data_dir())
     write_openllm_slice(seed, n_models=BOARD_MODELS, scenarios=SCENARIOS, common=True)
-    for board, names in (("routerdc", ("mmlu_train.json", "mmlu_test.json")),
-                         ("routerbench", ("mbpp_train.csv", "mbpp_test.csv"))):
+    for board, names in (
+        ("routerdc", ("mmlu_train.json", "mmlu_test.json")),
+        ("routerbench", ("mbpp_train.csv", "mbpp_test.csv")),
+    ):
         (seed / board).mkdir(parents=True, exist_ok=True)
         for name in names:
             _slice_rows(shared / board / name, seed / board / name, 80 if "train" in name else 40)
@@ -87,11 +100,13 @@ def build(home: Path) -> Path:
     cmd = [str(ROOT / ".venv" / "bin" / "tinybench"), "run-all"]  # seeds data/incoming from the home's default data
     r = subprocess.run(cmd, cwd=home, env=e, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:
-        raise RuntimeError(f"the docs' project home: run-all exited {r.returncode}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}")
+        raise RuntimeError(
+            f"the docs' project home: run-all exited {r.returncode}\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
+        )
     (home / "run_all.log").write_text(r.stdout + r.stderr)
     answers = new_model_answers(home)
     (home / "answers.csv").write_text("item,score\n" + "".join(f"{k},{v:g}\n" for k, v in sorted(answers.items())))
-    (home / "questions.csv").write_text("id,question\n" + "".join(f"q{i},\"{q}\"\n" for i, q in enumerate(QUESTIONS)))
+    (home / "questions.csv").write_text("id,question\n" + "".join(f'q{i},"{q}"\n' for i, q in enumerate(QUESTIONS)))
     return home
 
 

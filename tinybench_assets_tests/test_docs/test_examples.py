@@ -1,6 +1,7 @@
 """The docs' examples run: every ``bash`` / ``python`` block of README.md and docs/*.md, in a small project home that
 ``home.py`` builds with the README's own main job, or a skip marker with its reason. Also: the generated figures
 match benchmarks/results/*.json, the README stays short, and no doc narrates its own history."""
+
 from __future__ import annotations
 
 import re
@@ -56,8 +57,10 @@ def test_markers_are_checked(tmp_path):
     with pytest.raises(ValueError, match="not followed by a fenced block"):
         parse(bad)
     ok = tmp_path / "ok.md"
-    ok.write_text("<!-- example: skip (needs a cluster) -->\n\n```bash\nkubectl apply\n```\n"
-                  "<!-- example: file data/x.csv -->\n```csv\na,b\n```\n```python\nprint(1)\n```\n")
+    ok.write_text(
+        "<!-- example: skip (needs a cluster) -->\n\n```bash\nkubectl apply\n```\n"
+        "<!-- example: file data/x.csv -->\n```csv\na,b\n```\n```python\nprint(1)\n```\n"
+    )
     a, b, c = parse(ok)
     assert (a.skip, a.runs) == ("needs a cluster", False) and (b.file, b.runs) == ("data/x.csv", False) and c.runs
 
@@ -80,23 +83,36 @@ def test_examples_run(doc, built_home, tmp_path):
             target.write_text(b.code)
     for b in runnable:
         r = run_block(b, home)
-        assert r.returncode == 0, (f"{b.where}: exit {r.returncode}\n--- block\n{b.code}--- stdout (end)\n"
-                                   f"{r.stdout[-3000:]}\n--- stderr (end)\n{r.stderr[-3000:]}")
+        assert r.returncode == 0, (
+            f"{b.where}: exit {r.returncode}\n--- block\n{b.code}--- stdout (end)\n"
+            f"{r.stdout[-3000:]}\n--- stderr (end)\n{r.stderr[-3000:]}"
+        )
 
 
 def test_benchmark_figures_match_their_json():
     """docs/benchmarks.md and README's figures table are what benchmarks/report.py renders from the JSON files."""
-    r = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "benchmarks" / "report.py"), "--check"],
-                       capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [str(ROOT / ".venv" / "bin" / "python"), str(ROOT / "benchmarks" / "report.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stderr
 
 
 def test_readme_is_short_and_docs_tell_no_history():
     assert len((ROOT / "README.md").read_text().splitlines()) <= 160
-    history = re.compile(r"\b(sessions?|before this (change|session|commit)|used to|no longer|previously|"
-                         r"earlier (sessions?|commits?|versions?)|once was)\b", re.IGNORECASE)
-    hits = [f"{d.relative_to(ROOT)}:{i}: {ln.strip()[:100]}" for d in DOCS
-            for i, ln in enumerate(d.read_text().splitlines(), 1) if history.search(ln)]
+    history = re.compile(
+        r"\b(sessions?|before this (change|session|commit)|used to|no longer|previously|"
+        r"earlier (sessions?|commits?|versions?)|once was)\b",
+        re.IGNORECASE,
+    )
+    hits = [
+        f"{d.relative_to(ROOT)}:{i}: {ln.strip()[:100]}"
+        for d in DOCS
+        for i, ln in enumerate(d.read_text().splitlines(), 1)
+        if history.search(ln)
+    ]
     assert not hits, "docs narrate history (it belongs in git):\n" + "\n".join(hits)
 
 
@@ -104,8 +120,11 @@ def test_architecture_names_every_module():
     """docs/architecture.md stays current with the code: every module of the package is named there."""
     text = (ROOT / "docs" / "architecture.md").read_text()
     pkg = ROOT / "tinybench_assets"
-    missing = [str(f.relative_to(pkg)) for f in sorted(pkg.rglob("*.py"))
-               if str(f.relative_to(pkg)) not in text and f"`{f.name}`" not in text]
+    missing = [
+        str(f.relative_to(pkg))
+        for f in sorted(pkg.rglob("*.py"))
+        if str(f.relative_to(pkg)) not in text and f"`{f.name}`" not in text
+    ]
     assert not missing, f"docs/architecture.md does not name: {missing}"
 
 

@@ -1,4 +1,5 @@
 """Each reader on a real slice, and each bad-input case with its error text."""
+
 import json
 import pickle
 
@@ -65,7 +66,15 @@ def test_tinybenchmarks_pickle(tmp_path, openllm_slice, monkeypatch):
 
 # ---------------------------------------------------------------------- bad input
 def _long(n=4):
-    return pd.DataFrame({"model": ["m"] * n, "scenario": "s", "subscenario": "s", "item": [f"i{j}" for j in range(n)], "score": [1, 0, 1, 0][:n]})
+    return pd.DataFrame(
+        {
+            "model": ["m"] * n,
+            "scenario": "s",
+            "subscenario": "s",
+            "item": [f"i{j}" for j in range(n)],
+            "score": [1, 0, 1, 0][:n],
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -76,7 +85,10 @@ def _long(n=4):
         (lambda d: d.assign(score=[1, -0.1, 1, 0]), "row 2, column 'score': score -0.1 outside [0, 1]"),
         (lambda d: d.assign(score=[1, np.nan, 1, 0]), "row 2, column 'score': score is NaN"),
         (lambda d: d.assign(model=["m", None, "m", "m"]), "row 2, column 'model': missing value"),
-        (lambda d: d.assign(item=["i0", "i0", "i1", "i2"]), "conflicting duplicate rows for model 'm', item 'i0' (rows 1, 2"),
+        (
+            lambda d: d.assign(item=["i0", "i0", "i1", "i2"]),
+            "conflicting duplicate rows for model 'm', item 'i0' (rows 1, 2",
+        ),
         (lambda d: d.assign(score=[1, "x", 1, 0]), "row 2, column 'score': score 'x' is not a number"),
     ],
 )
@@ -105,14 +117,26 @@ def test_exact_duplicates_are_merged(tmp_path):
         ("mmlu_train.json", b"{not json", "unreadable JSON"),
         ("mmlu_test.json", b"[]", "empty file: the JSON list has no records"),
         ("mmlu_x.json", json.dumps({"a": 1}).encode(), "unknown format: expected a JSON list"),
-        ("arc_train.json", json.dumps([{"question": "q", "scores": {"m": 0.5}}, {"question": "q2", "scores": {"m": 2}}]).encode(),
-         "row 2, column 'scores': score 2 for model 'm' outside [0, 1]"),
-        ("arc_test.json", json.dumps([{"question": "q", "scores": {"m": None}}]).encode(), "row 1, column 'scores': score for model 'm' is None"),
+        (
+            "arc_train.json",
+            json.dumps([{"question": "q", "scores": {"m": 0.5}}, {"question": "q2", "scores": {"m": 2}}]).encode(),
+            "row 2, column 'scores': score 2 for model 'm' outside [0, 1]",
+        ),
+        (
+            "arc_test.json",
+            json.dumps([{"question": "q", "scores": {"m": None}}]).encode(),
+            "row 1, column 'scores': score for model 'm' is None",
+        ),
         ("gsm_train.json", json.dumps([{"scores": {"m": 1}}]).encode(), "row 1, column 'question': record lacks"),
         ("x.pkl", b"garbage", "unreadable pickle"),
         ("y.pkl", pickle.dumps({"foo": 1}), "unknown format: expected a dict with 'models' and 'data'"),
-        ("z.pkl", pickle.dumps({"models": ["a", "b"], "data": {"harness_gsm8k_5": {"correctness": np.array([[0, 1], [1, 3]])}}}),
-         "row 2, column 'harness_gsm8k_5': subscenario 'harness_gsm8k_5': score 3.0 for model 'b' outside [0, 1]"),
+        (
+            "z.pkl",
+            pickle.dumps(
+                {"models": ["a", "b"], "data": {"harness_gsm8k_5": {"correctness": np.array([[0, 1], [1, 3]])}}}
+            ),
+            "row 2, column 'harness_gsm8k_5': subscenario 'harness_gsm8k_5': score 3.0 for model 'b' outside [0, 1]",
+        ),
     ],
 )
 def test_bad_files(tmp_path, name, content, expected, monkeypatch):

@@ -1,4 +1,5 @@
 """The packaged sentence encoder loads offline; the DuckDB cache embeds each (encoder, text) once."""
+
 import os
 
 import numpy as np
@@ -16,7 +17,9 @@ def encoder():
 
 
 def test_encoder_loads_offline_and_embeds(encoder):
-    E = encoder.encode(["A cat sits on the mat.", "A kitten is sitting on a rug.", "Quarterly corporate tax filings are due."])
+    E = encoder.encode(
+        ["A cat sits on the mat.", "A kitten is sitting on a rug.", "Quarterly corporate tax filings are due."]
+    )
     assert E.shape == (3, 384) and E.dtype == np.float32
     assert np.allclose(np.linalg.norm(E, axis=1), 1.0, atol=1e-5)
     assert E[0] @ E[1] > E[0] @ E[2] + 0.2
@@ -48,10 +51,13 @@ def test_cache_embeds_only_new_texts(tmp_path, encoder):
     assert text_key("local:other", texts[0]) != keys[0]
 
 
-TEXTS = ["The field of psychology arose out of which of the following?\nA. Biochemistry\nB. Physics\nC. Philosophy",
-         "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. How many "
-         "clips did Natalia sell altogether in April and May?", "Which gas makes up most of Earth's atmosphere?",
-         "What is 2 + 2?"]
+TEXTS = [
+    "The field of psychology arose out of which of the following?\nA. Biochemistry\nB. Physics\nC. Philosophy",
+    "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. How many "
+    "clips did Natalia sell altogether in April and May?",
+    "Which gas makes up most of Earth's atmosphere?",
+    "What is 2 + 2?",
+]
 
 
 def test_bfloat16_matches_float32_and_never_shares_its_cache(tmp_path):

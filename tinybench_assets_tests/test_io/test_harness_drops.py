@@ -1,5 +1,6 @@
 """lm-evaluation-harness samples files (``--log_samples``) land as drops: the real files of ../shared/data/harness and
 multi-model folders built from them with varied scores."""
+
 import json
 import shutil
 
@@ -28,7 +29,9 @@ def _write(folder, name, samples):
 def _landed(tmp_path, scenario):
     return Store(tmp_path / "tb.duckdb").query(
         "SELECT r.model, r.item, r.score FROM landed_responses r JOIN drops d USING (drop_id) "
-        "WHERE r.scenario = ? AND d.status = 'active' ORDER BY d.seq", [scenario])
+        "WHERE r.scenario = ? AND d.status = 'active' ORDER BY d.seq",
+        [scenario],
+    )
 
 
 @pytest.fixture()
@@ -53,7 +56,9 @@ def test_the_real_files_ingest_with_their_field_names(board, tmp_path):
     raw = _lines(WINO)
     assert len(drop.responses) == len({r["doc_hash"] for r in raw})
     first = drop.responses.iloc[0]
-    assert first["item"] == f"metabench_winogrande_permute.{raw[0]['doc_hash'][:16]}" and first["score"] == raw[0]["acc"]
+    assert (
+        first["item"] == f"metabench_winogrande_permute.{raw[0]['doc_hash'][:16]}" and first["score"] == raw[0]["acc"]
+    )
     assert "'acc'" in drop.notes[0] and len(drop.items) == len(drop.responses)
     assert drop.items["text"].iloc[0] == raw[0]["doc"]["sentence"]
     gsm = read_drop(board / "harness" / MODEL / GSM, "harness")
@@ -92,7 +97,9 @@ def test_later_runs_win_bad_lines_quarantine_and_the_metric_can_be_chosen(board,
     with pytest.raises(DropError, match=r"line 4: exact_match = 'n/a' is not a number"):
         read_drop(board / "harness" / "acme__broken" / GSM, "harness")
     report = ingest_landing(Store(tmp_path / "tb.duckdb"), board, tmp_path / "q")
-    assert list(report.quarantined) == [f"harness/acme__broken/{GSM}"] and "line 4" in next(iter(report.quarantined.values()))
+    assert list(report.quarantined) == [f"harness/acme__broken/{GSM}"] and "line 4" in next(
+        iter(report.quarantined.values())
+    )
     assert (tmp_path / "q" / "harness" / "acme__broken" / GSM).exists()
 
     both = _lines(WINO)
@@ -103,7 +110,10 @@ def test_later_runs_win_bad_lines_quarantine_and_the_metric_can_be_chosen(board,
     monkeypatch.setenv("TINYBENCH_HARNESS_METRIC", "other:metabench_winogrande_permute=acc_norm")
     drop = read_drop(board / "other" / "m__x" / WINO, "other")
     assert (drop.responses["score"] == 0.5).all() and "TINYBENCH_HARNESS_METRIC" in drop.notes[0]
-    assert metric_override("x", "t", "acc_norm, x:t=f1") == "f1" and metric_override("y", "t", "acc_norm,x=f1") == "acc_norm"
+    assert (
+        metric_override("x", "t", "acc_norm, x:t=f1") == "f1"
+        and metric_override("y", "t", "acc_norm,x=f1") == "acc_norm"
+    )
 
 
 def test_tinybench_estimate_reads_a_harness_folder(tmp_path, capsys):
@@ -126,7 +136,8 @@ def test_tinybench_estimate_reads_a_harness_folder(tmp_path, capsys):
     theta, b = rng.normal(size=(12, 1)), rng.normal(size=len(items))
     Y = (rng.random((12, len(items))) < 1 / (1 + np.exp(-(theta - b)))).astype(float)
     pred = SmallBoardPredictor(n_values=(10,), dims=(1,), n_init=2).fit(
-        Y, np.ones(len(items)), cols, None, [f"f{i // 2}" for i in range(12)], items=items)
+        Y, np.ones(len(items)), cols, None, [f"f{i // 2}" for i in range(12)], items=items
+    )
     save_artifact(pred.to_artifact("harness", 10), folder=tmp_path / "tb")
     args = ["estimate", "--artifact", str(tmp_path / "tb"), "--answers", str(folder)]
     assert main(args) == 2 and "not anchors" in capsys.readouterr().err  # a full run answers the whole pool
@@ -141,8 +152,22 @@ def test_tinybench_estimate_reads_a_harness_folder(tmp_path, capsys):
     assert main(["anchors", "--artifact", str(tmp_path / "tb"), "--format", "harness"]) == 2
     assert "--samples-from" in capsys.readouterr().err
     out_file = tmp_path / "anchors.json"
-    assert main(["anchors", "--artifact", str(tmp_path / "tb"), "--format", "harness", "--samples-from", str(folder),
-                 "--output", str(out_file)]) == 0
+    assert (
+        main(
+            [
+                "anchors",
+                "--artifact",
+                str(tmp_path / "tb"),
+                "--format",
+                "harness",
+                "--samples-from",
+                str(folder),
+                "--output",
+                str(out_file),
+            ]
+        )
+        == 0
+    )
     selection = json.loads(out_file.read_text())
     anchors = {r["item"] for r in json.loads(json.dumps(pred.anchor_table()[lambda d: d.n == 10].to_dict("records")))}
     assert sorted(selection) == sorted(cols) and sum(len(v) for v in selection.values()) == len(anchors) == 20

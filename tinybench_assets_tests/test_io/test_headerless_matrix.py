@@ -1,6 +1,7 @@
 """A 0/1 matrix with no header row: detected (a first line of 0/1 values, one repeated) or declared with
 ``"header": false`` in its sidecar, it lands with generated ids; a header of distinct numeric ids stays a header, and
 an error that remains says how to declare the file."""
+
 import json
 
 import numpy as np
@@ -72,7 +73,7 @@ def test_a_sidecar_declares_a_file_the_rule_cannot_see(tmp_path):
     drop = read_drop(path, "lb")
     assert len(drop.responses) == x.size
     assert drop.responses.query("item == 'mix.test.0' and model == 'mix.test.model2'")["score"].iloc[0] == 0.75
-    assert "sidecar mix_test.csv.meta.json says \"header\": false" in " ".join(drop.notes)
+    assert 'sidecar mix_test.csv.meta.json says "header": false' in " ".join(drop.notes)
 
 
 def test_header_true_in_the_sidecar_turns_the_detection_off(tmp_path):
@@ -98,18 +99,24 @@ def test_errors_say_how_to_declare_a_headerless_file(tmp_path):
     """A first line that is data but not 0/1 (here a 2) cannot be detected: the error names the sidecar to add."""
     path = tmp_path / "quiz.csv"
     path.write_text("1,0,2,1,0\n0,1,1,0,1\n")
-    with pytest.raises(DropError, match=r"column listed twice in the header \(if the first line is data, not column "
-                                        r"names, add a sidecar quiz.csv.meta.json with \{\"header\": false\}\)"):
+    with pytest.raises(
+        DropError,
+        match=r"column listed twice in the header \(if the first line is data, not column "
+        r"names, add a sidecar quiz.csv.meta.json with \{\"header\": false\}\)",
+    ):
         read_drop(path, "lb")
     path.with_name("quiz.csv.meta.json").write_text('{"header": false}')
     with pytest.raises(DropError, match=r"row 1, column '3': value 2.0 is not 0 or 1"):
         read_drop(path, "lb")  # positions counted from 1 in a file without a header row
 
 
-@pytest.mark.parametrize("meta, suffix, expected", [
-    ({"header": "no"}, ".csv", "'header' is 'no', expected true or false"),
-    ({"header": False}, ".parquet", "\"header\": false is for CSV files"),
-])
+@pytest.mark.parametrize(
+    "meta, suffix, expected",
+    [
+        ({"header": "no"}, ".csv", "'header' is 'no', expected true or false"),
+        ({"header": False}, ".parquet", '"header": false is for CSV files'),
+    ],
+)
 def test_bad_header_settings(tmp_path, meta, suffix, expected):
     path = tmp_path / f"quiz{suffix}"
     frame = pd.DataFrame({"model": ["a", "b"], "q1": [1, 0], "q2": [0, 1], "q3": [1, 1]})

@@ -5,6 +5,7 @@ fit whole or the new one whole (no partial rows), and a re-run completes with ev
 run's (run times aside). The child announces each INSERT and the COMMIT of the store's write on stdout and can wait
 after one of them, so every kill point but the commit race is deterministic (the pattern of test_reliability.py's
 ingest kills: a shim around ``duckdb.connect`` in ``io.connection``; no hook in the store's code)."""
+
 from __future__ import annotations
 
 import signal
@@ -71,8 +72,14 @@ print("RUN", ok, flush=True)
 def kill_irt_write(db, home, when: str, pause: bool, timeout: float = 240.0) -> dict:
     """Run IRT_KILL_CHILD and SIGKILL it as soon as it prints ``when`` (``pause``: the child waits there 60 s, so the
     kill lands exactly at that point; else it goes straight on and the kill races with what follows)."""
-    proc = subprocess.Popen([sys.executable, "-c", IRT_KILL_CHILD, str(db), str(home), KEY, when if pause else "-", "60"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=rd.child_env(), cwd=rd.ROOT)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", IRT_KILL_CHILD, str(db), str(home), KEY, when if pause else "-", "60"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=rd.child_env(),
+        cwd=rd.ROOT,
+    )
     lines, deadline = [], time.monotonic() + timeout
     try:
         for line in proc.stdout:
@@ -83,20 +90,31 @@ def kill_irt_write(db, home, when: str, pause: bool, timeout: float = 240.0) -> 
         proc.send_signal(signal.SIGKILL)
     finally:
         proc.wait(30)
-    return {"lines": lines, "killed": not finished and proc.returncode == -signal.SIGKILL, "stderr": proc.stderr.read()[-6000:]}
+    return {
+        "lines": lines,
+        "killed": not finished and proc.returncode == -signal.SIGKILL,
+        "stderr": proc.stderr.read()[-6000:],
+    }
 
 
 def _project(root):
     """A store with one scenario partition ingested and binarized (30 models x 40 items), and its resources."""
     rd.write_table(rd.long_table(30, 40, scenario="quiz", seed=5), root / "incoming" / "lb" / "quiz.parquet")
     db = root / "tb.duckdb"
-    res = {"store": StoreResource(database=str(db)), "torch_device": TorchDevice(device="cpu", num_threads=1),
-           "landing": LandingResource(incoming=str(root / "incoming"), quarantine=str(root / "quarantine"))}
+    res = {
+        "store": StoreResource(database=str(db)),
+        "torch_device": TorchDevice(device="cpu", num_threads=1),
+        "landing": LandingResource(incoming=str(root / "incoming"), quarantine=str(root / "quarantine")),
+    }
     (root / "home").mkdir()
     instance = dg.DagsterInstance.local_temp(str(root / "home"))  # a run in a child process records its run here too
     assert dg.materialize([resp_assets.landing_ingest], instance=instance, resources=res).success
-    assert dg.materialize([resp_assets.raw_responses, resp_assets.response_matrix, resp_assets.binarized_responses],
-                          partition_key=KEY, instance=instance, resources=res).success
+    assert dg.materialize(
+        [resp_assets.raw_responses, resp_assets.response_matrix, resp_assets.binarized_responses],
+        partition_key=KEY,
+        instance=instance,
+        resources=res,
+    ).success
     return db, res, instance
 
 
@@ -141,7 +159,9 @@ def test_sigkill_during_an_irt_write_leaves_the_old_fit_or_the_new_one_whole_and
     after = _opens_cleanly(db)
     assert not differences(after, old) or not differences(after, clean), differences(after, old)
     out = kill_irt_write(db, instance.root_directory, "DONE COMMIT", pause=True)
-    assert out["killed"] and out["lines"][-1] == "DONE COMMIT" and not any(ln.startswith("RUN") for ln in out["lines"]), out
+    assert (
+        out["killed"] and out["lines"][-1] == "DONE COMMIT" and not any(ln.startswith("RUN") for ln in out["lines"])
+    ), out
     after = _opens_cleanly(db)
     assert not differences(after, clean), [explain(after, clean, t) for t in differences(after, clean)]
     _fit(res, instance, seed=0)  # and the re-run completes, identical to the clean run

@@ -1,4 +1,5 @@
 """Landing folder ingestion: transactions per drop, quarantine, idempotence, superseding versions."""
+
 import pandas as pd
 import pytest
 
@@ -7,7 +8,10 @@ from tinybench_assets.io.store import Store
 
 
 def _counts(store: Store) -> dict:
-    return {t: int(store.query(f"SELECT count(*) AS n FROM {t}")["n"].iloc[0]) for t in ("drops", "landed_responses", "items", "full_scores")}
+    return {
+        t: int(store.query(f"SELECT count(*) AS n FROM {t}")["n"].iloc[0])
+        for t in ("drops", "landed_responses", "items", "full_scores")
+    }
 
 
 def test_ingest_all_then_nothing_new(landing):
@@ -27,9 +31,19 @@ def test_bad_file_is_quarantined_and_store_unchanged(landing):
     before = _counts(store)
     responses_before = store.query("SELECT * FROM landed_responses ORDER BY drop_id, model, item")
     bad = landing["incoming"] / "openllm" / "late.responses.csv"
-    pd.DataFrame({"model": ["m", "m"], "scenario": "arc", "subscenario": "arc", "item": ["arc.1", "arc.2"], "score": [1, 7]}).to_csv(bad, index=False)
+    pd.DataFrame(
+        {"model": ["m", "m"], "scenario": "arc", "subscenario": "arc", "item": ["arc.1", "arc.2"], "score": [1, 7]}
+    ).to_csv(bad, index=False)
     good = landing["incoming"] / "openllm" / "extra.responses.csv"
-    pd.DataFrame({"model": ["new-model"] * 2, "scenario": "arc", "subscenario": "arc", "item": ["arc.660", "arc.1067"], "score": [1, 0]}).to_csv(good, index=False)
+    pd.DataFrame(
+        {
+            "model": ["new-model"] * 2,
+            "scenario": "arc",
+            "subscenario": "arc",
+            "item": ["arc.660", "arc.1067"],
+            "score": [1, 0],
+        }
+    ).to_csv(good, index=False)
     report = ingest_landing(store, landing["incoming"], landing["quarantine"])
     assert report.ingested == ["openllm/extra.responses.csv"]  # other files still ingest
     assert list(report.quarantined) == ["openllm/late.responses.csv"]
@@ -40,7 +54,9 @@ def test_bad_file_is_quarantined_and_store_unchanged(landing):
     assert "outside [0, 1]" in (moved.parent / "late.responses.csv.error.txt").read_text()
     after = _counts(store)
     assert after["landed_responses"] == before["landed_responses"] + 2 and after["drops"] == before["drops"] + 1
-    kept = store.query("SELECT * FROM landed_responses WHERE drop_id IN (SELECT drop_id FROM landed_responses GROUP BY 1 HAVING count(*) > 2) ORDER BY drop_id, model, item")
+    kept = store.query(
+        "SELECT * FROM landed_responses WHERE drop_id IN (SELECT drop_id FROM landed_responses GROUP BY 1 HAVING count(*) > 2) ORDER BY drop_id, model, item"
+    )
     pd.testing.assert_frame_equal(kept.reset_index(drop=True), responses_before.reset_index(drop=True))
     q = store.query("SELECT path, error FROM quarantine")
     assert q["path"].tolist() == ["openllm/late.responses.csv"]
@@ -51,7 +67,9 @@ def test_failed_transaction_leaves_store_untouched(landing, monkeypatch):
     ingest_landing(store, landing["incoming"], landing["quarantine"])
     before = _counts(store)
     extra = landing["incoming"] / "openllm" / "extra.responses.csv"
-    pd.DataFrame({"model": ["x"], "scenario": "arc", "subscenario": "arc", "item": ["arc.660"], "score": [1]}).to_csv(extra, index=False)
+    pd.DataFrame({"model": ["x"], "scenario": "arc", "subscenario": "arc", "item": ["arc.660"], "score": [1]}).to_csv(
+        extra, index=False
+    )
     from tinybench_assets.io.drops import Drop
 
     original = Drop.partition_keys
@@ -82,7 +100,9 @@ def test_changed_file_supersedes_old_version(landing):
     assert n == len(df)
     mean = store.query("SELECT avg(score) AS m FROM responses WHERE partition_key = 'openllm.arc'")["m"].iloc[0]
     assert abs(mean - (1 - df["score"].mean())) < 1e-9
-    status = store.query("SELECT status FROM drops WHERE path = 'openllm/arc.responses.parquet' ORDER BY seq")["status"].tolist()
+    status = store.query("SELECT status FROM drops WHERE path = 'openllm/arc.responses.parquet' ORDER BY seq")[
+        "status"
+    ].tolist()
     assert status == ["superseded", "active"]
 
 
@@ -95,13 +115,22 @@ def test_later_drop_wins_per_cell(landing):
     pd.DataFrame([{**row.to_dict(), "score": 1 - row["score"]}]).to_csv(fix, index=False)
     ingest_landing(store, landing["incoming"], landing["quarantine"])
     store.consolidate_responses("openllm.arc")
-    got = store.query("SELECT score FROM responses WHERE model = ? AND item = ?", [row["model"], row["item"]])["score"].tolist()
+    got = store.query("SELECT score FROM responses WHERE model = ? AND item = ?", [row["model"], row["item"]])[
+        "score"
+    ].tolist()
     assert got == [1 - row["score"]]
 
 
 def _long_csv(**override) -> bytes:
-    df = pd.DataFrame({"model": ["m"] * 4, "scenario": "arc", "subscenario": "arc", "item": ["arc.1", "arc.2", "arc.3", "arc.4"],
-                       "score": [1, 0, 1, 0]})
+    df = pd.DataFrame(
+        {
+            "model": ["m"] * 4,
+            "scenario": "arc",
+            "subscenario": "arc",
+            "item": ["arc.1", "arc.2", "arc.3", "arc.4"],
+            "score": [1, 0, 1, 0],
+        }
+    )
     for k, v in override.items():
         df[k] = v
     return df.to_csv(index=False).encode()
@@ -111,7 +140,11 @@ BAD_DROPS = [
     ("missing.responses.csv", _long_csv().replace(b",score", b",points"), "missing column(s) ['score']"),
     ("range.responses.csv", _long_csv(score=[1, 0, 2, 0]), "row 3, column 'score': score 2.0 outside [0, 1]"),
     ("nan.responses.csv", _long_csv(score=[1, None, 1, 0]), "row 2, column 'score': score is NaN"),
-    ("dup.responses.csv", _long_csv(item=["arc.1", "arc.1", "arc.3", "arc.4"]), "conflicting duplicate rows for model 'm', item 'arc.1'"),
+    (
+        "dup.responses.csv",
+        _long_csv(item=["arc.1", "arc.1", "arc.3", "arc.4"]),
+        "conflicting duplicate rows for model 'm', item 'arc.1'",
+    ),
     ("empty.responses.csv", b"", "empty file (0 bytes)"),
     ("broken.responses.parquet", b"PAR1 this is not parquet", "unreadable file"),
     ("scores.xlsx", b"PK\x03\x04 spreadsheet", "unknown format: suffix '.xlsx'"),

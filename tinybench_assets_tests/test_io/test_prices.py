@@ -2,6 +2,7 @@
 landed costs winning, bad files naming file, row and column, a changed file superseding the old, and the data-version
 property (a prices drop changes the prices' version, never a partition's responses version; only the cost assets turn
 stale). The leaderboard is the head of RouteLLM's real GSM8K table (../shared/data/routellm)."""
+
 import math
 
 import dagster as dg
@@ -27,8 +28,12 @@ def board(tmp_path):
     (incoming / "routellm").mkdir(parents=True)
     head = pd.read_csv(SHARED / "routellm" / "gsm8k.csv", nrows=N)
     head.to_csv(incoming / "routellm" / "gsm8k.csv", index=False)
-    return {"incoming": incoming, "quarantine": tmp_path / "quarantine", "store": Store(tmp_path / "tb.duckdb"),
-            "head": head}
+    return {
+        "incoming": incoming,
+        "quarantine": tmp_path / "quarantine",
+        "store": Store(tmp_path / "tb.duckdb"),
+        "head": head,
+    }
 
 
 def write_prices(board, text: str, name: str = "prices.csv"):
@@ -55,16 +60,25 @@ def test_flat_prices_make_cost_the_share_of_strong_calls(board):
     assert drops.iloc[1].tolist() == ["routellm/prices.csv", "prices", "prices_csv", 2, ""]
     costs = board["store"].costs(KEY)
     assert list(costs.columns) == ["model", "item", "cost"] and len(costs) == 2 * N  # every question, both models
-    assert (costs.loc[costs["model"] == STRONG, "cost"] == 1).all() and (costs.loc[costs["model"] == WEAK, "cost"] == 0).all()
+    assert (costs.loc[costs["model"] == STRONG, "cost"] == 1).all() and (
+        costs.loc[costs["model"] == WEAK, "cost"] == 0
+    ).all()
 
 
 def test_token_prices_cost_from_question_length_and_layouts_mix(board):
     # the strong model by the token (with its answer length), the weak one by the token (default length) in parquet; the
     # drop carries no response text (the next tests cover it)
     board["head"].filter(regex="^(?!.*_response$)").to_csv(board["incoming"] / "routellm" / "gsm8k.csv", index=False)
-    pd.DataFrame({"model": [STRONG, WEAK], "cost_per_question": [None, None], "input_per_mtok": [10.0, 0.6],
-                  "output_per_mtok": [30.0, 0.6], "output_tokens": [200.0, None], "note": ["a", "b"]}
-                 ).to_parquet(board["incoming"] / "routellm" / "prices.parquet", index=False)
+    pd.DataFrame(
+        {
+            "model": [STRONG, WEAK],
+            "cost_per_question": [None, None],
+            "input_per_mtok": [10.0, 0.6],
+            "output_per_mtok": [30.0, 0.6],
+            "output_tokens": [200.0, None],
+            "note": ["a", "b"],
+        }
+    ).to_parquet(board["incoming"] / "routellm" / "prices.parquet", index=False)
     report = ingest(board)
     assert "ignored columns: 'note'" in report.notes["routellm/prices.parquet"]
     costs = board["store"].costs(KEY).set_index(["model", "item"])["cost"]
@@ -78,11 +92,21 @@ def test_token_prices_cost_from_question_length_and_layouts_mix(board):
     assert costs[(STRONG, long_q)] > costs[(STRONG, short_q)]  # a longer question costs more
     # a row may carry a flat price instead (it wins over token prices on the same row); a question without text
     # gets no token-priced cost
-    mixed = pd.DataFrame({"model": ["a", "b"], "cost_per_question": [0.5, float("nan")], "input_per_mtok": [9.0, 1.0],
-                          "output_per_mtok": [9.0, 2.0], "output_tokens": [float("nan"), 10.0]})
+    mixed = pd.DataFrame(
+        {
+            "model": ["a", "b"],
+            "cost_per_question": [0.5, float("nan")],
+            "input_per_mtok": [9.0, 1.0],
+            "output_per_mtok": [9.0, 2.0],
+            "output_tokens": [float("nan"), 10.0],
+        }
+    )
     got = question_costs(mixed, pd.DataFrame({"item": ["q1", "q2"], "text": ["x" * 41, None]}))
-    assert got.to_dict("records") == [{"model": "a", "item": "q1", "cost": 0.5}, {"model": "a", "item": "q2", "cost": 0.5},
-                                      {"model": "b", "item": "q1", "cost": pytest.approx((11 + 20) / 1e6)}]
+    assert got.to_dict("records") == [
+        {"model": "a", "item": "q1", "cost": 0.5},
+        {"model": "a", "item": "q2", "cost": 0.5},
+        {"model": "b", "item": "q1", "cost": pytest.approx((11 + 20) / 1e6)},
+    ]
     assert estimate_tokens("abcd") == 1 and estimate_tokens("abcde") == 2 and math.isnan(estimate_tokens(None))
 
 
@@ -104,19 +128,22 @@ def test_models_without_a_price_get_no_costs(board):
     assert set(board["store"].costs(KEY)["model"]) == {STRONG}  # incomplete: the router asset treats it as no costs
 
 
-@pytest.mark.parametrize("text, row, column, problem", [
-    (f"model,cost_per_question\n{STRONG},-1\n", 1, "cost_per_question", "is negative"),
-    (f"model,cost_per_question\n{STRONG},1\n{WEAK},cheap\n", 2, "cost_per_question", "'cheap' is not a number"),
-    (f"model,cost_per_question\n{STRONG},inf\n", 1, "cost_per_question", "is not finite"),
-    (f"model,cost_per_question\n{STRONG},1\n{WEAK},\n", 2, "cost_per_question", "no price (empty or NaN)"),
-    (f"model,cost_per_question\n{STRONG},1\n{STRONG},2\n", 2, "model", "listed twice (rows 1 and 2)"),
-    (f"model,input_per_mtok\n{STRONG},3\n", 1, "output_per_mtok", "input_per_mtok without output_per_mtok"),
-    (f"model,input_per_mtok,output_per_mtok,output_tokens\n{STRONG},3,4,-5\n", 1, "output_tokens", "is negative"),
-    (f"model,price,currency\n{STRONG},1,usd\n", None, "price", "no price column"),
-    (f"name,cost_per_question\n{STRONG},1\n", None, "model", "needs a 'model' column"),
-    (",cost_per_question\n,1\n", None, "model", "needs a 'model' column"),
-    ("model,cost_per_question\n", None, None, "empty file"),
-])
+@pytest.mark.parametrize(
+    "text, row, column, problem",
+    [
+        (f"model,cost_per_question\n{STRONG},-1\n", 1, "cost_per_question", "is negative"),
+        (f"model,cost_per_question\n{STRONG},1\n{WEAK},cheap\n", 2, "cost_per_question", "'cheap' is not a number"),
+        (f"model,cost_per_question\n{STRONG},inf\n", 1, "cost_per_question", "is not finite"),
+        (f"model,cost_per_question\n{STRONG},1\n{WEAK},\n", 2, "cost_per_question", "no price (empty or NaN)"),
+        (f"model,cost_per_question\n{STRONG},1\n{STRONG},2\n", 2, "model", "listed twice (rows 1 and 2)"),
+        (f"model,input_per_mtok\n{STRONG},3\n", 1, "output_per_mtok", "input_per_mtok without output_per_mtok"),
+        (f"model,input_per_mtok,output_per_mtok,output_tokens\n{STRONG},3,4,-5\n", 1, "output_tokens", "is negative"),
+        (f"model,price,currency\n{STRONG},1,usd\n", None, "price", "no price column"),
+        (f"name,cost_per_question\n{STRONG},1\n", None, "model", "needs a 'model' column"),
+        (",cost_per_question\n,1\n", None, "model", "needs a 'model' column"),
+        ("model,cost_per_question\n", None, None, "empty file"),
+    ],
+)
 def test_bad_prices_files_name_file_row_and_column(board, text, row, column, problem):
     path = write_prices(board, text)
     with pytest.raises(DropError) as err:
@@ -179,17 +206,21 @@ def test_after_a_price_change_only_the_cost_assets_are_stale(board, tmp_path, mo
         return None
 
     db = tmp_path / "tb.duckdb"
-    resources = {"store": StoreResource(database=str(db)),
-                 "landing": LandingResource(incoming=str(board["incoming"]), quarantine=str(board["quarantine"]))}
+    resources = {
+        "store": StoreResource(database=str(db)),
+        "landing": LandingResource(incoming=str(board["incoming"]), quarantine=str(board["quarantine"])),
+    }
     everything = [landing_ingest, raw_responses, model_prices, fit_like, router_like]
     scenario = [raw_responses, model_prices, fit_like, router_like]
     graph = dg.Definitions(assets=everything, resources=resources).get_repository_def().asset_graph
     keys = {a.key for a in scenario}
     (tmp_path / "home").mkdir()
     with dg.instance_for_test(temp_dir=str(tmp_path / "home")) as instance:
+
         def run(selection, partition=None):
-            assert dg.materialize(everything, selection=selection, partition_key=partition, instance=instance,
-                                  resources=resources).success
+            assert dg.materialize(
+                everything, selection=selection, partition_key=partition, instance=instance, resources=resources
+            ).success
 
         run([landing_ingest])
         run(scenario, KEY)
@@ -247,10 +278,14 @@ def test_response_text_prices_output_tokens(board):
         for model, rate_in, rate_out in ((STRONG, 10.0, 30.0), (WEAK, 0.6, 0.6)):
             answer = board["head"][f"{model}_response"].iloc[row]
             tokens_out = 200 if (model, row) == (STRONG, missing) else math.ceil(len(answer) / 4)
-            assert costs[(model, item)] == pytest.approx((rate_in * tokens_in + rate_out * tokens_out) / 1e6), (model, row)
+            assert costs[(model, item)] == pytest.approx((rate_in * tokens_in + rate_out * tokens_out) / 1e6), (
+                model,
+                row,
+            )
     # a new version of the file without response text supersedes the old tokens: output_tokens, then the default
     board["head"].drop(columns=[f"{STRONG}_response", f"{WEAK}_response"]).to_csv(
-        board["incoming"] / "routellm" / "gsm8k.csv", index=False)
+        board["incoming"] / "routellm" / "gsm8k.csv", index=False
+    )
     ingest(board)
     assert board["store"].query("SELECT count(*) AS n FROM landed_response_tokens")["n"].iloc[0] == 0
     costs = board["store"].costs(KEY).set_index(["model", "item"])["cost"]

@@ -2,6 +2,7 @@
 model under the id of a complete row, its prompt holding the question twice), rebuilt from the real MBPP file. The
 conflicting rows go to ``<quarantine>/<leaderboard>/<file>.rejected.csv`` with a reason each; a file with more than
 the allowed share of them is still quarantined whole."""
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,9 +14,19 @@ from tinybench_assets.io.wide_rows import REJECTED_SHARE_ENV, max_rejected_share
 from tinybench_assets_tests.conftest import SHARED, _need_shared
 
 MODEL = "claude-v2"  # the one model the conflicting rows score
-MODEL_COLUMNS = ["WizardLM/WizardLM-13B-V1.2", "claude-instant-v1", "claude-v1", "claude-v2", "gpt-3.5-turbo-1106",
-                 "gpt-4-1106-preview", "meta/code-llama-instruct-34b-chat", "meta/llama-2-70b-chat",
-                 "mistralai/mistral-7b-chat", "mistralai/mixtral-8x7b-chat", "zero-one-ai/Yi-34B-Chat"]
+MODEL_COLUMNS = [
+    "WizardLM/WizardLM-13B-V1.2",
+    "claude-instant-v1",
+    "claude-v1",
+    "claude-v2",
+    "gpt-3.5-turbo-1106",
+    "gpt-4-1106-preview",
+    "meta/code-llama-instruct-34b-chat",
+    "meta/llama-2-70b-chat",
+    "mistralai/mistral-7b-chat",
+    "mistralai/mixtral-8x7b-chat",
+    "zero-one-ai/Yi-34B-Chat",
+]
 
 
 def _mbpp() -> pd.DataFrame:
@@ -44,7 +55,7 @@ def _with_conflicts(df: pd.DataFrame, n: int) -> tuple[pd.DataFrame, list[int]]:
     parts, start = [], 0
     for k, at in enumerate(targets[:-1]):
         before = k == 1
-        parts.append(df.iloc[start:at] if before else df.iloc[start:at + 1])
+        parts.append(df.iloc[start:at] if before else df.iloc[start : at + 1])
         parts.append(_conflicting(df, at, flip=k % 2 == 0).assign(_mark=True))
         if before:
             parts.append(df.iloc[[at]])
@@ -101,7 +112,9 @@ def test_too_many_conflicting_rows_quarantine_the_whole_file(tmp_path):
     err = report.quarantined[rel]
     assert f"row {marks[0]}, column 'sample_id'" in err and "20 of 319 rows (6.3%)" in err
     assert "more than the 5.0%" in err and REJECTED_SHARE_ENV in err
-    assert (quarantine / "rb" / "mbpp_train.csv").is_file() and not (quarantine / "rb" / "mbpp_train.csv.rejected.csv").exists()
+    assert (quarantine / "rb" / "mbpp_train.csv").is_file() and not (
+        quarantine / "rb" / "mbpp_train.csv.rejected.csv"
+    ).exists()
     assert store.query("SELECT count(*) AS n FROM landed_responses")["n"].iloc[0] == 0
 
 
@@ -125,8 +138,10 @@ def test_an_unusable_share_setting_stops_the_ingest(monkeypatch):
 def test_the_row_scoring_most_models_is_kept_and_value_conflicts_are_rejected(tmp_path):
     """A partial row before the complete one: the complete row is kept and the partial row, scoring a model
     differently, is rejected; a partial row that agrees merges (collapses) silently."""
-    rows = [{"sample_id": f"q{i}", "prompt": f"question {i}", **{f"org/m{j}": float((i + j) % 2) for j in range(4)}}
-            for i in range(40)]
+    rows = [
+        {"sample_id": f"q{i}", "prompt": f"question {i}", **{f"org/m{j}": float((i + j) % 2) for j in range(4)}}
+        for i in range(40)
+    ]
     partial = {"sample_id": "q5", "prompt": "question 5", "org/m1": 1.0 - rows[5]["org/m1"]}
     agrees = {"sample_id": "q7", "prompt": "question 7", "org/m2": rows[7]["org/m2"]}
     df = pd.DataFrame([partial, *rows, agrees])
@@ -139,7 +154,10 @@ def test_the_row_scoring_most_models_is_kept_and_value_conflicts_are_rejected(tm
     q5 = drop.responses[drop.responses["item"] == "q5"].set_index("model")["score"]
     assert q5["org/m1"] == rows[5]["org/m1"]
     notes = " ".join(drop.notes)
-    assert "1 of 42 row(s) rejected" in notes and "merged (each model's score and cost from the row that has it): q7" in notes
+    assert (
+        "1 of 42 row(s) rejected" in notes
+        and "merged (each model's score and cost from the row that has it): q7" in notes
+    )
 
 
 def test_a_bad_cell_in_a_rejected_row_still_quarantines(tmp_path):
@@ -162,8 +180,10 @@ def test_landing_ingest_metadata_shows_the_rejected_rows(tmp_path):
     incoming, quarantine = tmp_path / "incoming", tmp_path / "quarantine"
     (incoming / "rb").mkdir(parents=True)
     df.to_csv(incoming / "rb" / "mbpp_train.csv", index=False)
-    resources = {"store": StoreResource(database=str(tmp_path / "tb.duckdb")),
-                 "landing": LandingResource(incoming=str(incoming), quarantine=str(quarantine))}
+    resources = {
+        "store": StoreResource(database=str(tmp_path / "tb.duckdb")),
+        "landing": LandingResource(incoming=str(incoming), quarantine=str(quarantine)),
+    }
     instance = dg.DagsterInstance.ephemeral()
     assert dg.materialize([resp_assets.landing_ingest], instance=instance, resources=resources).success
     md = instance.get_latest_materialization_event(dg.AssetKey("landing_ingest")).asset_materialization.metadata

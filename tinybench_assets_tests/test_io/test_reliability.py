@@ -8,6 +8,7 @@
   refresh sensor's tick well under Dagster's 60 s (it hashes the files; it parses none).
 * The partitions of a drop are requested once its ingest run has found them, every one of them.
 """
+
 from __future__ import annotations
 
 import time
@@ -24,6 +25,7 @@ from tinybench_assets.io.store import Store
 from tinybench_assets.testing import reliability_data as rd
 
 pytestmark = pytest.mark.timeout(600)
+
 
 def assert_same_tables(a: dict, b: dict) -> None:
     for t in rd.INGEST_TABLES:
@@ -83,7 +85,9 @@ def test_fifty_file_drop_lands_good_files_quarantines_bad_ones_and_loses_no_row(
     tick = _tick(instance, db, incoming, quarantine)
     tick_s = time.perf_counter() - t0
     assert tick_s < 20, tick_s
-    assert [r.job_name for r in tick] == ["ingest_landing"] and "new or changed file(s)" in tick[0].tags["tinybench/reason"]
+    assert [r.job_name for r in tick] == ["ingest_landing"] and "new or changed file(s)" in tick[0].tags[
+        "tinybench/reason"
+    ]
 
     report, rss_gb = rd.ingest_in_child(db, incoming, quarantine)
     assert rss_gb < 3.0, rss_gb
@@ -104,7 +108,10 @@ def test_fifty_file_drop_lands_good_files_quarantines_bad_ones_and_loses_no_row(
     assert active.to_dict() == exp.good  # every good file, with every row it holds
     assert sorted(drops[drops.status == "superseded"]["path"]) == sorted(exp.changed)
     landed = store.query("SELECT count(*) AS n FROM landed_responses")["n"].iloc[0]
-    assert landed == sum(n for rel, n in exp.good.items() if rel not in ("bench/s0.items.csv", "bench/s0.full_scores.csv")) - 25
+    assert (
+        landed
+        == sum(n for rel, n in exp.good.items() if rel not in ("bench/s0.items.csv", "bench/s0.full_scores.csv")) - 25
+    )
     for key, n in exp.partition_rows.items():  # rows stored = rows expected, after consolidation (latest drop wins)
         assert store.consolidate_responses(key) == n, key
     assert store.n_quarantined() == len(exp.bad)
@@ -118,16 +125,25 @@ def _tick(instance, db, incoming, quarantine) -> list:
     from tinybench_assets.definitions import build_defs
     from tinybench_assets.defs.resources import StoreResource
 
-    with dg.build_sensor_context(instance=instance, repository_def=build_defs().get_repository_def(), resources={
+    with dg.build_sensor_context(
+        instance=instance,
+        repository_def=build_defs().get_repository_def(),
+        resources={
             "landing": LandingResource(incoming=str(incoming), quarantine=str(quarantine)),
-            "store": StoreResource(database=str(db))}) as ctx:
+            "store": StoreResource(database=str(db)),
+        },
+    ) as ctx:
         out = sensors_mod.refresh_sensor(ctx)
     return [] if isinstance(out, dg.SkipReason) else out
 
 
 def test_every_partition_of_a_drop_is_requested_once_its_ingest_found_it(tmp_path, monkeypatch):
     db, incoming, quarantine = _folders(tmp_path)
-    for var, value in (("TINYBENCH_DUCKDB", db), ("TINYBENCH_INCOMING", incoming), ("TINYBENCH_QUARANTINE", quarantine)):
+    for var, value in (
+        ("TINYBENCH_DUCKDB", db),
+        ("TINYBENCH_INCOMING", incoming),
+        ("TINYBENCH_QUARANTINE", quarantine),
+    ):
         monkeypatch.setenv(var, str(value))
     two = pd.concat([rd.long_table(10, 20, scenario="first"), rd.long_table(10, 20, scenario="second", seed=1)])
     rd.write_table(two, incoming / "lb" / "two.csv")
@@ -138,7 +154,11 @@ def test_every_partition_of_a_drop_is_requested_once_its_ingest_found_it(tmp_pat
 
     from tinybench_assets.definitions import build_defs
 
-    assert build_defs().resolve_job_def("ingest_landing").execute_in_process(instance=instance, tags=tick[0].tags).success
+    assert (
+        build_defs().resolve_job_def("ingest_landing").execute_in_process(instance=instance, tags=tick[0].tags).success
+    )
     after = _tick(instance, db, incoming, quarantine)
-    assert sorted((r.job_name, r.partition_key) for r in after) == [("refresh_scenario", "lb.first"),
-                                                                    ("refresh_scenario", "lb.second")]
+    assert sorted((r.job_name, r.partition_key) for r in after) == [
+        ("refresh_scenario", "lb.first"),
+        ("refresh_scenario", "lb.second"),
+    ]

@@ -1,4 +1,5 @@
 """The store's named reads (io/queries.py, mixed into Store) on a small store built here, and their empty cases."""
+
 from __future__ import annotations
 
 import math
@@ -20,40 +21,104 @@ def empty(tmp_path) -> Store:
 @pytest.fixture
 def db(tmp_path) -> Store:
     s = Store(tmp_path / "x.duckdb")
-    s.execute("INSERT INTO drops (drop_id, seq, path, leaderboard, format, kind, n_rows, partitions, status, ingested_at) VALUES "
-              "('d1', 1, 'lb/a.csv', 'lb', 'long_csv', 'responses', 4, 'lb.sc,lb.other', 'active', TIMESTAMP '2024-01-01 00:00:00'),"
-              "('d0', 0, 'lb/old.csv', 'lb', 'long_csv', 'responses', 1, 'lb.sc', 'superseded', TIMESTAMP '2025-01-01 00:00:00'),"
-              "('d2', 2, 'lb/b.csv', 'lb', 'long_csv', 'responses', 1, 'lb.sc', 'active', TIMESTAMP '2024-01-02 00:00:00')")
-    s.execute("INSERT INTO scenarios VALUES ('lb.sc', 'lb', 'sc', 'threshold', now()), ('lb.other', 'lb', 'other', 'auto', now()),"
-              "('lb.idle', 'lb', 'idle', 'auto', now())")
-    s.execute("INSERT INTO quarantine VALUES ('lb/bad.csv', NULL, 'bad', NULL, now()), ('lb/worse.csv', NULL, 'bad', NULL, now())")
-    s.execute("INSERT INTO items VALUES ('lb', 'sc', 'i1', 's', 'What?', 'test', 'd1'), ('lb', 'sc', 'i2', 's', NULL, 'train', 'd1'),"
-              "('lb', 'other', 'o1', 's', 'Other?', NULL, 'd1'), ('zz', 'sc', 'z1', 's', 'Z?', 'test', 'd1')")
-    s.execute("INSERT INTO full_scores VALUES ('lb', 'sc', 'm1', 0.5, NULL, 'd1'), ('lb', 'other', 'm1', 0.7, NULL, 'd1'),"
-              "('zz', 'sc', 'm9', 0.1, NULL, 'd1')")
-    s.replace_partition({"responses": pd.DataFrame({
-        "leaderboard": "lb", "scenario": "sc", "subscenario": ["s", "s", "t", "t", "t"], "item": ["i1", "i2", "i1", "i2", "i2"],
-        "model": ["m1", "m1", "m2", "m2", "m2"], "score": [1.0, 0.0, 1.5, 0.25, 0.25], "drop_id": ["d1", "d1", "d1", "d1", "d2"]})}, KEY)
+    s.execute(
+        "INSERT INTO drops (drop_id, seq, path, leaderboard, format, kind, n_rows, partitions, status, ingested_at) VALUES "
+        "('d1', 1, 'lb/a.csv', 'lb', 'long_csv', 'responses', 4, 'lb.sc,lb.other', 'active', TIMESTAMP '2024-01-01 00:00:00'),"
+        "('d0', 0, 'lb/old.csv', 'lb', 'long_csv', 'responses', 1, 'lb.sc', 'superseded', TIMESTAMP '2025-01-01 00:00:00'),"
+        "('d2', 2, 'lb/b.csv', 'lb', 'long_csv', 'responses', 1, 'lb.sc', 'active', TIMESTAMP '2024-01-02 00:00:00')"
+    )
+    s.execute(
+        "INSERT INTO scenarios VALUES ('lb.sc', 'lb', 'sc', 'threshold', now()), ('lb.other', 'lb', 'other', 'auto', now()),"
+        "('lb.idle', 'lb', 'idle', 'auto', now())"
+    )
+    s.execute(
+        "INSERT INTO quarantine VALUES ('lb/bad.csv', NULL, 'bad', NULL, now()), ('lb/worse.csv', NULL, 'bad', NULL, now())"
+    )
+    s.execute(
+        "INSERT INTO items VALUES ('lb', 'sc', 'i1', 's', 'What?', 'test', 'd1'), ('lb', 'sc', 'i2', 's', NULL, 'train', 'd1'),"
+        "('lb', 'other', 'o1', 's', 'Other?', NULL, 'd1'), ('zz', 'sc', 'z1', 's', 'Z?', 'test', 'd1')"
+    )
+    s.execute(
+        "INSERT INTO full_scores VALUES ('lb', 'sc', 'm1', 0.5, NULL, 'd1'), ('lb', 'other', 'm1', 0.7, NULL, 'd1'),"
+        "('zz', 'sc', 'm9', 0.1, NULL, 'd1')"
+    )
+    s.replace_partition(
+        {
+            "responses": pd.DataFrame(
+                {
+                    "leaderboard": "lb",
+                    "scenario": "sc",
+                    "subscenario": ["s", "s", "t", "t", "t"],
+                    "item": ["i1", "i2", "i1", "i2", "i2"],
+                    "model": ["m1", "m1", "m2", "m2", "m2"],
+                    "score": [1.0, 0.0, 1.5, 0.25, 0.25],
+                    "drop_id": ["d1", "d1", "d1", "d1", "d2"],
+                }
+            )
+        },
+        KEY,
+    )
     s.replace_partition({"binarized": pd.DataFrame({"model": ["m1", "m2"], "item": ["i1", "i1"], "y": [1, 0]})}, KEY)
-    s.execute("INSERT INTO binarization VALUES ('lb.sc', 'threshold', 0.5, 0.6, 0.5, 0.1, now()),"
-              "('lb.other', 'auto', NULL, 0.4, 0.4, 0.0, now()), ('lbx.sc', 'auto', NULL, 0, 0, 0, now())")
-    s.replace_partition({"matrix_items": pd.DataFrame({"col": [1, 0], "item": ["i2", "i1"], "subscenario": "s",
-                                                       "balance_weight": [0.5, 1.5], "split": ["train", "test"],
-                                                       "mean_score": [0.2, 0.8]}),
-                         "matrix_models": pd.DataFrame({"row": [0, 1], "model": ["m2", "m1"], "n_items": [2, 1],
-                                                        "accuracy": [0.5, 1.0]})}, KEY)
-    s.replace_partition({"model_splits": pd.DataFrame({"model": ["m1", "m2", "m3"], "split": ["train", "test", "train"],
-                                                       "seed": 0})}, "lb")
-    s.replace_partition({"irt_items": pd.DataFrame({"item": ["i2", "i1"], "scenario": "sc", "subscenario": "s",
-                                                    "b": [0.1, -0.2], "a": [[1.0, 2.0], [0.5, 0.5]]}),
-                         "irt_models": pd.DataFrame({"model": ["m1"], "theta": [[0.3, 0.4]]})}, KEY)
-    s.replace_partition({"irt_items": pd.DataFrame({"item": ["o1"], "scenario": "other", "subscenario": "s", "b": [0.0],
-                                                    "a": [[1.0]]})}, "lb.other")
-    s.replace_partition({"irt_items": pd.DataFrame({"item": ["i1"], "scenario": "sc", "subscenario": "s", "b": [0.0],
-                                                    "a": [[1.0]]})}, "lb")  # the joint fit
-    s.replace_partition({"irt_items": pd.DataFrame({"item": ["x"], "scenario": "sc", "subscenario": "s", "b": [0.0],
-                                                    "a": [[1.0]]})}, "lbxother.sc")
-    s.execute("INSERT INTO irt_fits (partition_key, scope, dim, n_models, n_items, loss, seed) VALUES ('lb.sc', 'scenario', 2, 1, 2, 0.5, 7)")
+    s.execute(
+        "INSERT INTO binarization VALUES ('lb.sc', 'threshold', 0.5, 0.6, 0.5, 0.1, now()),"
+        "('lb.other', 'auto', NULL, 0.4, 0.4, 0.0, now()), ('lbx.sc', 'auto', NULL, 0, 0, 0, now())"
+    )
+    s.replace_partition(
+        {
+            "matrix_items": pd.DataFrame(
+                {
+                    "col": [1, 0],
+                    "item": ["i2", "i1"],
+                    "subscenario": "s",
+                    "balance_weight": [0.5, 1.5],
+                    "split": ["train", "test"],
+                    "mean_score": [0.2, 0.8],
+                }
+            ),
+            "matrix_models": pd.DataFrame(
+                {"row": [0, 1], "model": ["m2", "m1"], "n_items": [2, 1], "accuracy": [0.5, 1.0]}
+            ),
+        },
+        KEY,
+    )
+    s.replace_partition(
+        {"model_splits": pd.DataFrame({"model": ["m1", "m2", "m3"], "split": ["train", "test", "train"], "seed": 0})},
+        "lb",
+    )
+    s.replace_partition(
+        {
+            "irt_items": pd.DataFrame(
+                {
+                    "item": ["i2", "i1"],
+                    "scenario": "sc",
+                    "subscenario": "s",
+                    "b": [0.1, -0.2],
+                    "a": [[1.0, 2.0], [0.5, 0.5]],
+                }
+            ),
+            "irt_models": pd.DataFrame({"model": ["m1"], "theta": [[0.3, 0.4]]}),
+        },
+        KEY,
+    )
+    s.replace_partition(
+        {
+            "irt_items": pd.DataFrame(
+                {"item": ["o1"], "scenario": "other", "subscenario": "s", "b": [0.0], "a": [[1.0]]}
+            )
+        },
+        "lb.other",
+    )
+    s.replace_partition(
+        {"irt_items": pd.DataFrame({"item": ["i1"], "scenario": "sc", "subscenario": "s", "b": [0.0], "a": [[1.0]]})},
+        "lb",
+    )  # the joint fit
+    s.replace_partition(
+        {"irt_items": pd.DataFrame({"item": ["x"], "scenario": "sc", "subscenario": "s", "b": [0.0], "a": [[1.0]]})},
+        "lbxother.sc",
+    )
+    s.execute(
+        "INSERT INTO irt_fits (partition_key, scope, dim, n_models, n_items, loss, seed) VALUES ('lb.sc', 'scenario', 2, 1, 2, 0.5, 7)"
+    )
     return s
 
 
@@ -70,7 +135,10 @@ def test_drops_landing_and_quarantine(db, empty):
     assert list(act.columns) == ["drop_id", "seq", "partitions"]
     assert act["drop_id"].tolist() == ["d1", "d2"] and act["seq"].tolist() == [1, 2]
     landed = db.partition_landed_at()
-    assert landed.to_dict() == {"lb.sc": pd.Timestamp("2024-01-02").timestamp(), "lb.other": pd.Timestamp("2024-01-01").timestamp()}
+    assert landed.to_dict() == {
+        "lb.sc": pd.Timestamp("2024-01-02").timestamp(),
+        "lb.other": pd.Timestamp("2024-01-01").timestamp(),
+    }
     assert db.n_quarantined() == 2
     assert db.binarize_rule(KEY) == "threshold" and db.binarize_rule("lb.nothing") is None
     assert empty.active_drops().empty and list(empty.active_drops().columns) == ["drop_id", "seq", "partitions"]
@@ -94,7 +162,14 @@ def test_items_and_full_scores(db, empty):
 
 def test_responses(db, empty):
     st = db.response_stats(KEY)
-    assert (st["n_rows"], st["models"], st["items"], st["subscenarios"], st["drops"], st["out_of_range"]) == (5, 2, 2, 2, 2, 1)
+    assert (st["n_rows"], st["models"], st["items"], st["subscenarios"], st["drops"], st["out_of_range"]) == (
+        5,
+        2,
+        2,
+        2,
+        2,
+        1,
+    )
     assert st["min_score"] == 0.0 and st["max_score"] == 1.5 and st["mean_score"] == pytest.approx(3.0 / 5)
     dups = db.response_duplicates(KEY)
     assert dups.to_dict("records") == [{"model": "m2", "item": "i2", "copies": 2}]
@@ -124,9 +199,13 @@ def test_binarized_and_binarization(db, empty):
 def test_board_prefix_is_literal(tmp_path):
     """A leaderboard name with '_' (a LIKE wildcard) matches only its own scenarios."""
     s = Store(tmp_path / "u.duckdb")
-    s.execute("INSERT INTO binarization VALUES ('open_llm.a', 'auto', NULL, 0, 0, 0, now()), ('openXllm.b', 'auto', NULL, 0, 0, 0, now())")
-    s.replace_partition({"irt_items": pd.DataFrame({"item": ["x"], "scenario": "a", "subscenario": "s", "b": [0.0],
-                                                    "a": [[1.0]]})}, "openXllm.a")
+    s.execute(
+        "INSERT INTO binarization VALUES ('open_llm.a', 'auto', NULL, 0, 0, 0, now()), ('openXllm.b', 'auto', NULL, 0, 0, 0, now())"
+    )
+    s.replace_partition(
+        {"irt_items": pd.DataFrame({"item": ["x"], "scenario": "a", "subscenario": "s", "b": [0.0], "a": [[1.0]]})},
+        "openXllm.a",
+    )
     assert s.board_binarization("open_llm")["partition_key"].tolist() == ["open_llm.a"]
     assert s.irt_scenario_keys("open_llm") == []
 
@@ -142,12 +221,26 @@ def test_matrix(db, empty):
     assert list(q.columns) == ["item", "split", "text"] and q["item"].tolist() == ["i1", "i2"]
     assert q["text"].iloc[0] == "What?" and pd.isna(q["text"].iloc[1])
     summ = db.scenario_summary()
-    assert summ.to_dict("records") == [{"partition_key": KEY, "models": 2, "items": 2, "mean_acc_pct": 75.0,
-                                        "binarization": "threshold", "threshold": 0.5}]
+    assert summ.to_dict("records") == [
+        {
+            "partition_key": KEY,
+            "models": 2,
+            "items": 2,
+            "mean_acc_pct": 75.0,
+            "binarization": "threshold",
+            "threshold": 0.5,
+        }
+    ]
     assert empty.matrix_items(KEY).empty and empty.matrix_models(KEY).empty and empty.item_split(KEY).empty
     assert empty.matrix_questions(KEY).empty and empty.scenario_summary().empty
-    assert list(empty.scenario_summary().columns) == ["partition_key", "models", "items", "mean_acc_pct", "binarization",
-                                                      "threshold"]
+    assert list(empty.scenario_summary().columns) == [
+        "partition_key",
+        "models",
+        "items",
+        "mean_acc_pct",
+        "binarization",
+        "threshold",
+    ]
 
 
 def test_model_split_and_irt(db, empty):

@@ -6,6 +6,7 @@
 * Names from files (folders, file names, scenario values) cannot lead a path out of the landing or quarantine folder,
   and model/item names with quotes, SQL or NUL are stored as values (every statement binds them as parameters).
 """
+
 from __future__ import annotations
 
 import dagster as dg
@@ -24,8 +25,12 @@ from tinybench_assets_tests.conftest import write_tinybenchmarks_pickle
 
 @pytest.fixture()
 def folders(tmp_path):
-    return {"incoming": tmp_path / "incoming", "quarantine": tmp_path / "quarantine", "db": tmp_path / "tb.duckdb",
-            "marker": tmp_path / "PICKLE_RAN"}
+    return {
+        "incoming": tmp_path / "incoming",
+        "quarantine": tmp_path / "quarantine",
+        "db": tmp_path / "tb.duckdb",
+        "marker": tmp_path / "PICKLE_RAN",
+    }
 
 
 def _pickle(path, responses):
@@ -90,10 +95,14 @@ def test_the_refresh_sensor_never_unpickles_an_untrusted_drop(folders, monkeypat
     from tinybench_assets.definitions import build_defs
     from tinybench_assets.defs.resources import StoreResource
 
-    with dg.build_sensor_context(instance=dg.DagsterInstance.ephemeral(), repository_def=build_defs().get_repository_def(),
-                                 resources={"landing": LandingResource(incoming=str(folders["incoming"]),
-                                                                       quarantine=str(folders["quarantine"])),
-                                            "store": StoreResource(database=str(folders["db"]))}) as ctx:
+    with dg.build_sensor_context(
+        instance=dg.DagsterInstance.ephemeral(),
+        repository_def=build_defs().get_repository_def(),
+        resources={
+            "landing": LandingResource(incoming=str(folders["incoming"]), quarantine=str(folders["quarantine"])),
+            "store": StoreResource(database=str(folders["db"])),
+        },
+    ) as ctx:
         result = refresh_sensor(ctx)
     assert not folders["marker"].exists()  # the sensor only hashes files
     assert [r.job_name for r in result] == ["ingest_landing"]  # the ingest run quarantines it
@@ -110,8 +119,14 @@ def test_names_from_files_stay_inside_their_folders(folders, tmp_path):
     secret.write_text("model,scenario,item,score\nTOP-SECRET,s,i,1\n")
     (inc / "lb" / "link.csv").symlink_to(secret)
     # model and item names with quotes, SQL and NUL are plain values
-    nasty = pd.DataFrame({"model": ["a'; DROP TABLE drops; --", 'b"\\x'], "scenario": "sql", "item": ["i\x00nul", "i2"],
-                          "score": [1.0, 0.0]})
+    nasty = pd.DataFrame(
+        {
+            "model": ["a'; DROP TABLE drops; --", 'b"\\x'],
+            "scenario": "sql",
+            "item": ["i\x00nul", "i2"],
+            "score": [1.0, 0.0],
+        }
+    )
     write_table(nasty, inc / "lb" / "nasty.parquet")
     report = _ingest(folders)
     assert sorted(report.ingested) == ["lb/nasty.parquet", "lb/path.csv"]

@@ -1,5 +1,6 @@
 """Wide tables (RouterBench style, with per-(model, question) costs) and plain 0/1 matrices: detection,
 validation, quarantine, costs in the store, idempotence and superseding versions. Data generated here."""
+
 import json
 
 import numpy as np
@@ -19,12 +20,14 @@ TABLES = ("drops", "landed_responses", "landed_costs", "items", "scenarios")
 def _wide(n: int = 6, seed: int = 0) -> pd.DataFrame:
     """A RouterBench-like wide table: ids, prompt, eval_name, split, scores, costs, and non-model columns."""
     rng = np.random.default_rng(seed)
-    df = pd.DataFrame({
-        "sample_id": [f"q{i}" for i in range(n)],
-        "prompt": [f"What is {i} + {i}?" for i in range(n)],
-        "eval_name": "mmlu",
-        "split": ["train" if i % 2 == 0 else "test" for i in range(n)],
-    })
+    df = pd.DataFrame(
+        {
+            "sample_id": [f"q{i}" for i in range(n)],
+            "prompt": [f"What is {i} + {i}?" for i in range(n)],
+            "eval_name": "mmlu",
+            "split": ["train" if i % 2 == 0 else "test" for i in range(n)],
+        }
+    )
     for j, m in enumerate(MODELS):
         df[m] = rng.integers(0, 2, n).astype(float)
         df[f"{m}|total_cost"] = np.round(rng.uniform(0, 0.01, n) * (j + 1), 6)
@@ -91,7 +94,9 @@ def test_wide_table_with_costs_and_split_through_ingest(tmp_path, suffix):
         src = df.set_index("sample_id")[f"{m}|total_cost"].dropna()
         mine = costs[costs["model"] == m].set_index("item")["cost"]
         pd.testing.assert_series_equal(mine.sort_index(), src.sort_index(), check_names=False)
-    assert store.query("SELECT binarize_rule FROM scenarios WHERE partition_key = 'router.mmlu'")["binarize_rule"].tolist() == ["auto"]
+    assert store.query("SELECT binarize_rule FROM scenarios WHERE partition_key = 'router.mmlu'")[
+        "binarize_rule"
+    ].tolist() == ["auto"]
     assert store.costs("router.other").empty and list(store.costs("router.other").columns) == ["model", "item", "cost"]
 
 
@@ -119,15 +124,27 @@ def test_routerbench_like_file_name_rule_and_ignored_columns(tmp_path):
 
 
 def test_wide_table_several_scenarios_and_no_costs(tmp_path):
-    df = pd.DataFrame({"id": [1, 2, 1, 2], "text": ["a", "b", "c", "d"], "scenario": ["ARC", "ARC", "gsm8k", "gsm8k"],
-                       "subscenario": ["easy", "hard", "gsm8k", "gsm8k"], "m1": [1, 0, 0.5, 1], "m2": [0, 0, 1, 1]})
+    df = pd.DataFrame(
+        {
+            "id": [1, 2, 1, 2],
+            "text": ["a", "b", "c", "d"],
+            "scenario": ["ARC", "ARC", "gsm8k", "gsm8k"],
+            "subscenario": ["easy", "hard", "gsm8k", "gsm8k"],
+            "m1": [1, 0, 0.5, 1],
+            "m2": [0, 0, 1, 1],
+        }
+    )
     path = tmp_path / "x.parquet"
     df.to_parquet(path, index=False)
     drop = read_drop(path, "lb")
     assert drop.format == "wide_parquet" and drop.partition_keys() == ["lb.arc", "lb.gsm8k"]
     assert drop.costs.empty and len(drop.responses) == 8  # ids repeat across scenarios, not within one
     assert drop.items.set_index(["scenario", "item"])["subscenario"].to_dict() == {
-        ("arc", "1"): "easy", ("arc", "2"): "hard", ("gsm8k", "1"): "gsm8k", ("gsm8k", "2"): "gsm8k"}
+        ("arc", "1"): "easy",
+        ("arc", "2"): "hard",
+        ("gsm8k", "1"): "gsm8k",
+        ("gsm8k", "2"): "gsm8k",
+    }
 
 
 def test_layout_detection_keeps_long_tables(tmp_path):
@@ -147,7 +164,9 @@ def _matrix(n_models: int, n_items: int, seed: int = 1, model_fmt: str = "model{
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, (n_models, n_items)).astype(float)
     y[0, 1] = np.nan  # a missing cell
-    return pd.DataFrame(y, index=[model_fmt.format(i) for i in range(n_models)], columns=[item_fmt.format(j) for j in range(n_items)])
+    return pd.DataFrame(
+        y, index=[model_fmt.format(i) for i in range(n_models)], columns=[item_fmt.format(j) for j in range(n_items)]
+    )
 
 
 def _write_matrix(y: pd.DataFrame, path, rows: str, id_header: str = "id") -> None:
@@ -170,14 +189,18 @@ def _write_matrix(y: pd.DataFrame, path, rows: str, id_header: str = "id") -> No
     ],
 )
 @pytest.mark.parametrize("suffix", [".csv", ".parquet"])
-def test_matrix_both_orientations_through_ingest(tmp_path, suffix, case, rows, sidecar, model_fmt, id_header, n_models, n_items, reason):
+def test_matrix_both_orientations_through_ingest(
+    tmp_path, suffix, case, rows, sidecar, model_fmt, id_header, n_models, n_items, reason
+):
     land = _land(tmp_path)
     y = _matrix(n_models, n_items, model_fmt=model_fmt)
     path = land["incoming"] / "mat" / f"bench{suffix}"
     _write_matrix(y, path, rows, id_header)
     if sidecar:
         reason = reason.replace(".csv", suffix)
-        (path.parent / sidecar.format(name=path.name, stem=path.stem)).write_text(json.dumps({"rows": rows, "scenario": "ARC"}))
+        (path.parent / sidecar.format(name=path.name, stem=path.stem)).write_text(
+            json.dumps({"rows": rows, "scenario": "ARC"})
+        )
     assert landing_files(land["incoming"]) == [path]  # the sidecar is no drop of its own
     store = Store(land["db"])
     report = _ingest(store, land)
@@ -254,6 +277,7 @@ def _set(col, row, value):
     def f(df):
         df[col] = df[col].astype(object)
         df.loc[row, col] = value
+
     return f
 
 
@@ -266,7 +290,9 @@ def _same_question(df, a: int, b: int, differ: str | None = None) -> None:
 
 def _matrix_csv(junk=None, square=False) -> bytes:
     rows = ["m1", "m2", "m3"] if square else ["m1", "m2"]
-    df = pd.DataFrame({"id": rows, "i1": [1, 0, 1][: len(rows)], "i2": [0, 0, 1][: len(rows)], "i3": [1, 1, 0][: len(rows)]})
+    df = pd.DataFrame(
+        {"id": rows, "i1": [1, 0, 1][: len(rows)], "i2": [0, 0, 1][: len(rows)], "i3": [1, 1, 0][: len(rows)]}
+    )
     if junk is not None:
         df["i3"] = df["i3"].astype(object)
         df.loc[1, "i3"] = junk
@@ -274,28 +300,84 @@ def _matrix_csv(junk=None, square=False) -> bytes:
 
 
 BAD = [
-    ("range.csv", _wide_csv(_set("org/model-b", 2, 1.5)), None, "row 3, column 'org/model-b': score 1.5 outside [0, 1]"),
+    (
+        "range.csv",
+        _wide_csv(_set("org/model-b", 2, 1.5)),
+        None,
+        "row 3, column 'org/model-b': score 1.5 outside [0, 1]",
+    ),
     ("text.csv", _wide_csv(_set("small-c", 1, "abc")), None, "row 2, column 'small-c': score 'abc' is not a number"),
-    ("negcost.csv", _wide_csv(_set("small-c|total_cost", 1, -0.5)), None, "row 2, column 'small-c|total_cost': cost -0.5 is negative"),
-    ("nancost.csv", _wide_csv(_set("org/model-a|total_cost", 3, np.nan)), None,
-     "row 4, column 'org/model-a|total_cost': cost is missing (NaN/empty) for a scored cell"),
-    ("infcost.csv", _wide_csv(_set("org/model-a|total_cost", 0, np.inf)), None, "row 1, column 'org/model-a|total_cost': cost inf is not finite"),
-    ("junkcost.csv", _wide_csv(_set("org/model-a|total_cost", 0, "free")), None, "row 1, column 'org/model-a|total_cost': cost 'free' is not a number"),
-    ("dupid.csv", _wide_csv(_set("sample_id", 2, "q0")), None,
-     "row 3, column 'sample_id': question id 'q0' (rows 1, 3) listed twice with different 'prompt'"),
-    ("twice.csv", _wide_csv(lambda df: _same_question(df, 0, 2, differ="small-c")), None,
-     "row 3, column 'small-c': question id 'q0' (rows 1, 3): 'small-c' scored twice with different values (1.0, 0.0)"),
+    (
+        "negcost.csv",
+        _wide_csv(_set("small-c|total_cost", 1, -0.5)),
+        None,
+        "row 2, column 'small-c|total_cost': cost -0.5 is negative",
+    ),
+    (
+        "nancost.csv",
+        _wide_csv(_set("org/model-a|total_cost", 3, np.nan)),
+        None,
+        "row 4, column 'org/model-a|total_cost': cost is missing (NaN/empty) for a scored cell",
+    ),
+    (
+        "infcost.csv",
+        _wide_csv(_set("org/model-a|total_cost", 0, np.inf)),
+        None,
+        "row 1, column 'org/model-a|total_cost': cost inf is not finite",
+    ),
+    (
+        "junkcost.csv",
+        _wide_csv(_set("org/model-a|total_cost", 0, "free")),
+        None,
+        "row 1, column 'org/model-a|total_cost': cost 'free' is not a number",
+    ),
+    (
+        "dupid.csv",
+        _wide_csv(_set("sample_id", 2, "q0")),
+        None,
+        "row 3, column 'sample_id': question id 'q0' (rows 1, 3) listed twice with different 'prompt'",
+    ),
+    (
+        "twice.csv",
+        _wide_csv(lambda df: _same_question(df, 0, 2, differ="small-c")),
+        None,
+        "row 3, column 'small-c': question id 'q0' (rows 1, 3): 'small-c' scored twice with different values (1.0, 0.0)",
+    ),
     ("notext.csv", _wide_csv(_set("prompt", 1, None)), None, "row 2, column 'prompt': missing question text"),
-    ("nomodels.csv", _wide_csv(drop_cols=MODELS + [f"{m}|total_cost" for m in MODELS]), None,
-     "no model score columns: a model column is numeric"),
-    ("orphancost.csv", _wide_csv(drop_cols=["small-c"]), None, "column 'small-c|total_cost': cost column without a model: its score column 'small-c' is missing"),
+    (
+        "nomodels.csv",
+        _wide_csv(drop_cols=MODELS + [f"{m}|total_cost" for m in MODELS]),
+        None,
+        "no model score columns: a model column is numeric",
+    ),
+    (
+        "orphancost.csv",
+        _wide_csv(drop_cols=["small-c"]),
+        None,
+        "column 'small-c|total_cost': cost column without a model: its score column 'small-c' is missing",
+    ),
     ("dupcol.csv", b"prompt,m1,m2,m1\nq,1,0,1\n", None, "column 'm1': column listed twice in the header"),
     ("junk.csv", _matrix_csv("x"), None, "row 2, column 'i3': value 'x' is not a number"),
     ("two.csv", _matrix_csv(2), None, "row 2, column 'i3': value 2.0 is not 0 or 1"),
     ("half.csv", _matrix_csv(0.5), '{"rows": "models"}', "row 2, column 'i3': value 0.5 is not 0 or 1"),
-    ("half2.csv", _matrix_csv(1.5), '{"rows": "items", "values": "scores"}', "row 2, column 'i3': score 1.5 outside [0, 1]"),
-    ("square.csv", _matrix_csv(square=True), None, "cannot tell whether rows are models or items: square matrix (3 x 3)"),
-    ("dupid_m.csv", b"id,i1,i2,i3\nm1,1,0,1\nm1,0,0,1\n", None, "row 2, column 'id': row id 'm1' listed twice (rows 1, 2)"),
+    (
+        "half2.csv",
+        _matrix_csv(1.5),
+        '{"rows": "items", "values": "scores"}',
+        "row 2, column 'i3': score 1.5 outside [0, 1]",
+    ),
+    (
+        "square.csv",
+        _matrix_csv(square=True),
+        None,
+        "cannot tell whether rows are models or items: square matrix (3 x 3)",
+    ),
+    (
+        "dupid_m.csv",
+        b"id,i1,i2,i3\nm1,1,0,1\nm1,0,0,1\n",
+        None,
+        "row 2, column 'id': row id 'm1' listed twice (rows 1, 2)",
+    ),
     ("badkey.csv", _matrix_csv(), '{"row": "models"}', "sidecar badkey.csv.meta.json: unknown key(s) ['row']"),
     ("badrows.csv", _matrix_csv(), '{"rows": "columns"}', "'rows' is 'columns', expected 'models' or 'items'"),
     ("badjson.csv", _matrix_csv(), "{rows: models", "sidecar badjson.csv.meta.json is not valid JSON"),
@@ -427,14 +509,21 @@ def test_an_unnamed_index_column_is_ignored_and_noted(tmp_path):
     from tinybench_assets.io.drops import read_drop
 
     rng = np.random.default_rng(0)
-    df = pd.DataFrame({"sample_id": [f"q{i}" for i in range(12)], "prompt": [f"question {i}" for i in range(12)],
-                       **{f"org/model-{k}": rng.integers(0, 2, 12).astype(float) for k in range(4)}})
+    df = pd.DataFrame(
+        {
+            "sample_id": [f"q{i}" for i in range(12)],
+            "prompt": [f"question {i}" for i in range(12)],
+            **{f"org/model-{k}": rng.integers(0, 2, 12).astype(float) for k in range(4)},
+        }
+    )
     df.to_csv(tmp_path / "quiz.csv")
     df.reset_index().rename(columns={"index": ""}).to_csv(tmp_path / "exam.csv", index=False)
     for name in ("quiz.csv", "exam.csv"):
         drop = read_drop(tmp_path / name, "lb")
         assert sorted(drop.responses["model"].unique()) == [f"org/model-{k}" for k in range(4)]
-        assert len(drop.responses) == 48 and any("'Unnamed: 0' (an unnamed index column" in n for n in drop.notes), drop.notes
+        assert len(drop.responses) == 48 and any("'Unnamed: 0' (an unnamed index column" in n for n in drop.notes), (
+            drop.notes
+        )
 
 
 def test_routellm_files_land_as_dropped_booleans_and_repeated_prompts_kept_distinct():
@@ -448,7 +537,9 @@ def test_routellm_files_land_as_dropped_booleans_and_repeated_prompts_kept_disti
     assert set(mmlu.responses["score"]) == {0.0, 1.0} and mmlu.responses["subscenario"].nunique() == 57
     assert any("105 row(s) repeat an earlier row's question text" in n and "kept as distinct" in n for n in mmlu.notes)
     gsm = read_drop(SHARED / "routellm" / "gsm8k.csv", "routellm")
-    assert len(gsm.items) == 1319 and set(gsm.responses["model"]) == {"mistralai/Mixtral-8x7B-Instruct-v0.1",
-                                                                     "gpt-4-1106-preview"}
+    assert len(gsm.items) == 1319 and set(gsm.responses["model"]) == {
+        "mistralai/Mixtral-8x7B-Instruct-v0.1",
+        "gpt-4-1106-preview",
+    }
     assert any("'gpt-4-1106-preview_response' (response text of model" in n for n in gsm.notes)  # prices output tokens
     assert len(gsm.response_tokens) == len(gsm.responses)

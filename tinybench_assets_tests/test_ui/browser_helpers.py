@@ -1,6 +1,7 @@
 """Helpers of the browser test (test_browser.py): the webserver's GraphQL API and the expected asset graph,
 Chromium's availability, the isolated store's environment and Dagster instance, the process group's stop, and the
 page scripts and matching that read the asset graph (node boxes, edges) off the page's SVG."""
+
 from __future__ import annotations
 
 import json
@@ -16,8 +17,16 @@ import yaml
 from tinybench_assets import paths
 
 CHROMIUM = os.environ.get("TINYBENCH_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 VIEWPORT = {"width": 1600, "height": 1200}
 
 
@@ -35,8 +44,11 @@ def free_port() -> int:
 
 
 def graphql(base: str, query: str, variables: dict | None = None, timeout: float = 30) -> dict:
-    req = urllib.request.Request(f"{base}/graphql", data=json.dumps({"query": query, "variables": variables or {}}).encode(),
-                                 headers={"Content-Type": "application/json"})
+    req = urllib.request.Request(
+        f"{base}/graphql",
+        data=json.dumps({"query": query, "variables": variables or {}}).encode(),
+        headers={"Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=timeout) as resp:
         out = json.loads(resp.read())
     if out.get("errors"):
@@ -47,8 +59,10 @@ def graphql(base: str, query: str, variables: dict | None = None, timeout: float
 def chromium_problem() -> str | None:
     """Why Chromium cannot be used here, or None."""
     if not Path(CHROMIUM).exists():
-        return (f"{CHROMIUM} not found: install Debian's chromium package (scripts/env.sh does it with apt-get when "
-                f"run as root; it prints why when it cannot)")
+        return (
+            f"{CHROMIUM} not found: install Debian's chromium package (scripts/env.sh does it with apt-get when "
+            f"run as root; it prints why when it cannot)"
+        )
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError as e:
@@ -64,16 +78,20 @@ def chromium_problem() -> str | None:
 
 def isolated_env(root: Path) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({
-        "DAGSTER_HOME": str(root / "dagster_home"),
-        "TINYBENCH_DUCKDB": str(root / "tinybench.duckdb"),
-        "TINYBENCH_INCOMING": str(root / "incoming"),
-        "TINYBENCH_QUARANTINE": str(root / "quarantine"),
-        "TINYBENCH_ARTIFACTS": str(root / "artifacts"),
-        "TINYBENCH_DEFAULT_DATA": paths.default_data_dir(),
-        "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-        "OMP_NUM_THREADS": "1",
-    })
+    env.update(
+        {
+            "DAGSTER_HOME": str(root / "dagster_home"),
+            "TINYBENCH_DUCKDB": str(root / "tinybench.duckdb"),
+            "TINYBENCH_INCOMING": str(root / "incoming"),
+            "TINYBENCH_QUARANTINE": str(root / "quarantine"),
+            "TINYBENCH_ARTIFACTS": str(root / "artifacts"),
+            "TINYBENCH_DEFAULT_DATA": paths.default_data_dir(),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "OMP_NUM_THREADS": "1",
+        }
+    )
     return env
 
 
@@ -182,7 +200,11 @@ def graph_from_dom(dom: dict, names: set[str]) -> tuple[dict[str, dict], set[tup
         boxes[full] = n
     edges, unmatched = set(), []
     for e in dom["edges"]:
-        src = [k for k, b in boxes.items() if abs(b["x"] + b["w"] - e["x1"]) <= 2 and abs(b["y"] + b["h"] / 2 - e["y1"]) <= 2]
+        src = [
+            k
+            for k, b in boxes.items()
+            if abs(b["x"] + b["w"] - e["x1"]) <= 2 and abs(b["y"] + b["h"] / 2 - e["y1"]) <= 2
+        ]
         dst = [k for k, b in boxes.items() if 0 <= b["x"] - e["x2"] <= 12 and abs(b["y"] + b["h"] / 2 - e["y2"]) <= 2]
         if len(src) == 1 and len(dst) == 1:
             edges.add((src[0], dst[0]))

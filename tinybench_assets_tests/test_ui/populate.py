@@ -7,6 +7,7 @@ Writes a slice of the real openllm leaderboard (the first MODELS models of arc a
 $TINYBENCH_INCOMING, ingests it, then materializes the foundation assets and irt_model of PARTITION with the
 asset checks of those assets, through the project's own ``refresh_scenario`` job (runs recorded in the instance).
 """
+
 from __future__ import annotations
 
 import sys
@@ -47,12 +48,23 @@ def main() -> int:
         return 1
     job = repo.get_job("refresh_scenario")
     selection = [dg.AssetKey(a) for a in ASSETS]
-    res = job.execute_in_process(instance=instance, partition_key=PARTITION, asset_selection=selection,
-                                 run_config={**RUN_CONFIG, **quiet}, raise_on_error=False)
-    checks = [(e.asset_check_evaluation_data.check_name, e.asset_check_evaluation_data.passed)
-              for e in res.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
-    print(f"populated {PARTITION} ({', '.join(ASSETS)}) in {time.time() - t0:.1f} s; run "
-          f"{'ok' if res.success else 'FAILED'}; checks {checks}", flush=True)
+    res = job.execute_in_process(
+        instance=instance,
+        partition_key=PARTITION,
+        asset_selection=selection,
+        run_config={**RUN_CONFIG, **quiet},
+        raise_on_error=False,
+    )
+    checks = [
+        (e.asset_check_evaluation_data.check_name, e.asset_check_evaluation_data.passed)
+        for e in res.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    ]
+    print(
+        f"populated {PARTITION} ({', '.join(ASSETS)}) in {time.time() - t0:.1f} s; run "
+        f"{'ok' if res.success else 'FAILED'}; checks {checks}",
+        flush=True,
+    )
     return 0 if res.success else 1
 
 

@@ -19,6 +19,7 @@ The expected lists come from the webserver's GraphQL API; everything asserted is
 Screenshots go to $TINYBENCH_SCREENSHOTS (default .screenshots/ui/ in the project, ignored by git); their paths
 are printed. Without Chromium the test fails with the reason: it never skips.
 """
+
 from __future__ import annotations
 
 import re
@@ -51,8 +52,8 @@ from tinybench_assets_tests.test_ui.browser_helpers import (
     write_instance_yaml,
 )
 
-POPULATED = "openllm.arc"       # materialized by populate.py
-UI_PARTITION = "openllm.mmlu"   # landed, materialized from the UI by the test
+POPULATED = "openllm.arc"  # materialized by populate.py
+UI_PARTITION = "openllm.mmlu"  # landed, materialized from the UI by the test
 UI_ASSET = "raw_responses"
 PLOT_ASSET = "irt_model"
 
@@ -89,8 +90,14 @@ def ui_store(tmp_path_factory, chromium_ok):
     env = isolated_env(root)
     write_instance_yaml(Path(env["DAGSTER_HOME"]))
     t = time.time()
-    out = subprocess.run([sys.executable, "-m", "tinybench_assets_tests.test_ui.populate"], env=env, cwd=paths.PROJECT_ROOT,
-                         capture_output=True, text=True, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-m", "tinybench_assets_tests.test_ui.populate"],
+        env=env,
+        cwd=paths.PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, f"populating the store failed:\n{out.stdout[-3000:]}\n{out.stderr[-5000:]}"
     return {"root": root, "env": env, "populate_s": time.time() - t, "populate_out": out.stdout.strip()}
 
@@ -102,16 +109,23 @@ def webserver(ui_store):
     exe = shutil.which("dagster-webserver", path=str(Path(sys.executable).parent)) or "dagster-webserver"
     log = open(ui_store["root"] / "webserver.log", "w")
     t = time.time()
-    proc = subprocess.Popen([exe, "-w", str(paths.PROJECT_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
-                            env=ui_store["env"], cwd=paths.PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [exe, "-w", str(paths.PROJECT_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(port)],
+        env=ui_store["env"],
+        cwd=paths.PROJECT_ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.time() + 120
         last = None
         while True:
             if proc.poll() is not None:
-                raise AssertionError(f"dagster-webserver exited {proc.returncode}:\n"
-                                     f"{(ui_store['root'] / 'webserver.log').read_text()[-5000:]}")
+                raise AssertionError(
+                    f"dagster-webserver exited {proc.returncode}:\n"
+                    f"{(ui_store['root'] / 'webserver.log').read_text()[-5000:]}"
+                )
             try:
                 nodes = graphql(base, "{ assetNodes { id } }", timeout=10)["assetNodes"]
                 if nodes:
@@ -119,8 +133,10 @@ def webserver(ui_store):
             except Exception as e:  # noqa: BLE001 - not up yet
                 last = e
             if time.time() > deadline:
-                raise AssertionError(f"dagster-webserver not ready after 120 s ({last}):\n"
-                                     f"{(ui_store['root'] / 'webserver.log').read_text()[-5000:]}")
+                raise AssertionError(
+                    f"dagster-webserver not ready after 120 s ({last}):\n"
+                    f"{(ui_store['root'] / 'webserver.log').read_text()[-5000:]}"
+                )
             time.sleep(0.5)
         yield {"base": base, "start_s": time.time() - t, "log": ui_store["root"] / "webserver.log"}
     finally:
@@ -135,8 +151,9 @@ def browser(chromium_ok, tmp_path_factory):
     profile = tmp_path_factory.mktemp("chromium_profile")
     with sync_playwright() as pw:
         try:
-            ctx = pw.chromium.launch_persistent_context(str(profile), executable_path=CHROMIUM, headless=True,
-                                                        args=CHROMIUM_ARGS, viewport=VIEWPORT)
+            ctx = pw.chromium.launch_persistent_context(
+                str(profile), executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS, viewport=VIEWPORT
+            )
         except Exception as e:  # noqa: BLE001
             pytest.fail(f"browser test cannot run: Chromium at {CHROMIUM} did not start: {e}", pytrace=False)
         try:
@@ -157,7 +174,9 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
 
     nodes = graphql(base, EXPECT_QUERY)["assetNodes"]
     names = {asset_name(n["assetKey"]["path"]) for n in nodes}
-    expected_edges = {(asset_name(d["path"]), asset_name(n["assetKey"]["path"])) for n in nodes for d in n["dependencyKeys"]}
+    expected_edges = {
+        (asset_name(d["path"]), asset_name(n["assetKey"]["path"])) for n in nodes for d in n["dependencyKeys"]
+    }
     groups = sorted({n["groupName"] for n in nodes})
     from tinybench_assets.definitions import defs
 
@@ -200,7 +219,9 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
         dismiss_first_visit_modal()
         expect(page.locator("svg[class*=svgContainer]")).to_be_visible()
         for g in groups:  # collapsed group boxes, named as the pipeline's stages
-            expect(page.locator("svg[class*=svgContainer] foreignObject").get_by_text(g, exact=True).first).to_be_visible()
+            expect(
+                page.locator("svg[class*=svgContainer] foreignObject").get_by_text(g, exact=True).first
+            ).to_be_visible()
         shot("asset_graph_groups")
         timings["graph_groups"] = time.time() - t
         page.locator("[role=img][aria-label=settings]").last.click()
@@ -230,8 +251,10 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
         boxes, seen_edges, unmatched = graph_from_dom(dom, names)
         assert set(boxes) == names, f"graph misses {sorted(names - set(boxes))}"
         assert not unmatched, f"edges drawn between no two asset boxes: {unmatched[:5]}"
-        assert seen_edges == expected_edges, (f"lineage edges missing from the page: {sorted(expected_edges - seen_edges)}; "
-                                              f"extra: {sorted(seen_edges - expected_edges)}")
+        assert seen_edges == expected_edges, (
+            f"lineage edges missing from the page: {sorted(expected_edges - seen_edges)}; "
+            f"extra: {sorted(seen_edges - expected_edges)}"
+        )
         shot("asset_graph")
         box = page.evaluate(GRAPH_BOX_JS)
         page.screenshot(path=str(shots_dir / "asset_graph_crop.png"), clip=box)
@@ -243,8 +266,11 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
         asset = graphql(base, ASSET_QUERY, {"path": [PLOT_ASSET]})["assetNodeOrError"]
         latest = asset["assetMaterializations"][0]
         assert latest["partition"] == POPULATED
-        plots = [e["label"] for e in latest["metadataEntries"]
-                 if e["__typename"] == "MarkdownMetadataEntry" and "data:image/png" in (e.get("mdStr") or "")]
+        plots = [
+            e["label"]
+            for e in latest["metadataEntries"]
+            if e["__typename"] == "MarkdownMetadataEntry" and "data:image/png" in (e.get("mdStr") or "")
+        ]
         assert plots, f"{PLOT_ASSET}'s latest materialization has no PNG plot in its metadata"
         page.goto(f"{base}/assets/{PLOT_ASSET}?view=partitions")
         for key in asset["partitionKeys"]:
@@ -324,8 +350,9 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
         assert tags.get("dagster/partition") == UI_PARTITION, tags
         assert [asset_name(a["path"]) for a in run["assetSelection"] or []] == [UI_ASSET]
         page.goto(f"{base}/runs/{run['runId']}")
-        assert run["status"] == "SUCCESS", (f"run {run['runId']} launched from the UI ended {run['status']}; "
-                                            f"webserver log: {webserver['log']}")
+        assert run["status"] == "SUCCESS", (
+            f"run {run['runId']} launched from the UI ended {run['status']}; webserver log: {webserver['log']}"
+        )
         expect(page.get_by_text("Success", exact=True).first).to_be_visible(timeout=30_000)
         expect(page.get_by_text("Loading run logs")).to_have_count(0, timeout=30_000)
         shot("ui_run")
@@ -339,6 +366,9 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
         timings["browser_total"] = time.time() - t0
         with capsys.disabled():
             print(f"\n[test_ui] {ui_store['populate_out']}")
-            print("[test_ui] " + ", ".join(f"{k} {v:.1f} s" if isinstance(v, float) else f"{k} {v}" for k, v in timings.items()))
+            print(
+                "[test_ui] "
+                + ", ".join(f"{k} {v:.1f} s" if isinstance(v, float) else f"{k} {v}" for k, v in timings.items())
+            )
             for p in shots:
                 print(f"[test_ui] screenshot {p}")

@@ -1,4 +1,5 @@
 """``tinybench ui``: the command it runs, and a real start (webserver answers, daemon heartbeats) and stop."""
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,13 @@ def test_ui_starts_webserver_and_daemon_and_stops(tmp_path):
     exe = Path(sys.executable).parent / "tinybench"
     log = tmp_path / "ui.log"
     with open(log, "w") as fh:
-        proc = subprocess.Popen([str(exe), "ui", "--port", str(port), "--log-level", "warning"], env=env, stdout=fh,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+        proc = subprocess.Popen(
+            [str(exe), "ui", "--port", str(port), "--log-level", "warning"],
+            env=env,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     base = f"http://127.0.0.1:{port}"
     query = json.dumps({"query": "{ instance { daemonHealth { allDaemonStatuses { daemonType healthy } } } }"}).encode()
     try:

@@ -1,5 +1,6 @@
 """Anchor step of the anchor predictor: per-scenario anchor counts, KMeans anchors per (clustering, budget), and
 views of the chosen anchors."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -66,9 +67,17 @@ class AnchorSets:
     items in its pool}).
     """
 
-    def __init__(self, n_values=(10, 20, 30, 50), clusterings=("correctness", "forward"), scenario_n: dict | None = None,
-                 large_pool_items: int = 1000, large_pool_scale: float = 100 / 30, n_init: int = 10, seed: int = 0,
-                 linear: bool = True):
+    def __init__(
+        self,
+        n_values=(10, 20, 30, 50),
+        clusterings=("correctness", "forward"),
+        scenario_n: dict | None = None,
+        large_pool_items: int = 1000,
+        large_pool_scale: float = 100 / 30,
+        n_init: int = 10,
+        seed: int = 0,
+        linear: bool = True,
+    ):
         self.n_values, self.clusterings, self.scenario_n = tuple(n_values), tuple(clusterings), dict(scenario_n or {})
         self.large_pool_items, self.large_pool_scale = large_pool_items, large_pool_scale
         self.n_init, self.seed, self.linear = n_init, seed, linear
@@ -84,8 +93,12 @@ class AnchorSets:
         """KMeans (or forward) anchors of every (clustering, n, scenario) from ``data.Yf`` and the IRT fits."""
         lay = data.layout
         self.pool_sizes_ = {s: len(lay.cols[s]) for s in lay.scenarios}
-        self.sets_ = {(c, n, s): self._select(data.Yf, lay, done["irt"].params_[s], c, n, s)
-                      for c in self.clusterings for n in self.n_values for s in lay.scenarios}
+        self.sets_ = {
+            (c, n, s): self._select(data.Yf, lay, done["irt"].params_[s], c, n, s)
+            for c in self.clusterings
+            for n in self.n_values
+            for s in lay.scenarios
+        }
 
     def n_for(self, s: str, n: int) -> int:
         """Anchor count of scenario ``s`` at budget ``n`` (at most the scenario's pool size).
@@ -136,6 +149,15 @@ class AnchorSets:
         rows = []
         for (c, n, s), A in self.sets_.items():
             for col, wt in zip(A.items, A.weights):
-                rows.append({"clustering": c, "n": n, "scenario": s, "n_anchors": len(A.items), "item": items[col],
-                             "item_index": int(col), "weight": float(wt)})
+                rows.append(
+                    {
+                        "clustering": c,
+                        "n": n,
+                        "scenario": s,
+                        "n_anchors": len(A.items),
+                        "item": items[col],
+                        "item_index": int(col),
+                        "weight": float(wt),
+                    }
+                )
         return pd.DataFrame(rows)

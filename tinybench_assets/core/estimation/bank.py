@@ -12,6 +12,7 @@ T1 MAE 2.05 -> 1.97 with it in the stack).
 :class:`AnswerBank` is the predictor's step; :func:`bank_estimates` applies one bank to any anchor layout (the small
 boards' folds use it too).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -74,7 +75,7 @@ def posterior_means(Ya, answers, values, eps: float) -> np.ndarray:
     out = np.full((len(Ya), values.shape[1]), np.nan)
     rows = max(1, CHUNK_CELLS // max(len(values), 1))
     for lo in range(0, len(Ya), rows):
-        A = Ya[lo:lo + rows]
+        A = Ya[lo : lo + rows]
         ok = ~np.isnan(A)
         L = (ok & (A == 1)) @ lp + (ok & (A == 0)) @ lq  # (m, F) log-likelihood of each bank model
         E = np.exp(L - L.max(1, keepdims=True))  # one exp for every column of values
@@ -86,8 +87,8 @@ def posterior_means(Ya, answers, values, eps: float) -> np.ndarray:
                 p = np.exp(Lk - Lk.max(1, keepdims=True))
                 num[low, k], den[low, k] = p @ values[has[:, k], k], p.sum(1)
         with np.errstate(invalid="ignore", divide="ignore"):
-            out[lo:lo + len(A)] = np.where(has.any(0), num / den, np.nan)
-        out[lo:lo + len(A)][~ok.any(1)] = np.nan
+            out[lo : lo + len(A)] = np.where(has.any(0), num / den, np.nan)
+        out[lo : lo + len(A)][~ok.any(1)] = np.nan
     return out
 
 
@@ -146,7 +147,10 @@ class AnswerBank:
                         t = data.T1v[s].to_numpy()
                         ok = np.isfinite(t) & np.isfinite(pred[s])
                         mae[(s, e)] = float(np.abs(pred[s][ok] - t[ok]).mean()) if ok.any() else np.inf
-                self.banks_[(c, n)] = {**bank, "eps": {s: min(BANK_EPS, key=lambda e: mae[(s, e)]) for s in lay.scenarios}}
+                self.banks_[(c, n)] = {
+                    **bank,
+                    "eps": {s: min(BANK_EPS, key=lambda e: mae[(s, e)]) for s in lay.scenarios},
+                }
 
     def predict(self, Y, lay, anchors, c, n) -> dict:
         """{scenario: (M,) bank_joint estimate} with the fitted eps; {} when (c, n) has no bank."""

@@ -1,5 +1,6 @@
 """Base estimates of the anchor predictor (anchor, irt, p-IRT, per-scenario and joint fit), the learned
 regressors' features, and the random-sampling baseline: functions of the fitted steps, no state of their own."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,8 +17,11 @@ def feature_width(anchor_sets: dict, irt: dict, s: str, kind: str) -> int:
     if kind == "sep":
         A = anchor_sets[s]
         return len(A.items) + int(irt[s].a.shape[1]) + int(A.linear is not None)
-    return (sum(len(A.items) for A in anchor_sets.values()) + int(irt["joint"].a.shape[1])
-            + sum(A.linear is not None for A in anchor_sets.values()))
+    return (
+        sum(len(A.items) for A in anchor_sets.values())
+        + int(irt["joint"].a.shape[1])
+        + sum(A.linear is not None for A in anchor_sets.values())
+    )
 
 
 def features(Y, lay, irt, anchors, c, n):

@@ -1,5 +1,6 @@
 """Calibration of the anchor predictor: isotonic maps from an estimate to the full-benchmark score (T2) and
 conformal intervals for T1 and T2, all fitted on validation models."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -46,8 +47,17 @@ class Calibrators:
                 self.t2_maps_[(c, n, s, e)] = cal
                 self.t2_intervals_[(c, n, s, e)] = ConformalInterval(self.alpha, self.interval_scale).fit(oof, t2[ok2])
                 mae2 = float(np.mean(np.abs(oof - t2[ok2])))
-            recs.append({"scenario": s, "clustering": c, "n": n, "estimator": e,
-                         "val_mae_t1": mae1, "val_mae_t2": mae2, "n_val": int(ok1.sum())})
+            recs.append(
+                {
+                    "scenario": s,
+                    "clustering": c,
+                    "n": n,
+                    "estimator": e,
+                    "val_mae_t1": mae1,
+                    "val_mae_t2": mae2,
+                    "n_val": int(ok1.sum()),
+                }
+            )
         return recs
 
     def predict(self, x, x2, c, n, s, e) -> dict:

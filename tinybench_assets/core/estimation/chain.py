@@ -7,6 +7,7 @@ artifact (:class:`~tinybench_assets.core.tiny_benchmark.model.ArtifactModel`).
 "lambdas" (:class:`.lambdas.Lambdas`), optionally "shrinkage" (a small board's prior, anything with
 ``transform(raw, full, scenarios)``), "stacks" (:class:`.stacks.Stacks`) and "calibrators" (:class:`.calibrators.Calibrators`).
 """
+
 from __future__ import annotations
 
 from .base_estimates import features, random_baseline
@@ -56,6 +57,10 @@ class ValidationOutputs:
             for n in anchors.n_values:
                 data.val[(c, n)] = raw_estimates(data.Yv, data.layout, done, c, n)
         for n in anchors.n_values:
-            data.val[("random", n)] = ({(s, "random"): random_baseline(data.Yv, data.layout, anchors, s, n,
-                                                                       self.seed + 7919 * n)
-                                        for s in data.layout.scenarios}, {})
+            data.val[("random", n)] = (
+                {
+                    (s, "random"): random_baseline(data.Yv, data.layout, anchors, s, n, self.seed + 7919 * n)
+                    for s in data.layout.scenarios
+                },
+                {},
+            )

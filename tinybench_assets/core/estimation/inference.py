@@ -1,5 +1,6 @@
 """Inference of the anchor predictor: every estimator, calibrated and with intervals, for new models that
 answered the anchors (only the anchor cells are read), and the served estimators' rows."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,8 +28,14 @@ def _served_frames(steps, lay, models, n, cache) -> list:
             (c1, e1), (c2, e2) = sel["t1"], sel["t2"]
             a, b = cache[(c1, s, e1)], cache[(c2, s, e2)]
             lo, up = steps["served"].predict(n, s, name, a["estimate"], (a["lower"], a["upper"]))
-            cols = {"estimate": a["estimate"], "lower": lo, "upper": up,
-                    "estimate_t2": b["estimate_t2"], "lower_t2": b["lower_t2"], "upper_t2": b["upper_t2"]}
+            cols = {
+                "estimate": a["estimate"],
+                "lower": lo,
+                "upper": up,
+                "estimate_t2": b["estimate_t2"],
+                "lower_t2": b["lower_t2"],
+                "upper_t2": b["upper_t2"],
+            }
             frames.append(_frame(models, s, "selected", name, n, cols, f"{c1}/{e1}|{c2}/{e2}"))
     return frames
 

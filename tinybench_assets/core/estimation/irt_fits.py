@@ -1,5 +1,6 @@
 """IRT step of the anchor predictor: per-scenario and joint 2PL fits with D chosen on the fit models, and the
 tutorial's gp-IRT inputs b (IRT validation bias) and v (item variance)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -26,8 +27,14 @@ class IRTFits:
     the tutorial's b}, fit in {"sep", "joint"}) and ``v_`` ({scenario: mean item variance}).
     """
 
-    def __init__(self, dim_candidates=(1, 2, 5, 10), joint_dim_candidates=(2, 5, 10, 15), seed: int = 0,
-                 device: str = "cpu", irt_options: dict | None = None):
+    def __init__(
+        self,
+        dim_candidates=(1, 2, 5, 10),
+        joint_dim_candidates=(2, 5, 10, 15),
+        seed: int = 0,
+        device: str = "cpu",
+        irt_options: dict | None = None,
+    ):
         self.dim_candidates, self.joint_dim_candidates = tuple(dim_candidates), tuple(joint_dim_candidates)
         self.seed, self.device, self.irt_options = seed, device, dict(irt_options or {})
 
@@ -58,8 +65,9 @@ class IRTFits:
             self.dim_selection_["joint"] = self.dim_selection_[lay.scenarios[0]]
             self.params_["joint"] = self.params_[lay.scenarios[0]]
         self.b_ = self._bias(lay, data.Yv)
-        self.v_ = {s: est.mean_item_variance(Yf[:, lay.cols[s]][~np.isnan(Yf[:, lay.cols[s]]).all(1)])
-                   for s in lay.scenarios}
+        self.v_ = {
+            s: est.mean_item_variance(Yf[:, lay.cols[s]][~np.isnan(Yf[:, lay.cols[s]]).all(1)]) for s in lay.scenarios
+        }
 
     def ability(self, key: str, Ya, rows) -> np.ndarray:
         """(M, D) abilities by MAP from answers Ya (M, k) to items ``rows`` of fit ``key`` (scenario or "joint")."""

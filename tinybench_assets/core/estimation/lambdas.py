@@ -1,5 +1,6 @@
 """gp-IRT lambdas of the anchor predictor: the tutorial's formula lambda = b^2 / (v / (4 n) + b^2) and the
 validation-chosen lambda (grid search on validation MAE), and the gp-IRT estimates they give."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -60,6 +61,16 @@ class Lambdas:
         """One row per (clustering, n, scenario, fit) with tutorial and validation lambda, b, v."""
         rows = []
         for (c, n, s, fit), lam in self.lambdas_.items():
-            rows.append({"clustering": c, "n": n, "scenario": s, "fit": fit, "lambda_tutorial": lam["tutorial"],
-                         "lambda_validation": lam["validation"], "b": irt.b_[(fit, s)], "v": irt.v_[s]})
+            rows.append(
+                {
+                    "clustering": c,
+                    "n": n,
+                    "scenario": s,
+                    "fit": fit,
+                    "lambda_tutorial": lam["tutorial"],
+                    "lambda_validation": lam["validation"],
+                    "b": irt.b_[(fit, s)],
+                    "v": irt.v_[s],
+                }
+            )
         return pd.DataFrame(rows)

@@ -1,5 +1,6 @@
 """The learned estimators of the anchor predictor (gbm, gbm_joint): gradient-boosted regressors trained on fit
 models, from the anchor answers and abilities, predicting the unseen items' accuracy (T1 part) and the full score (T2)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -43,8 +44,16 @@ class LearnedRegressors:
     def _gbm(self):
         # lr 0.06 / 500 / 15 fits ~3x faster than lr 0.03 / 1000 / 20 at the same n=30 MAEs (within 0.04 points on
         # the quick estimation benchmark); lr 0.1 / 300 / 10 costs own-budget T2 0.2 points.
-        params = dict(max_iter=500, learning_rate=0.06, l2_regularization=1.0, max_features=0.5,
-                      early_stopping=True, validation_fraction=0.1, n_iter_no_change=15, random_state=self.seed)
+        params = dict(
+            max_iter=500,
+            learning_rate=0.06,
+            l2_regularization=1.0,
+            max_features=0.5,
+            early_stopping=True,
+            validation_fraction=0.1,
+            n_iter_no_change=15,
+            random_state=self.seed,
+        )
         params.update(self.gbm_params)
         return HistGradientBoostingRegressor(**params)
 

@@ -1,4 +1,5 @@
 """Estimator names of :class:`~tinybench_assets.core.predictor.AnchorPredictor` (see its module docstring)."""
+
 from __future__ import annotations
 
 PER_SCENARIO = ("anchor", "irt", "pirt", "gpirt", "gpirt_val", "gbm", "stack_own")

@@ -3,6 +3,7 @@ one clustering shared by all scenarios) and ``tinybench_own`` (among estimators 
 
 The rule is :func:`choose`; :class:`Selector` is the predictor's step that applies it at every budget.
 """
+
 from __future__ import annotations
 
 import pandas as pd
@@ -56,6 +57,15 @@ class Selector:
         """One row per (n, scenario, selector) with the chosen clustering and estimator for T1 and T2."""
         rows = []
         for (n, s, name), d in self.selection_.items():
-            rows.append({"n": n, "scenario": s, "selector": name, "clustering_t1": d["t1"][0], "estimator_t1": d["t1"][1],
-                         "clustering_t2": d["t2"][0], "estimator_t2": d["t2"][1]})
+            rows.append(
+                {
+                    "n": n,
+                    "scenario": s,
+                    "selector": name,
+                    "clustering_t1": d["t1"][0],
+                    "estimator_t1": d["t1"][1],
+                    "clustering_t2": d["t2"][0],
+                    "estimator_t2": d["t2"][1],
+                }
+            )
         return pd.DataFrame(rows)

@@ -10,6 +10,7 @@ their conformal interval (same alpha and scale as every other interval).
 
 :class:`ServedIntervals` is the predictor's last step.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,7 +52,9 @@ class ServedIntervals:
         """Re-run the selection rule on all folds but one of the validation models, score its pick on that fold."""
         self.intervals_ = {}
         scenarios = data.layout.scenarios
-        val_t1 = {(c, n, s, e): x for (c, n), (full, _) in data.val.items() if c != "random" for (s, e), x in full.items()}
+        val_t1 = {
+            (c, n, s, e): x for (c, n), (full, _) in data.val.items() if c != "random" for (s, e), x in full.items()
+        }
         folds = validation_folds(len(data.T1v), done["split"].val_groups_, self.seed)
         truth = {s: data.T1v[s].to_numpy() for s in scenarios}
         for n in done["anchors"].n_values:
@@ -63,8 +66,15 @@ class ServedIntervals:
                     x, t = val_t1[(c, n, s, e)], truth[s]
                     ok = inside & np.isfinite(x) & np.isfinite(t)
                     if ok.any():
-                        rows.append({"clustering": c, "scenario": s, "estimator": e,
-                                     "val_mae_t1": float(np.mean(np.abs(x[ok] - t[ok]))), "val_mae_t2": np.nan})
+                        rows.append(
+                            {
+                                "clustering": c,
+                                "scenario": s,
+                                "estimator": e,
+                                "val_mae_t1": float(np.mean(np.abs(x[ok] - t[ok]))),
+                                "val_mae_t2": np.nan,
+                            }
+                        )
                 if not rows or (folds == f).sum() == 0:
                     continue
                 vn = pd.DataFrame(rows)

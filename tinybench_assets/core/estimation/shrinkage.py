@@ -13,6 +13,7 @@ estimate on the training models), the posterior mean is ``mu + Sigma (Sigma + V)
 :class:`ShrinkagePrior` holds ``mu``, ``Sigma`` and ``v`` (fitted on training models only; they travel in the tiny
 benchmark's JSON) and computes both estimates. Pure numpy / scikit-learn.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -58,10 +59,11 @@ class ShrinkagePrior:
             d = np.sqrt(np.diag(corr))
             cov = (corr / np.outer(d, d)) * np.outer(sd, sd)
         else:
-            cov = np.diag(sd ** 2)
+            cov = np.diag(sd**2)
         ok = np.isfinite(T) & np.isfinite(X)
-        noise = np.array([np.mean((X[ok[:, j], j] - T[ok[:, j], j]) ** 2) if ok[:, j].any() else np.inf
-                          for j in range(S)])
+        noise = np.array(
+            [np.mean((X[ok[:, j], j] - T[ok[:, j], j]) ** 2) if ok[:, j].any() else np.inf for j in range(S)]
+        )
         return cls(list(scenarios), mu, cov, np.maximum(noise, MIN_VAR))
 
     def estimate(self, x) -> dict:
@@ -83,5 +85,9 @@ class ShrinkagePrior:
         return {"shrunk": np.clip(uni, 0, 1), "shrunk_joint": np.clip(joint, 0, 1)}
 
     def to_json(self) -> dict:
-        return {"scenarios": list(self.scenarios), "mean": [float(m) for m in self.mean],
-                "cov": [[float(c) for c in row] for row in self.cov], "noise": [float(v) for v in self.noise]}
+        return {
+            "scenarios": list(self.scenarios),
+            "mean": [float(m) for m in self.mean],
+            "cov": [[float(c) for c in row] for row in self.cov],
+            "noise": [float(v) for v in self.noise],
+        }

@@ -33,6 +33,7 @@ priors the joint MAP abilities then separate into the per-scenario ones, so the 
 per-scenario ones. A real joint 2PL is not fitted (too many parameters for a few dozen models) and no joint
 estimator is listed. Pure numpy / pandas / torch / scikit-learn: no Dagster, no DuckDB.
 """
+
 from __future__ import annotations
 
 from functools import partial
@@ -63,8 +64,20 @@ __all__ = ["SmallBoardPredictor", "MIN_MODELS", "MIN_TRAIN"]
 
 MIN_MODELS = 10  # fewer models: nothing can be cross-validated honestly
 MIN_TRAIN = 5  # training models a fold must keep per scenario
-PRED_COLS = ["model", "scenario", "n", "estimator", "estimator_t2", "answered", "estimate", "lower", "upper",
-             "estimate_t2", "lower_t2", "upper_t2"]
+PRED_COLS = [
+    "model",
+    "scenario",
+    "n",
+    "estimator",
+    "estimator_t2",
+    "answered",
+    "estimate",
+    "lower",
+    "upper",
+    "estimate_t2",
+    "lower_t2",
+    "upper_t2",
+]
 
 
 def _check(Y, w, scenario_cols, full_scores, groups, items):
@@ -75,7 +88,9 @@ def _check(Y, w, scenario_cols, full_scores, groups, items):
         raise ValueError(f"Y must be a 2-d models x items matrix, got shape {Y.shape}")
     M, I = Y.shape
     if M < MIN_MODELS:
-        raise ValueError(f"a small board needs at least {MIN_MODELS} models for leave-family-out cross-validation, got {M}")
+        raise ValueError(
+            f"a small board needs at least {MIN_MODELS} models for leave-family-out cross-validation, got {M}"
+        )
     if np.any(~np.isnan(Y) & (Y != 0) & (Y != 1)):
         raise ValueError("Y must hold 0/1 (NaN = not answered): binarize the scores first")
     if groups is None or len(groups) != M:
@@ -140,8 +155,10 @@ def check_folds(Y, cols: dict, folds: np.ndarray, groups: np.ndarray) -> None:
             kept = (~np.isnan(Y[folds != f][:, c]).all(1)).sum()
             if kept < MIN_TRAIN:
                 fam = sorted(set(groups[folds == f]))
-                raise ValueError(f"fold {f} (families {fam[:5]}) leaves {kept} training models for scenario {s!r}, "
-                                 f"fewer than {MIN_TRAIN}: one family holds too many of the board's models")
+                raise ValueError(
+                    f"fold {f} (families {fam[:5]}) leaves {kept} training models for scenario {s!r}, "
+                    f"fewer than {MIN_TRAIN}: one family holds too many of the board's models"
+                )
 
 
 def check_params(p) -> None:
@@ -157,16 +174,24 @@ def check_params(p) -> None:
         raise ValueError(f"design must be one of {DESIGNS}, got {p.design!r}")
 
 
-def refit_served(Y, layout: BoardLayout, truth: BoardTruth, counts: dict, choices: dict, designs: dict, ns: list,
-                 **fit_kw) -> ServedBoard:
+def refit_served(
+    Y, layout: BoardLayout, truth: BoardTruth, counts: dict, choices: dict, designs: dict, ns: list, **fit_kw
+) -> ServedBoard:
     """Step 4 of ``fit``, on every model: the served 2PLs (chosen D) and anchors per scenario (``designs``), the served
     answer bank per n (eps as chosen) and the shrinkage priors (shrunk / shrunk_joint as served). fit_kw : seed,
     device, n_init of small_folds.fit_scenario."""
     L, fits = layout, {}
     for s, c in L.cols.items():
         need = sorted({choices[(s, n)].dim for n in ns})
-        fits[s] = fit_scenario(Y[:, c], L.w[c], {n: counts[(s, n)] for n in ns}, need, subscenarios=L.subscenarios[s],
-                               design=designs[s], **fit_kw)
+        fits[s] = fit_scenario(
+            Y[:, c],
+            L.w[c],
+            {n: counts[(s, n)] for n in ns},
+            need,
+            subscenarios=L.subscenarios[s],
+            design=designs[s],
+            **fit_kw,
+        )
     bank = {}  # every model's answers at the served anchors
     for n in ns:
         b = build_bank(Y, L.cols, L.w, {s: f.anchors[n] for s, f in fits.items()})
@@ -201,8 +226,19 @@ class SmallBoardPredictor:
     bank {(clustering, n): {"answers", "values", "eps"}}, priors {n: prior}, the ArtifactModel per n).
     """
 
-    def __init__(self, n_values=(10, 20, 30, 50), dims=(1, 2), alpha=0.1, max_folds=10, seed=0, device="cpu",
-                 interval_scale="binomial", n_init=10, design="stratified", guard=True):
+    def __init__(
+        self,
+        n_values=(10, 20, 30, 50),
+        dims=(1, 2),
+        alpha=0.1,
+        max_folds=10,
+        seed=0,
+        device="cpu",
+        interval_scale="binomial",
+        n_init=10,
+        design="stratified",
+        guard=True,
+    ):
         self.n_values = n_values
         self.dims = dims
         self.alpha = alpha
@@ -230,16 +266,39 @@ class SmallBoardPredictor:
         self.folds_ = FamilyFolds.of(family_folds(groups, self.max_folds, self.seed))  # 1. folds
         check_folds(Y, cols, self.folds_.ids, groups)
         self.counts_ = anchor_counts(cols, self._ns(), self.notes_)
-        self.layout_ = BoardLayout(list(cols), cols, w, items, models, groups,
-                                   scenario_subscenarios(subscenarios, cols, Y.shape[1]))
+        self.layout_ = BoardLayout(
+            list(cols), cols, w, items, models, groups, scenario_subscenarios(subscenarios, cols, Y.shape[1])
+        )
         self.truth_ = BoardTruth(scenario_truth(Y, w, cols), T2)
-        run = partial(out_of_fold, Y, w, cols, self.folds_.ids, self.counts_, tuple(self.dims), seed=self.seed,
-                      device=self.device, n_init=self.n_init, subscenarios=self.layout_.subscenarios, irt_cache={})
+        run = partial(
+            out_of_fold,
+            Y,
+            w,
+            cols,
+            self.folds_.ids,
+            self.counts_,
+            tuple(self.dims),
+            seed=self.seed,
+            device=self.device,
+            n_init=self.n_init,
+            subscenarios=self.layout_.subscenarios,
+            irt_cache={},
+        )
         self.oof_, notes = run(design=self.design), list(self.notes_)  # 2. per fold
         self.choices_ = self._choose(Y)  # 3. choice
         self.guard_ = self._guard(Y, run, notes)  # 3b. the guard
-        self.served_ = refit_served(Y, self.layout_, self.truth_, self.counts_, self.choices_, self.guard_.designs,
-                                    self._ns(), seed=self.seed, device=self.device, n_init=self.n_init)  # 4. refit
+        self.served_ = refit_served(
+            Y,
+            self.layout_,
+            self.truth_,
+            self.counts_,
+            self.choices_,
+            self.guard_.designs,
+            self._ns(),
+            seed=self.seed,
+            device=self.device,
+            n_init=self.n_init,
+        )  # 4. refit
         return self
 
     def _ns(self) -> list[int]:
@@ -250,8 +309,9 @@ class SmallBoardPredictor:
         refitted with its own decision (``run``: out_of_fold on this board), the choice made again."""
         L, switch, excess = self.layout_, {}, {}
         if self.guard and self.design == "stratified":
-            switch, excess = guard_choices(self.choices_, Y, L.w, L.cols, L.subscenarios, self.counts_,
-                                           self.truth_.t1, self.folds_.ids, self._ns())
+            switch, excess = guard_choices(
+                self.choices_, Y, L.w, L.cols, L.subscenarios, self.counts_, self.truth_.t1, self.folds_.ids, self._ns()
+            )
         if not any(switch.values()):
             return GuardDecision(dict.fromkeys(L.scenarios, self.design), excess)
         self.oof_, self.notes_ = run(design=fold_designs(switch, L.scenarios, self.design)), notes
@@ -264,30 +324,53 @@ class SmallBoardPredictor:
         L, folds, truth = self.layout_, self.folds_, self.truth_
         fams, need = len(set(L.groups)), int(np.ceil(1 / self.alpha)) - 1
         if fams < need:
-            self.notes_.append(f"{fams} families: a {1 - self.alpha:.0%} conformal interval needs {need}; "
-                               "intervals are the largest cross-validated residual")
+            self.notes_.append(
+                f"{fams} families: a {1 - self.alpha:.0%} conformal interval needs {need}; "
+                "intervals are the largest cross-validated residual"
+            )
         out = {}
-        bases = {(s, n): {D: {**self.oof_.base[(s, n, D)], **self.oof_.shrink[(s, n)]} for D in self.dims}
-                 for s in L.cols for n in self._ns()}
+        bases = {
+            (s, n): {D: {**self.oof_.base[(s, n, D)], **self.oof_.shrink[(s, n)]} for D in self.dims}
+            for s in L.cols
+            for n in self._ns()
+        }
         truths = {s: truth.t1[:, j] for j, s in enumerate(L.cols)}
         var = {s: _row_variance(Y[:, c]) for s, c in L.cols.items()}
         bias = {s: {D: self.oof_.bias[(s, D)] for D in self.dims} for s in L.cols}
 
         def board(n, rows):  # the board's rule of budget n, read on ``rows`` only
-            rules = {s: rules_for(bases[(s, n)], bias[s], var[s], truths[s], rows, self.counts_[(s, n)])[0]
-                     for s in L.cols}
+            rules = {
+                s: rules_for(bases[(s, n)], bias[s], var[s], truths[s], rows, self.counts_[(s, n)])[0] for s in L.cols
+            }
             return board_rule({s: bases[(s, n)] for s in L.cols}, rules, truths, rows)
 
-        self.board_rules_ = {n: {None: board(n, np.ones(len(Y), dtype=bool)),  # every row, and without each fold
-                                 **{f: board(n, folds.ids != f) for f in range(folds.n)}} for n in self._ns()}
+        self.board_rules_ = {
+            n: {
+                None: board(n, np.ones(len(Y), dtype=bool)),  # every row, and without each fold
+                **{f: board(n, folds.ids != f) for f in range(folds.n)},
+            }
+            for n in self._ns()
+        }
         for j, (s, _c) in enumerate(L.cols.items()):
             if np.isfinite(truth.t2[:, j]).sum() < MIN_T2:
                 self.notes_.append(f"scenario {s!r}: fewer than {MIN_T2} models with a full score: no T2")
             for n in self._ns():
                 out[(s, n)] = choose_scenario(
-                    s, n, self.counts_[(s, n)], bases[(s, n)], bias[s], var[s], truths[s], truth.t2[:, j],
-                    folds.ids, L.groups, alpha=self.alpha, scale=self.interval_scale,
-                    bank=self.oof_.bank[(s, n)], prefer=self.board_rules_[n])
+                    s,
+                    n,
+                    self.counts_[(s, n)],
+                    bases[(s, n)],
+                    bias[s],
+                    var[s],
+                    truths[s],
+                    truth.t2[:, j],
+                    folds.ids,
+                    L.groups,
+                    alpha=self.alpha,
+                    scale=self.interval_scale,
+                    bank=self.oof_.bank[(s, n)],
+                    prefer=self.board_rules_[n],
+                )
         for n in self._ns():  # the served T1 intervals, calibrated over every scenario at once
             half = pooled_half_widths(*small_tables.served_oof(self, out, n), np.ones(len(Y), dtype=bool), self.alpha)
             for s in L.cols:
@@ -318,7 +401,9 @@ class SmallBoardPredictor:
         return small_tables.oof_table(self)
 
     # ------------------------------------------------------------------ serving
-    def to_artifact(self, leaderboard: str, n: int, item_texts: dict | None = None, binarization: dict | None = None) -> dict:
+    def to_artifact(
+        self, leaderboard: str, n: int, item_texts: dict | None = None, binarization: dict | None = None
+    ) -> dict:
         """The tiny benchmark of budget ``n`` in the layout of :mod:`..tiny_benchmark.format` (JSON-evaluable
         estimators only); save with ``save_artifact(art, folder=...)``, score with ``estimate_from_artifact``."""
         return build_artifact(self, leaderboard, n, item_texts, binarization)
@@ -358,8 +443,20 @@ class SmallBoardPredictor:
                 ch = self.choices_[(s, nn)]
                 r1, r2 = res[(s, ch.t1)], res[(s, ch.t2)]
                 lo, up = am.served[s].predict(r1["estimate"])
-                out.append(pd.DataFrame({"model": names, "scenario": s, "n": nn, "estimator": ch.t1,
-                                         "estimator_t2": ch.t2, "answered": np.isfinite(Ya[s]).sum(1),
-                                         "estimate": r1["estimate"], "lower": lo, "upper": up,
-                                         **{k: r2[k] for k in ("estimate_t2", "lower_t2", "upper_t2")}}))
+                out.append(
+                    pd.DataFrame(
+                        {
+                            "model": names,
+                            "scenario": s,
+                            "n": nn,
+                            "estimator": ch.t1,
+                            "estimator_t2": ch.t2,
+                            "answered": np.isfinite(Ya[s]).sum(1),
+                            "estimate": r1["estimate"],
+                            "lower": lo,
+                            "upper": up,
+                            **{k: r2[k] for k in ("estimate_t2", "lower_t2", "upper_t2")},
+                        }
+                    )
+                )
         return pd.concat(out, ignore_index=True)[PRED_COLS]

@@ -31,6 +31,7 @@ anchor, the IRT candidates at the served D and bank_joint at one eps (the winner
 MAE); bank_joint needs the artifact's learned file, so the JSON-only recommendation (``t1_json`` / ``t2_json``) is
 the best JSON-evaluable one of those. Pure numpy / sklearn.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -41,9 +42,28 @@ from .. import estimators as est
 from ..calibration import ConformalInterval, IsotonicCalibrator, _scale, conformal_quantile
 from .shrinkage import SHRINKAGE
 
-__all__ = ["CANDIDATES", "BANK", "Rule", "rules_for", "best", "family_quantile", "symmetric_interval", "widest",
-           "choose", "bank_wins", "fold_gain", "BANK_SE", "fold_isotonic", "ScenarioChoice", "choose_scenario", "MIN_T2",
-           "NO_IRT", "pooled_half_widths", "fixed_interval", "board_rule"]
+__all__ = [
+    "CANDIDATES",
+    "BANK",
+    "Rule",
+    "rules_for",
+    "best",
+    "family_quantile",
+    "symmetric_interval",
+    "widest",
+    "choose",
+    "bank_wins",
+    "fold_gain",
+    "BANK_SE",
+    "fold_isotonic",
+    "ScenarioChoice",
+    "choose_scenario",
+    "MIN_T2",
+    "NO_IRT",
+    "pooled_half_widths",
+    "fixed_interval",
+    "board_rule",
+]
 
 CANDIDATES = ("anchor", "pirt", "gpirt", "gpirt_val", "irt", *SHRINKAGE)  # JSON-evaluable
 BANK = "bank_joint"  # needs the artifact's learned file (the answer bank)
@@ -77,8 +97,9 @@ class Rule:
         return est.gpirt_estimate(b["anchor"], b["pirt"], self.lam)
 
 
-def rules_for(base: dict, bias: dict, var: np.ndarray, truth: np.ndarray, rows: np.ndarray, n_anchors: int,
-              grid=est.LAMBDA_GRID) -> tuple[list, dict]:
+def rules_for(
+    base: dict, bias: dict, var: np.ndarray, truth: np.ndarray, rows: np.ndarray, n_anchors: int, grid=est.LAMBDA_GRID
+) -> tuple[list, dict]:
     """The candidates with their lambdas derived from ``rows`` only.
 
     base : {D: {"anchor", "irt", "pirt": (M,)}}; bias : {D: (M,)} half-item IRT errors; var : (M,) across-item
@@ -95,8 +116,7 @@ def rules_for(base: dict, bias: dict, var: np.ndarray, truth: np.ndarray, rows: 
         v = float(np.mean(var[ok])) if ok.any() else 0.0
         lam_val = est.choose_lambda(a[ok], p[ok], truth[ok], grid)[0] if ok.any() else 0.5
         lams[D] = {"tutorial": est.tutorial_lambda(b, v, n_anchors), "validation": lam_val, "b": b, "v": v}
-        rules += [Rule("pirt", D), Rule("gpirt", D, lams[D]["tutorial"]), Rule("gpirt_val", D, lam_val),
-                  Rule("irt", D)]
+        rules += [Rule("pirt", D), Rule("gpirt", D, lams[D]["tutorial"]), Rule("gpirt_val", D, lam_val), Rule("irt", D)]
     rules += [Rule(e, dims[0]) for e in SHRINKAGE if e in base[dims[0]]]
     rules += [Rule(BANK, dims[0], eps=e) for e in base[dims[0]].get("bank", {})]
     return rules, lams
@@ -132,8 +152,9 @@ def bank_wins(plain: np.ndarray, bank: np.ndarray, truth: np.ndarray, rows: np.n
     return gain > BANK_SE * se
 
 
-def choose(rules: list, base: dict, truth: np.ndarray, rows: np.ndarray, folds: np.ndarray,
-           prefer: tuple | None = None) -> Rule:
+def choose(
+    rules: list, base: dict, truth: np.ndarray, rows: np.ndarray, folds: np.ndarray, prefer: tuple | None = None
+) -> Rule:
     """The served rule: the best of the anchor and IRT rules, replaced by the answer bank only when the bank's
     fold-by-fold gain over it exceeds BANK_SE standard errors. The bank's out-of-fold estimates are noisier than the
     IRT rules' on boards of a few dozen models (it reads every training model's answers, one fold at a time), and
@@ -146,7 +167,9 @@ def choose(rules: list, base: dict, truth: np.ndarray, rows: np.ndarray, folds: 
     winner changed with the seed and was worse than random items on one scenario in three seeds of five)."""
     plain = [r for r in rules if r.estimator != BANK]
     win = best(plain, base, truth, rows)
-    pref = next((r for r in plain if prefer is not None and (r.estimator, r.dim if r.irt else 0) == tuple(prefer)), None)
+    pref = next(
+        (r for r in plain if prefer is not None and (r.estimator, r.dim if r.irt else 0) == tuple(prefer)), None
+    )
     if pref is not None and pref != win and not bank_wins(pref.apply(base), win.apply(base), truth, rows, folds):
         win = pref
     banks = [r for r in rules if r.estimator == BANK]
@@ -172,8 +195,9 @@ def family_quantile(z: np.ndarray, groups: np.ndarray, level: float) -> float:
     return float(z[order][min(int(np.searchsorted(cdf, need - 1e-12)), len(z) - 1)])
 
 
-def symmetric_interval(estimate, truth, alpha: float, scale: str = "binomial", floor: float = 0.05,
-                       groups=None) -> ConformalInterval:
+def symmetric_interval(
+    estimate, truth, alpha: float, scale: str = "binomial", floor: float = 0.05, groups=None
+) -> ConformalInterval:
     """Split-conformal ``e -+ q s(e)`` from the scaled |residuals| |t - e| / s(e) (pairs with a non-finite value
     dropped): q = :func:`family_quantile` at 1 - alpha when ``groups`` (M,) gives the families, else the
     ceil((m+1)(1-alpha))-th smallest of m. Returns a fitted ConformalInterval (q_lo_ = -q, q_hi_ = q)."""
@@ -250,10 +274,24 @@ class ScenarioChoice:
     t2_json: str = ""
 
 
-def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var: np.ndarray, truth: np.ndarray,
-                    truth_t2: np.ndarray, folds: np.ndarray, groups: np.ndarray, *, alpha: float = 0.1,
-                    scale: str = "binomial", grid=est.LAMBDA_GRID, bank: dict | None = None,
-                    prefer: dict | None = None) -> ScenarioChoice:
+def choose_scenario(
+    s: str,
+    n: int,
+    n_anchors: int,
+    base: dict,
+    bias: dict,
+    var: np.ndarray,
+    truth: np.ndarray,
+    truth_t2: np.ndarray,
+    folds: np.ndarray,
+    groups: np.ndarray,
+    *,
+    alpha: float = 0.1,
+    scale: str = "binomial",
+    grid=est.LAMBDA_GRID,
+    bank: dict | None = None,
+    prefer: dict | None = None,
+) -> ScenarioChoice:
     """Choose D and the T1 / T2 estimators of (s, n) and fit their intervals and T2 maps (module docstring).
 
     base : {D: {"anchor", "irt", "pirt": (M,)}} out-of-fold; bias : {D: (M,)}; var, truth, truth_t2, folds,
@@ -275,33 +313,57 @@ def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var:
     served = np.full(len(truth), np.nan)  # leave-one-fold-out of the choice itself
     for f in np.unique(folds[rows]):
         r_f, _ = rules_for(base, bias, var, truth, rows & (folds != f), n_anchors, grid)
-        served[folds == f] = choose(r_f, base, truth, rows & (folds != f), folds,
-                                    prefer.get(int(f))).apply(base)[folds == f]
+        served[folds == f] = choose(r_f, base, truth, rows & (folds != f), folds, prefer.get(int(f))).apply(base)[
+            folds == f
+        ]
     dim = win.dim if win.irt else best([r for r in rules if r.irt], base, truth, rows).dim
     banks = [r for r in rules if r.estimator == BANK]
     eps = banks[0].eps if banks else None  # one bank rule: its eps chosen inside it (above)
-    ch = ScenarioChoice(s, n, n_anchors, dim, win.estimator, win.estimator, lams[dim], rules,
-                        oof_served=served, served_mae=mae(served, truth, rows), eps=eps)
+    ch = ScenarioChoice(
+        s,
+        n,
+        n_anchors,
+        dim,
+        win.estimator,
+        win.estimator,
+        lams[dim],
+        rules,
+        oof_served=served,
+        served_mae=mae(served, truth, rows),
+        eps=eps,
+    )
     exported = [r for r in rules if not r.irt or r.dim == dim]  # what the artifact carries: anchor, the bank, D's
     for r in rules:
         x = r.apply(base)
         x2, cal = fold_isotonic(x, truth_t2, folds)
         ch.oof.append(x)
         ch.oof_t2.append(x2)
-        ch.cv.append({"scenario": s, "n": n, "n_anchors": n_anchors, "estimator": r.estimator,
-                      "dim": r.dim if r.irt else 0, "lambda": np.nan if r.lam is None else r.lam,
-                      "eps": np.nan if r.eps is None else r.eps,
-                      "cv_mae_t1": mae(x, truth, rows), "cv_mae_t2": mae(x2, truth_t2, rows2) if cal else np.nan,
-                      "n_models": int((rows & np.isfinite(x)).sum()),
-                      "n_models_t2": int((rows2 & np.isfinite(x2)).sum()), "served_t1": r is win, "served_t2": False})
+        ch.cv.append(
+            {
+                "scenario": s,
+                "n": n,
+                "n_anchors": n_anchors,
+                "estimator": r.estimator,
+                "dim": r.dim if r.irt else 0,
+                "lambda": np.nan if r.lam is None else r.lam,
+                "eps": np.nan if r.eps is None else r.eps,
+                "cv_mae_t1": mae(x, truth, rows),
+                "cv_mae_t2": mae(x2, truth_t2, rows2) if cal else np.nan,
+                "n_models": int((rows & np.isfinite(x)).sum()),
+                "n_models_t2": int((rows2 & np.isfinite(x2)).sum()),
+                "served_t1": r is win,
+                "served_t2": False,
+            }
+        )
         if r in exported:  # the served D's candidates (and the bank at its eps) go into the artifact
             ch.interval_t1[r.estimator] = symmetric_interval(x, truth, alpha, scale, groups=groups)
             if cal is not None:
                 ch.calibration_t2[r.estimator] = cal
                 ch.interval_t2[r.estimator] = symmetric_interval(x2, truth_t2, alpha, scale, groups=groups)
     # the served T1 interval: out-of-choice residuals, never narrower than the winner's own
-    ch.interval_t1[win.estimator] = widest([symmetric_interval(served, truth, alpha, scale, groups=groups),
-                                            ch.interval_t1[win.estimator]])
+    ch.interval_t1[win.estimator] = widest(
+        [symmetric_interval(served, truth, alpha, scale, groups=groups), ch.interval_t1[win.estimator]]
+    )
     js = [i for i, r in enumerate(rules) if r in exported and r.estimator != BANK]
     ch.t1_json = rules[min(js, key=lambda i: ch.cv[i]["cv_mae_t1"])].estimator  # == t1 unless the bank won
     ch.t2_json = ch.t1_json
@@ -319,10 +381,23 @@ def choose_scenario(s: str, n: int, n_anchors: int, base: dict, bias: dict, var:
             i2 = ib
         ch.t2, ch.cv[i2]["served_t2"] = rules[i2].estimator, True
         ch.interval_t2[ch.t2] = widest(list(ch.interval_t2.values()))
-    ch.cv.append({"scenario": s, "n": n, "n_anchors": n_anchors, "estimator": "served", "dim": dim,
-                  "lambda": np.nan, "eps": np.nan, "cv_mae_t1": ch.served_mae, "cv_mae_t2": np.nan,
-                  "n_models": int((rows & np.isfinite(served)).sum()), "n_models_t2": 0,
-                  "served_t1": False, "served_t2": False})
+    ch.cv.append(
+        {
+            "scenario": s,
+            "n": n,
+            "n_anchors": n_anchors,
+            "estimator": "served",
+            "dim": dim,
+            "lambda": np.nan,
+            "eps": np.nan,
+            "cv_mae_t1": ch.served_mae,
+            "cv_mae_t2": np.nan,
+            "n_models": int((rows & np.isfinite(served)).sum()),
+            "n_models_t2": 0,
+            "served_t1": False,
+            "served_t2": False,
+        }
+    )
     return ch
 
 

@@ -1,5 +1,6 @@
 """Small leaderboards, part 4: a fitted :class:`~.small_board.SmallBoardPredictor` as a tiny-benchmark artifact
 (the layout of :mod:`..tiny_benchmark.format`, version 2, with the small board's ``shrinkage`` block)."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -21,7 +22,7 @@ def joint_block(fits: dict, dims: dict, s: str) -> np.ndarray:
     a = fits[s].irt[dims[s]].a
     out = np.zeros((a.shape[0], sum(dims.values())))
     start = sum(dims[x] for x in order[: order.index(s)])
-    out[:, start: start + dims[s]] = a
+    out[:, start : start + dims[s]] = a
     return out
 
 
@@ -40,33 +41,61 @@ def build_artifact(p, leaderboard: str, n: int, item_texts=None, binarization=No
         irt, (local, weights) = fit.irt[ch.dim], fit.anchors[n]
         lam = {"tutorial": _enc(ch.lambdas["tutorial"]), "validation": _enc(ch.lambdas["validation"])}
         cv = {r["estimator"]: r for r in ch.cv if r["estimator"] in NO_IRT or r["dim"] == ch.dim}
-        ests = {e: {"val_mae_t1": _enc(cv[e]["cv_mae_t1"]), "val_mae_t2": _enc(cv[e]["cv_mae_t2"]),
-                    "n_val": int(cv[e]["n_models"]), "interval_t1": _interval(ch.interval_t1[e]),
-                    "calibration_t2": _calibration(ch.calibration_t2.get(e)),
-                    "interval_t2": _interval(ch.interval_t2.get(e))} for e in (*CANDIDATES, BANK)}
+        ests = {
+            e: {
+                "val_mae_t1": _enc(cv[e]["cv_mae_t1"]),
+                "val_mae_t2": _enc(cv[e]["cv_mae_t2"]),
+                "n_val": int(cv[e]["n_models"]),
+                "interval_t1": _interval(ch.interval_t1[e]),
+                "calibration_t2": _calibration(ch.calibration_t2.get(e)),
+                "interval_t2": _interval(ch.interval_t2.get(e)),
+            }
+            for e in (*CANDIDATES, BANK)
+        }
         anchor_ids = [L.items[j] for j in cols[local]]
         scenarios[s] = {
-            "n_items": int(len(cols)), "items": [L.items[j] for j in cols], "balance_weights": _enc_list(L.w[cols]),
-            "anchors": {"items": anchor_ids, "local": [int(i) for i in local], "weights": _enc_list(weights),
-                        "texts": [texts.get(i) for i in anchor_ids], "linear": None},
-            "irt": {"sep": {"a": _enc_matrix(irt.a), "b": _enc_list(irt.b)},
-                    "joint": {"a": _enc_matrix(joint_block(fits, dims, s)), "b": _enc_list(irt.b)}},
-            "lambdas": {"sep": lam, "joint": dict(lam), "b_sep": _enc(ch.lambdas["b"]),
-                        "b_joint": _enc(ch.lambdas["b"]), "v": _enc(ch.lambdas["v"])},
+            "n_items": int(len(cols)),
+            "items": [L.items[j] for j in cols],
+            "balance_weights": _enc_list(L.w[cols]),
+            "anchors": {
+                "items": anchor_ids,
+                "local": [int(i) for i in local],
+                "weights": _enc_list(weights),
+                "texts": [texts.get(i) for i in anchor_ids],
+                "linear": None,
+            },
+            "irt": {
+                "sep": {"a": _enc_matrix(irt.a), "b": _enc_list(irt.b)},
+                "joint": {"a": _enc_matrix(joint_block(fits, dims, s)), "b": _enc_list(irt.b)},
+            },
+            "lambdas": {
+                "sep": lam,
+                "joint": dict(lam),
+                "b_sep": _enc(ch.lambdas["b"]),
+                "b_joint": _enc(ch.lambdas["b"]),
+                "v": _enc(ch.lambdas["v"]),
+            },
             "stacks": {},
             "estimators": ests,
             "recommended": {"t1": ch.t1_json, "t2": ch.t2_json},
             "recommended_learned": {"t1": ch.t1, "t2": ch.t2, "interval_t1": _interval(ch.interval_t1[ch.t1])},
         }
     return {
-        "format": FORMAT, "leaderboard": str(leaderboard),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"), "n": n, "clustering": CLUSTERING,
-        "clustering_source": "given", "alpha": float(p.alpha), "interval_scale": p.interval_scale,
-        "scenario_order": list(L.scenarios), "irt_dims": {**dims, "joint": int(sum(dims.values()))},
+        "format": FORMAT,
+        "leaderboard": str(leaderboard),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "n": n,
+        "clustering": CLUSTERING,
+        "clustering_source": "given",
+        "alpha": float(p.alpha),
+        "interval_scale": p.interval_scale,
+        "scenario_order": list(L.scenarios),
+        "irt_dims": {**dims, "joint": int(sum(dims.values()))},
         "training": {"fit_models": len(L.models), "validation_models": len(L.models), "seed": int(p.seed)},
-        "binarization": binarization, "json_estimators": sorted(CANDIDATES), "learned_estimators": [BANK],
-        "learned": {"file": TREES_FILE, "sha256": None, "fit_learned": False, "models": [],
-                    "bank": bank_info(bank)},
+        "binarization": binarization,
+        "json_estimators": sorted(CANDIDATES),
+        "learned_estimators": [BANK],
+        "learned": {"file": TREES_FILE, "sha256": None, "fit_learned": False, "models": [], "bank": bank_info(bank)},
         "scenarios": scenarios,
         "shrinkage": p.served_.priors[n].to_json(),
         "_trees": {**pack([]), **bank_arrays(bank)},  # the answer bank's arrays (no regressors)

@@ -28,6 +28,7 @@ The response matrix ``Y`` (M models x I items, 0/1, NaN = not answered) flows li
 A held-out row is read only on the fold's anchors (and, for b, on the seeded half of the items); no held-out
 family's answer enters the fold's IRT fit or anchor choice. Pure numpy / torch / scikit-learn.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -45,8 +46,24 @@ from .bank import bank_estimates as bank_estimates_of
 from .shrinkage import SHRINKAGE, ShrinkagePrior
 from .strata import nested_order, prefix_anchors
 
-__all__ = ["family_folds", "ScenarioFit", "fit_scenario", "scenario_truth", "anchor_matrix", "fit_prior", "DESIGNS", "base_estimates", "half_item_error", "half_split",
-           "build_bank", "bank_estimates", "OutOfFold", "out_of_fold", "BANK_EPS", "CLUSTERING"]
+__all__ = [
+    "family_folds",
+    "ScenarioFit",
+    "fit_scenario",
+    "scenario_truth",
+    "anchor_matrix",
+    "fit_prior",
+    "DESIGNS",
+    "base_estimates",
+    "half_item_error",
+    "half_split",
+    "build_bank",
+    "bank_estimates",
+    "OutOfFold",
+    "out_of_fold",
+    "BANK_EPS",
+    "CLUSTERING",
+]
 
 CLUSTERING = "correctness"  # the anchors' clustering (the artifact's ``clustering``)
 DESIGNS = ("stratified", "random", "kmeans")
@@ -103,8 +120,19 @@ class ScenarioFit:
     order: np.ndarray | None = None
 
 
-def fit_scenario(Ys: np.ndarray, ws: np.ndarray, counts: dict, dims, *, seed: int = 0, device: str = "cpu",
-                 n_init: int = 10, subscenarios=None, design: str = "stratified", irt: dict | None = None) -> ScenarioFit:
+def fit_scenario(
+    Ys: np.ndarray,
+    ws: np.ndarray,
+    counts: dict,
+    dims,
+    *,
+    seed: int = 0,
+    device: str = "cpu",
+    n_init: int = 10,
+    subscenarios=None,
+    design: str = "stratified",
+    irt: dict | None = None,
+) -> ScenarioFit:
     """2PLs and anchors of one scenario from training rows only.
 
     Parameters
@@ -139,8 +167,9 @@ def fit_scenario(Ys: np.ndarray, ws: np.ndarray, counts: dict, dims, *, seed: in
     return ScenarioFit(irt, anchors, est.mean_item_variance(Ys), len(Ys))
 
 
-def base_estimates(Ya: np.ndarray, local: np.ndarray, weights: np.ndarray, params: IRTParams, ws: np.ndarray,
-                   device: str = "cpu") -> dict:
+def base_estimates(
+    Ya: np.ndarray, local: np.ndarray, weights: np.ndarray, params: IRTParams, ws: np.ndarray, device: str = "cpu"
+) -> dict:
     """The JSON-evaluable base estimates of one scenario from anchor answers only.
 
     Exactly the per-scenario steps of ``base_estimates.features`` (which ArtifactModel runs): abilities by
@@ -154,8 +183,11 @@ def base_estimates(Ya: np.ndarray, local: np.ndarray, weights: np.ndarray, param
     has = ~np.isnan(Ya).all(1)
     th = estimate_ability(Ya, params.a[local], params.b[local], device=device)
     P = item_curve(th, params.a, params.b)
-    vals = {"anchor": est.anchor_estimate(Ya, weights), "irt": est.irt_estimate(P, ws),
-            "pirt": est.pirt_estimate(np.where(np.isnan(Ya), 0.0, Ya), P, local, ws)}
+    vals = {
+        "anchor": est.anchor_estimate(Ya, weights),
+        "irt": est.irt_estimate(P, ws),
+        "pirt": est.pirt_estimate(np.where(np.isnan(Ya), 0.0, Ya), P, local, ws),
+    }
     return {k: np.where(has, v, np.nan) for k, v in vals.items()}
 
 
@@ -164,8 +196,9 @@ def half_split(n_items: int, seed: int) -> np.ndarray:
     return np.sort(np.random.default_rng(seed + 11).permutation(n_items)[: n_items // 2])
 
 
-def half_item_error(Ys: np.ndarray, params: IRTParams, ws: np.ndarray, seen: np.ndarray,
-                    device: str = "cpu") -> np.ndarray:
+def half_item_error(
+    Ys: np.ndarray, params: IRTParams, ws: np.ndarray, seen: np.ndarray, device: str = "cpu"
+) -> np.ndarray:
     """Per row, |IRT-predicted - actual| balance-weighted accuracy on the unseen half of the items, abilities
     fitted on the ``seen`` half (the tutorial's b is its mean over held-out models).
 
@@ -191,8 +224,10 @@ def build_bank(Yb: np.ndarray, cols: dict, w: np.ndarray, anchors: dict) -> dict
 
 def bank_estimates(Y: np.ndarray, cols: dict, w: np.ndarray, anchors: dict, bank: dict, eps: dict) -> dict:
     """{scenario: (M,)} bank_joint of rows ``Y`` (M, I; only the anchors are read) with eps {scenario: eps}."""
-    sets = {s: AnchorSet(s, CLUSTERING, 0, np.asarray(local), cols[s][np.asarray(local)], np.asarray(weights))
-            for s, (local, weights) in anchors.items()}
+    sets = {
+        s: AnchorSet(s, CLUSTERING, 0, np.asarray(local), cols[s][np.asarray(local)], np.asarray(weights))
+        for s, (local, weights) in anchors.items()
+    }
     return bank_estimates_of(Y, cols, w, sets, bank, eps)
 
 
@@ -251,9 +286,21 @@ class OutOfFold:
     train_rows: list = field(default_factory=list)
 
 
-def out_of_fold(Y: np.ndarray, w: np.ndarray, cols: dict, folds: np.ndarray, counts: dict, dims, *, seed: int = 0,
-                device: str = "cpu", n_init: int = 10, subscenarios: dict | None = None,
-                design: str | dict = "stratified", irt_cache: dict | None = None) -> OutOfFold:
+def out_of_fold(
+    Y: np.ndarray,
+    w: np.ndarray,
+    cols: dict,
+    folds: np.ndarray,
+    counts: dict,
+    dims,
+    *,
+    seed: int = 0,
+    device: str = "cpu",
+    n_init: int = 10,
+    subscenarios: dict | None = None,
+    design: str | dict = "stratified",
+    irt_cache: dict | None = None,
+) -> OutOfFold:
     """Fit every fold on its training rows and estimate its held-out rows from their anchor answers.
 
     Parameters
@@ -275,7 +322,7 @@ def out_of_fold(Y: np.ndarray, w: np.ndarray, cols: dict, folds: np.ndarray, cou
     for s in cols:
         for D in dims:
             out.bias[(s, D)] = np.full(M, np.nan)
-            for (s2, n) in counts:
+            for s2, n in counts:
                 if s2 == s:
                     out.base[(s, n, D)] = {k: np.full(M, np.nan) for k in BASE}
                     out.bank[(s, n)] = {e: np.full(M, np.nan) for e in BANK_EPS}
@@ -291,8 +338,18 @@ def out_of_fold(Y: np.ndarray, w: np.ndarray, cols: dict, folds: np.ndarray, cou
             mine = {n: k for (s2, n), k in counts.items() if s2 == s}
             d = design if isinstance(design, str) else design[f][s]
             cached = None if irt_cache is None else irt_cache.get((f, s))
-            fit = fits[s] = fit_scenario(Y[np.ix_(train, c)], w[c], mine, dims, seed=seed, device=device, n_init=n_init,
-                                         subscenarios=subscenarios.get(s), design=d, irt=cached)
+            fit = fits[s] = fit_scenario(
+                Y[np.ix_(train, c)],
+                w[c],
+                mine,
+                dims,
+                seed=seed,
+                device=device,
+                n_init=n_init,
+                subscenarios=subscenarios.get(s),
+                design=d,
+                irt=cached,
+            )
             if irt_cache is not None:
                 irt_cache[(f, s)] = fit.irt
             Yt = Y[np.ix_(test, c)]  # the held-out rows, read below only on anchors (and b's half)

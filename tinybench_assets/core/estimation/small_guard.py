@@ -21,6 +21,7 @@ and its rules are chosen again on them::
 The decision for fold f reads only the rows outside f, so the backtest, every fold refitted with the designs its own
 decision gave, measures the guard rather than its hindsight. Pure numpy.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -91,18 +92,30 @@ def fold_designs(switch: dict, scenarios: list, design: str) -> dict:
     return {f: {s: (RANDOM if s in sw else design) for s in scenarios} for f, sw in switch.items() if f is not None}
 
 
-def guard_choices(choices: dict, Y: np.ndarray, w: np.ndarray, cols: dict, subscenarios: dict, counts: dict,
-                  truth: np.ndarray, folds: np.ndarray, ns: list) -> tuple[dict, dict]:
+def guard_choices(
+    choices: dict,
+    Y: np.ndarray,
+    w: np.ndarray,
+    cols: dict,
+    subscenarios: dict,
+    counts: dict,
+    truth: np.ndarray,
+    folds: np.ndarray,
+    ns: list,
+) -> tuple[dict, dict]:
     """:func:`guard` on a small board's choices {(scenario, n): ScenarioChoice} (their ``oof_served``), the expected
     random-item errors computed from ``Y`` (M, I), ``w`` (I,), ``cols`` {scenario: columns}, ``subscenarios``
     {scenario: (I_s,) or None} and ``counts`` {(scenario, n): anchors}; ``truth`` (M, S) in ``cols`` order."""
     served = {s: {n: choices[(s, n)].oof_served for n in ns} for s in cols}
-    expected = {s: {n: random_item_error(Y[:, c], w[c], subscenarios[s], counts[(s, n)]) for n in ns}
-                for s, c in cols.items()}
+    expected = {
+        s: {n: random_item_error(Y[:, c], w[c], subscenarios[s], counts[(s, n)]) for n in ns} for s, c in cols.items()
+    }
     return guard(served, expected, {s: truth[:, j] for j, s in enumerate(cols)}, folds)
 
 
 def guard_note(scenario: str, excess: float) -> str:
     """The predictor's note for a scenario the guard switched (``excess``: its :func:`log_excess` on every row)."""
-    return (f"scenario {scenario!r}: anchors drawn at random inside each subscenario (on anchors spread by difficulty "
-            f"the served rule's out-of-fold MAE was {np.exp(excess):.2f}x what random items are expected to give)")
+    return (
+        f"scenario {scenario!r}: anchors drawn at random inside each subscenario (on anchors spread by difficulty "
+        f"the served rule's out-of-fold MAE was {np.exp(excess):.2f}x what random items are expected to give)"
+    )

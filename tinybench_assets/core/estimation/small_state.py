@@ -10,6 +10,7 @@
 
 Pure numpy.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -1,5 +1,6 @@
 """Small leaderboards, part 3: the fitted :class:`~.small_board.SmallBoardPredictor`'s tables (anchors, CV, out-of-fold
 estimates) and its served T1 intervals applied out of fold, each fold's calibrated on the other folds only."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -27,9 +28,18 @@ def oof_intervals(p, n: int) -> pd.DataFrame:
         half = pooled_half_widths(est_, truth, ~mine, p.alpha)
         for s in p.layout_.cols:
             e = est_[s][mine]
-            parts.append(pd.DataFrame({"model": np.asarray(p.layout_.models, dtype=object)[mine], "scenario": s,
-                                       "estimate": e, "lower": np.clip(e - half[s], 0, 1),
-                                       "upper": np.clip(e + half[s], 0, 1), "truth_t1": truth[s][mine]}))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "model": np.asarray(p.layout_.models, dtype=object)[mine],
+                        "scenario": s,
+                        "estimate": e,
+                        "lower": np.clip(e - half[s], 0, 1),
+                        "upper": np.clip(e + half[s], 0, 1),
+                        "truth_t1": truth[s][mine],
+                    }
+                )
+            )
     return pd.concat(parts, ignore_index=True)
 
 
@@ -56,12 +66,27 @@ def oof_table(p) -> pd.DataFrame:
     parts, L, truth = [], p.layout_, p.truth_
     for (s, n), ch in p.choices_.items():
         j = L.scenarios.index(s)
-        ests = [(row["estimator"], row["dim"], r.eps, x, x2)  # the CV table's names
-                for r, row, x, x2 in zip(ch.rules, ch.cv, ch.oof, ch.oof_t2)]
+        ests = [
+            (row["estimator"], row["dim"], r.eps, x, x2)  # the CV table's names
+            for r, row, x, x2 in zip(ch.rules, ch.cv, ch.oof, ch.oof_t2)
+        ]
         for e, d, eps, x, x2 in ests + [("served", ch.dim, None, ch.oof_served, np.nan)]:
-            parts.append(pd.DataFrame({"model": L.models, "group": L.groups, "fold": p.folds_.ids,
-                                       "scenario": s, "n": n, "estimator": e, "dim": d,
-                                       "eps": np.nan if eps is None else eps, "estimate": x,
-                                       "estimate_t2": x2, "truth_t1": truth.t1[:, j],
-                                       "truth_t2": truth.t2[:, j]}))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "model": L.models,
+                        "group": L.groups,
+                        "fold": p.folds_.ids,
+                        "scenario": s,
+                        "n": n,
+                        "estimator": e,
+                        "dim": d,
+                        "eps": np.nan if eps is None else eps,
+                        "estimate": x,
+                        "estimate_t2": x2,
+                        "truth_t1": truth.t1[:, j],
+                        "truth_t2": truth.t2[:, j],
+                    }
+                )
+            )
     return pd.concat(parts, ignore_index=True)

@@ -1,5 +1,6 @@
 """Stacks of the anchor predictor: convex combinations (weights >= 0, sum 1) of the estimators in ``STACKS``,
 fitted on validation models, one for T1 and one for the T2 input."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -16,6 +16,7 @@ answers a model gave for a smaller budget are reused when the user extends it.
 scenario's score split evenly over its anchors (renormalized over the subscenarios the prefix reaches), so the
 anchor-weighted mean is the stratified estimate of the balance-weighted accuracy.
 """
+
 from __future__ import annotations
 
 import numpy as np

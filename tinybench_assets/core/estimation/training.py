@@ -4,6 +4,7 @@
 every step indexes; :class:`TrainingSplit` is the first step of the predictor: it splits the training models into
 fit and validation models and hands the next steps a :class:`FitData`.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -52,8 +53,12 @@ class Layout:
     @classmethod
     def of(cls, matrix) -> "Layout":
         scenarios = list(pd.unique(matrix.scenarios))
-        return cls(list(matrix.items), scenarios, matrix.balance_weights(),
-                   {s: np.flatnonzero(matrix.scenarios == s) for s in scenarios})
+        return cls(
+            list(matrix.items),
+            scenarios,
+            matrix.balance_weights(),
+            {s: np.flatnonzero(matrix.scenarios == s) for s in scenarios},
+        )
 
     def pool_accuracy(self, Y) -> pd.DataFrame:
         """T1 truth: balance-weighted accuracy on the whole item pool, (M, scenarios) DataFrame, NaN where
@@ -112,7 +117,9 @@ class TrainingSplit:
         fit_rel, val_rel = split_models(len(rows), self.val_fraction, self.seed)
         self.validation_split_ = "random"
         if groups is not None:
-            is_val = grouped_test_mask(np.asarray(groups, dtype=object)[rows], self.val_fraction, f"validation:{self.seed}")
+            is_val = grouped_test_mask(
+                np.asarray(groups, dtype=object)[rows], self.val_fraction, f"validation:{self.seed}"
+            )
             # whole families as validation models, unless that leaves a scenario with too few of them (few models,
             # or families that never ran it): then the random share, as without groups
             seen = ~np.isnan(Y)
@@ -124,8 +131,12 @@ class TrainingSplit:
             fit_rel = np.sort(np.random.default_rng(self.seed + 1).choice(fit_rel, self.max_fit_models, replace=False))
         self.n_fit_, self.n_val_ = len(fit_rel), len(val_rel)
         # family of each validation model (None: random validation): the served intervals' folds follow families
-        self.val_groups_ = None if self.validation_split_ != "grouped" else np.asarray(groups, dtype=object)[rows][val_rel]
-        self.val_rows_ = rows[val_rel]  # rows of ``matrix`` used as validation models (adaptive calibration reuses them)
+        self.val_groups_ = (
+            None if self.validation_split_ != "grouped" else np.asarray(groups, dtype=object)[rows][val_rel]
+        )
+        self.val_rows_ = rows[
+            val_rel
+        ]  # rows of ``matrix`` used as validation models (adaptive calibration reuses them)
         self.fit_rows_ = rows[fit_rel]
         frame = partial(pd.DataFrame, columns=lay.scenarios)
         return FitData(lay, Y[fit_rel], Y[val_rel], frame(t1_all[val_rel]), frame(t2[fit_rel]), frame(t2[val_rel]))

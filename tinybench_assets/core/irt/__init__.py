@@ -16,6 +16,7 @@ Modules (see docs/architecture.md)::
 Every name the rest of the project imports from ``tinybench_assets.core.irt`` is re-exported here (including the
 private ``_Objective`` and ``_prepare`` that the tests use). Pure numpy / torch / scipy: no Dagster or DuckDB.
 """
+
 from __future__ import annotations
 
 from .ability import estimate_ability

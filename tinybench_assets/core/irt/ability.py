@@ -1,4 +1,5 @@
 """Abilities of new models with the item parameters held fixed (batched MAP, damped Newton)."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Held-out evaluation of a fitted IRT model on models it never saw."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,7 +26,7 @@ def heldout_scores(Y: np.ndarray, a: np.ndarray, b: np.ndarray, seed: int = 0, d
         return {"logloss": float("nan"), "accuracy": float("nan"), "score_mae": float("nan"), "n_models": 0}
     rng = np.random.default_rng(seed)
     perm = rng.permutation(Y.shape[1])
-    seen, unseen = np.sort(perm[: len(perm) // 2]), np.sort(perm[len(perm) // 2:])
+    seen, unseen = np.sort(perm[: len(perm) // 2]), np.sort(perm[len(perm) // 2 :])
     theta = estimate_ability(Y[:, seen], a[seen], b[seen], device=device)
     p = np.clip(item_curve(theta, a[unseen], b[unseen]), 1e-7, 1 - 1e-7)
     y = Y[:, unseen]
@@ -35,4 +36,9 @@ def heldout_scores(Y: np.ndarray, a: np.ndarray, b: np.ndarray, seed: int = 0, d
     n = np.maximum(obs.sum(axis=1), 1)
     pred = np.where(obs, p, 0).sum(axis=1) / n
     actual = np.nansum(y, axis=1) / n
-    return {"logloss": float(ll), "accuracy": float(acc), "score_mae": float(np.mean(np.abs(pred - actual))), "n_models": int(Y.shape[0])}
+    return {
+        "logloss": float(ll),
+        "accuracy": float(acc),
+        "score_mae": float(np.mean(np.abs(pred - actual))),
+        "n_models": int(Y.shape[0]),
+    }

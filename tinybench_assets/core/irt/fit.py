@@ -33,6 +33,7 @@ Default fit (``fit_irt``; every choice below is an option)
 
 Pure numpy / torch / scipy: no Dagster or DuckDB here.
 """
+
 from __future__ import annotations
 
 import math
@@ -93,22 +94,21 @@ def _options(options: dict, dim: int) -> tuple[dict, int]:
 def _optimize(obj, x0, opt: dict) -> tuple:
     """(x, loss, iterations, converged) of the optimizer the options name (L-BFGS or Adam)."""
     if opt["optimizer"] == "lbfgs":
-        return _run_lbfgs(obj, x0, max_iter=opt["max_iter"], tol=opt["tol"], history_size=opt["history_size"],
-                          precondition=opt["precondition"])
+        return _run_lbfgs(
+            obj,
+            x0,
+            max_iter=opt["max_iter"],
+            tol=opt["tol"],
+            history_size=opt["history_size"],
+            precondition=opt["precondition"],
+        )
     if opt["optimizer"] == "adam":
         return _run_adam(obj, x0, max_iter=opt["max_iter"], tol=opt["tol"], lr=opt["adam_lr"])
     raise ValueError(f"unknown optimizer {opt['optimizer']!r}")
 
 
 def fit_irt(
-    Y,
-    mask=None,
-    dim: int = 2,
-    *,
-    fitter: str = "torch",
-    device: str = "cpu",
-    seed: int = 0,
-    **options,
+    Y, mask=None, dim: int = 2, *, fitter: str = "torch", device: str = "cpu", seed: int = 0, **options
 ) -> IRTParams:
     """Fit a D-dimensional 2PL to a binary response matrix.
 
@@ -150,10 +150,20 @@ def fit_irt(
     dtype = _dtype(opt["dtype"])
     y8, m = _prepare(Y, mask)
     obj = _Objective(
-        y8, m, dim,
-        theta_sd=opt["theta_sd"], standardize=opt["standardize"],
-        learn_means=opt["learn_means"], hyper_sd=opt["hyper_sd"], a_prior=opt["a_prior"], a_mean=opt["a_mean"], a_sd=opt["a_sd"],
-        b_sd=opt["b_sd"], chunk_cells=opt["chunk_cells"], dtype=dtype, device=device,
+        y8,
+        m,
+        dim,
+        theta_sd=opt["theta_sd"],
+        standardize=opt["standardize"],
+        learn_means=opt["learn_means"],
+        hyper_sd=opt["hyper_sd"],
+        a_prior=opt["a_prior"],
+        a_mean=opt["a_mean"],
+        a_sd=opt["a_sd"],
+        b_sd=opt["b_sd"],
+        chunk_cells=opt["chunk_cells"],
+        dtype=dtype,
+        device=device,
     )
     x0 = _init_x(obj, y8, m, seed, dtype, obj.device, init=opt["init"])
     x, loss, n_iter, converged = _optimize(obj, x0, opt)
@@ -163,12 +173,26 @@ def fit_irt(
     theta_np = theta.detach().to("cpu", torch.float64).numpy().copy()
     a_np = a.detach().to("cpu", torch.float64).numpy().copy()
     b_np = b.detach().to("cpu", torch.float64).numpy().copy()
-    if not (np.isfinite(theta_np).all() and np.isfinite(a_np).all() and np.isfinite(b_np).all() and math.isfinite(loss)):
+    if not (
+        np.isfinite(theta_np).all() and np.isfinite(a_np).all() and np.isfinite(b_np).all() and math.isfinite(loss)
+    ):
         raise FloatingPointError("IRT fit produced non-finite parameters")
     seconds = time.perf_counter() - t0
     return IRTParams(
-        a=a_np, b=b_np, theta=theta_np, loss=float(loss), n_iter=int(n_iter), seconds=seconds,
-        device=str(obj.device), fitter="torch",
-        info={"optimizer": opt["optimizer"], "converged": bool(converged), "n_evals": obj.n_evals,
-              "n_obs": int(obj.n_obs), "options": opt, "seed": seed},
+        a=a_np,
+        b=b_np,
+        theta=theta_np,
+        loss=float(loss),
+        n_iter=int(n_iter),
+        seconds=seconds,
+        device=str(obj.device),
+        fitter="torch",
+        info={
+            "optimizer": opt["optimizer"],
+            "converged": bool(converged),
+            "n_evals": obj.n_evals,
+            "n_obs": int(obj.n_obs),
+            "options": opt,
+            "seed": seed,
+        },
     )

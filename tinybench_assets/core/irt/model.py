@@ -8,6 +8,7 @@ For model (subject) ``i`` with ability ``theta_i`` (D,) and item ``j`` with disc
 The log-likelihood of a 0/1 response matrix under this curve (and the priors) is the objective of
 ``objective._Objective``; fitting is in ``fit``. Pure numpy: no torch, Dagster or DuckDB here.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -3,6 +3,7 @@ minimises; the priors are described in ``fit``'s docstring).
 
 Pure numpy / torch: no Dagster or DuckDB here.
 """
+
 from __future__ import annotations
 
 import math
@@ -28,7 +29,25 @@ class _Objective:
     v = u + prior centre, b = beta. The loss is the negative log posterior / observed cells.
     """
 
-    def __init__(self, y, m, dim, *, theta_sd, standardize=False, learn_means=False, hyper_sd=10.0, a_prior, a_mean, a_sd, b_sd, chunk_cells, dtype, device, cache_cells=32_000_000):
+    def __init__(
+        self,
+        y,
+        m,
+        dim,
+        *,
+        theta_sd,
+        standardize=False,
+        learn_means=False,
+        hyper_sd=10.0,
+        a_prior,
+        a_mean,
+        a_sd,
+        b_sd,
+        chunk_cells,
+        dtype,
+        device,
+        cache_cells=32_000_000,
+    ):
         self.M, self.I = y.shape
         self.D = dim
         self.device = torch.device(device)

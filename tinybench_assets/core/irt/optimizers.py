@@ -1,4 +1,5 @@
 """Optimizers of the fit: full-batch L-BFGS in blocks (the default) and Adam."""
+
 from __future__ import annotations
 
 import math
@@ -26,8 +27,14 @@ def _run_lbfgs(obj, x, *, max_iter, tol, history_size, precondition=True, block=
         return torch.tensor(loss * fscale, dtype=torch.float64)
 
     opt = torch.optim.LBFGS(
-        [param], lr=1.0, max_iter=block, max_eval=block * 25, tolerance_grad=1e-9, tolerance_change=1e-9,
-        history_size=history_size, line_search_fn="strong_wolfe",
+        [param],
+        lr=1.0,
+        max_iter=block,
+        max_eval=block * 25,
+        tolerance_grad=1e-9,
+        tolerance_change=1e-9,
+        history_size=history_size,
+        line_search_fn="strong_wolfe",
     )
     prev = obj(param.data * scale, need_grad=False)[0]
     loss = prev

@@ -9,6 +9,7 @@ with ``disc`` exported as ``exp(loc_disc)``. Expanding gives exactly our paramet
 
 Pure numpy / torch / pyro: no Dagster or DuckDB here.
 """
+
 from __future__ import annotations
 
 import math
@@ -159,8 +160,15 @@ def fit_pyirt(
     py_state, np_state, torch_state = random.getstate(), np.random.get_state(), torch.random.get_rng_state()
     try:
         pyro.set_rng_seed(seed)
-        config = IrtConfig(model_type="multidim_2pl", epochs=epochs, dims=int(dim), lr=lr, lr_decay=lr_decay,
-                           seed=seed, log_every=max(1, epochs))
+        config = IrtConfig(
+            model_type="multidim_2pl",
+            epochs=epochs,
+            dims=int(dim),
+            lr=lr,
+            lr_decay=lr_decay,
+            seed=seed,
+            log_every=max(1, epochs),
+        )
         trainer = IrtModelTrainer(data_path=None, config=config, dataset=ds, verbose=verbose)
         t1 = time.perf_counter()
         _train(trainer, epochs, device, verbose, f"lr={lr}, D={dim}")
@@ -180,8 +188,22 @@ def fit_pyirt(
     if theta.shape != (M, int(dim)) or a.shape != (I, int(dim)):
         raise RuntimeError(f"py-irt returned shapes theta {theta.shape}, a {a.shape}")
     return IRTParams(
-        a=a, b=b, theta=theta, loss=elbo if math.isfinite(elbo) else float("nan"), n_iter=int(epochs),
-        seconds=time.perf_counter() - t0, device=str(device), fitter="py-irt",
-        info={"lr": lr, "lr_decay": lr_decay, "epochs": epochs, "use": use, "finite": bool(finite),
-              "train_seconds": t_train, "data_seconds": t_data, "seed": seed},
+        a=a,
+        b=b,
+        theta=theta,
+        loss=elbo if math.isfinite(elbo) else float("nan"),
+        n_iter=int(epochs),
+        seconds=time.perf_counter() - t0,
+        device=str(device),
+        fitter="py-irt",
+        info={
+            "lr": lr,
+            "lr_decay": lr_decay,
+            "epochs": epochs,
+            "use": use,
+            "finite": bool(finite),
+            "train_seconds": t_train,
+            "data_seconds": t_data,
+            "seed": seed,
+        },
     )

@@ -1,4 +1,5 @@
 """Choice of the number of dimensions D by validation on held-out models (tinyBenchmarks tutorial protocol)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -127,6 +128,13 @@ def select_dimension(
         secs[d] = params.seconds
     best = min(errors, key=lambda k: (errors[k], k))
     return DimensionSelection(
-        best_dim=best, errors=errors, per_model_errors=per_model, signed_errors=signed, bias=bias,
-        val_models=val, seen_items=seen, unseen_items=unseen, seconds=secs,
+        best_dim=best,
+        errors=errors,
+        per_model_errors=per_model,
+        signed_errors=signed,
+        bias=bias,
+        val_models=val,
+        seen_items=seen,
+        unseen_items=unseen,
+        seconds=secs,
     )

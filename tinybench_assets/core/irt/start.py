@@ -1,5 +1,6 @@
 """Deterministic starting point of the fit: item intercepts from smoothed accuracies, abilities and
 discriminations from a seeded randomized SVD of the centred response matrix."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -74,7 +75,7 @@ def _init_x(obj: _Objective, y8, m, seed, dtype, device, init_scale=0.1, init="s
     # abilities start at the (standardized) mean centred logit accuracy of each model plus noise,
     # discriminations at a positive constant plus noise, so dimension 1 starts as a "general" factor.
     if m is None:
-        acc = (y8.mean(axis=1, dtype=np.float64) + 1e-3)
+        acc = y8.mean(axis=1, dtype=np.float64) + 1e-3
     else:
         acc = ((y8 & m).sum(axis=1, dtype=np.float64) + 0.5) / (m.sum(axis=1, dtype=np.float64) + 1.0)
     acc = np.clip(acc, 1e-3, 1 - 1e-3)

@@ -12,19 +12,27 @@ Pure numpy / scikit-learn / torch (through the IRT engine); no Dagster or DuckDB
 - :mod:`.metrics` -- routing decisions (argmax with tie-break), accuracy figures, paired bootstrap,
   cost-aware routing and the accuracy-cost curve.
 """
+
 from .knn import impute_item_params, nearest, normalize_rows
-from .metrics import (
-    evaluate_routing,
-    paired_bootstrap_ci,
-    route,
-    route_with_cost,
-)
+from .metrics import evaluate_routing, paired_bootstrap_ci, route, route_with_cost
 from .routers import BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter
 from .saved import router_from_state
 from .select import RouterSelection, select_router
 
 __all__ = [
-    "impute_item_params", "nearest", "normalize_rows", "evaluate_routing",
-    "paired_bootstrap_ci", "route", "route_with_cost", "BestSingleRouter", "EnsembleRouter", "KNNIRTRouter",
-    "KNNVoteRouter", "LogisticRouter", "router_from_state", "RouterSelection", "select_router",
+    "impute_item_params",
+    "nearest",
+    "normalize_rows",
+    "evaluate_routing",
+    "paired_bootstrap_ci",
+    "route",
+    "route_with_cost",
+    "BestSingleRouter",
+    "EnsembleRouter",
+    "KNNIRTRouter",
+    "KNNVoteRouter",
+    "LogisticRouter",
+    "router_from_state",
+    "RouterSelection",
+    "select_router",
 ]

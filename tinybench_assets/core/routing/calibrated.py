@@ -6,6 +6,7 @@ P' = sigmoid(slope_m x logit(P) + intercept_m) from out-of-fold predictions (nev
 ``CalibratedRouter(base)`` is the base router with that map on top, as scikit-learn's ``CalibratedClassifierCV``
 wraps a classifier.
 """
+
 from __future__ import annotations
 
 import copy
@@ -106,9 +107,12 @@ class CalibratedRouter(BaseRouter):
         return self.calibrator.transform(self.base.predict_proba(E))
 
     def state(self):
-        return {"router": self.name, "params": {}, "members": [self.base.state()],
-                "arrays": {"acc_": self.acc_, "slope_": self.calibrator.slope_,
-                           "intercept_": self.calibrator.intercept_}}
+        return {
+            "router": self.name,
+            "params": {},
+            "members": [self.base.state()],
+            "arrays": {"acc_": self.acc_, "slope_": self.calibrator.slope_, "intercept_": self.calibrator.intercept_},
+        }
 
     @classmethod
     def from_state(cls, base: BaseRouter, arrays: dict) -> CalibratedRouter:

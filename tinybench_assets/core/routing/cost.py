@@ -11,6 +11,7 @@ training cost, ``model_cost``); the realized per-question costs (C) only account
 
 Arrays: P, Y, C are (questions, models): P(correct), 0/1 correctness, realized cost (same unit for every model).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -91,8 +92,10 @@ def expected_cost(C: np.ndarray) -> np.ndarray:
 def nondecreasing_hull(cost, acc) -> tuple[np.ndarray, np.ndarray]:
     """The non-decreasing upper convex hull of points (cost, acc): its vertices by increasing cost, ending at the
     most accurate point (beyond it the hull stays flat)."""
-    pts = sorted(set(zip(np.asarray(cost, dtype=float).tolist(), np.asarray(acc, dtype=float).tolist())),
-                 key=lambda p: (p[0], -p[1]))
+    pts = sorted(
+        set(zip(np.asarray(cost, dtype=float).tolist(), np.asarray(acc, dtype=float).tolist())),
+        key=lambda p: (p[0], -p[1]),
+    )
     hull: list[tuple[float, float]] = []
     for c, a in pts:
         if hull and c == hull[-1][0]:
@@ -105,7 +108,7 @@ def nondecreasing_hull(cost, acc) -> tuple[np.ndarray, np.ndarray]:
                 break
         hull.append((c, a))
     top = int(np.argmax([a for _, a in hull]))
-    hull = hull[:top + 1]
+    hull = hull[: top + 1]
     return np.array([c for c, _ in hull]), np.array([a for _, a in hull])
 
 
@@ -144,6 +147,7 @@ def policy_figures(policies, P, Y, C, prior, model_cost=None) -> tuple[np.ndarra
 @dataclass
 class OperatingPoint:
     """A served choice: its ``policy``, training-CV accuracy and mean cost, and why it was chosen."""
+
     policy: Policy
     accuracy: float
     cost: float
@@ -151,8 +155,13 @@ class OperatingPoint:
     met: bool = True  # the objective's target was reached (False: the fallback when no point reaches it)
 
 
-def pick_point(points: list[OperatingPoint], objective: str = "quality_at_min_cost", tolerance: float = 0.01,
-               max_cost: float | None = None, min_accuracy: float | None = None) -> OperatingPoint:
+def pick_point(
+    points: list[OperatingPoint],
+    objective: str = "quality_at_min_cost",
+    tolerance: float = 0.01,
+    max_cost: float | None = None,
+    min_accuracy: float | None = None,
+) -> OperatingPoint:
     """Choose among operating points measured on TRAINING questions (one of them the best single model's):
 
     * ``quality_at_min_cost``: the cheapest point whose accuracy is within ``tolerance`` of the best single model's;
@@ -195,8 +204,17 @@ def training_points(P, Y, C, prior, policies=None) -> list[OperatingPoint]:
     return [OperatingPoint(p, float(a), float(c), "") for p, a, c in zip(policies, acc, cost)]
 
 
-def choose_point(P, Y, C, prior, objective: str = "quality_at_min_cost", tolerance: float = 0.01,
-                 max_cost: float | None = None, min_accuracy: float | None = None, policies=None) -> OperatingPoint:
+def choose_point(
+    P,
+    Y,
+    C,
+    prior,
+    objective: str = "quality_at_min_cost",
+    tolerance: float = 0.01,
+    max_cost: float | None = None,
+    min_accuracy: float | None = None,
+    policies=None,
+) -> OperatingPoint:
     """Choose a policy on TRAINING questions: :func:`pick_point` over :func:`training_points`."""
     if objective not in OBJECTIVES:
         raise ValueError(f"unknown objective {objective!r}; one of {', '.join(OBJECTIVES)}")
@@ -214,8 +232,18 @@ def training_aiq_gain(P, Y, C, prior) -> float:
     return aiq(cost, acc, lo, hi) - aiq(s_cost, s_acc, lo, hi)
 
 
-def cost_quality_report(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.ndarray, served_picks: np.ndarray,
-                        model_cost=None, lambdas=None, n_boot: int = 1000, seed: int = 0, level: float = 0.90) -> dict:
+def cost_quality_report(
+    P: np.ndarray,
+    Y: np.ndarray,
+    C: np.ndarray,
+    prior: np.ndarray,
+    served_picks: np.ndarray,
+    model_cost=None,
+    lambdas=None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.90,
+) -> dict:
     """The cost-quality figures on TEST questions (complete Y and realized costs C): the router's lambda sweep (routed
     at ``model_cost``, the training mean costs; default C's means) and its hull, the zero router's hull, AIQ of both
     over the single models' cost range and their difference, the served point against the best single model (chosen
@@ -242,14 +270,32 @@ def cost_quality_report(P: np.ndarray, Y: np.ndarray, C: np.ndarray, prior: np.n
     g = np.random.default_rng(seed)
     boot = np.array([figures(g.integers(0, n, n)) for _ in range(n_boot)])
     a = (1 - level) / 2
-    ci = [[float(np.nanquantile(boot[:, j], a)), float(np.nanquantile(boot[:, j], 1 - a))] for j in range(boot.shape[1])]
+    ci = [
+        [float(np.nanquantile(boot[:, j], a)), float(np.nanquantile(boot[:, j], 1 - a))] for j in range(boot.shape[1])
+    ]
     acc, cost = Yp.mean(axis=1), Cp.mean(axis=1)
     s_acc, s_cost = Y.mean(axis=0), C.mean(axis=0)
     return {
-        "lambdas": lambdas, "curve_acc": acc, "curve_cost": cost, "single_acc": s_acc, "single_cost": s_cost,
-        "router_hull": nondecreasing_hull(cost, acc), "zero_hull": nondecreasing_hull(s_cost, s_acc),
-        "aiq_router": full[0], "aiq_zero": full[1], "aiq_delta": full[2], "aiq_router_ci": ci[0], "aiq_zero_ci": ci[1],
-        "aiq_delta_ci": ci[2], "served_acc": full[3], "served_cost": full[4], "served_acc_ci": ci[3],
-        "served_cost_ci": ci[4], "best_single_acc": full[5], "best_single_cost": full[6],
-        "cost_ratio": full[4] / full[6] if full[6] > 0 else float("nan"), "level": level, "n_questions": int(n),
+        "lambdas": lambdas,
+        "curve_acc": acc,
+        "curve_cost": cost,
+        "single_acc": s_acc,
+        "single_cost": s_cost,
+        "router_hull": nondecreasing_hull(cost, acc),
+        "zero_hull": nondecreasing_hull(s_cost, s_acc),
+        "aiq_router": full[0],
+        "aiq_zero": full[1],
+        "aiq_delta": full[2],
+        "aiq_router_ci": ci[0],
+        "aiq_zero_ci": ci[1],
+        "aiq_delta_ci": ci[2],
+        "served_acc": full[3],
+        "served_cost": full[4],
+        "served_acc_ci": ci[3],
+        "served_cost_ci": ci[4],
+        "best_single_acc": full[5],
+        "best_single_cost": full[6],
+        "cost_ratio": full[4] / full[6] if full[6] > 0 else float("nan"),
+        "level": level,
+        "n_questions": int(n),
     }

@@ -12,6 +12,7 @@ threshold cannot split them); between those points the curve is linear (a random
 Intervals: a percentile bootstrap over questions (each resample re-ranks nothing: the router's scores are fixed,
 the questions drawn with replacement).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -65,9 +66,17 @@ def gap_measures(score, y_weak, y_strong, n_boot: int = 1000, seed: int = 0, lev
     if n == 0:
         raise ValueError("no questions to measure the router on")
     share, pgr = _curve(score, weak, strong, np.ones((1, n)))
-    out = {"apgr": float(_apgr(share, pgr)[0]), "cpt50": float(_cpt(share, pgr, 0.5)[0]),
-           "cpt80": float(_cpt(share, pgr, 0.8)[0]), "weak_acc": float(weak.mean()), "strong_acc": float(strong.mean()),
-           "n_test": int(n), "level": level, "curve_share": share[0].tolist(), "curve_pgr": pgr[0].tolist()}
+    out = {
+        "apgr": float(_apgr(share, pgr)[0]),
+        "cpt50": float(_cpt(share, pgr, 0.5)[0]),
+        "cpt80": float(_cpt(share, pgr, 0.8)[0]),
+        "weak_acc": float(weak.mean()),
+        "strong_acc": float(strong.mean()),
+        "n_test": int(n),
+        "level": level,
+        "curve_share": share[0].tolist(),
+        "curve_pgr": pgr[0].tolist(),
+    }
     g = np.random.default_rng(seed)
     apgr, cpt50, cpt80 = [], [], []
     for s in range(0, n_boot, 100):
@@ -80,8 +89,9 @@ def gap_measures(score, y_weak, y_strong, n_boot: int = 1000, seed: int = 0, lev
     for name, vals in (("apgr", apgr), ("cpt50", cpt50), ("cpt80", cpt80)):
         v = np.concatenate(vals)
         v = v[np.isfinite(v)]
-        out[f"{name}_lo"], out[f"{name}_hi"] = (float(np.quantile(v, a)), float(np.quantile(v, 1 - a))) if len(v) else (
-            float("nan"), float("nan"))
+        out[f"{name}_lo"], out[f"{name}_hi"] = (
+            (float(np.quantile(v, a)), float(np.quantile(v, 1 - a))) if len(v) else (float("nan"), float("nan"))
+        )
     return out
 
 
@@ -107,7 +117,9 @@ def training_apgr(P_oof, Y, strong: int, weak: int) -> float:
     ok = ~np.isnan(Y[:, [strong, weak]]).any(axis=1)
     if not ok.any():
         return float("nan")
-    share, pgr = _curve(preference(np.asarray(P_oof)[ok], strong, weak), Y[ok, weak], Y[ok, strong], np.ones((1, ok.sum())))
+    share, pgr = _curve(
+        preference(np.asarray(P_oof)[ok], strong, weak), Y[ok, weak], Y[ok, strong], np.ones((1, ok.sum()))
+    )
     return float(_apgr(share, pgr)[0])
 
 

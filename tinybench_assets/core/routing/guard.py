@@ -5,6 +5,7 @@ training question is less similar than ``threshold_`` (the ``quantile`` of the t
 nearest-neighbour similarities, each question left out of its own neighbours) is flagged out of distribution; the
 caller routes it to the model the router trusts most overall (the best training accuracy, ``acc_``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -51,5 +52,9 @@ class GuardedRouter(BaseRouter):
         return top, top < float(self.threshold_)
 
     def state(self):
-        return {"router": self.name, "params": {"quantile": self.quantile}, "members": [self.base.state()],
-                "arrays": {"acc_": self.acc_, "ref_": self.ref_, "threshold_": self.threshold_}}
+        return {
+            "router": self.name,
+            "params": {"quantile": self.quantile},
+            "members": [self.base.state()],
+            "arrays": {"acc_": self.acc_, "ref_": self.ref_, "threshold_": self.threshold_},
+        }

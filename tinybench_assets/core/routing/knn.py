@@ -7,6 +7,7 @@ its ``k`` most similar training questions. ``weighting`` generalises the mean:
 - ``similarity``: weights proportional to max(cosine similarity, 0) (uniform if all are <= 0);
 - ``softmax``: weights proportional to exp(similarity / temperature).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ def nearest(E_query: np.ndarray, E_ref: np.ndarray, k: int, *, chunk: int = 2048
     idx = np.empty((Q.shape[0], k), dtype=np.int64)
     sim = np.empty((Q.shape[0], k), dtype=np.float32)
     for s in range(0, Q.shape[0], chunk):
-        S = Q[s:s + chunk] @ R.T  # (c, m)
+        S = Q[s : s + chunk] @ R.T  # (c, m)
         if k < m:
             part = np.argpartition(-S, k - 1, axis=1)[:, :k]
         else:
@@ -52,8 +53,8 @@ def nearest(E_query: np.ndarray, E_ref: np.ndarray, k: int, *, chunk: int = 2048
         ps = np.take_along_axis(S, part, axis=1)
         # most similar first, ties by lower reference index: deterministic
         order = np.lexsort((part, -ps), axis=1)
-        idx[s:s + chunk] = np.take_along_axis(part, order, axis=1)
-        sim[s:s + chunk] = np.take_along_axis(ps, order, axis=1)
+        idx[s : s + chunk] = np.take_along_axis(part, order, axis=1)
+        sim[s : s + chunk] = np.take_along_axis(ps, order, axis=1)
     return idx, sim
 
 
@@ -85,8 +86,13 @@ class ImputedParams:
 
 
 def impute_item_params(
-    E_query: np.ndarray, E_train: np.ndarray, a_train: np.ndarray, b_train: np.ndarray,
-    k: int = 20, weighting: str = "uniform", temperature: float = 0.05,
+    E_query: np.ndarray,
+    E_train: np.ndarray,
+    a_train: np.ndarray,
+    b_train: np.ndarray,
+    k: int = 20,
+    weighting: str = "uniform",
+    temperature: float = 0.05,
 ) -> ImputedParams:
     """Discrimination and difficulty of unseen questions from their k nearest training questions.
 

@@ -2,6 +2,7 @@
 
 Correctness matrices are (questions, models) 0/1. Accuracies are fractions in [0, 1].
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -42,7 +43,9 @@ def route_with_cost(P: np.ndarray, cost: np.ndarray, lam: float, prior: np.ndarr
     return np.argmax(key, axis=1)
 
 
-def paired_bootstrap_ci(x: np.ndarray, y: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+def paired_bootstrap_ci(
+    x: np.ndarray, y: np.ndarray, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
     """Percentile bootstrap interval of mean(x - y) over questions resampled with replacement (paired)."""
     d = np.asarray(x, dtype=float) - np.asarray(y, dtype=float)
     if len(d) == 0:
@@ -51,13 +54,19 @@ def paired_bootstrap_ci(x: np.ndarray, y: np.ndarray, n_boot: int = 2000, seed: 
     means = np.empty(n_boot)
     for s in range(0, n_boot, 200):  # chunks keep memory at 200 x n
         idx = g.integers(0, len(d), size=(min(200, n_boot - s), len(d)))
-        means[s:s + len(idx)] = d[idx].mean(axis=1)
+        means[s : s + len(idx)] = d[idx].mean(axis=1)
     a = (1 - level) / 2
     return float(np.quantile(means, a)), float(np.quantile(means, 1 - a))
 
 
-def evaluate_routing(Y: np.ndarray, picks: np.ndarray, best_model: int, models: list[str] | None = None,
-                     n_boot: int = 2000, seed: int = 0) -> dict:
+def evaluate_routing(
+    Y: np.ndarray,
+    picks: np.ndarray,
+    best_model: int,
+    models: list[str] | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+) -> dict:
     """Figures of one router on questions with known answers.
 
     Y : (n, M) 0/1 correctness (no missing cells); picks : (n,) chosen model per question;

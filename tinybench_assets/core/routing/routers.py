@@ -7,6 +7,7 @@ fitted state in attributes with a trailing underscore, ``predict_proba(E) -> (n,
 ``state()`` to save it as plain arrays and numbers (no pickle; core/routing/saved.py writes and reads the files).
 Routing itself (argmax with the tie-break) is :func:`tinybench_assets.core.routing.metrics.route`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -208,7 +209,7 @@ class MFRouter(BaseRouter):
         x0 = np.concatenate([0.1 * g.standard_normal(d * r), 0.1 * g.standard_normal(M * r), np.log(rate / (1 - rate))])
 
         def unpack(x):
-            return x[:d * r].reshape(d, r), x[d * r:d * r + M * r].reshape(M, r), x[d * r + M * r:]
+            return x[: d * r].reshape(d, r), x[d * r : d * r + M * r].reshape(M, r), x[d * r + M * r :]
 
         def loss(x):
             W, V, b = unpack(x)
@@ -216,7 +217,7 @@ class MFRouter(BaseRouter):
             Z = H @ V.T + b
             ll = np.where(obs, np.logaddexp(0.0, Z) - Yz * Z, 0.0).sum() / n_obs
             G = np.where(obs, 1.0 / (1.0 + np.exp(-Z)) - Yz, 0.0) / n_obs
-            reg = self.l2 * ((W ** 2).sum() + (V ** 2).sum())
+            reg = self.l2 * ((W**2).sum() + (V**2).sum())
             gW, gV = X.T @ (G @ V) + 2 * self.l2 * W, G.T @ H + 2 * self.l2 * V
             return ll + reg, np.concatenate([gW.ravel(), gV.ravel(), G.sum(0)])
 
@@ -259,5 +260,9 @@ class EnsembleRouter(BaseRouter):
         return np.mean([m.predict_proba(E) for m in self.members], axis=0)
 
     def state(self):
-        return {"router": self.name, "params": {}, "arrays": {"acc_": self.acc_},
-                "members": [m.state() for m in self.members]}
+        return {
+            "router": self.name,
+            "params": {},
+            "arrays": {"acc_": self.acc_},
+            "members": [m.state() for m in self.members],
+        }

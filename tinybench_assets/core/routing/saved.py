@@ -1,4 +1,5 @@
 """Saved routers: one .npz per router (its arrays, flattened keys) with its JSON description inside; no pickle."""
+
 from __future__ import annotations
 
 import json
@@ -7,15 +8,7 @@ import numpy as np
 
 from .calibrated import CalibratedRouter
 from .guard import GuardedRouter
-from .routers import (
-    BaseRouter,
-    BestSingleRouter,
-    EnsembleRouter,
-    KNNIRTRouter,
-    KNNVoteRouter,
-    LogisticRouter,
-    MFRouter,
-)
+from .routers import BaseRouter, BestSingleRouter, EnsembleRouter, KNNIRTRouter, KNNVoteRouter, LogisticRouter, MFRouter
 from .task import TaskRouter
 
 _CLASSES = {c.name: c for c in (BestSingleRouter, KNNVoteRouter, KNNIRTRouter, LogisticRouter, MFRouter)}
@@ -66,9 +59,12 @@ def load_router(path) -> tuple[BaseRouter, dict]:
         meta = json.loads(bytes(z["__meta__"]).decode())
 
         def build(entry, prefix):
-            st = {"router": entry["router"], "params": entry["params"],
-                  "arrays": {k: z[f"{prefix}{k}"] for k in entry["arrays"]},
-                  "members": [build(sub, f"{prefix}m{i}.") for i, sub in enumerate(entry["members"])]}
+            st = {
+                "router": entry["router"],
+                "params": entry["params"],
+                "arrays": {k: z[f"{prefix}{k}"] for k in entry["arrays"]},
+                "members": [build(sub, f"{prefix}m{i}.") for i, sub in enumerate(entry["members"])],
+            }
             return st
 
         state = build(meta.pop("router"), "")

@@ -36,6 +36,7 @@ Families and their grids (all configurable):
 Families that cannot run on the data sit out, with the reason in ``RouterSelection.sat_out``: the KNN-IRT families
 below ``MIN_IRT_MODELS`` models (a 2PL needs at least three), the task families with fewer than two tasks.
 """
+
 from __future__ import annotations
 
 import time
@@ -72,10 +73,28 @@ DEFAULT_GRID = {
 # "mf" (matrix factorization) is offered, not a default: on RouterBench MBPP it was served for quality_at_min_cost
 # by a training-cost margin and cost the router its AIQ gain on test (+0.95 [+0.17, +3.99] -> +2.06 [-0.77, ...]
 # points, measured while routing priced each answer at its realized cost); on RouterDC it changed no choice
-DEFAULT_FAMILIES = ["best_single", "task_prior", "knn_vote", "knn_shrunk", "knn_task", "knn_irt", "knn_irt_cal",
-                    "logistic"]
+DEFAULT_FAMILIES = [
+    "best_single",
+    "task_prior",
+    "knn_vote",
+    "knn_shrunk",
+    "knn_task",
+    "knn_irt",
+    "knn_irt_cal",
+    "logistic",
+]
 DEFAULT_MARGINS = [0.0, 0.02, 0.05, 0.1]
-SIMPLICITY = ["best_single", "task_prior", "knn_vote", "knn_shrunk", "knn_task", "knn_irt", "logistic", "mf", "ensemble"]
+SIMPLICITY = [
+    "best_single",
+    "task_prior",
+    "knn_vote",
+    "knn_shrunk",
+    "knn_task",
+    "knn_irt",
+    "logistic",
+    "mf",
+    "ensemble",
+]
 CAL = "_cal"
 FITTED = ("best_single", "task_prior", "knn_vote", "knn_shrunk", "knn_task", "knn_irt", "logistic", "mf")
 TASK_FAMILIES = ("task_prior", "knn_task")
@@ -87,7 +106,7 @@ def sit_out(families, n_models: int, n_tasks: int) -> dict:
     out = {}
     for f in families:
         if base_family(f) == "knn_irt" and n_models < MIN_IRT_MODELS:
-            out[f] = (f"needs an IRT fit of at least {MIN_IRT_MODELS} models; this data has {n_models}")
+            out[f] = f"needs an IRT fit of at least {MIN_IRT_MODELS} models; this data has {n_models}"
         elif base_family(f) in TASK_FAMILIES and n_tasks < 2:
             out[f] = f"needs questions of at least two tasks (scenarios or subscenarios); this data has {n_tasks}"
     return out
@@ -95,7 +114,7 @@ def sit_out(families, n_models: int, n_tasks: int) -> dict:
 
 def base_family(family: str) -> str:
     """The family a calibrated family (``<family>_cal``) calibrates; a plain family itself."""
-    return family[:-len(CAL)] if family.endswith(CAL) else family
+    return family[: -len(CAL)] if family.endswith(CAL) else family
 
 
 def router_config(config: dict) -> dict:
@@ -141,8 +160,9 @@ class RouterSelection:
             return EnsembleRouter([self.make(f, device, seed) for f in self.best["ensemble"][0]["members"]])
         cfg = router_config(self.best[family][0])
         if family in self.calibrators:
-            return CalibratedRouter(make_router(base_family(family), cfg, device=device, seed=seed),
-                                    calibrator=self.calibrators[family])
+            return CalibratedRouter(
+                make_router(base_family(family), cfg, device=device, seed=seed), calibrator=self.calibrators[family]
+            )
         return make_router(family, cfg, device=device, seed=seed)
 
 
@@ -196,8 +216,12 @@ def _fold_predictions(E, Y, tr, va, fitted: set, grid: dict, n_tasks: int, task,
                 for cfg in _grid(grid[fam]) if fam in fitted else []:
                     if cfg["alpha"] not in seen:  # one classifier per fold and alpha
                         seen[cfg["alpha"]] = recognise(Eva, *fit_task_classifier(Etr, task[tr], n_tasks, cfg["alpha"]))
-                    put(fam, cfg, va, task_vote(idx, sim, Yf, seen[cfg["alpha"]], acc_t, cfg.get("k", 0),
-                                                cfg.get("shrink", 0.0)))
+                    put(
+                        fam,
+                        cfg,
+                        va,
+                        task_vote(idx, sim, Yf, seen[cfg["alpha"]], acc_t, cfg.get("k", 0), cfg.get("shrink", 0.0)),
+                    )
     if "knn_irt" in fitted:
         for dim in grid["knn_irt"]["dim"]:
             r = KNNIRTRouter(dim=dim, seed=seed, device=device).fit(Etr, Ytr)
@@ -212,8 +236,9 @@ def _fold_predictions(E, Y, tr, va, fitted: set, grid: dict, n_tasks: int, task,
             put("mf", cfg, va, MFRouter(rank=cfg["rank"], l2=cfg["l2"], seed=seed).fit(Etr, Ytr).predict_proba(Eva))
 
 
-def _cross_validate(E, Y, fold, n_folds: int, families: list, grid: dict, tasks: tuple, seed: int, device: str, log,
-                    t0):
+def _cross_validate(
+    E, Y, fold, n_folds: int, families: list, grid: dict, tasks: tuple, seed: int, device: str, log, t0
+):
     """{(family, config items): (n, M) out-of-fold P} of every family (calibrated families cross-fitted on their
     base's P) and the raw P of the fitted base families. ``tasks``: (task names, task index per question)."""
     n, M = Y.shape
@@ -265,8 +290,10 @@ def _ensemble(members: list, cand: dict, oof: dict, best_oof: dict, correct, mar
     P_ens = np.mean([best_oof[f] for f in members], axis=0)
     cs = [correct(P_ens, mg) for mg in margins]
     j = int(np.argmax([c.mean() for c in cs]))
-    rows = [{"family": "ensemble", "config": {"members": members, "margin": mg}, "cv_acc": float(c.mean())}
-            for mg, c in zip(margins, cs)]
+    rows = [
+        {"family": "ensemble", "config": {"members": members, "margin": mg}, "cv_acc": float(c.mean())}
+        for mg, c in zip(margins, cs)
+    ]
     return rows, ({"members": members, "margin": margins[j]}, float(out.mean())), P_ens, out
 
 
@@ -280,15 +307,32 @@ def _gate(best: dict, nested_correct: dict, n_boot: int, seed: int, gate_level: 
         if fam == "best_single" or base is None:
             gate[fam] = float("nan")
             continue
-        lo, _ = paired_bootstrap_ci(nested_correct[fam], base, n_boot=n_boot, seed=seed, level=1 - 2 * (1 - gate_level) / n_cand) \
-            if gate_level > 0 else (float("inf"), None)
+        lo, _ = (
+            paired_bootstrap_ci(
+                nested_correct[fam], base, n_boot=n_boot, seed=seed, level=1 - 2 * (1 - gate_level) / n_cand
+            )
+            if gate_level > 0
+            else (float("inf"), None)
+        )
         gate[fam] = lo
     return gate
 
 
-def select_router(E: np.ndarray, Y: np.ndarray, *, groups=None, families=None, grid: dict | None = None,
-                  n_folds: int = 5, seed: int = 0, device: str = "cpu", margins=None, gate_level: float = 0.95,
-                  n_boot: int = 2000, log=None) -> RouterSelection:
+def select_router(
+    E: np.ndarray,
+    Y: np.ndarray,
+    *,
+    groups=None,
+    families=None,
+    grid: dict | None = None,
+    n_folds: int = 5,
+    seed: int = 0,
+    device: str = "cpu",
+    margins=None,
+    gate_level: float = 0.95,
+    n_boot: int = 2000,
+    log=None,
+) -> RouterSelection:
     """Cross-validate router families on training questions E (n, d), Y (n, M) and choose one to serve.
 
     ``groups``: each training question's task (the task families' input; None: they sit out).
@@ -325,7 +369,7 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, groups=None, families=None, g
     # every (family, config, margin): its out-of-fold correctness per training question
     rows, cand = [], {}
     for (fam, cfg), P in oof.items():
-        for mg in (margins if fam != "best_single" else [0.0]):
+        for mg in margins if fam != "best_single" else [0.0]:
             conf = {**dict(cfg), "margin": mg} if fam != "best_single" else dict(cfg)
             c = correct(P, mg)
             rows.append({"family": fam, "config": conf, "cv_acc": float(c.mean())})
@@ -342,7 +386,8 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, groups=None, families=None, g
     members = [f for f in families if f != "best_single"]
     if len(members) >= 2:
         ens_rows, best["ensemble"], best_oof["ensemble"], nested_correct["ensemble"] = _ensemble(
-            members, cand, oof, best_oof, correct, margins, fold, n_folds)
+            members, cand, oof, best_oof, correct, margins, fold, n_folds
+        )
         rows += ens_rows
     table = pd.DataFrame(rows)
     # The baseline is the model served without routing (best on ALL training questions), scored in-sample.
@@ -359,5 +404,14 @@ def select_router(E: np.ndarray, Y: np.ndarray, *, groups=None, families=None, g
     table["served"] = table["family"].eq(served) & table["chosen_in_family"]
     table["nested_cv_acc"] = table["family"].map({f: v[1] for f, v in best.items()}).where(table["chosen_in_family"])
     table["gate_lower"] = table["family"].map(gate).where(table["chosen_in_family"])
-    return RouterSelection(table=table, best=best, served=served, oof=best_oof, fold=fold, gate=gate,
-                           seconds=time.perf_counter() - t0, calibrators=calibrators, sat_out=sat_out)
+    return RouterSelection(
+        table=table,
+        best=best,
+        served=served,
+        oof=best_oof,
+        fold=fold,
+        gate=gate,
+        seconds=time.perf_counter() - t0,
+        calibrators=calibrators,
+        sat_out=sat_out,
+    )

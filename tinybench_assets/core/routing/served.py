@@ -11,6 +11,7 @@ core/routing/saved.py's .npz (the router's arrays and its JSON description, no p
   parameters, core/routing/surface.py; absent: embeddings alone), ``cost`` (the cost objective's operating points,
   where costs landed).
 """
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -6,6 +6,7 @@ question's side depends only on (seed, its id) and its subscenario's ranks), so 
 agrees on it without sharing state. Too few questions make a test too small to measure routing on: below
 ``MIN_SELF_SPLIT_QUESTIONS`` the scenario is not split (and not routed).
 """
+
 from __future__ import annotations
 
 import numpy as np

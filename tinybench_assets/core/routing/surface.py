@@ -10,6 +10,7 @@ appended; a misrecognised question goes to the wrong task's best model.
 vector in the asset and in ``tinybench route``); counts are log-damped and each row is scaled to unit length, so the
 block weighs as much as the unit-length embedding it is appended to (``weight`` scales it).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,8 +39,14 @@ class SurfaceFeatures:
     def transform(self, texts) -> np.ndarray:
         from sklearn.feature_extraction.text import HashingVectorizer
 
-        hv = HashingVectorizer(analyzer="char_wb", ngram_range=self.ngram, n_features=self.n_features,
-                               alternate_sign=True, lowercase=False, norm=None)
+        hv = HashingVectorizer(
+            analyzer="char_wb",
+            ngram_range=self.ngram,
+            n_features=self.n_features,
+            alternate_sign=True,
+            lowercase=False,
+            norm=None,
+        )
         X = hv.transform([str(t) for t in texts])
         X.data = np.sign(X.data) * np.log1p(np.abs(X.data))
         return (self.weight * normalize_rows(X.toarray())).astype(np.float32)

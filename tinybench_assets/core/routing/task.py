@@ -13,6 +13,7 @@ the recognised task's per-model accuracy is the prior it is routed by:
 ``acc_tm`` is model m's training accuracy on task t shrunk toward the task's mean over models (``TASK_SMOOTHING``
 pseudo-questions): a model that never answered a task gets the task's mean, not its accuracy elsewhere.
 """
+
 from __future__ import annotations
 
 import numpy as np

@@ -7,6 +7,7 @@ capped at half the stratum so both forms can take it); within a stratum items ar
 paired neighbour by neighbour, and a seeded coin sends one of each pair to form A and the other to B, so
 the two forms match in difficulty inside every stratum, not only in counts.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -56,8 +57,17 @@ def l1(p: pd.Series, q: pd.Series) -> float:
     return float((p / max(p.sum(), 1e-12) - q / max(q.sum(), 1e-12)).abs().sum())
 
 
-def parallel_forms(items, subscenarios, difficulty: np.ndarray, *, size: int = 300, n_buckets: int = 3,
-                   exclude=(), scores: np.ndarray | None = None, seed: int = 0) -> ParallelForms:
+def parallel_forms(
+    items,
+    subscenarios,
+    difficulty: np.ndarray,
+    *,
+    size: int = 300,
+    n_buckets: int = 3,
+    exclude=(),
+    scores: np.ndarray | None = None,
+    seed: int = 0,
+) -> ParallelForms:
     """Two non-overlapping forms of ``size`` items each (fewer when the pool is short: at most half of it).
 
     Parameters
@@ -95,8 +105,9 @@ def parallel_forms(items, subscenarios, difficulty: np.ndarray, *, size: int = 3
                 a, b = b, a
             form[a], form[b] = "A", "B"
     form_a, form_b = np.flatnonzero(form == "A"), np.flatnonzero(form == "B")
-    table = pd.DataFrame({"item": items, "subscenario": subs, "difficulty": diff, "bucket": bucket,
-                          "excluded": ~keep, "form": form})
+    table = pd.DataFrame(
+        {"item": items, "subscenario": subs, "difficulty": diff, "bucket": bucket, "excluded": ~keep, "form": form}
+    )
     pool = table[keep]
     parts = {"pool": pool, "A": table.iloc[form_a], "B": table.iloc[form_b]}
     summary = pd.concat({k: v.groupby(["subscenario", "bucket"]).size() for k, v in parts.items()}, axis=1).fillna(0)
@@ -119,6 +130,9 @@ def parallel_forms(items, subscenarios, difficulty: np.ndarray, *, size: int = 3
             # the definitions
             from scipy.stats import pearsonr, spearmanr
 
-            corr = {"pearson": float(pearsonr(sa, sb).statistic), "spearman": float(spearmanr(sa, sb).statistic),
-                    "n_models": int(len(sa))}
+            corr = {
+                "pearson": float(pearsonr(sa, sb).statistic),
+                "spearman": float(spearmanr(sa, sb).statistic),
+                "n_models": int(len(sa)),
+            }
     return ParallelForms(form_a, form_b, table, summary, dist, corr)

@@ -10,6 +10,7 @@ Penalty after padding (leave-one-out, other voters' padding held fixed)::
     with_v    = subset  U  padding
     without_v = subset chosen without v  U  (padding minus the items only v asked for)
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,9 +30,18 @@ class Padding:
     counts: np.ndarray
 
 
-def pad_subset(Yv: np.ndarray, subset: np.ndarray, penalty: np.ndarray, pool_accuracy: np.ndarray, *,
-               base: float = 0.0, per_point: float = 1.0, acc_low: float = 0.0, acc_high: float = 1.0,
-               seed: int = 0) -> Padding:
+def pad_subset(
+    Yv: np.ndarray,
+    subset: np.ndarray,
+    penalty: np.ndarray,
+    pool_accuracy: np.ndarray,
+    *,
+    base: float = 0.0,
+    per_point: float = 1.0,
+    acc_low: float = 0.0,
+    acc_high: float = 1.0,
+    seed: int = 0,
+) -> Padding:
     """Choose the padding items.
 
     Parameters
@@ -59,8 +69,9 @@ def pad_subset(Yv: np.ndarray, subset: np.ndarray, penalty: np.ndarray, pool_acc
     return Padding(added=by_voter.any(axis=0), by_voter=by_voter, counts=counts)
 
 
-def padded_penalty(Yv: np.ndarray, subset: np.ndarray, without_masks: np.ndarray, padding: Padding,
-                   groups: np.ndarray | None = None) -> np.ndarray:
+def padded_penalty(
+    Yv: np.ndarray, subset: np.ndarray, without_masks: np.ndarray, padding: Padding, groups: np.ndarray | None = None
+) -> np.ndarray:
     """Voter penalty (points, (n_voters,)) of the padded subset, leave-one-out as in the module docstring
     (scenario-balanced scores when ``groups`` is given)."""
     with_mask = np.asarray(subset, bool) | padding.added

@@ -8,6 +8,7 @@ Positive = the voter is penalized for having voted (items it got right looked ea
 The issue writes the difference the other way round (with - without); we report the positive-is-bad sign
 so that "mean voter penalty 0.43 points" reads as in the MAGI blog.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -37,8 +38,9 @@ def loo_masks(ranking: Ranking, k: int, n_voters: int, groups: np.ndarray | None
     return subset_mask(ranking.loo, k, groups)
 
 
-def voter_penalty(Yv: np.ndarray, with_mask: np.ndarray, without_masks: np.ndarray,
-                  groups: np.ndarray | None = None) -> np.ndarray:
+def voter_penalty(
+    Yv: np.ndarray, with_mask: np.ndarray, without_masks: np.ndarray, groups: np.ndarray | None = None
+) -> np.ndarray:
     """Penalty per voter in points, shape (n_voters,).
 
     Yv (n_voters, n_items) 0/1; with_mask (n_items,) the subset chosen with every voter;
@@ -55,8 +57,16 @@ def voter_penalty(Yv: np.ndarray, with_mask: np.ndarray, without_masks: np.ndarr
     return 100.0 * (without_score - with_score)
 
 
-def penalty_vs_n_voters(Yv: np.ndarray, method: str, k: int, *, y_ref: np.ndarray | None = None,
-                        n_values=(1, 2, 3, 5, 10, 20, 40, 60), repeats: int = 5, seed: int = 0) -> pd.DataFrame:
+def penalty_vs_n_voters(
+    Yv: np.ndarray,
+    method: str,
+    k: int,
+    *,
+    y_ref: np.ndarray | None = None,
+    n_values=(1, 2, 3, 5, 10, 20, 40, 60),
+    repeats: int = 5,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Mean voter penalty against the number of voters for a voter-based ranking.
 
     For each n, ``repeats`` seeded draws of n voters out of the voters; the ranking is rebuilt from those n
@@ -89,13 +99,21 @@ def penalty_vs_n_voters(Yv: np.ndarray, method: str, k: int, *, y_ref: np.ndarra
                 r = Ranking(r.method, r.keep, base[None, :])
             pen = voter_penalty(sub, subset_mask(r.keep, k), subset_mask(r.loo, k))
             vals.append(pen.mean())
-        rows.append({"n_voters": n, "mean_penalty": float(np.mean(vals)), "sd_penalty": float(np.std(vals)),
-                     "draws": len(vals)})
+        rows.append(
+            {"n_voters": n, "mean_penalty": float(np.mean(vals)), "sd_penalty": float(np.std(vals)), "draws": len(vals)}
+        )
     return pd.DataFrame(rows)
 
 
-def score_trends(Y: np.ndarray, ranking: Ranking, model_idx: np.ndarray, *, step_fraction: float = 0.05,
-                 min_items: int = 10, groups: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def score_trends(
+    Y: np.ndarray,
+    ranking: Ranking,
+    model_idx: np.ndarray,
+    *,
+    step_fraction: float = 0.05,
+    min_items: int = 10,
+    groups: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Progressive deletion: the chosen models' scores as items are deleted in steps.
 
     Returns (items_left (n_steps,), scores (n_steps, len(model_idx))). Step t keeps the items_left[t]

@@ -17,6 +17,7 @@ irt_information Fisher information a^2 p (1 - p) averaged over the abilities of 
 top_discrimination  the covariance of the item with the real full score among the top-K tune models: items
                 that split the strong models along the full-score direction (no IRT, no voters).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -85,7 +86,7 @@ def information(theta: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     a = np.asarray(a, dtype=float).reshape(len(b), -1)
     z = np.clip(theta @ a.T - np.asarray(b, dtype=float)[None, :], -30, 30)
     p = 1.0 / (1.0 + np.exp(-z))
-    return (a ** 2).sum(axis=1)[None, :] * p * (1 - p)
+    return (a**2).sum(axis=1)[None, :] * p * (1 - p)
 
 
 def directional_information(theta: np.ndarray, a: np.ndarray, b: np.ndarray, direction: np.ndarray) -> np.ndarray:
@@ -121,8 +122,9 @@ def rank_top_discrimination(Y_top: np.ndarray, full_top: np.ndarray, seed: int =
     return Ranking("top_discrimination", cov + tie_breaker(X.shape[1], seed), None)
 
 
-def irt_keep(a: np.ndarray, b: np.ndarray, method: str, theta_top: np.ndarray | None = None,
-             direction: np.ndarray | None = None) -> np.ndarray:
+def irt_keep(
+    a: np.ndarray, b: np.ndarray, method: str, theta_top: np.ndarray | None = None, direction: np.ndarray | None = None
+) -> np.ndarray:
     """The raw IRT keep score (n_items,): b (irt), ||a|| (irt_discrimination) or the Fisher information averaged
     over ``theta_top`` (k, D) (irt_information; along ``direction`` (D,) when given)."""
     a2 = np.asarray(a, dtype=float).reshape(len(b), -1)
@@ -139,7 +141,9 @@ def irt_keep(a: np.ndarray, b: np.ndarray, method: str, theta_top: np.ndarray | 
     raise ValueError(f"unknown IRT ranking {method!r}")
 
 
-def _finish_irt(method: str, keep: np.ndarray, a: np.ndarray, seed: int, direction: np.ndarray | None = None) -> Ranking:
+def _finish_irt(
+    method: str, keep: np.ndarray, a: np.ndarray, seed: int, direction: np.ndarray | None = None
+) -> Ranking:
     # items whose correct answer does not rise with ability (a . 1 <= 0, abilities oriented so that higher =
     # more accurate, see orient_irt; a . u <= 0 along a given direction u) would invert a sum score: they go first
     a2 = np.asarray(a, dtype=float).reshape(len(keep), -1)
@@ -148,15 +152,22 @@ def _finish_irt(method: str, keep: np.ndarray, a: np.ndarray, seed: int, directi
     return Ranking(method, keep + tie_breaker(len(keep), seed), None)
 
 
-def rank_irt(a: np.ndarray, b: np.ndarray, method: str = "irt", theta_top: np.ndarray | None = None,
-             seed: int = 0, direction: np.ndarray | None = None) -> Ranking:
+def rank_irt(
+    a: np.ndarray,
+    b: np.ndarray,
+    method: str = "irt",
+    theta_top: np.ndarray | None = None,
+    seed: int = 0,
+    direction: np.ndarray | None = None,
+) -> Ranking:
     """IRT rankings; ``a`` (n_items, D), ``b`` (n_items,), ``theta_top`` (k, D) abilities of the top models;
     ``direction`` (D,): irt_information along it (full_score_direction), items with a . u <= 0 first."""
     return _finish_irt(method, irt_keep(a, b, method, theta_top, direction), a, seed, direction)
 
 
-def rank_irt_by_group(a: np.ndarray, b: np.ndarray, groups: np.ndarray, method: str = "irt",
-                      theta_top: dict | None = None, seed: int = 0) -> Ranking:
+def rank_irt_by_group(
+    a: np.ndarray, b: np.ndarray, groups: np.ndarray, method: str = "irt", theta_top: dict | None = None, seed: int = 0
+) -> Ranking:
     """IRT rankings from one fit per group (scenario): item j's keep score uses its own group's parameters and,
     for irt_information, ``theta_top[g]`` (k, D), the top models' abilities *in that group's fit*, so "informative
     at the top" is judged within the scenario. a (n_items, D), b (n_items,), groups (n_items,)."""

@@ -15,6 +15,7 @@ trade off against GSM8K and MMLU at the top, and subsets made of them ranked the
 score. ``min_validity=None`` turns the guard off. ``Scalarization.min_kendall_tau`` (off by default) adds the
 tune top-50 Kendall tau as a constraint.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -49,8 +50,14 @@ from tinybench_assets.core.subsets.setup import (
 # --variants, on tune models and voters only (docs/magi.md, "Choosing the default")
 # information: "raw" (a^2 p (1 - p) in the irt_scope fit) | "full_direction" (a 2-D pooled fit, information along
 # the direction in which the full score rises among the top validity_top tune models)
-DEFAULTS = {"balanced": False, "stratify": False, "irt_scope": "scenario", "validity_top": 100, "min_validity": 0.0,
-            "information": "full_direction"}
+DEFAULTS = {
+    "balanced": False,
+    "stratify": False,
+    "irt_scope": "scenario",
+    "validity_top": 100,
+    "min_validity": 0.0,
+    "information": "full_direction",
+}
 NO_REFERENCE_METHODS = ("mean_score", "irt", "irt_discrimination", "irt_information", "top_discrimination")
 TOP_K_METHODS = ("irt_information", "top_discrimination")
 OBJECTIVES = ("top10_std", "mean_abs_voter_penalty", "guesser_advantage", "fraction_of_pool")
@@ -76,15 +83,24 @@ class Scalarization:
     min_kendall_tau: float | None = None
 
     def utility(self, m: dict) -> float:
-        return (m["top10_std"] - self.penalty_weight * m["mean_abs_voter_penalty"] / 100
-                - self.guesser_weight * max(m["guesser_advantage"], 0.0) - self.size_weight * m["fraction_of_pool"])
+        return (
+            m["top10_std"]
+            - self.penalty_weight * m["mean_abs_voter_penalty"] / 100
+            - self.guesser_weight * max(m["guesser_advantage"], 0.0)
+            - self.size_weight * m["fraction_of_pool"]
+        )
 
     def violation(self, m: dict) -> float:
-        return (max(0.0, m["fraction_of_pool"] - self.max_fraction) / max(self.max_fraction, 1e-9)
-                + max(0.0, m["mean_abs_voter_penalty"] - self.max_mean_penalty) / max(self.max_mean_penalty, 1e-9)
-                + max(0.0, m["guesser_advantage"] - self.max_guesser_advantage) * 10
-                + (0.0 if self.min_kendall_tau is None
-                   else max(0.0, self.min_kendall_tau - np.nan_to_num(m["kendall_tau_nonvoters"], nan=-1.0))))
+        return (
+            max(0.0, m["fraction_of_pool"] - self.max_fraction) / max(self.max_fraction, 1e-9)
+            + max(0.0, m["mean_abs_voter_penalty"] - self.max_mean_penalty) / max(self.max_mean_penalty, 1e-9)
+            + max(0.0, m["guesser_advantage"] - self.max_guesser_advantage) * 10
+            + (
+                0.0
+                if self.min_kendall_tau is None
+                else max(0.0, self.min_kendall_tau - np.nan_to_num(m["kendall_tau_nonvoters"], nan=-1.0))
+            )
+        )
 
 
 @dataclass
@@ -148,8 +164,17 @@ def fit_irt_models(setup: MagiSetup, *, dim: int = 1, seed: int = 0, device: str
     return ScenarioIRT(a, b, theta, time.perf_counter() - t0)
 
 
-def irt_rankings(setup: MagiSetup, methods, *, dim: int = 1, seed: int = 0, device: str = "cpu", irt_params=None,
-                 top_k_values=(10,), scope: str = "pooled") -> tuple[dict, object, float]:
+def irt_rankings(
+    setup: MagiSetup,
+    methods,
+    *,
+    dim: int = 1,
+    seed: int = 0,
+    device: str = "cpu",
+    irt_params=None,
+    top_k_values=(10,),
+    scope: str = "pooled",
+) -> tuple[dict, object, float]:
     """IRT rankings from ``irt_params`` (fit_irt_models' result for ``scope``; fitted here when None).
     irt_information averages the information over the abilities of the top-k tune models by full score (per
     scenario, in that scenario's fit, when the scope is "scenario"). Returns ({(method, top_k): Ranking},
@@ -161,15 +186,19 @@ def irt_rankings(setup: MagiSetup, methods, *, dim: int = 1, seed: int = 0, devi
     by_scenario = isinstance(irt_params, ScenarioIRT)
     out = {}
     for method in methods:
-        for k in (top_k_values if method == "irt_information" else (0,)):
+        for k in top_k_values if method == "irt_information" else (0,):
             theta_top = None
             if method == "irt_information":
                 pos = np.searchsorted(fit_rows, setup.top_tune(int(k)))
-                theta_top = ({g: t[pos] for g, t in irt_params.theta.items()} if by_scenario
-                             else np.asarray(irt_params.theta)[pos])
+                theta_top = (
+                    {g: t[pos] for g, t in irt_params.theta.items()}
+                    if by_scenario
+                    else np.asarray(irt_params.theta)[pos]
+                )
             if by_scenario:
-                out[(method, int(k))] = rank_irt_by_group(irt_params.a, irt_params.b, setup.scenarios, method,
-                                                          theta_top, seed=seed)
+                out[(method, int(k))] = rank_irt_by_group(
+                    irt_params.a, irt_params.b, setup.scenarios, method, theta_top, seed=seed
+                )
             else:
                 out[(method, int(k))] = rank_irt(irt_params.a, irt_params.b, method, theta_top, seed=seed)
     return out, irt_params, time.perf_counter() - t0
@@ -190,9 +219,15 @@ def _params_from_trial(trial, space: SearchSpace, method: str, stratify: bool = 
         keep_fraction=trial.suggest_float("keep_fraction", *space.keep_fraction),
         pad_base=trial.suggest_int("pad_base", *space.pad_base),
         pad_per_point=trial.suggest_float("pad_per_point", *space.pad_per_point),
-        pad_acc_low=low, pad_acc_high=min(1.0, low + width),
-        top_k=(trial.suggest_int("top_k", *space.top_k) if method == "irt_information" else
-               trial.suggest_int("top_k", *space.disc_top) if method == "top_discrimination" else 0),
+        pad_acc_low=low,
+        pad_acc_high=min(1.0, low + width),
+        top_k=(
+            trial.suggest_int("top_k", *space.top_k)
+            if method == "irt_information"
+            else trial.suggest_int("top_k", *space.disc_top)
+            if method == "top_discrimination"
+            else 0
+        ),
         stratify=stratify,
     )
 
@@ -208,9 +243,17 @@ def pareto_mask(values: np.ndarray, directions=DIRECTIONS) -> np.ndarray:
     return keep
 
 
-def search_method(setup: MagiSetup, method: str, ranking_for, *, n_trials: int = 60, seed: int = 0,
-                  space: SearchSpace | None = None, scalar: Scalarization | None = None,
-                  stratify: bool = False) -> MethodResult:
+def search_method(
+    setup: MagiSetup,
+    method: str,
+    ranking_for,
+    *,
+    n_trials: int = 60,
+    seed: int = 0,
+    space: SearchSpace | None = None,
+    scalar: Scalarization | None = None,
+    stratify: bool = False,
+) -> MethodResult:
     """Seeded optuna TPE (multi-objective) over the space; ``ranking_for(top_k) -> Ranking``."""
     import optuna
 
@@ -230,10 +273,19 @@ def search_method(setup: MagiSetup, method: str, ranking_for, *, n_trials: int =
     study = optuna.create_study(directions=list(DIRECTIONS), sampler=sampler)
     # a deterministic start: the plain MAGI point (the largest allowed subset, no padding) and a padded one
     k0 = {"irt_information": {"top_k": 10}, "top_discrimination": {"top_k": 100}}.get(method, {})
-    study.enqueue_trial({"keep_fraction": space.keep_fraction[1], "pad_base": 0, "pad_per_point": 0.0,
-                         "pad_acc_low": 0.5, "pad_width": 0.5, **k0})
-    study.enqueue_trial({"keep_fraction": 0.15, "pad_base": 1, "pad_per_point": 2.0,
-                         "pad_acc_low": 0.5, "pad_width": 0.5, **k0})
+    study.enqueue_trial(
+        {
+            "keep_fraction": space.keep_fraction[1],
+            "pad_base": 0,
+            "pad_per_point": 0.0,
+            "pad_acc_low": 0.5,
+            "pad_width": 0.5,
+            **k0,
+        }
+    )
+    study.enqueue_trial(
+        {"keep_fraction": 0.15, "pad_base": 1, "pad_per_point": 2.0, "pad_acc_low": 0.5, "pad_width": 0.5, **k0}
+    )
     study.optimize(objective, n_trials=n_trials)
     trials = pd.DataFrame(rows).sort_values("trial").reset_index(drop=True)
     trials["pareto"] = pareto_mask(trials[list(OBJECTIVES)].to_numpy(dtype=float))
@@ -241,8 +293,11 @@ def search_method(setup: MagiSetup, method: str, ranking_for, *, n_trials: int =
     trials["violation"] = [scalar.violation(r) for r in trials.to_dict("records")]
     front = trials[trials.pareto]
     feasible = front[front.violation <= 0]
-    best = (feasible.sort_values(["utility", "trial"], ascending=[False, True]) if len(feasible)
-            else front.sort_values(["violation", "trial"])).iloc[0]
+    best = (
+        feasible.sort_values(["utility", "trial"], ascending=[False, True])
+        if len(feasible)
+        else front.sort_values(["violation", "trial"])
+    ).iloc[0]
     trials["chosen"] = trials.trial == best.trial
     params, ev = evals[int(best.trial)]
     return MethodResult(method, ranking_for(params.top_k), params, ev, trials, time.perf_counter() - t0)
@@ -262,12 +317,25 @@ class MagiResult:
     options: dict = field(default_factory=dict)  # balanced, stratify, irt_scope, validity_top, min_validity
 
 
-def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int = 0, irt_dim: int = 1,
-             irt_params=None, device: str = "cpu", space: SearchSpace | None = None,
-             scalar: Scalarization | None = None, stratify: bool = DEFAULTS["stratify"],
-             validity_top: int = DEFAULTS["validity_top"], min_validity: float | None = DEFAULTS["min_validity"],
-             balanced: bool | None = None, irt_scope: str = DEFAULTS["irt_scope"],
-             information: str = DEFAULTS["information"], info_params=None) -> MagiResult:
+def run_magi(
+    setup: MagiSetup,
+    *,
+    methods=METHODS,
+    n_trials: int = 60,
+    seed: int = 0,
+    irt_dim: int = 1,
+    irt_params=None,
+    device: str = "cpu",
+    space: SearchSpace | None = None,
+    scalar: Scalarization | None = None,
+    stratify: bool = DEFAULTS["stratify"],
+    validity_top: int = DEFAULTS["validity_top"],
+    min_validity: float | None = DEFAULTS["min_validity"],
+    balanced: bool | None = None,
+    irt_scope: str = DEFAULTS["irt_scope"],
+    information: str = DEFAULTS["information"],
+    info_params=None,
+) -> MagiResult:
     """Rank, search and choose a subset per ranking method; measure each chosen subset on tune and eval models.
 
     balanced: scenario-balanced subset scores (None: the setup's own ``balanced``); stratify: every scenario
@@ -285,22 +353,27 @@ def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int
     irt_cache, irt_seconds = {}, 0.0
     fitted = None
     if irt_methods:
-        _, fitted, irt_seconds = irt_rankings(setup, [], dim=irt_dim, seed=seed, device=device, irt_params=irt_params,
-                                              scope=irt_scope)
+        _, fitted, irt_seconds = irt_rankings(
+            setup, [], dim=irt_dim, seed=seed, device=device, irt_params=irt_params, scope=irt_scope
+        )
     direction = None
     if "irt_information" in methods and information == "full_direction":
         t_i = time.perf_counter()
         info_params = info_params or fit_irt_models(setup, dim=2, seed=seed, device=device, scope="pooled")
         fit_rows = np.flatnonzero(setup.role == "tune")
         top = setup.top((setup.role == "tune") & ~setup.guesser, validity_top, fair_only=False)
-        direction = full_score_direction(np.asarray(info_params.theta)[np.searchsorted(fit_rows, top)],
-                                         setup.full_score[top])
+        direction = full_score_direction(
+            np.asarray(info_params.theta)[np.searchsorted(fit_rows, top)], setup.full_score[top]
+        )
         irt_seconds += time.perf_counter() - t_i
     elif information not in ("raw", "full_direction"):
         raise ValueError(f"unknown information {information!r} (raw | full_direction)")
     validity = scenario_validity(setup, validity_top)
-    invalid = (np.zeros(len(setup.items), bool) if min_validity is None
-               else np.array([validity[str(g)] <= min_validity for g in setup.scenarios]))
+    invalid = (
+        np.zeros(len(setup.items), bool)
+        if min_validity is None
+        else np.array([validity[str(g)] <= min_validity for g in setup.scenarios])
+    )
     out = {}
     for method in methods:
         t_m = time.perf_counter()
@@ -308,31 +381,51 @@ def run_magi(setup: MagiSetup, *, methods=METHODS, n_trials: int = 60, seed: int
             r = demote(voter_ranking(setup, method, seed), invalid, setup.scenarios)
             ranking_for = lambda k, r=r: r  # noqa: E731
         elif method == "top_discrimination" or (method == "irt_information" and direction is not None):
+
             def ranking_for(k, method=method):
                 if (method, int(k)) not in irt_cache:
-                    irt_cache[(method, int(k))] = demote(_top_ranking(setup, method, int(k), info_params, direction,
-                                                                      seed), invalid, setup.scenarios)
+                    irt_cache[(method, int(k))] = demote(
+                        _top_ranking(setup, method, int(k), info_params, direction, seed), invalid, setup.scenarios
+                    )
                 return irt_cache[(method, int(k))]
         else:
+
             def ranking_for(k, method=method):
                 key = (method, int(k) if method in TOP_K_METHODS else 0)
                 if key not in irt_cache:
                     fresh = irt_rankings(setup, [method], seed=seed, irt_params=fitted, top_k_values=(key[1],))[0]
                     irt_cache.update({kk: demote(r, invalid, setup.scenarios) for kk, r in fresh.items()})
                 return irt_cache[key]
-        res = search_method(setup, method, ranking_for, n_trials=n_trials, seed=seed, space=space, scalar=scalar,
-                            stratify=stratify)
+
+        res = search_method(
+            setup, method, ranking_for, n_trials=n_trials, seed=seed, space=space, scalar=scalar, stratify=stratify
+        )
         res.seconds = time.perf_counter() - t_m + (irt_seconds if method.startswith("irt") else 0.0)
-        res.ranking_options = ({"direction": direction.tolist()} if method == "irt_information" and direction is not None
-                               else {})
+        res.ranking_options = (
+            {"direction": direction.tolist()} if method == "irt_information" and direction is not None else {}
+        )
         res.eval_metrics = measure(setup, res.chosen.mask, res.chosen.penalty_after, group="eval")
         out[method] = res
     full = np.ones(setup.Y.shape[1], dtype=bool)
-    return MagiResult(setup, out, measure(setup, full, None, "tune"), measure(setup, full, None, "eval"),
-                      irt_seconds, time.perf_counter() - t0, fitted, validity,
-                      tuple(g for g, v in validity.items() if min_validity is not None and v <= min_validity),
-                      {"balanced": setup.balanced, "stratify": stratify, "irt_scope": irt_scope,
-                       "validity_top": validity_top, "min_validity": min_validity, "information": information})
+    return MagiResult(
+        setup,
+        out,
+        measure(setup, full, None, "tune"),
+        measure(setup, full, None, "eval"),
+        irt_seconds,
+        time.perf_counter() - t0,
+        fitted,
+        validity,
+        tuple(g for g, v in validity.items() if min_validity is not None and v <= min_validity),
+        {
+            "balanced": setup.balanced,
+            "stratify": stratify,
+            "irt_scope": irt_scope,
+            "validity_top": validity_top,
+            "min_validity": min_validity,
+            "information": information,
+        },
+    )
 
 
 def _top_ranking(setup: MagiSetup, method: str, k: int, info_params, direction, seed: int) -> Ranking:
@@ -342,5 +435,6 @@ def _top_ranking(setup: MagiSetup, method: str, k: int, info_params, direction, 
         rows = setup.top((setup.role == "tune") & ~setup.guesser, k, fair_only=False)
         return rank_top_discrimination(setup.Y[rows], setup.full_score[rows], seed)
     pos = np.searchsorted(np.flatnonzero(setup.role == "tune"), setup.top_tune(k))
-    return rank_irt(info_params.a, info_params.b, "irt_information", np.asarray(info_params.theta)[pos], seed,
-                    direction)
+    return rank_irt(
+        info_params.a, info_params.b, "irt_information", np.asarray(info_params.theta)[pos], seed, direction
+    )

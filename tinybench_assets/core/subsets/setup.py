@@ -10,6 +10,7 @@ Models are split into roles:
 * ``reference`` the reference model of ref_vs_voters (default: the best tune model by full score); it
                 and every model of its family are flagged ``not_fair``.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -80,10 +81,25 @@ class MagiSetup:
         return top if len(top) else self.top(self.role == "tune", k, fair_only=False)
 
 
-def prepare(Y: np.ndarray, models, items, scenarios, subscenarios, chance: np.ndarray, full_score: np.ndarray, *,
-            aggregate: pd.DataFrame | None = None, n_voters: int = 60, per_family: int = 3, eval_fraction: float = 0.5,
-            min_split_models: int = 40, reference: str | None = None, guesser_z: float = 2.0, seed: int = 0,
-            balanced: bool = False) -> MagiSetup:
+def prepare(
+    Y: np.ndarray,
+    models,
+    items,
+    scenarios,
+    subscenarios,
+    chance: np.ndarray,
+    full_score: np.ndarray,
+    *,
+    aggregate: pd.DataFrame | None = None,
+    n_voters: int = 60,
+    per_family: int = 3,
+    eval_fraction: float = 0.5,
+    min_split_models: int = 40,
+    reference: str | None = None,
+    guesser_z: float = 2.0,
+    seed: int = 0,
+    balanced: bool = False,
+) -> MagiSetup:
     """Roles of every model. ``full_score`` (M,) may hold NaN (then the pool accuracy stands in).
     ``balanced``: subset scores are means over scenarios of per-scenario accuracy (MagiSetup.balanced).
 
@@ -118,10 +134,21 @@ def prepare(Y: np.ndarray, models, items, scenarios, subscenarios, chance: np.nd
     # of Meta-Llama-3-8B) where the aggregate table does not group them
     bases = [base_family(m) for m in models]
     not_fair = (family == family[ref]) | (np.array([b is not None and b == bases[ref] for b in bases]))
-    return MagiSetup(Y=Y, models=models, items=list(items), scenarios=np.asarray(scenarios, dtype=object),
-                     subscenarios=np.asarray(subscenarios, dtype=object), chance=np.asarray(chance, float),
-                     full_score=full, role=role, guesser=guess, not_fair=not_fair, reference=ref, families=fams,
-                     balanced=balanced)
+    return MagiSetup(
+        Y=Y,
+        models=models,
+        items=list(items),
+        scenarios=np.asarray(scenarios, dtype=object),
+        subscenarios=np.asarray(subscenarios, dtype=object),
+        chance=np.asarray(chance, float),
+        full_score=full,
+        role=role,
+        guesser=guess,
+        not_fair=not_fair,
+        reference=ref,
+        families=fams,
+        balanced=balanced,
+    )
 
 
 def scenario_validity(setup: MagiSetup, top: int = 100) -> dict:
@@ -180,8 +207,17 @@ def build_subset(setup: MagiSetup, ranking: Ranking, params: SubsetParams, seed:
     Yv = setup.Yv
     without = loo_masks(ranking, k, len(setup.voters), groups)
     pen0 = voter_penalty(Yv, base, without, setup.score_groups)
-    pad = pad_subset(Yv, base, pen0, setup.pool_accuracy, base=params.pad_base, per_point=params.pad_per_point,
-                     acc_low=params.pad_acc_low, acc_high=params.pad_acc_high, seed=seed)
+    pad = pad_subset(
+        Yv,
+        base,
+        pen0,
+        setup.pool_accuracy,
+        base=params.pad_base,
+        per_point=params.pad_per_point,
+        acc_low=params.pad_acc_low,
+        acc_high=params.pad_acc_high,
+        seed=seed,
+    )
     pen1 = padded_penalty(Yv, base, without, pad, setup.score_groups) if pad.added.any() else pen0
     mask = base | pad.added
     ev = SubsetEval(mask=mask, base=base, penalty_before=pen0, penalty_after=pen1, metrics={})
@@ -213,14 +249,17 @@ def measure(setup: MagiSetup, mask: np.ndarray, penalty: np.ndarray | None, grou
     min_score = float(np.nanmin(scores[weak])) if weak.any() else float("nan")
     pen = np.zeros(0) if penalty is None else np.asarray(penalty)
     return {
-        "size": int(mask.sum()), "fraction_of_pool": float(mask.mean()),
+        "size": int(mask.sum()),
+        "fraction_of_pool": float(mask.mean()),
         "top10_std": float(np.std(scores[top10])) if len(top10) else float("nan"),
         "top10_std_all": float(np.std(scores[top10_all])) if len(top10_all) else float("nan"),
         "top10_std_voters": float(np.std(scores[top10_v])) if len(top10_v) else float("nan"),
         "mean_voter_penalty": float(pen.mean()) if len(pen) else 0.0,
         "mean_abs_voter_penalty": float(np.abs(pen).mean()) if len(pen) else 0.0,
         "max_voter_penalty": float(pen.max()) if len(pen) else 0.0,
-        "min_score": min_score, "chance": chance, "guesser_advantage": chance - min_score,
+        "min_score": min_score,
+        "chance": chance,
+        "guesser_advantage": chance - min_score,
         "kendall_tau_nonvoters": float(tau) if tau == tau else float("nan"),
         "reference_score": float(scores[setup.reference]),
     }

@@ -12,6 +12,7 @@ Pure numpy/pandas. The voter rule (documented in docs/magi.md):
   ``per_family`` (3) representatives of each are taken: its best models by full score, then
   spread down the family (the best, then the family's quantiles), until ``n_voters`` (60) are chosen.
 """
+
 from __future__ import annotations
 
 import re
@@ -49,8 +50,11 @@ def family_from_name(name: str) -> str:
     return re.split(r"[-_.]", base)[0] or base
 
 
-BASE_TOKEN = re.compile(r"(?<![a-z])(llama|mistral|mixtral|qwen|gemma|falcon|phi|yi|solar|deepseek|internlm)"
-                        r"[-_ ]?(\d+(?:\.\d+)?)?(?![a-z])", re.I)
+BASE_TOKEN = re.compile(
+    r"(?<![a-z])(llama|mistral|mixtral|qwen|gemma|falcon|phi|yi|solar|deepseek|internlm)"
+    r"[-_ ]?(\d+(?:\.\d+)?)?(?![a-z])",
+    re.I,
+)
 
 
 def base_family(name: str) -> str | None:
@@ -99,8 +103,15 @@ def model_families(models, aggregate: pd.DataFrame | None = None) -> pd.DataFram
             if arch not in ("error", "nan", "None") and size > 0:
                 moe = "-moe" if bool(r.get("moe", False)) else ""
                 fam, src = f"{arch}-{size:.0f}b{moe}" if size >= 1 else f"{arch}-{size:.2f}b{moe}", "aggregate"
-        rows.append({"model": m, "family": fam or family_from_name(m), "merged": merged, "flagged": flagged,
-                     "family_source": src})
+        rows.append(
+            {
+                "model": m,
+                "family": fam or family_from_name(m),
+                "merged": merged,
+                "flagged": flagged,
+                "family_source": src,
+            }
+        )
     return pd.DataFrame(rows).set_index("model")
 
 
@@ -118,8 +129,15 @@ def guessers(Y: np.ndarray, chance: np.ndarray, z: float = 2.0) -> np.ndarray:
     return np.nanmean(Y, axis=1) <= level + z * se
 
 
-def select_voters(models, full_score: np.ndarray, families: pd.DataFrame, guesser: np.ndarray, *,
-                  n_voters: int = 60, per_family: int = 3) -> np.ndarray:
+def select_voters(
+    models,
+    full_score: np.ndarray,
+    families: pd.DataFrame,
+    guesser: np.ndarray,
+    *,
+    n_voters: int = 60,
+    per_family: int = 3,
+) -> np.ndarray:
     """Indices of the voters (sorted), following the module's rule.
 
     Parameters
@@ -131,8 +149,9 @@ def select_voters(models, full_score: np.ndarray, families: pd.DataFrame, guesse
     fam = families.loc[models]
     ok = ~fam["merged"].to_numpy() & ~fam["flagged"].to_numpy() & ~np.asarray(guesser, bool)
     score = np.nan_to_num(np.asarray(full_score, dtype=float), nan=-np.inf)
-    df = pd.DataFrame({"i": np.arange(len(models)), "family": fam["family"].to_numpy(), "score": score,
-                       "model": models})[ok]
+    df = pd.DataFrame(
+        {"i": np.arange(len(models)), "family": fam["family"].to_numpy(), "score": score, "model": models}
+    )[ok]
     sizes = df.groupby("family").size().rename("n").reset_index().sort_values(["n", "family"], ascending=[False, True])
     chosen: list[int] = []
     for family in sizes["family"]:

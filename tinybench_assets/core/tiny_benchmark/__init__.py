@@ -24,6 +24,7 @@ One module per job (this file only re-exports, so importers write
 
 Pure python / numpy / pandas / scikit-learn: no Dagster, no DuckDB.
 """
+
 from __future__ import annotations
 
 from .answers import AnswerError, read_answers
@@ -31,22 +32,40 @@ from .evaluate import COLUMNS, estimate_from_artifact, evaluate_artifact, evalua
 from .export import export_tiny_benchmark
 from .files import load_artifact, load_model, save_artifact
 from .format import (
-                     FORMAT,
-                     FORMAT_NAME,
-                     FORMAT_VERSION,
-                     JSON_BASE,
-                     JSON_FILE,
-                     LEARNED_BASE,
-                     PICKLE_FILE,
-                     TREES_FILE,
-                     ArtifactError,
+    FORMAT,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    JSON_BASE,
+    JSON_FILE,
+    LEARNED_BASE,
+    PICKLE_FILE,
+    TREES_FILE,
+    ArtifactError,
 )
 from .model import ArtifactModel
 from .tables import anchor_list, artifact_tables
 
 __all__ = [
-    "FORMAT", "JSON_BASE", "LEARNED_BASE", "ArtifactError", "AnswerError", "export_tiny_benchmark", "save_artifact",
-    "load_artifact", "load_model", "ArtifactModel", "read_answers", "estimate_from_artifact", "evaluate_json",
-    "evaluate_artifact", "anchor_list", "artifact_tables", "FORMAT_NAME", "FORMAT_VERSION", "JSON_FILE", "TREES_FILE",
-    "PICKLE_FILE", "COLUMNS",
+    "FORMAT",
+    "JSON_BASE",
+    "LEARNED_BASE",
+    "ArtifactError",
+    "AnswerError",
+    "export_tiny_benchmark",
+    "save_artifact",
+    "load_artifact",
+    "load_model",
+    "ArtifactModel",
+    "read_answers",
+    "estimate_from_artifact",
+    "evaluate_json",
+    "evaluate_artifact",
+    "anchor_list",
+    "artifact_tables",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "JSON_FILE",
+    "TREES_FILE",
+    "PICKLE_FILE",
+    "COLUMNS",
 ]

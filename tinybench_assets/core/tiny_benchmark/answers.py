@@ -1,5 +1,6 @@
 """A new model's answers to the anchors: reading them from a file (:func:`read_answers`), checking every
 score, and laying them out per scenario in the artifact's anchor order (``_prepare_answers``)."""
+
 from __future__ import annotations
 
 import csv
@@ -88,7 +89,9 @@ def read_answers(path) -> dict[str, float]:
         reader = csv.DictReader(io.StringIO(text))
         fields = [f.strip().lower() for f in (reader.fieldnames or [])]
         if "item" not in fields or "score" not in fields:
-            raise AnswerError(f"{path}: the CSV needs a header with 'item' and 'score' columns (found {reader.fieldnames})")
+            raise AnswerError(
+                f"{path}: the CSV needs a header with 'item' and 'score' columns (found {reader.fieldnames})"
+            )
         reader.fieldnames = fields
         for rec in reader:
             row = reader.line_num
@@ -124,8 +127,10 @@ def _prepare_answers(art: dict, answers: dict, allow_missing: bool, allow_extra:
         in_pool = [k for k in unknown if k in pool]
         foreign = [k for k in unknown if k not in pool]
         if foreign or not allow_extra:
-            msg = (f"{len(unknown)} answered item(s) are not anchors of the {art.get('leaderboard', '?')} tiny benchmark "
-                   f"(n={art['n']}): {_few(unknown)}")
+            msg = (
+                f"{len(unknown)} answered item(s) are not anchors of the {art.get('leaderboard', '?')} tiny benchmark "
+                f"(n={art['n']}): {_few(unknown)}"
+            )
             if in_pool:
                 msg += f"; {len(in_pool)} of them are pool items that are not anchors"
             if foreign:
@@ -145,8 +150,10 @@ def _prepare_answers(art: dict, answers: dict, allow_missing: bool, allow_extra:
         elif k < len(items):
             miss = [it for it, val in zip(items, y[0]) if not np.isfinite(val)]
             if not allow_missing:
-                raise AnswerError(f"scenario {s!r}: {len(miss)} of {len(items)} anchors not answered ({_few(miss, 3)}); "
-                                  "answer every anchor or allow missing ones (allow_missing=True / --allow-missing)")
+                raise AnswerError(
+                    f"scenario {s!r}: {len(miss)} of {len(items)} anchors not answered ({_few(miss, 3)}); "
+                    "answer every anchor or allow missing ones (allow_missing=True / --allow-missing)"
+                )
             notes.append(f"scenario {s!r}: {len(miss)} of {len(items)} anchors not answered; estimated from the rest")
             answered.append(s)
         else:

@@ -13,6 +13,7 @@ pool; the prepared budgets' artifacts carry the same items); ``--target-width W`
 whose backtested half-width is at most W points in every scenario; ``tinybench estimate`` scores answers with the
 largest prepared budget whose anchors they cover (:func:`budget_for_answers`).
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,15 @@ import numpy as np
 from ...atomic import atomic_write
 from .format import JSON_FILE, ArtifactError
 
-__all__ = ["BUDGETS_FILE", "save_budgets", "load_budgets", "target_budget", "prefix_items", "budget_for_answers",
-           "budget_rows"]
+__all__ = [
+    "BUDGETS_FILE",
+    "save_budgets",
+    "load_budgets",
+    "target_budget",
+    "prefix_items",
+    "budget_for_answers",
+    "budget_rows",
+]
 
 BUDGETS_FILE = "budgets.json"
 
@@ -42,13 +50,20 @@ def save_budgets(pred, leaderboard: str, folder, table, **export) -> Path:
         sub = Path("budgets") / f"n{n}"
         save_artifact(pred.to_artifact(leaderboard, n, **export), pred, folder / sub)
         t = table[table.n == n].set_index("scenario")
-        entries.append({"n": n, "folder": str(sub), "mae": {s: float(v) for s, v in t.mae.items()},
-                        "half_width": {s: float(v) for s, v in t.half_width.items()},
-                        "coverage": {s: float(v) for s, v in t.coverage.items()},
-                        "worst_half_width": float(t.half_width.max())})
+        entries.append(
+            {
+                "n": n,
+                "folder": str(sub),
+                "mae": {s: float(v) for s, v in t.mae.items()},
+                "half_width": {s: float(v) for s, v in t.half_width.items()},
+                "coverage": {s: float(v) for s, v in t.coverage.items()},
+                "worst_half_width": float(t.half_width.max()),
+            }
+        )
     L = pred.layout_
-    order = {s: [L.items[j] for j in L.cols[s][fit.order]] for s, fit in pred.served_.fits.items()
-             if fit.order is not None}
+    order = {
+        s: [L.items[j] for j in L.cols[s][fit.order]] for s, fit in pred.served_.fits.items() if fit.order is not None
+    }
     path = folder / BUDGETS_FILE
     text = json.dumps({"leaderboard": leaderboard, "budgets": entries, "order": order}, indent=1)
     atomic_write(path, lambda tmp: tmp.write_text(text))
@@ -78,8 +93,10 @@ def target_budget(budgets: dict, width: float) -> dict:
     ok = [b for b in budgets["budgets"] if b["worst_half_width"] <= width]
     if not ok:
         have = ", ".join(f"n={b['n']}: {b['worst_half_width']:.1f}" for b in budgets["budgets"])
-        raise ArtifactError(f"no prepared budget reaches a half-width of {width:g} points in every scenario "
-                            f"(widest scenario per budget: {have}); prepare larger budgets (the estimation assets' small_n_values config)")
+        raise ArtifactError(
+            f"no prepared budget reaches a half-width of {width:g} points in every scenario "
+            f"(widest scenario per budget: {have}); prepare larger budgets (the estimation assets' small_n_values config)"
+        )
     return min(ok, key=lambda b: b["n"])
 
 
@@ -114,8 +131,14 @@ def budget_rows(pred) -> list[dict]:
         iv = pred.oof_intervals(n)
         iv = iv[np.isfinite(iv.estimate) & np.isfinite(iv.truth_t1)]
         for s, g in iv.groupby("scenario", sort=False):
-            rows.append({"n": n, "scenario": s, "mae": 100 * float(np.mean(np.abs(g.estimate - g.truth_t1))),
-                         "half_width": 50 * float(np.mean(g.upper - g.lower)),
-                         "coverage": float(np.mean((g.lower <= g.truth_t1) & (g.truth_t1 <= g.upper))),
-                         "n_models": int(len(g))})
+            rows.append(
+                {
+                    "n": n,
+                    "scenario": s,
+                    "mae": 100 * float(np.mean(np.abs(g.estimate - g.truth_t1))),
+                    "half_width": 50 * float(np.mean(g.upper - g.lower)),
+                    "coverage": float(np.mean((g.lower <= g.truth_t1) & (g.truth_t1 <= g.upper))),
+                    "n_models": int(len(g)),
+                }
+            )
     return rows

@@ -2,6 +2,7 @@
 :func:`evaluate_artifact` (every estimator, the learned ones from ``learned_models.npz``) and
 :func:`estimate_from_artifact` (the recommended estimators for one model's answers). All of them run the
 predictor's own estimation steps on the artifact's state (:class:`.model.ArtifactModel`); nothing is unpickled."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -35,20 +36,38 @@ def evaluate_artifact(artifact: dict, Ya: dict[str, np.ndarray], estimators: Ite
     and the tree file is absent, foreign or malformed."""
     model = load_model(artifact, learned=True)
     if model is None:
-        raise ArtifactError(f"{TREES_FILE} is not beside the artifact's JSON: the learned estimators cannot be computed")
+        raise ArtifactError(
+            f"{TREES_FILE} is not beside the artifact's JSON: the learned estimators cannot be computed"
+        )
     return model.evaluate(Ya, None if estimators is None else set(estimators))
 
 
 # ====================================================================== estimation
-COLUMNS = ["scenario", "estimator", "estimator_t2", "answered", "n_anchors", "estimate", "lower", "upper",
-           "estimate_t2", "lower_t2", "upper_t2", "source"]
+COLUMNS = [
+    "scenario",
+    "estimator",
+    "estimator_t2",
+    "answered",
+    "n_anchors",
+    "estimate",
+    "lower",
+    "upper",
+    "estimate_t2",
+    "lower_t2",
+    "upper_t2",
+    "source",
+]
 
 
 def _estimators(art: dict, model, answered: list, estimator: str | None, pick: str, notes: list) -> tuple:
     """(model, {scenario: (T1, T2 estimator)}, {scenario: JSON-evaluable names}): the recommended (``pick``) or
     forced estimators; the trees attached when one of them needs them, else the best JSON-evaluable ones (noted)."""
-    want = {s: (estimator, estimator) if estimator is not None else
-            (art["scenarios"][s][pick]["t1"], art["scenarios"][s][pick]["t2"]) for s in answered}
+    want = {
+        s: (estimator, estimator)
+        if estimator is not None
+        else (art["scenarios"][s][pick]["t1"], art["scenarios"][s][pick]["t2"])
+        for s in answered
+    }
     json_ok = {s: model.json_names(s) & set(model.estimators[s]) for s in answered}
     if any(e not in json_ok[s] for s in answered for e in want[s]):
         learned = attach_trees(art, model)
@@ -56,15 +75,19 @@ def _estimators(art: dict, model, answered: list, estimator: str | None, pick: s
             model = learned
         elif estimator is not None:
             names = sorted(set().union(*json_ok.values()))
-            raise AnswerError(f"estimator {estimator!r} is not evaluable from the JSON (JSON estimators: "
-                              f"{', '.join(names)}) and {TREES_FILE} is not available")
+            raise AnswerError(
+                f"estimator {estimator!r} is not evaluable from the JSON (JSON estimators: "
+                f"{', '.join(names)}) and {TREES_FILE} is not available"
+            )
         else:
             notes.append(f"{TREES_FILE} not available: learned estimators replaced by the best JSON-evaluable ones")
             for s in answered:
                 d = art["scenarios"][s]["recommended"]
                 want[s] = tuple(e if e in json_ok[s] else d[t] for e, t in zip(want[s], ("t1", "t2")))
-    ok = {s: (model.learned_names(s) if model.trees is not None else model.json_names(s)) & set(model.estimators[s])
-          for s in answered}
+    ok = {
+        s: (model.learned_names(s) if model.trees is not None else model.json_names(s)) & set(model.estimators[s])
+        for s in answered
+    }
     bad = [s for s in answered if any(e not in ok[s] for e in want[s])]
     if bad:
         raise AnswerError(f"estimator {estimator!r} is not available for scenario(s) {bad}")
@@ -113,7 +136,9 @@ def estimate_from_artifact(
     if not isinstance(answers, dict):
         raise AnswerError(f"answers must be a dict {{item: score}} or a file path, got {type(answers).__name__}")
     if estimator is not None and estimator not in (*PER_SCENARIO, *JOINT, *SHRINKAGE):
-        raise AnswerError(f"unknown estimator {estimator!r}; choose one of {', '.join((*PER_SCENARIO, *JOINT, *SHRINKAGE))}")
+        raise AnswerError(
+            f"unknown estimator {estimator!r}; choose one of {', '.join((*PER_SCENARIO, *JOINT, *SHRINKAGE))}"
+        )
     Ya, answered, notes = _prepare_answers(art, answers, allow_missing, allow_extra)
     pick = "recommended_learned" if use_learned else "recommended"
     model, want, json_ok = _estimators(art, model, answered, estimator, pick, notes)
@@ -127,11 +152,20 @@ def estimate_from_artifact(
         served = model.served.get(s)
         if estimator is None and pick == "recommended_learned" and e1 == d[pick]["t1"] and served is not None:
             lo, up = served.predict(r1["estimate"])  # the served estimator's selection-aware interval
-        rows.append({"scenario": s, "estimator": e1, "estimator_t2": e2, "answered": int(np.isfinite(Ya[s]).sum()),
-                     "n_anchors": len(d["anchors"]["items"]), "estimate": float(r1["estimate"][0]),
-                     "lower": float(lo[0]), "upper": float(up[0]),
-                     **{k: float(r2[k][0]) for k in ("estimate_t2", "lower_t2", "upper_t2")},
-                     "source": src[0] if src[0] == src[1] else "+".join(src)})
+        rows.append(
+            {
+                "scenario": s,
+                "estimator": e1,
+                "estimator_t2": e2,
+                "answered": int(np.isfinite(Ya[s]).sum()),
+                "n_anchors": len(d["anchors"]["items"]),
+                "estimate": float(r1["estimate"][0]),
+                "lower": float(lo[0]),
+                "upper": float(up[0]),
+                **{k: float(r2[k][0]) for k in ("estimate_t2", "lower_t2", "upper_t2")},
+                "source": src[0] if src[0] == src[1] else "+".join(src),
+            }
+        )
     df = pd.DataFrame(rows, columns=COLUMNS)
     df.attrs["notes"] = notes
     df.attrs["leaderboard"] = art.get("leaderboard")

@@ -1,6 +1,7 @@
 """Export a fitted :class:`~tinybench_assets.core.predictor.AnchorPredictor` as a tiny benchmark: the
 JSON-serializable dict laid out in :mod:`.format`, plus (key ``_trees``) the learned regressors of its
 (clustering, n) as the numeric arrays of :mod:`.trees` (saved with :func:`.files.save_artifact`)."""
+
 from __future__ import annotations
 
 from datetime import datetime, timezone
@@ -31,8 +32,10 @@ def bank_arrays(bank: dict | None) -> dict:
     """The tree file's arrays of an answer bank ({"answers", "values", ...}; :data:`.trees.BANK_ARRAYS`), {} for None."""
     if bank is None:
         return {}
-    return {"bank_answers": np.asarray(bank["answers"], dtype="<f4").ravel(),
-            "bank_values": np.asarray(bank["values"], dtype="<f8").ravel()}
+    return {
+        "bank_answers": np.asarray(bank["answers"], dtype="<f4").ravel(),
+        "bank_values": np.asarray(bank["values"], dtype="<f8").ravel(),
+    }
 
 
 def bank_info(bank: dict | None) -> dict | None:
@@ -57,16 +60,28 @@ def learned_models(st: dict, c: str, n: int, models: list[dict]) -> dict:
 def _interval(ci: ConformalInterval | None) -> dict | None:
     if ci is None:
         return None
-    return {"alpha": float(ci.alpha), "scale": ci.scale, "floor": float(ci.floor), "lo": float(ci.lo),
-            "hi": float(ci.hi), "q_lo": _enc(ci.q_lo_), "q_hi": _enc(ci.q_hi_), "n": int(ci.n_)}
+    return {
+        "alpha": float(ci.alpha),
+        "scale": ci.scale,
+        "floor": float(ci.floor),
+        "lo": float(ci.lo),
+        "hi": float(ci.hi),
+        "q_lo": _enc(ci.q_lo_),
+        "q_hi": _enc(ci.q_hi_),
+        "n": int(ci.n_),
+    }
 
 
 def _calibration(cal: IsotonicCalibrator | None) -> dict | None:
     if cal is None:
         return None
     iso = cal.iso_
-    return {"x": _enc_list(iso.X_thresholds_), "y": _enc_list(iso.y_thresholds_),
-            "y_min": _enc(cal.y_min), "y_max": _enc(cal.y_max)}
+    return {
+        "x": _enc_list(iso.X_thresholds_),
+        "y": _enc_list(iso.y_thresholds_),
+        "y_min": _enc(cal.y_min),
+        "y_max": _enc(cal.y_max),
+    }
 
 
 def _best(rows: pd.DataFrame) -> dict:
@@ -93,7 +108,9 @@ def _scenario_entry(st: dict, lay, c: str, n: int, s: str, vs, texts: dict, sele
         e = r.estimator
         key = (c, n, s, e)
         ests[e] = {
-            "val_mae_t1": _enc(r.val_mae_t1), "val_mae_t2": _enc(r.val_mae_t2), "n_val": int(r.n_val),
+            "val_mae_t1": _enc(r.val_mae_t1),
+            "val_mae_t2": _enc(r.val_mae_t2),
+            "n_val": int(r.n_val),
             "interval_t1": _interval(cal.t1_intervals_.get(key)),
             "calibration_t2": _calibration(cal.t2_maps_.get(key)),
             "interval_t2": _interval(cal.t2_intervals_.get(key)),
@@ -121,15 +138,23 @@ def _scenario_entry(st: dict, lay, c: str, n: int, s: str, vs, texts: dict, sele
             "local": [int(i) for i in A.local],
             "weights": _enc_list(A.weights),
             "texts": [texts.get(lay.items[j]) for j in A.items],
-            "linear": None if A.linear is None else
-            {"fill": _enc_list(A.linear["fill"]), "coef": _enc_list(A.linear["coef"]),
-             "intercept": _enc(A.linear["intercept"])},
+            "linear": None
+            if A.linear is None
+            else {
+                "fill": _enc_list(A.linear["fill"]),
+                "coef": _enc_list(A.linear["coef"]),
+                "intercept": _enc(A.linear["intercept"]),
+            },
         },
-        "irt": {"sep": {"a": _enc_matrix(ps.a), "b": _enc_list(ps.b)},
-                "joint": {"a": _enc_matrix(pj.a[cols]), "b": _enc_list(pj.b[cols])}},
+        "irt": {
+            "sep": {"a": _enc_matrix(ps.a), "b": _enc_list(ps.b)},
+            "joint": {"a": _enc_matrix(pj.a[cols]), "b": _enc_list(pj.b[cols])},
+        },
         "lambdas": lam,
-        "stacks": {name: {"members": list(x["members"]), "w_t1": _enc_list(x["w_t1"]), "w_t2": _enc_list(x["w_t2"])}
-                   for name, x in stacks.items()},
+        "stacks": {
+            name: {"members": list(x["members"]), "w_t1": _enc_list(x["w_t1"]), "w_t2": _enc_list(x["w_t2"])}
+            for name, x in stacks.items()
+        },
         "estimators": ests,
         "recommended": _best(vs[vs.estimator.isin(list(json_names))]),
         "recommended_learned": learned,
@@ -166,8 +191,10 @@ def export_tiny_benchmark(
     """
     p = predictor
     if "steps_" not in vars(p):
-        raise ArtifactError("the predictor is not fitted, or was saved by an older tinybench without its steps: "
-                            "rebuild it by materializing anchor_sets (or `tinybench run-all`)")
+        raise ArtifactError(
+            "the predictor is not fitted, or was saved by an older tinybench without its steps: "
+            "rebuild it by materializing anchor_sets (or `tinybench run-all`)"
+        )
     st, lay = p.named_steps, p.layout
     if int(n) not in p.n_values:
         raise ArtifactError(f"n={n} was not prepared by the predictor (it has n_values={list(p.n_values)})")
@@ -191,9 +218,13 @@ def export_tiny_benchmark(
         out_sc[s], json_s, learned_s = _scenario_entry(st, lay, c, n, s, v[v.scenario == s], texts, c == c_sel)
         json_names |= json_s
         learned_names |= learned_s
-    models = [{"scenario": s, "kind": kind, "target": t, "n_features": _n_features(st, c, n, s, kind)}
-              for s in scenarios for kind in ("sep", "joint") for t in ("t1", "t2")
-              if (c, n, s, kind, t) in st["learned"].models_]
+    models = [
+        {"scenario": s, "kind": kind, "target": t, "n_features": _n_features(st, c, n, s, kind)}
+        for s in scenarios
+        for kind in ("sep", "joint")
+        for t in ("t1", "t2")
+        if (c, n, s, kind, t) in st["learned"].models_
+    ]
     bank = bank_info(st["bank"].banks_.get((c, n)))
     return {
         "format": FORMAT,
@@ -206,13 +237,21 @@ def export_tiny_benchmark(
         "interval_scale": p.interval_scale,
         "scenario_order": scenarios,
         "irt_dims": {k: int(st["irt"].params_[k].dim) for k in [*scenarios, "joint"]},
-        "training": {"fit_models": int(st["split"].n_fit_), "validation_models": int(st["split"].n_val_),
-                     "seed": int(p.seed)},
+        "training": {
+            "fit_models": int(st["split"].n_fit_),
+            "validation_models": int(st["split"].n_val_),
+            "seed": int(p.seed),
+        },
         "binarization": binarization,
         "json_estimators": sorted(json_names),
         "learned_estimators": sorted(learned_names),
-        "learned": {"file": TREES_FILE if models or bank else None, "sha256": None,
-                    "fit_learned": bool(st["learned"].enabled), "models": models, "bank": bank},
+        "learned": {
+            "file": TREES_FILE if models or bank else None,
+            "sha256": None,
+            "fit_learned": bool(st["learned"].enabled),
+            "models": models,
+            "bank": bank,
+        },
         "scenarios": out_sc,
         "_trees": learned_models(st, c, n, models),
     }

@@ -6,6 +6,7 @@ every field the estimators read is checked (:class:`.model.ArtifactModel`); the 
 compared with the JSON's, and checked tree by tree (:func:`.trees.ensembles`). Any other file in the folder,
 ``predictor.pkl`` included, is ignored.
 """
+
 from __future__ import annotations
 
 import json
@@ -57,7 +58,7 @@ def save_artifact(artifact: dict, predictor=None, folder=None) -> Path:
 
 
 def _strict(const):
-    raise ArtifactError(f"non-standard JSON constant {const} (the format writes null / \"inf\" / \"-inf\")")
+    raise ArtifactError(f'non-standard JSON constant {const} (the format writes null / "inf" / "-inf")')
 
 
 def where_of(art: dict) -> str:
@@ -76,7 +77,9 @@ def load_artifact(path) -> dict:
         why = " (the folder holds no tiny_benchmark.json)" if path.is_dir() else ""
         raise ArtifactError(f"{file}: no tiny benchmark there{why}")
     if file.stat().st_size > MAX_JSON_BYTES:
-        raise ArtifactError(f"{file}: {file.stat().st_size} bytes, more than the {MAX_JSON_BYTES} a tiny benchmark may have")
+        raise ArtifactError(
+            f"{file}: {file.stat().st_size} bytes, more than the {MAX_JSON_BYTES} a tiny benchmark may have"
+        )
     try:
         art = json.loads(file.read_bytes().decode("utf-8"), parse_constant=_strict)
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -119,13 +122,19 @@ def attach_trees(art: dict, model: ArtifactModel) -> ArtifactModel | None:
         if not source.is_file():
             return None
         if source.stat().st_size > MAX_FILE_BYTES:
-            raise ArtifactError(f"{source}: {source.stat().st_size} bytes, more than the {MAX_FILE_BYTES} a tree file may have")
+            raise ArtifactError(
+                f"{source}: {source.stat().st_size} bytes, more than the {MAX_FILE_BYTES} a tree file may have"
+            )
         got, want = file_sha256(source), art["learned"]["sha256"]
         if want is None:
-            raise ArtifactError(f"{where_of(art)}: $.learned.sha256 is null: the tree file beside it is not vouched for")
+            raise ArtifactError(
+                f"{where_of(art)}: $.learned.sha256 is null: the tree file beside it is not vouched for"
+            )
         if got != want:
-            raise ArtifactError(f"{source}: sha256 {got[:12]}... differs from the {str(want)[:12]}... recorded in "
-                                f"{JSON_FILE}; re-export the artifact (or use only the JSON estimators: "
-                                "use_learned=False / --no-learned)")
+            raise ArtifactError(
+                f"{source}: sha256 {got[:12]}... differs from the {str(want)[:12]}... recorded in "
+                f"{JSON_FILE}; re-export the artifact (or use only the JSON estimators: "
+                "use_learned=False / --no-learned)"
+            )
         arrays = read_tree_file(source)
     return model.with_trees(ensembles(arrays, model.n_features, source), arrays, source)

@@ -50,6 +50,7 @@ Non-finite floats are written as ``null`` (NaN) or the strings ``"inf"`` / ``"-i
 strict JSON. Everything is chosen on the predictor's training models (its validation table); test models
 are never looked at. Pure python / numpy / pandas: no Dagster, no DuckDB.
 """
+
 from __future__ import annotations
 
 import math
@@ -117,11 +118,15 @@ def check_format(art) -> None:
         raise ArtifactError(f"not a tinybench tiny benchmark (format {fmt!r}, expected {FORMAT!r})")
     ver = fmt.rsplit("/", 1)[1]
     if ver == "1":
-        raise ArtifactError("artifact format version 1 is not supported: it kept its learned estimators in a pickle, "
-                            "which this tinybench never loads; re-export the tiny benchmark (materialize the "
-                            "tiny_benchmark asset) to get a version 2 artifact")
+        raise ArtifactError(
+            "artifact format version 1 is not supported: it kept its learned estimators in a pickle, "
+            "which this tinybench never loads; re-export the tiny benchmark (materialize the "
+            "tiny_benchmark asset) to get a version 2 artifact"
+        )
     if ver != str(FORMAT_VERSION):
-        raise ArtifactError(f"artifact format version {ver} is not supported (this tinybench reads version {FORMAT_VERSION})")
+        raise ArtifactError(
+            f"artifact format version {ver} is not supported (this tinybench reads version {FORMAT_VERSION})"
+        )
     for key in ("n", "clustering", "scenario_order", "scenarios"):
         if key not in art:
             raise ArtifactError(f"artifact lacks the key {key!r}")

@@ -2,6 +2,7 @@
 lambdas, stacks, calibrators and, when loaded, the learned regressors as :class:`~.trees.TreeEnsemble` and the
 answer bank) from the JSON, with every field checked (:mod:`.schema`). Estimates from an artifact therefore walk the
 predictor's path (:mod:`..estimation.chain`), not a copy of it."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -70,9 +71,13 @@ class _Calibration:
 
 
 def _interval(r: Reader, d: dict, path: str) -> ConformalInterval:
-    ci = ConformalInterval(alpha=r.number(d, "alpha", path, finite=True), scale=r.text(d, "scale", path, ("binomial", "none")),
-                           floor=r.number(d, "floor", path, finite=True), lo=r.number(d, "lo", path, finite=True),
-                           hi=r.number(d, "hi", path, finite=True))
+    ci = ConformalInterval(
+        alpha=r.number(d, "alpha", path, finite=True),
+        scale=r.text(d, "scale", path, ("binomial", "none")),
+        floor=r.number(d, "floor", path, finite=True),
+        lo=r.number(d, "lo", path, finite=True),
+        hi=r.number(d, "hi", path, finite=True),
+    )
     ci.q_lo_, ci.q_hi_ = r.number(d, "q_lo", path), r.number(d, "q_hi", path)
     ci.n_ = r.integer(d, "n", path, 0) if "n" in d else 0
     return ci
@@ -95,7 +100,10 @@ def _bank_info(r: Reader, info: dict, scenarios) -> dict | None:
         return None
     b, q = r.obj(info, "bank", "$.learned"), "$.learned.bank"
     eps = r.obj(b, "eps", q)
-    out = {"models": r.integer(b, "models", q, 1), "eps": {s: r.number(eps, s, f"{q}.eps", finite=True) for s in scenarios}}
+    out = {
+        "models": r.integer(b, "models", q, 1),
+        "eps": {s: r.number(eps, s, f"{q}.eps", finite=True) for s in scenarios},
+    }
     if not all(0 < e < 0.5 for e in out["eps"].values()):
         r.fail(f"{q}.eps", "expected numbers in (0, 0.5)")
     r.text(info, "file", "$.learned", (TREES_FILE,))
@@ -158,8 +166,12 @@ def read_shrinkage(r: Reader, art: dict, order: list) -> ShrinkagePrior | None:
     if names != list(order):
         r.fail("$.shrinkage.scenarios", "expected the scenario_order")
     S = len(order)
-    prior = ShrinkagePrior(names, r.vector(d, "mean", "$.shrinkage", S, finite=True),
-                           r.matrix(d, "cov", "$.shrinkage", S, S), r.vector(d, "noise", "$.shrinkage", S, finite=True))
+    prior = ShrinkagePrior(
+        names,
+        r.vector(d, "mean", "$.shrinkage", S, finite=True),
+        r.matrix(d, "cov", "$.shrinkage", S, S),
+        r.vector(d, "noise", "$.shrinkage", S, finite=True),
+    )
     if not np.isfinite(prior.cov).all() or (prior.noise <= 0).any() or (np.diag(prior.cov) <= 0).any():
         r.fail("$.shrinkage", "expected a finite covariance with a positive diagonal and positive noise variances")
     return prior
@@ -184,7 +196,7 @@ class ArtifactModel:
             r.fail("$.alpha", "expected a number in (0, 1)")
         order = r.strings(art, "scenario_order", "$")
         if not order or len(set(order)) != len(order) or "joint" in order:
-            r.fail("$.scenario_order", "expected distinct scenario names (\"joint\" names the joint fit)")
+            r.fail("$.scenario_order", 'expected distinct scenario names ("joint" names the joint fit)')
         self.scenarios = order
         self.shrinkage = read_shrinkage(r, art, order)
         self.stacks_all, self.estimators, self.served, self.anchor_sets = {}, {}, {}, {}
@@ -193,8 +205,10 @@ class ArtifactModel:
         irt = {**parts["irt"], "joint": _IRT(np.vstack(parts["ja"]), np.concatenate(parts["jb"]))}
         self.steps = {
             "irt": IRTFits.from_params(irt),
-            "anchors": AnchorSets.from_sets({(self.c, self.n, s): A for s, A in self.anchor_sets.items()},
-                                            {s: len(c) for s, c in parts["cols"].items()}),
+            "anchors": AnchorSets.from_sets(
+                {(self.c, self.n, s): A for s, A in self.anchor_sets.items()},
+                {s: len(c) for s, c in parts["cols"].items()},
+            ),
             "learned": LearnedRegressors.from_models({}, enabled=False),
             "bank": AnswerBank.from_banks({}),
             "lambdas": Lambdas.from_lambdas(parts["lambdas"]),
@@ -213,8 +227,18 @@ class ArtifactModel:
         dims = r.obj(art, "irt_dims", "$")
         dj = r.integer(dims, "joint", "$.irt_dims", 1, MAX_DIM)
         scs = r.obj(art, "scenarios", "$")
-        parts = {"items": [], "w": [], "cols": {}, "irt": {}, "ja": [], "jb": [], "lambdas": {}, "int_t1": {},
-                 "t2_cal": {}, "int_t2": {}}
+        parts = {
+            "items": [],
+            "w": [],
+            "cols": {},
+            "irt": {},
+            "ja": [],
+            "jb": [],
+            "lambdas": {},
+            "int_t1": {},
+            "t2_cal": {},
+            "int_t2": {},
+        }
         start, seen = 0, set()
         for s in order:
             p = f"$.scenarios.{s}"
@@ -227,14 +251,18 @@ class ArtifactModel:
             irt = r.obj(d, "irt", p)
             sep, joint = r.obj(irt, "sep", f"{p}.irt"), r.obj(irt, "joint", f"{p}.irt")
             D = r.integer(dims, s, "$.irt_dims", 1, MAX_DIM)
-            parts["irt"][s] = _IRT(r.matrix(sep, "a", f"{p}.irt.sep", N, D), r.vector(sep, "b", f"{p}.irt.sep", N, finite=True))
+            parts["irt"][s] = _IRT(
+                r.matrix(sep, "a", f"{p}.irt.sep", N, D), r.vector(sep, "b", f"{p}.irt.sep", N, finite=True)
+            )
             parts["ja"].append(r.matrix(joint, "a", f"{p}.irt.joint", N, dj))
             parts["jb"].append(r.vector(joint, "b", f"{p}.irt.joint", N, finite=True))
             self.anchor_sets[s] = self._read_anchors(r.obj(d, "anchors", p), s, p, items, start, seen)
             lam = r.obj(d, "lambdas", p)
             for fit in ("sep", "joint"):
                 lf = r.obj(lam, fit, f"{p}.lambdas")
-                parts["lambdas"][(c, n, s, fit)] = {k: r.number(lf, k, f"{p}.lambdas.{fit}") for k in ("tutorial", "validation")}
+                parts["lambdas"][(c, n, s, fit)] = {
+                    k: r.number(lf, k, f"{p}.lambdas.{fit}") for k in ("tutorial", "validation")
+                }
             self._read_estimators(d, s, p, parts)
             start += N
         return parts
@@ -255,11 +283,20 @@ class ArtifactModel:
         linear = None
         if a.get("linear") is not None:  # the anchors' linear map (a regressor feature); optional
             lin, q = r.obj(a, "linear", f"{p}.anchors"), f"{p}.anchors.linear"
-            linear = {"fill": r.vector(lin, "fill", q, len(ids), finite=True),
-                      "coef": r.vector(lin, "coef", q, len(ids), finite=True),
-                      "intercept": r.number(lin, "intercept", q, finite=True)}
-        return AnchorSet(s, self.c, self.n, local, start + local,
-                         r.vector(a, "weights", f"{p}.anchors", len(ids), finite=True), linear)
+            linear = {
+                "fill": r.vector(lin, "fill", q, len(ids), finite=True),
+                "coef": r.vector(lin, "coef", q, len(ids), finite=True),
+                "intercept": r.number(lin, "intercept", q, finite=True),
+            }
+        return AnchorSet(
+            s,
+            self.c,
+            self.n,
+            local,
+            start + local,
+            r.vector(a, "weights", f"{p}.anchors", len(ids), finite=True),
+            linear,
+        )
 
     def _read_estimators(self, d: dict, s: str, p: str, parts: dict) -> None:
         r, key = self.r, (self.c, self.n, s)
@@ -271,8 +308,11 @@ class ArtifactModel:
             members = r.names(st, "members", q, STACKS[name])
             if not members:
                 r.fail(f"{q}.members", "empty")
-            self.stacks_all[s][name] = {"members": members, "w_t1": r.vector(st, "w_t1", q, len(members), finite=True),
-                                        "w_t2": r.vector(st, "w_t2", q, len(members), finite=True)}
+            self.stacks_all[s][name] = {
+                "members": members,
+                "w_t1": r.vector(st, "w_t1", q, len(members), finite=True),
+                "w_t2": r.vector(st, "w_t2", q, len(members), finite=True),
+            }
         known = {*JSON_BASE, *SHRINKAGE, *LEARNED_BASE, *self.stacks_all[s]}
         self.estimators[s] = []
         for e, ed in r.obj(d, "estimators", p).items():
@@ -298,8 +338,14 @@ class ArtifactModel:
         for rec in ("recommended", "recommended_learned"):
             rd = r.obj(d, rec, p)
             for t in ("t1", "t2"):
-                r.text(rd, t, f"{p}.{rec}", self.estimators[s] if rec == "recommended_learned" else
-                       [e for e in self.estimators[s] if e in self.json_names(s)])
+                r.text(
+                    rd,
+                    t,
+                    f"{p}.{rec}",
+                    self.estimators[s]
+                    if rec == "recommended_learned"
+                    else [e for e in self.estimators[s] if e in self.json_names(s)],
+                )
 
     # ------------------------------------------------------------------ what can be computed
     def _gbm_available(self, s: str, name: str) -> bool:
@@ -321,13 +367,16 @@ class ArtifactModel:
 
     def _stacks(self, learned: bool) -> dict:
         ok = self.learned_names if learned else self.json_names
-        return {(self.c, self.n, s, k): st for s in self.scenarios for k, st in self.stacks_all[s].items()
-                if k in ok(s)}
+        return {
+            (self.c, self.n, s, k): st for s in self.scenarios for k, st in self.stacks_all[s].items() if k in ok(s)
+        }
 
     def with_trees(self, ensembles: list, arrays: dict | None = None, source=None) -> "ArtifactModel":
         """Attach the learned regressors (a TreeEnsemble per ``model_keys`` entry) and the answer bank, if any."""
         if len(ensembles) != len(self.model_keys):
-            self.r.fail("$.learned.models", f"{len(self.model_keys)} regressors listed, the tree file holds {len(ensembles)}")
+            self.r.fail(
+                "$.learned.models", f"{len(self.model_keys)} regressors listed, the tree file holds {len(ensembles)}"
+            )
         self.steps["bank"] = AnswerBank.from_banks(_bank(self, arrays, source))
         self.steps["learned"] = LearnedRegressors.from_models(dict(zip(self.model_keys, ensembles)), self.fit_learned)
         self.trees = ensembles
@@ -345,8 +394,9 @@ class ArtifactModel:
         Returns {(scenario, estimator): {estimate, lower, upper, estimate_t2, lower_t2, upper_t2: (M,)}}.
         """
         Ms = {np.shape(Ya[s])[0] for s in self.scenarios}
-        if len(Ms) != 1 or any(np.shape(Ya[s]) != (next(iter(Ms)), len(self.anchor_sets[s].items))
-                               for s in self.scenarios):
+        if len(Ms) != 1 or any(
+            np.shape(Ya[s]) != (next(iter(Ms)), len(self.anchor_sets[s].items)) for s in self.scenarios
+        ):
             raise ValueError("Ya must hold an (M, n_anchors) block per scenario, the same M for all")
         Y = np.full((next(iter(Ms)), len(self.layout.w)), np.nan)
         for s in self.scenarios:
@@ -355,6 +405,11 @@ class ArtifactModel:
         want = {}
         for s in self.scenarios:
             ok = self.learned_names(s) if self.trees is not None else self.json_names(s)
-            want.update({(s, e): full[(s, e)] for e in self.estimators[s]
-                         if e in ok and (estimators is None or e in estimators)})
+            want.update(
+                {
+                    (s, e): full[(s, e)]
+                    for e in self.estimators[s]
+                    if e in ok and (estimators is None or e in estimators)
+                }
+            )
         return calibrated(want, t2raw, self.steps, self.c, self.n)

@@ -2,6 +2,7 @@
 raises ArtifactError naming the file, the JSON path and the problem (a missing key, a wrong type, a string or
 null where an integer is expected, a length that disagrees, an index out of range) instead of letting a
 malformed or hostile file crash or mislead the evaluation."""
+
 from __future__ import annotations
 
 import math

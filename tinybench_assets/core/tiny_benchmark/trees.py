@@ -20,6 +20,7 @@ K models, T trees, N nodes; node indices are local to their tree, 0 is the root)
 A valid tree has, for every internal node i, ``i < left, right < n_nodes`` (children point forward, so every
 path ends at a leaf within n_nodes steps: no cycle can exist) and ``0 <= feature < n_features``.
 """
+
 from __future__ import annotations
 
 import zipfile
@@ -33,9 +34,16 @@ from .format import ArtifactError
 
 #: the tree file's arrays: name -> (dtype, length: per "model", "tree" or "node")
 ARRAYS = {
-    "baseline": ("<f8", "model"), "n_trees": ("<i8", "model"), "n_nodes": ("<i8", "tree"),
-    "value": ("<f8", "node"), "feature": ("<i4", "node"), "threshold": ("<f8", "node"),
-    "missing_left": ("|u1", "node"), "left": ("<i4", "node"), "right": ("<i4", "node"), "is_leaf": ("|u1", "node"),
+    "baseline": ("<f8", "model"),
+    "n_trees": ("<i8", "model"),
+    "n_nodes": ("<i8", "tree"),
+    "value": ("<f8", "node"),
+    "feature": ("<i4", "node"),
+    "threshold": ("<f8", "node"),
+    "missing_left": ("|u1", "node"),
+    "left": ("<i4", "node"),
+    "right": ("<i4", "node"),
+    "is_leaf": ("|u1", "node"),
 }
 #: the answer bank's arrays (``bank_joint``, :mod:`..estimation.bank`): optional members, both present exactly when the
 #: JSON's ``learned.bank`` is; F bank models x A anchors (every scenario's, in scenario order) soft answers in [0, 1],
@@ -61,7 +69,9 @@ def hgb_arrays(est, n_features: int) -> dict:
     if link != "IdentityLink":
         raise ArtifactError(f"a learned regressor's link is {link}, not the identity (use loss='squared_error')")
     if int(est.n_features_in_) != int(n_features):
-        raise ArtifactError(f"a learned regressor takes {est.n_features_in_} features, the artifact gives it {n_features}")
+        raise ArtifactError(
+            f"a learned regressor takes {est.n_features_in_} features, the artifact gives it {n_features}"
+        )
     nodes = []
     for it in est._predictors:
         if len(it) != 1:
@@ -89,9 +99,11 @@ def hgb_arrays(est, n_features: int) -> dict:
 
 def pack(models: list[dict]) -> dict[str, np.ndarray]:
     """The tree file's arrays (:data:`ARRAYS`) of several :func:`hgb_arrays` models, in order."""
-    out = {"baseline": np.array([m["baseline"] for m in models], dtype="<f8"),
-           "n_trees": np.array([len(m["n_nodes"]) for m in models], dtype="<i8"),
-           "n_nodes": np.concatenate([np.zeros(0, "<i8"), *(m["n_nodes"] for m in models)]).astype("<i8")}
+    out = {
+        "baseline": np.array([m["baseline"] for m in models], dtype="<f8"),
+        "n_trees": np.array([len(m["n_nodes"]) for m in models], dtype="<i8"),
+        "n_nodes": np.concatenate([np.zeros(0, "<i8"), *(m["n_nodes"] for m in models)]).astype("<i8"),
+    }
     for k, (dt, kind) in ARRAYS.items():
         if kind == "node":
             out[k] = np.concatenate([np.zeros(0, dt), *(m[k] for m in models)]).astype(dt)
@@ -100,6 +112,7 @@ def pack(models: list[dict]) -> dict[str, np.ndarray]:
 
 def write_tree_file(arrays: dict[str, np.ndarray], path: Path) -> None:
     """Write the arrays as a compressed ``.npz``, whole or not at all (:func:`~tinybench_assets.atomic.atomic_write`)."""
+
     def write(tmp: Path) -> None:
         kinds = {**{k: dt for k, (dt, _) in ARRAYS.items()}, **{k: dt for k, dt in BANK_ARRAYS.items() if k in arrays}}
         with open(tmp, "wb") as fh:  # a file object: numpy adds no ".npz" suffix
@@ -128,16 +141,25 @@ def read_tree_file(path) -> dict[str, np.ndarray]:
             want = {k + ".npy" for k in kinds}
             if set(infos) != want or len(zf.infolist()) != len(want):
                 extra, missing = sorted(set(infos) - want), sorted(want - set(infos))
-                raise ArtifactError(f"{path}: members {extra or ''} unexpected, {missing or ''} missing "
-                                    "(or a member appears twice)")
+                raise ArtifactError(
+                    f"{path}: members {extra or ''} unexpected, {missing or ''} missing (or a member appears twice)"
+                )
             total = sum(i.file_size for i in infos.values())
             if total > MAX_FILE_BYTES:
                 raise ArtifactError(f"{path}: its members claim {total} bytes uncompressed, more than {MAX_FILE_BYTES}")
             return {k: _read_member(zf, infos[k + ".npy"], dt, path) for k, dt in kinds.items()}
     except ArtifactError:
         raise
-    except (zipfile.BadZipFile, zlib.error, OSError, EOFError, ValueError, NotImplementedError, RuntimeError,
-            SyntaxError) as e:
+    except (
+        zipfile.BadZipFile,
+        zlib.error,
+        OSError,
+        EOFError,
+        ValueError,
+        NotImplementedError,
+        RuntimeError,
+        SyntaxError,
+    ) as e:
         raise ArtifactError(f"{path}: not a readable tree file ({type(e).__name__}: {e})") from None
 
 
@@ -178,7 +200,9 @@ def ensembles(arrays: dict[str, np.ndarray], n_features: list[int], path) -> lis
         if a[k].dtype.str != np.dtype(dt).str or a[k].ndim != 1:
             _fail(path, f"{k}: dtype {a[k].dtype.str} / {a[k].ndim}-d, expected a 1-d {dt} array")
     if len(a["baseline"]) != K or len(a["n_trees"]) != K:
-        _fail(path, f"{len(a['baseline'])} baselines / {len(a['n_trees'])} tree counts for the {K} models the JSON lists")
+        _fail(
+            path, f"{len(a['baseline'])} baselines / {len(a['n_trees'])} tree counts for the {K} models the JSON lists"
+        )
     if not np.isfinite(a["baseline"]).all():
         _fail(path, "baseline: not finite")
     n_trees, n_nodes = a["n_trees"], a["n_nodes"]
@@ -204,15 +228,21 @@ def ensembles(arrays: dict[str, np.ndarray], n_features: list[int], path) -> lis
         bad = split & ~((c > local) & (c < size))
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
-            _fail(path, f"{k}: node {local[i]} of tree {tree_of[i]} points to {c[i]}: children must lie after their "
-                        f"node and inside the tree's {size[i]} nodes")
+            _fail(
+                path,
+                f"{k}: node {local[i]} of tree {tree_of[i]} points to {c[i]}: children must lie after their "
+                f"node and inside the tree's {size[i]} nodes",
+            )
     model_of_tree = np.repeat(np.arange(K), n_trees)
     nf = np.asarray(n_features, dtype=np.int64)[model_of_tree[tree_of]]
     bad = split & ~((a["feature"] >= 0) & (a["feature"] < nf))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        _fail(path, f"feature: node {local[i]} of tree {tree_of[i]} splits on feature {a['feature'][i]}, the model "
-                    f"has {nf[i]} features")
+        _fail(
+            path,
+            f"feature: node {local[i]} of tree {tree_of[i]} splits on feature {a['feature'][i]}, the model "
+            f"has {nf[i]} features",
+        )
     if np.isnan(a["threshold"][split]).any():
         _fail(path, "threshold: NaN in a split")
     if not np.isfinite(a["value"][leaf]).all():
@@ -221,9 +251,15 @@ def ensembles(arrays: dict[str, np.ndarray], n_features: list[int], path) -> lis
     for m in range(K):
         t1 = t0 + int(n_trees[m])
         lo, hi = int(start[t0]), int(start[t1 - 1] + n_nodes[t1 - 1])
-        out.append(TreeEnsemble(float(a["baseline"][m]), int(n_features[m]), start[t0:t1] - lo,
-                                {k: a[k][lo:hi] for k in ("value", "feature", "threshold", "missing_left", "left",
-                                                          "right", "is_leaf")}, int(n_nodes[t0:t1].max())))
+        out.append(
+            TreeEnsemble(
+                float(a["baseline"][m]),
+                int(n_features[m]),
+                start[t0:t1] - lo,
+                {k: a[k][lo:hi] for k in ("value", "feature", "threshold", "missing_left", "left", "right", "is_leaf")},
+                int(n_nodes[t0:t1].max()),
+            )
+        )
         t0 = t1
     return out
 
@@ -238,8 +274,11 @@ def bank_tables(arrays: dict[str, np.ndarray], F: int, A: int, S: int, path) -> 
             _fail(path, f"{k}: dtype {arrays[k].dtype.str} / {arrays[k].ndim}-d, expected a 1-d {dt} array")
     ans, val = arrays["bank_answers"], arrays["bank_values"]
     if len(ans) != F * A or len(val) != F * S:
-        _fail(path, f"bank_answers / bank_values: {len(ans)} / {len(val)} values, the JSON's bank needs {F} models x "
-                    f"{A} anchors / x {S} scenarios")
+        _fail(
+            path,
+            f"bank_answers / bank_values: {len(ans)} / {len(val)} values, the JSON's bank needs {F} models x "
+            f"{A} anchors / x {S} scenarios",
+        )
     if not (np.isfinite(ans).all() and (ans >= 0).all() and (ans <= 1).all()):
         _fail(path, "bank_answers: values outside [0, 1]")
     val = val.reshape(F, S)

@@ -1,5 +1,6 @@
 """Estimation assets per leaderboard: anchors + lambdas (one fitted AnchorPredictor), held-out estimates,
 a multi-split backtest, and the exported tiny benchmark."""
+
 import time
 
 import dagster as dg
@@ -27,7 +28,9 @@ class EstimationConfig(dg.Config):
     """Anchor budgets, clusterings and estimator options. Fitted on the training models of model_split."""
 
     n_values: list[int] = [10, 20, 30, 50]  # anchor budgets (the anchor count of every scenario, unless below)
-    scenario_n: dict[str, list[int]] = {}  # per-scenario anchor counts, one per budget, e.g. {"mmlu": [30, 60, 100, 150]}
+    scenario_n: dict[
+        str, list[int]
+    ] = {}  # per-scenario anchor counts, one per budget, e.g. {"mmlu": [30, 60, 100, 150]}
     large_pool_items: int = 1000  # pools at least this large get round(budget * 100/30) anchors (30 -> 100)
     # anchor sets: the tutorial's KMeans on correctness, and forward selection (the anchors that best predict the
     # pool accuracy; the learned estimators' best on openllm). "irt" (KMeans on IRT parameters) is available too
@@ -85,7 +88,9 @@ def leaderboard_matrix(db: Store, board: str) -> tuple[ResponseMatrix, pd.DataFr
     return matrix, full
 
 
-def _skip(board: str, n_models: int, config: EstimationConfig, sizes=None, repeated=False) -> dg.MaterializeResult | None:
+def _skip(
+    board: str, n_models: int, config: EstimationConfig, sizes=None, repeated=False
+) -> dg.MaterializeResult | None:
     """The ``skipped`` result of a leaderboard too small for the estimation assets (``small.too_small``), else None."""
     reason = small.too_small(board, n_models, sizes or {}, config, repeated)
     return None if reason is None else dg.MaterializeResult(metadata={"skipped": reason, "models": n_models})
@@ -104,24 +109,47 @@ def board_inputs(context, store: StoreResource, config: EstimationConfig):
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec("anchor_sets", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions,
-                     deps=["model_split", ALL_SCENARIOS],
-                     **card("Anchor items", "Anchor items per scenario x clustering (KMeans on correctness or IRT, forward selection) x n, with "
-                            "weights = the clusters' balance-weight mass (sum 1 per scenario; checked). Chosen on training "
-                            "models only: one AnchorPredictor (saved by the model_store resource as predictor.pkl) fitted "
-                            "on the binarized responses of model_split's training models; it fits its own per-scenario "
-                            "and joint IRT models (its own dims), so irt_joint's fit is not an input.",
-                            kinds=("python", "torch", "scikit-learn", "duckdb"))),
-        dg.AssetSpec("gpirt_lambdas", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions, deps=["anchor_sets"],
-                     **card("gp-IRT lambdas and estimator choice", "gp-IRT lambdas per scenario x clustering x n: the "
-                            "tutorial's b^2/(v/(4n)+b^2) and the lambda chosen on validation models; plus the estimator "
-                            "chosen per scenario on validation models.", kinds=("python", "duckdb"))),
+        dg.AssetSpec(
+            "anchor_sets",
+            group_name=GROUP,
+            code_version=CODE_VERSION,
+            partitions_def=leaderboard_partitions,
+            deps=["model_split", ALL_SCENARIOS],
+            **card(
+                "Anchor items",
+                "Anchor items per scenario x clustering (KMeans on correctness or IRT, forward selection) x n, with "
+                "weights = the clusters' balance-weight mass (sum 1 per scenario; checked). Chosen on training "
+                "models only: one AnchorPredictor (saved by the model_store resource as predictor.pkl) fitted "
+                "on the binarized responses of model_split's training models; it fits its own per-scenario "
+                "and joint IRT models (its own dims), so irt_joint's fit is not an input.",
+                kinds=("python", "torch", "scikit-learn", "duckdb"),
+            ),
+        ),
+        dg.AssetSpec(
+            "gpirt_lambdas",
+            group_name=GROUP,
+            code_version=CODE_VERSION,
+            partitions_def=leaderboard_partitions,
+            deps=["anchor_sets"],
+            **card(
+                "gp-IRT lambdas and estimator choice",
+                "gp-IRT lambdas per scenario x clustering x n: the "
+                "tutorial's b^2/(v/(4n)+b^2) and the lambda chosen on validation models; plus the estimator "
+                "chosen per scenario on validation models.",
+                kinds=("python", "duckdb"),
+            ),
+        ),
     ],
     pool=DUCKDB_POOL,
     can_subset=False,
 )
-def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource, torch_device: TorchDevice,
-                model_store: ModelStore):
+def anchor_sets(
+    context: dg.AssetExecutionContext,
+    config: EstimationConfig,
+    store: StoreResource,
+    torch_device: TorchDevice,
+    model_store: ModelStore,
+):
     db, board, matrix, full, skip = board_inputs(context, store, config)
     if skip is not None:
         yield dg.MaterializeResult(asset_key="anchor_sets", metadata=skip.metadata)
@@ -133,36 +161,70 @@ def anchor_sets(context: dg.AssetExecutionContext, config: EstimationConfig, sto
     seconds = time.perf_counter() - t0
     path = model_store.save_predictor(board, fitted.predictor)
     db.replace_partition(fitted.tables, board, column="leaderboard")
-    yield dg.MaterializeResult(asset_key="anchor_sets", metadata={
-        **fitted.anchor_meta, "fit_seconds": round(seconds, 1), "predictor_path": dg.MetadataValue.path(str(path))})
+    yield dg.MaterializeResult(
+        asset_key="anchor_sets",
+        metadata={
+            **fitted.anchor_meta,
+            "fit_seconds": round(seconds, 1),
+            "predictor_path": dg.MetadataValue.path(str(path)),
+        },
+    )
     yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata=fitted.lambda_meta)
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
-          deps=["gpirt_lambdas", "model_split", ALL_SCENARIOS],
-          **card("Held-out model estimates", "Estimates for every held-out (test) model of model_split, from its "
-                 "anchor answers only (the predictor anchor_sets saved): per scenario x estimator x clustering x n, with "
-                 "90 % intervals, against the pool accuracy (T1) and the real full-benchmark score (T2). Checks: "
-                 "estimates in [0, 1] inside their intervals."))
-def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource,
-                    model_store: ModelStore) -> dg.MaterializeResult:
+@dg.asset(
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    pool=DUCKDB_POOL,
+    partitions_def=leaderboard_partitions,
+    deps=["gpirt_lambdas", "model_split", ALL_SCENARIOS],
+    **card(
+        "Held-out model estimates",
+        "Estimates for every held-out (test) model of model_split, from its "
+        "anchor answers only (the predictor anchor_sets saved): per scenario x estimator x clustering x n, with "
+        "90 % intervals, against the pool accuracy (T1) and the real full-benchmark score (T2). Checks: "
+        "estimates in [0, 1] inside their intervals.",
+    ),
+)
+def model_estimates(
+    context: dg.AssetExecutionContext, config: EstimationConfig, store: StoreResource, model_store: ModelStore
+) -> dg.MaterializeResult:
     db, board, matrix, full, skip = board_inputs(context, store, config)
     if skip is not None:
         return skip
     pred = model_store.load_predictor(board)
     df, n_models = board_for(len(matrix.models), config, "cpu").estimates(pred, db, board, matrix, full)
-    cols = ["model", "scenario", "clustering", "estimator", "n", "estimate", "lower", "upper", "estimate_t2", "lower_t2",
-            "upper_t2", "truth_t1", "truth_t2"]
+    cols = [
+        "model",
+        "scenario",
+        "clustering",
+        "estimator",
+        "n",
+        "estimate",
+        "lower",
+        "upper",
+        "estimate_t2",
+        "lower_t2",
+        "upper_t2",
+        "truth_t1",
+        "truth_t2",
+    ]
     db.replace_partition({"estimates": df[cols]}, board, column="leaderboard")
     sel = df[df.estimator.isin(["tinybench", "tinybench_own", "gpirt", "random"])]
-    err = sel.assign(ae1=(sel.estimate - sel.truth_t1).abs() * 100, ae2=(sel.estimate_t2 - sel.truth_t2).abs() * 100,
-                     cov=(sel.lower <= sel.truth_t1) & (sel.truth_t1 <= sel.upper))
+    err = sel.assign(
+        ae1=(sel.estimate - sel.truth_t1).abs() * 100,
+        ae2=(sel.estimate_t2 - sel.truth_t2).abs() * 100,
+        cov=(sel.lower <= sel.truth_t1) & (sel.truth_t1 <= sel.upper),
+    )
     table = err.groupby(["scenario", "estimator", "n"])[["ae1", "ae2", "cov"]].mean().round(3).reset_index()
     table = table.rename(columns={"ae1": "mae_t1_pts", "ae2": "mae_t2_pts", "cov": "coverage_t1"})
-    return dg.MaterializeResult(metadata={
-        "test_models": n_models, "rows": len(df),
-        "mae_by_scenario_estimator_n": dg.MetadataValue.md(table.to_markdown(index=False)),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "test_models": n_models,
+            "rows": len(df),
+            "mae_by_scenario_estimator_n": dg.MetadataValue.md(table.to_markdown(index=False)),
+        }
+    )
 
 
 # Lowest step priority in a leaderboard run: the backtest fits its splits in worker processes (one per core), so
@@ -171,16 +233,30 @@ def model_estimates(context: dg.AssetExecutionContext, config: EstimationConfig,
 BACKTEST_PRIORITY = {"dagster/priority": "-1"}
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
-          deps=[ALL_SCENARIOS], op_tags=BACKTEST_PRIORITY,
-          **card("Estimation backtest", "Honest backtest over several seeded model splits of its own (grouped by family "
-                 "and random; not model_split): for each split a fresh predictor is fitted on the binarized responses of "
-                 "the training models only and scored on the test models. MAE and SD of the error "
-                 "(accuracy points) per scenario x estimator x n against T1 (pool accuracy) and T2 (real full score). "
-                 "Plots: error vs n per scenario beside the random-items baseline; interval coverage vs n.",
-                 kinds=("python", "torch", "scikit-learn", "duckdb")))
-def estimation_backtest(context: dg.AssetExecutionContext, config: BacktestConfig, store: StoreResource,
-                        torch_device: TorchDevice, model_store: ModelStore) -> dg.MaterializeResult:
+@dg.asset(
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    pool=DUCKDB_POOL,
+    partitions_def=leaderboard_partitions,
+    deps=[ALL_SCENARIOS],
+    op_tags=BACKTEST_PRIORITY,
+    **card(
+        "Estimation backtest",
+        "Honest backtest over several seeded model splits of its own (grouped by family "
+        "and random; not model_split): for each split a fresh predictor is fitted on the binarized responses of "
+        "the training models only and scored on the test models. MAE and SD of the error "
+        "(accuracy points) per scenario x estimator x n against T1 (pool accuracy) and T2 (real full score). "
+        "Plots: error vs n per scenario beside the random-items baseline; interval coverage vs n.",
+        kinds=("python", "torch", "scikit-learn", "duckdb"),
+    ),
+)
+def estimation_backtest(
+    context: dg.AssetExecutionContext,
+    config: BacktestConfig,
+    store: StoreResource,
+    torch_device: TorchDevice,
+    model_store: ModelStore,
+) -> dg.MaterializeResult:
     from tinybench_assets.core.groups import group_summary
 
     db, board, matrix, full, skip = board_inputs(context, store, config)
@@ -197,16 +273,26 @@ class ExportConfig(EstimationConfig):
     export_n: int = 30  # anchors per scenario in the exported tiny benchmark
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=leaderboard_partitions,
-          deps=["gpirt_lambdas", "model_split", ALL_SCENARIOS],
-          **card("Tiny benchmark export", "The portable tiny benchmark of the predictor anchor_sets saved (with the item "
-                 "texts and the scenarios' binarization): data/artifacts/<leaderboard>/tiny_benchmark.json "
-                 "(anchor ids and texts, weights, IRT parameters, lambdas, calibration, intervals) and learned_models.npz (the learned "
-                 "estimators' trees as plain arrays; nothing is pickled), "
-                 "plus the tiny_benchmark* tables. `tinybench estimate --leaderboard <name> --answers answers.csv` scores "
-                 "a new model from it. Check: the JSON round-trips to the asset's own estimates.", kinds=("python", "json")))
-def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, store: StoreResource,
-                   model_store: ModelStore) -> dg.MaterializeResult:
+@dg.asset(
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    pool=DUCKDB_POOL,
+    partitions_def=leaderboard_partitions,
+    deps=["gpirt_lambdas", "model_split", ALL_SCENARIOS],
+    **card(
+        "Tiny benchmark export",
+        "The portable tiny benchmark of the predictor anchor_sets saved (with the item "
+        "texts and the scenarios' binarization): data/artifacts/<leaderboard>/tiny_benchmark.json "
+        "(anchor ids and texts, weights, IRT parameters, lambdas, calibration, intervals) and learned_models.npz (the learned "
+        "estimators' trees as plain arrays; nothing is pickled), "
+        "plus the tiny_benchmark* tables. `tinybench estimate --leaderboard <name> --answers answers.csv` scores "
+        "a new model from it. Check: the JSON round-trips to the asset's own estimates.",
+        kinds=("python", "json"),
+    ),
+)
+def tiny_benchmark(
+    context: dg.AssetExecutionContext, config: ExportConfig, store: StoreResource, model_store: ModelStore
+) -> dg.MaterializeResult:
     db, board, matrix, _, skip = board_inputs(context, store, config)  # skipped as anchor_sets was
     if skip is not None:
         return skip
@@ -215,9 +301,13 @@ def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, stor
     pred = model_store.load_predictor(board)
     texts = db.item_texts(board).dropna(subset=["text"])
     binar = db.board_binarization(board)
-    kw = dict(item_texts=dict(zip(texts["item"], texts["text"])),
-              binarization={split_partition_key(k)[1]: {"rule": r, "threshold": None if pd.isna(t) else float(t)}
-                            for k, r, t in binar.itertuples(index=False)})
+    kw = dict(
+        item_texts=dict(zip(texts["item"], texts["text"])),
+        binarization={
+            split_partition_key(k)[1]: {"rule": r, "threshold": None if pd.isna(t) else float(t)}
+            for k, r, t in binar.itertuples(index=False)
+        },
+    )
     kind = board_for(len(matrix.models), config, "cpu")
     artifact, budgets = kind.export(pred, board, config.export_n, model_store.folder(board), **kw)
     path = save_artifact(artifact, pred, model_store.folder(board))
@@ -225,19 +315,35 @@ def tiny_benchmark(context: dg.AssetExecutionContext, config: ExportConfig, stor
     tables = {name: df.drop(columns=["leaderboard"]) for name, df in artifact_tables(artifact).items()}
     db.replace_partition(tables, board, column="leaderboard")
     meta = tables["tiny_benchmark"]
-    return dg.MaterializeResult(metadata={
-        "artifact": dg.MetadataValue.path(str(path)),
-        "anchor_budget": config.export_n,
-        "anchors_per_scenario": dg.MetadataValue.json(
-            {k: int(v) for k, v in tables["tiny_benchmark_anchors"].groupby("scenario").size().items()}),
-        "items_to_answer": int(len(tables["tiny_benchmark_anchors"])),
-        "json_kb": round(path.stat().st_size / 1024, 1),
-        **({"budgets": dg.MetadataValue.path(str(budgets)), "prepared_budgets": [int(n) for n in pred.n_values]}
-           if budgets is not None else {}),
-        "learned_models_kb": round(trees.stat().st_size / 1024, 1) if trees.exists() else 0.0,
-        "recommended": dg.MetadataValue.md(meta[["scenario", "clustering", "recommended_t1", "recommended_t2",
-                                                 "recommended_learned_t1", "recommended_learned_t2"]].to_markdown(index=False)),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "artifact": dg.MetadataValue.path(str(path)),
+            "anchor_budget": config.export_n,
+            "anchors_per_scenario": dg.MetadataValue.json(
+                {k: int(v) for k, v in tables["tiny_benchmark_anchors"].groupby("scenario").size().items()}
+            ),
+            "items_to_answer": int(len(tables["tiny_benchmark_anchors"])),
+            "json_kb": round(path.stat().st_size / 1024, 1),
+            **(
+                {"budgets": dg.MetadataValue.path(str(budgets)), "prepared_budgets": [int(n) for n in pred.n_values]}
+                if budgets is not None
+                else {}
+            ),
+            "learned_models_kb": round(trees.stat().st_size / 1024, 1) if trees.exists() else 0.0,
+            "recommended": dg.MetadataValue.md(
+                meta[
+                    [
+                        "scenario",
+                        "clustering",
+                        "recommended_t1",
+                        "recommended_t2",
+                        "recommended_learned_t1",
+                        "recommended_learned_t2",
+                    ]
+                ].to_markdown(index=False)
+            ),
+        }
+    )
 
 
 leaderboard_assets = [anchor_sets, model_estimates, estimation_backtest, tiny_benchmark]

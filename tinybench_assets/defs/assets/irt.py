@@ -1,4 +1,5 @@
 """IRT assets: a multidimensional 2PL per scenario, and one joint fit across a leaderboard's scenarios."""
+
 import time
 from pathlib import Path
 
@@ -40,12 +41,16 @@ def fit_needs(Y: np.ndarray) -> str | None:
     answered = ~np.isnan(Y) if Y.size else np.zeros(Y.shape, dtype=bool)
     models, items = int(answered.any(axis=1).sum()), int(answered.any(axis=0).sum())
     if models < MIN_FIT_MODELS or items < MIN_FIT_ITEMS:
-        return (f"too small for an IRT fit: {models} training model(s) x {items} answered item(s); a 2PL fit needs at "
-                f"least {MIN_FIT_MODELS} models and {MIN_FIT_ITEMS} items (items of a held-out test split do not count)")
+        return (
+            f"too small for an IRT fit: {models} training model(s) x {items} answered item(s); a 2PL fit needs at "
+            f"least {MIN_FIT_MODELS} models and {MIN_FIT_ITEMS} items (items of a held-out test split do not count)"
+        )
     return None
 
 
-def fit_and_store(context, db: Store, matrix: ResponseMatrix, key: str, scope: str, config: IRTConfig, device: str) -> dg.MaterializeResult:
+def fit_and_store(
+    context, db: Store, matrix: ResponseMatrix, key: str, scope: str, config: IRTConfig, device: str
+) -> dg.MaterializeResult:
     """Split models, choose D on training models, fit, evaluate on test models, store, describe."""
     from tinybench_assets.core.irt import fit_irt, select_dimension  # torch: imported when the asset runs, not at load
     from tinybench_assets.core.irt.evaluate import heldout_scores
@@ -57,38 +62,80 @@ def fit_and_store(context, db: Store, matrix: ResponseMatrix, key: str, scope: s
     if reason := fit_needs(Y[train]):  # too small to fit: say so, and keep no fit of older data for this partition
         db.replace_partition({t: pd.DataFrame() for t in FIT_TABLES}, key)
         context.log.warning(f"{key}: {reason}")
-        return dg.MaterializeResult(metadata={"skipped": reason, "models": len(matrix.models),
-                                              "items": len(matrix.items)})
-    context.log.info(f"{key}: choosing D among {list(config.dims)} on {int(train.sum())} training models x {Y.shape[1]} items")
+        return dg.MaterializeResult(
+            metadata={"skipped": reason, "models": len(matrix.models), "items": len(matrix.items)}
+        )
+    context.log.info(
+        f"{key}: choosing D among {list(config.dims)} on {int(train.sum())} training models x {Y.shape[1]} items"
+    )
     sel = select_dimension(Y[train], candidates=config.dims, seed=config.seed, device=device, fitter=config.fitter)
     context.log.info(f"{key}: D={sel.best_dim} chosen ({time.perf_counter() - t0:.1f}s); fitting the final model")
     params = fit_irt(Y[train], dim=sel.best_dim, seed=config.seed, device=device, fitter=config.fitter)
-    held = heldout_scores(Y[~train], params.a, params.b, seed=config.seed, device=device) if (~train).any() else \
-        {"logloss": float("nan"), "accuracy": float("nan"), "score_mae": float("nan"), "n_models": 0}
+    held = (
+        heldout_scores(Y[~train], params.a, params.b, seed=config.seed, device=device)
+        if (~train).any()
+        else {"logloss": float("nan"), "accuracy": float("nan"), "score_mae": float("nan"), "n_models": 0}
+    )
     models = np.asarray(matrix.models, dtype=object)
     tables = {
         "model_splits": pd.DataFrame({"model": models, "split": split, "seed": config.seed}),
-        "irt_items": pd.DataFrame({"item": matrix.items, "scenario": matrix.scenarios.astype(str), "subscenario": matrix.subscenarios.astype(str),
-                                   "b": params.b, "a": list(params.a)}),
+        "irt_items": pd.DataFrame(
+            {
+                "item": matrix.items,
+                "scenario": matrix.scenarios.astype(str),
+                "subscenario": matrix.subscenarios.astype(str),
+                "b": params.b,
+                "a": list(params.a),
+            }
+        ),
         "irt_models": pd.DataFrame({"model": models[train], "theta": list(params.theta)}),
-        "irt_dims": pd.DataFrame({
-            "dim": list(sel.errors), "val_error": list(sel.errors.values()), "val_bias": [sel.bias[d] for d in sel.errors],
-            "val_error_sd": [float(np.std(sel.per_model_errors[d])) for d in sel.errors],
-            "seconds": [sel.seconds.get(d) for d in sel.errors], "chosen": [d == sel.best_dim for d in sel.errors]}),
-        "irt_fits": pd.DataFrame([{
-            "scope": scope, "dim": sel.best_dim, "n_models": int(train.sum()), "n_items": len(matrix.items), "loss": params.loss,
-            "heldout_logloss": held["logloss"], "heldout_accuracy": held["accuracy"], "heldout_score_mae": held["score_mae"],
-            "n_heldout_models": held["n_models"], "val_bias": sel.bias[sel.best_dim], "val_error": sel.errors[sel.best_dim],
-            "seconds": time.perf_counter() - t0, "device": device, "fitter": config.fitter, "seed": config.seed,
-            "updated_at": pd.Timestamp.now()}]),
+        "irt_dims": pd.DataFrame(
+            {
+                "dim": list(sel.errors),
+                "val_error": list(sel.errors.values()),
+                "val_bias": [sel.bias[d] for d in sel.errors],
+                "val_error_sd": [float(np.std(sel.per_model_errors[d])) for d in sel.errors],
+                "seconds": [sel.seconds.get(d) for d in sel.errors],
+                "chosen": [d == sel.best_dim for d in sel.errors],
+            }
+        ),
+        "irt_fits": pd.DataFrame(
+            [
+                {
+                    "scope": scope,
+                    "dim": sel.best_dim,
+                    "n_models": int(train.sum()),
+                    "n_items": len(matrix.items),
+                    "loss": params.loss,
+                    "heldout_logloss": held["logloss"],
+                    "heldout_accuracy": held["accuracy"],
+                    "heldout_score_mae": held["score_mae"],
+                    "n_heldout_models": held["n_models"],
+                    "val_bias": sel.bias[sel.best_dim],
+                    "val_error": sel.errors[sel.best_dim],
+                    "seconds": time.perf_counter() - t0,
+                    "device": device,
+                    "fitter": config.fitter,
+                    "seed": config.seed,
+                    "updated_at": pd.Timestamp.now(),
+                }
+            ]
+        ),
     }
     db.replace_partition(tables, key)
-    png = plots.difficulty_vs_discrimination(params.b, params.a, matrix.scenarios if scope == "joint" else matrix.subscenarios if len(set(matrix.subscenarios)) <= 8 else None,
-                                             title=f"{key}: D={sel.best_dim}, {int(train.sum())} models x {len(matrix.items)} items")
+    png = plots.difficulty_vs_discrimination(
+        params.b,
+        params.a,
+        matrix.scenarios if scope == "joint" else matrix.subscenarios if len(set(matrix.subscenarios)) <= 8 else None,
+        title=f"{key}: D={sel.best_dim}, {int(train.sum())} models x {len(matrix.items)} items",
+    )
     plot_path = plots.save(png, Path(paths.artifacts_dir()) / "plots" / f"irt_{key}.png")
     dims_png = plots.validation_error_vs_dim(
-        sel.errors, {d: float(np.std(sel.per_model_errors[d])) for d in sel.errors}, sel.best_dim,
-        title=f"{key}: validation error vs D (bars: SD over validation models)")
+        sel.errors,
+        {d: float(np.std(sel.per_model_errors[d])) for d in sel.errors},
+        sel.best_dim,
+        title=f"{key}: validation error vs D (bars: SD over validation models)",
+    )
     return dg.MaterializeResult(
         metadata={
             "dim": sel.best_dim,
@@ -101,19 +148,33 @@ def fit_and_store(context, db: Store, matrix: ResponseMatrix, key: str, scope: s
             "fit_seconds": round(params.seconds, 2),
             "total_seconds": round(time.perf_counter() - t0, 2),
             "device": device,
-            "difficulty_vs_discrimination": dg.MetadataValue.md(plots.markdown_image(png, "difficulty vs discrimination")),
+            "difficulty_vs_discrimination": dg.MetadataValue.md(
+                plots.markdown_image(png, "difficulty vs discrimination")
+            ),
             "validation_error_vs_dim": dg.MetadataValue.md(plots.markdown_image(dims_png, "validation error vs D")),
             "plot_path": dg.MetadataValue.path(str(plot_path)),
         }
     )
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=["binarized_responses"],
-          **card("IRT model (per scenario)", "Multidimensional 2PL for one scenario, fitted by MAP on the training models "
-                 "(seeded split, recorded in model_splits); D chosen by validation on training models; item a/b, model "
-                 "theta, per-D errors in DuckDB. Plots: difficulty vs discrimination, validation error vs D. Check: the "
-                 "fit beats the item-mean predictor on held-out models.", kinds=("python", "torch", "duckdb")))
-def irt_model(context: dg.AssetExecutionContext, config: IRTConfig, store: StoreResource, torch_device: TorchDevice) -> dg.MaterializeResult:
+@dg.asset(
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    pool=DUCKDB_POOL,
+    partitions_def=scenario_partitions,
+    deps=["binarized_responses"],
+    **card(
+        "IRT model (per scenario)",
+        "Multidimensional 2PL for one scenario, fitted by MAP on the training models "
+        "(seeded split, recorded in model_splits); D chosen by validation on training models; item a/b, model "
+        "theta, per-D errors in DuckDB. Plots: difficulty vs discrimination, validation error vs D. Check: the "
+        "fit beats the item-mean predictor on held-out models.",
+        kinds=("python", "torch", "duckdb"),
+    ),
+)
+def irt_model(
+    context: dg.AssetExecutionContext, config: IRTConfig, store: StoreResource, torch_device: TorchDevice
+) -> dg.MaterializeResult:
     db = store.get()
     key = context.partition_key
     return fit_and_store(context, db, training_matrix(db, key), key, "scenario", config, torch_device.resolve())
@@ -124,21 +185,38 @@ ALL_SCENARIOS = dg.AssetDep("binarized_responses", partition_mapping=dg.AllParti
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec("irt_joint", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions,
-                     deps=[ALL_SCENARIOS],
-                     **card("IRT model (joint, per leaderboard)", "One joint 2PL across every scenario of a leaderboard "
-                            "(tinyBenchmarks' 'lb' model), fitted on the training models of model_split: abilities "
-                            "shared across scenarios, so a model's anchors in one scenario inform the others. Plots: "
-                            "difficulty vs discrimination by scenario, validation error vs D. The estimation assets do "
-                            "not read this fit (the predictor fits its own IRT models with its own dims); they read "
-                            "model_split.", kinds=("python", "torch", "duckdb"))),
-        dg.AssetSpec("model_split", group_name=GROUP, code_version=CODE_VERSION, partitions_def=leaderboard_partitions,
-                     deps=[ALL_SCENARIOS],
-                     **card("Model split (per leaderboard)", "The leaderboard's seeded train/test split of models "
-                            "(model_splits, partition key = the leaderboard; a model's side depends only on seed and "
-                            "name), recorded with the joint IRT fit that trains on it. anchor_sets fits the predictor "
-                            "on its training models; model_estimates scores its test models; tiny_benchmark counts "
-                            "them.")),
+        dg.AssetSpec(
+            "irt_joint",
+            group_name=GROUP,
+            code_version=CODE_VERSION,
+            partitions_def=leaderboard_partitions,
+            deps=[ALL_SCENARIOS],
+            **card(
+                "IRT model (joint, per leaderboard)",
+                "One joint 2PL across every scenario of a leaderboard "
+                "(tinyBenchmarks' 'lb' model), fitted on the training models of model_split: abilities "
+                "shared across scenarios, so a model's anchors in one scenario inform the others. Plots: "
+                "difficulty vs discrimination by scenario, validation error vs D. The estimation assets do "
+                "not read this fit (the predictor fits its own IRT models with its own dims); they read "
+                "model_split.",
+                kinds=("python", "torch", "duckdb"),
+            ),
+        ),
+        dg.AssetSpec(
+            "model_split",
+            group_name=GROUP,
+            code_version=CODE_VERSION,
+            partitions_def=leaderboard_partitions,
+            deps=[ALL_SCENARIOS],
+            **card(
+                "Model split (per leaderboard)",
+                "The leaderboard's seeded train/test split of models "
+                "(model_splits, partition key = the leaderboard; a model's side depends only on seed and "
+                "name), recorded with the joint IRT fit that trains on it. anchor_sets fits the predictor "
+                "on its training models; model_estimates scores its test models; tiny_benchmark counts "
+                "them.",
+            ),
+        ),
     ],
     pool=DUCKDB_POOL,
     can_subset=False,
@@ -153,10 +231,17 @@ def irt_joint(context: dg.AssetExecutionContext, config: IRTConfig, store: Store
     fit = fit_and_store(context, db, matrix, board, "joint", config, torch_device.resolve())
     yield dg.MaterializeResult(asset_key="irt_joint", metadata=fit.metadata)
     split = db.model_split(board)
-    yield dg.MaterializeResult(asset_key="model_split", metadata={
-        "models": len(split), "train_models": int((split == "train").sum()), "test_models": int((split == "test").sum()),
-        "seed": config.seed, "test_fraction": config.test_fraction, "min_models_for_split": config.min_models_for_split,
-    })
+    yield dg.MaterializeResult(
+        asset_key="model_split",
+        metadata={
+            "models": len(split),
+            "train_models": int((split == "train").sum()),
+            "test_models": int((split == "test").sum()),
+            "seed": config.seed,
+            "test_fraction": config.test_fraction,
+            "min_models_for_split": config.min_models_for_split,
+        },
+    )
 
 
 scenario_assets = [irt_model]

@@ -7,6 +7,7 @@ Its data version is ``orchestration.versions.prices_version`` (the leaderboard's
 (``Store.costs``) lists ``model_prices`` in its ``deps`` and turns stale on a price change; the IRT fits and estimators,
 which do not, stay fresh. ``refresh.assess`` treats it as it treats ``raw_responses`` after an ingest.
 """
+
 import math
 
 import dagster as dg
@@ -19,24 +20,38 @@ from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.orchestration.versions import code_version, prices_version
 
 
-@dg.asset(group_name=GROUP, code_version=code_version("ingest"), pool=DUCKDB_POOL,
-          partitions_def=scenario_partitions, deps=["landing_ingest"],
-          **card("Model prices", "The prices file of the scenario's leaderboard (`prices.csv`: per question or per "
-                 "million tokens), from which every question gets a cost per model where the drops carry none. Its data "
-                 "version changes only with the leaderboard's prices, so a changed price refreshes the cost assets "
-                 "only. Metadata: the prices, and how many of the scenario's models have costs."))
+@dg.asset(
+    group_name=GROUP,
+    code_version=code_version("ingest"),
+    pool=DUCKDB_POOL,
+    partitions_def=scenario_partitions,
+    deps=["landing_ingest"],
+    **card(
+        "Model prices",
+        "The prices file of the scenario's leaderboard (`prices.csv`: per question or per "
+        "million tokens), from which every question gets a cost per model where the drops carry none. Its data "
+        "version changes only with the leaderboard's prices, so a changed price refreshes the cost assets "
+        "only. Metadata: the prices, and how many of the scenario's models have costs.",
+    ),
+)
 def model_prices(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     key = context.partition_key
     db = store.get()
     board = split_partition_key(key)[0]
     prices = db.prices(board)
     costs = db.costs(key)
-    rows = [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
-            for r in prices.to_dict("records")]
+    rows = [
+        {k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in r.items()}
+        for r in prices.to_dict("records")
+    ]
     return dg.MaterializeResult(
         data_version=dg.DataVersion(prices_version(db, board)),  # the leaderboard's prices drops only
-        metadata={"priced_models": len(prices), "prices": dg.MetadataValue.json(rows),
-                  "models_with_costs": int(costs["model"].nunique()), "cost_rows": len(costs)},
+        metadata={
+            "priced_models": len(prices),
+            "prices": dg.MetadataValue.json(rows),
+            "models_with_costs": int(costs["model"].nunique()),
+            "cost_rows": len(costs),
+        },
     )
 
 

@@ -20,8 +20,13 @@ CODE_VERSION = code_version("ingest")
 
 
 def _ingest(context, store, landing, leaderboard=None):
-    report = ingest_landing(store, landing.incoming_path, landing.quarantine_path, leaderboard=leaderboard,
-                            trust_pickles=landing.trust_pickle_drops)
+    report = ingest_landing(
+        store,
+        landing.incoming_path,
+        landing.quarantine_path,
+        leaderboard=leaderboard,
+        trust_pickles=landing.trust_pickle_drops,
+    )
     register_partitions(context.instance, store.partition_keys())
     for rel, err in report.quarantined.items():
         context.log.warning(f"quarantined {rel}: {err}")
@@ -31,11 +36,21 @@ def _ingest(context, store, landing, leaderboard=None):
     return report
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, **card("Landed drops", "Every new or changed drop in the landing folder, "
-          "validated and stored in DuckDB (one transaction per drop); bad files move to the quarantine folder with an error "
-          "report naming the file, row and problem. Metadata: what was ingested, unchanged and quarantined, and each drop's notes "
-          "(rows merged or skipped, columns ignored, the metric chosen)."))
-def landing_ingest(context: dg.AssetExecutionContext, store: StoreResource, landing: LandingResource) -> dg.MaterializeResult:
+@dg.asset(
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    pool=DUCKDB_POOL,
+    **card(
+        "Landed drops",
+        "Every new or changed drop in the landing folder, "
+        "validated and stored in DuckDB (one transaction per drop); bad files move to the quarantine folder with an error "
+        "report naming the file, row and problem. Metadata: what was ingested, unchanged and quarantined, and each drop's notes "
+        "(rows merged or skipped, columns ignored, the metric chosen).",
+    ),
+)
+def landing_ingest(
+    context: dg.AssetExecutionContext, store: StoreResource, landing: LandingResource
+) -> dg.MaterializeResult:
     db = store.get()
     report = _ingest(context, db, landing)
     drops = len(db.active_drops())
@@ -45,28 +60,45 @@ def landing_ingest(context: dg.AssetExecutionContext, store: StoreResource, land
             "ingested": dg.MetadataValue.json(report.ingested),
             "unchanged": len(report.skipped),
             "quarantined": dg.MetadataValue.json(report.quarantined),
-            "rejected_rows": dg.MetadataValue.json({rel: {"rows": n, "file": f} for rel, (n, f) in report.rejected.items()}),
+            "rejected_rows": dg.MetadataValue.json(
+                {rel: {"rows": n, "file": f} for rel, (n, f) in report.rejected.items()}
+            ),
             "notes": dg.MetadataValue.json({rel: list(notes) for rel, notes in report.notes.items()}),
             "partitions_touched": dg.MetadataValue.json(sorted(report.partitions)),
             "active_drops": int(drops),
             "scenario_partitions": dg.MetadataValue.json(db.partition_keys()),
-        }
+        },
     )
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[landing_ingest],
-          **card("Raw responses", "The long table (model, item, score in [0, 1]) of one leaderboard scenario, consolidated "
-                 "from every active drop, the latest drop winning per cell. Metadata: models, items, drops, mean score."))
-def raw_responses(context: dg.AssetExecutionContext, store: StoreResource, landing: LandingResource) -> dg.MaterializeResult:
+@dg.asset(
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    pool=DUCKDB_POOL,
+    partitions_def=scenario_partitions,
+    deps=[landing_ingest],
+    **card(
+        "Raw responses",
+        "The long table (model, item, score in [0, 1]) of one leaderboard scenario, consolidated "
+        "from every active drop, the latest drop winning per cell. Metadata: models, items, drops, mean score.",
+    ),
+)
+def raw_responses(
+    context: dg.AssetExecutionContext, store: StoreResource, landing: LandingResource
+) -> dg.MaterializeResult:
     key = context.partition_key
     db = store.get()
-    _ingest(context, db, landing, leaderboard=split_partition_key(key)[0])  # idempotent: a run never waits on landing_ingest
+    _ingest(
+        context, db, landing, leaderboard=split_partition_key(key)[0]
+    )  # idempotent: a run never waits on landing_ingest
     n = db.consolidate_responses(key)
     if n == 0:
         raise dg.Failure(f"partition {key}: no responses landed (is the drop in the landing folder?)")
     stats = db.response_stats(key)
     return dg.MaterializeResult(
-        data_version=dg.DataVersion(partition_version(db, key)),  # the partition's active drops: a re-run on them is a no-op
+        data_version=dg.DataVersion(
+            partition_version(db, key)
+        ),  # the partition's active drops: a re-run on them is a no-op
         metadata={
             "rows": int(n),
             "models": int(stats["models"]),
@@ -74,14 +106,23 @@ def raw_responses(context: dg.AssetExecutionContext, store: StoreResource, landi
             "subscenarios": int(stats["subscenarios"]),
             "mean_score": float(stats["mean_score"]),
             "drops": int(stats["drops"]),
-        }
+        },
     )
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[raw_responses],
-          **card("Response matrix", "Models x items matrix of one scenario with its subscenario index and the "
-                 "tinyBenchmarks balance weights (each subscenario weighs the same; weights average 1). Plot: model "
-                 "accuracies and item mean scores."))
+@dg.asset(
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    pool=DUCKDB_POOL,
+    partitions_def=scenario_partitions,
+    deps=[raw_responses],
+    **card(
+        "Response matrix",
+        "Models x items matrix of one scenario with its subscenario index and the "
+        "tinyBenchmarks balance weights (each subscenario weighs the same; weights average 1). Plot: model "
+        "accuracies and item mean scores.",
+    ),
+)
 def response_matrix(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     key = context.partition_key
     db = store.get()
@@ -116,17 +157,33 @@ def response_matrix(context: dg.AssetExecutionContext, store: StoreResource) -> 
             "missing_cells_pct": float(100 * (1 - matrix.mask.mean())),
             "mean_accuracy": float(np.mean(acc)),
             "balance_weight_range": f"{weights.min():.3f} .. {weights.max():.3f}",
-            "accuracy_histograms": dg.MetadataValue.md(plots.markdown_image(
-                plots.matrix_histograms(acc, items["mean_score"].to_numpy(), title=f"{key}: {len(matrix.models)} models x "
-                                        f"{len(matrix.items)} items"), "model accuracy and item mean score")),
+            "accuracy_histograms": dg.MetadataValue.md(
+                plots.markdown_image(
+                    plots.matrix_histograms(
+                        acc,
+                        items["mean_score"].to_numpy(),
+                        title=f"{key}: {len(matrix.models)} models x {len(matrix.items)} items",
+                    ),
+                    "model accuracy and item mean score",
+                )
+            ),
         }
     )
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=[response_matrix],
-          **card("Binarized responses", "0/1 responses of one scenario. 0/1 data passes unchanged; RouterDC multiple "
-                 "choice is correct iff score > 0; other graded scores use the tutorial threshold c minimizing "
-                 "mean |mean(Y>c) - mean(Y)| over models."))
+@dg.asset(
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    pool=DUCKDB_POOL,
+    partitions_def=scenario_partitions,
+    deps=[response_matrix],
+    **card(
+        "Binarized responses",
+        "0/1 responses of one scenario. 0/1 data passes unchanged; RouterDC multiple "
+        "choice is correct iff score > 0; other graded scores use the tutorial threshold c minimizing "
+        "mean |mean(Y>c) - mean(Y)| over models.",
+    ),
+)
 def binarized_responses(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     key = context.partition_key
     db = store.get()
@@ -147,8 +204,16 @@ def binarized_responses(context: dg.AssetExecutionContext, store: StoreResource)
         }
     )
     summary = pd.DataFrame(
-        [{"rule": applied, "threshold": threshold, "mean_raw": mean_raw, "mean_binary": mean_bin,
-          "mean_abs_shift": shift, "updated_at": pd.Timestamp.now()}]
+        [
+            {
+                "rule": applied,
+                "threshold": threshold,
+                "mean_raw": mean_raw,
+                "mean_binary": mean_bin,
+                "mean_abs_shift": shift,
+                "updated_at": pd.Timestamp.now(),
+            }
+        ]
     )
     db.replace_partition({"binarized": long, "binarization": summary}, key)
     return dg.MaterializeResult(
@@ -156,7 +221,9 @@ def binarized_responses(context: dg.AssetExecutionContext, store: StoreResource)
             "models": len(matrix.models),
             "items": len(matrix.items),
             "rule": applied,
-            "threshold": dg.MetadataValue.float(threshold) if threshold is not None else dg.MetadataValue.text("none (already 0/1)"),
+            "threshold": dg.MetadataValue.float(threshold)
+            if threshold is not None
+            else dg.MetadataValue.text("none (already 0/1)"),
             "mean_accuracy_raw": mean_raw,
             "mean_accuracy_binarized": mean_bin,
             "mean_abs_accuracy_shift": shift,

@@ -1,6 +1,7 @@
 """The router asset: routers chosen by cross-validation on training questions, scored on test questions
 beside the best single model, the oracle, a random model and the tutorial's p-IRT argmax (the computation and
 its report: defs/router_report.py)."""
+
 import time
 
 import dagster as dg
@@ -17,16 +18,29 @@ from tinybench_assets.orchestration.versions import code_version
 CODE_VERSION = code_version("router")
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions,
-          deps=["pirt_predictions", "question_embeddings", "binarized_responses", "model_prices"],
-          **card("Router accuracy", "Routers (best single, KNN vote, shrunk KNN, KNN-IRT, logistic, ensemble) chosen by "
-                 "cross-validation on TRAINING questions; the served one routes every test question. Router accuracy vs "
-                 "best single model, oracle, random model and the tutorial's p-IRT argmax, pick shares, paired bootstrap "
-                 "95% interval, cost curve when costs exist. Plot: accuracy beside the baselines with pick shares. Check: "
-                 "the served router matches the best single model on training CV.",
-                 kinds=("python", "scikit-learn", "duckdb")))
-def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, store: StoreResource,
-                    torch_device: TorchDevice, model_store: ModelStore) -> dg.MaterializeResult:
+@dg.asset(
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    pool=DUCKDB_POOL,
+    partitions_def=scenario_partitions,
+    deps=["pirt_predictions", "question_embeddings", "binarized_responses", "model_prices"],
+    **card(
+        "Router accuracy",
+        "Routers (best single, KNN vote, shrunk KNN, KNN-IRT, logistic, ensemble) chosen by "
+        "cross-validation on TRAINING questions; the served one routes every test question. Router accuracy vs "
+        "best single model, oracle, random model and the tutorial's p-IRT argmax, pick shares, paired bootstrap "
+        "95% interval, cost curve when costs exist. Plot: accuracy beside the baselines with pick shares. Check: "
+        "the served router matches the best single model on training CV.",
+        kinds=("python", "scikit-learn", "duckdb"),
+    ),
+)
+def router_accuracy(
+    context: dg.AssetExecutionContext,
+    config: RouterConfig,
+    store: StoreResource,
+    torch_device: TorchDevice,
+    model_store: ModelStore,
+) -> dg.MaterializeResult:
     from tinybench_assets.core.routing import select_router  # torch and scikit-learn load when the asset runs
 
     key, db, t0 = context.partition_key, store.get(), time.perf_counter()
@@ -34,9 +48,19 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
         return dg.MaterializeResult(metadata={"skipped": "no questions embedded (see question_embeddings)"})
     d, device = report.RoutingInputs.read(db, key), torch_device.resolve()
     Etr, Ytr, gtr = d.train
-    sel = select_router(Etr, Ytr, groups=gtr, families=config.families, n_folds=config.n_folds, seed=config.seed,
-                        device=device, margins=config.margins, gate_level=config.gate_level, n_boot=config.n_boot,
-                        log=context.log.info)
+    sel = select_router(
+        Etr,
+        Ytr,
+        groups=gtr,
+        families=config.families,
+        n_folds=config.n_folds,
+        seed=config.seed,
+        device=device,
+        margins=config.margins,
+        gate_level=config.gate_level,
+        n_boot=config.n_boot,
+        log=context.log.info,
+    )
     scores = report.score_routers(d, sel, config, device)
     tut = report.tutorial_accuracy(db, key, list(d.scored[2]), d.models, d.scored[1], d.prior)
     tables = report.accuracy_tables(d, sel, scores, tut, config, t0)
@@ -44,8 +68,13 @@ def router_accuracy(context: dg.AssetExecutionContext, config: RouterConfig, sto
     cost = report.cost_part(db, d, sel, scores, config)
     db.replace_partition({**tables, **gap_tables, **cost.tables}, key)
     path = model_store.save_router(key, report.served_router_file(d, sel, scores, cost, config))
-    return dg.MaterializeResult(metadata={
-        **report.accuracy_metadata(d, sel, scores, tut, tables["router_summary"]),
-        "router_file": dg.MetadataValue.path(str(path)), "seconds": round(time.perf_counter() - t0, 1),
-        **({"families_sat_out": dg.MetadataValue.json(sel.sat_out)} if sel.sat_out else {}), **gap_meta, **cost.meta,
-    })
+    return dg.MaterializeResult(
+        metadata={
+            **report.accuracy_metadata(d, sel, scores, tut, tables["router_summary"]),
+            "router_file": dg.MetadataValue.path(str(path)),
+            "seconds": round(time.perf_counter() - t0, 1),
+            **({"families_sat_out": dg.MetadataValue.json(sel.sat_out)} if sel.sat_out else {}),
+            **gap_meta,
+            **cost.meta,
+        }
+    )

@@ -41,8 +41,10 @@ def routable(q: pd.DataFrame) -> str | None:
     if q["text"].isna().all():
         return "no question text landed for this scenario"
     if q["split"].isna().all():
-        return (f"no train/test split of questions landed (items.split) and only {int(q['text'].notna().sum())} "
-                f"questions with text: tinybench splits a scenario itself from {MIN_SELF_SPLIT_QUESTIONS} questions")
+        return (
+            f"no train/test split of questions landed (items.split) and only {int(q['text'].notna().sum())} "
+            f"questions with text: tinybench splits a scenario itself from {MIN_SELF_SPLIT_QUESTIONS} questions"
+        )
     if not (q["split"] == "test").any() or not (q["split"] != "test").any():
         return "no train/test split of questions (items.split)"
     return None
@@ -52,11 +54,23 @@ def _skip(reason: str) -> dg.MaterializeResult:
     return dg.MaterializeResult(metadata={"skipped": reason})
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=["binarized_responses"],
-          **card("Question embeddings", "Sentence embeddings (all-MiniLM-L6-v2, offline) of every question of a scenario "
-                 "with text and a test split, cached in DuckDB by hash of (encoder, text): a re-run or a new drop embeds "
-                 "only new texts. The run's log shows texts done / to do.", kinds=("python", "torch", "duckdb")))
-def question_embeddings(context: dg.AssetExecutionContext, store: StoreResource, encoder: EncoderResource) -> dg.MaterializeResult:
+@dg.asset(
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    pool=DUCKDB_POOL,
+    partitions_def=scenario_partitions,
+    deps=["binarized_responses"],
+    **card(
+        "Question embeddings",
+        "Sentence embeddings (all-MiniLM-L6-v2, offline) of every question of a scenario "
+        "with text and a test split, cached in DuckDB by hash of (encoder, text): a re-run or a new drop embeds "
+        "only new texts. The run's log shows texts done / to do.",
+        kinds=("python", "torch", "duckdb"),
+    ),
+)
+def question_embeddings(
+    context: dg.AssetExecutionContext, store: StoreResource, encoder: EncoderResource
+) -> dg.MaterializeResult:
     key, db = context.partition_key, store.get()
     q = partition_questions(db, key)
     if reason := routable(q):
@@ -64,19 +78,37 @@ def question_embeddings(context: dg.AssetExecutionContext, store: StoreResource,
     q = q[q["text"].notna()].reset_index(drop=True)
     enc = encoder.get()
     E, st = embed_cached(db, enc, q["text"].tolist(), log=context.log.info)
-    table = pd.DataFrame({"item": q["item"], "split": q["split"].fillna("train"),
-                          "text_key": [text_key(enc.cache_id, t) for t in q["text"]], "encoder": enc.encoder_id})
+    table = pd.DataFrame(
+        {
+            "item": q["item"],
+            "split": q["split"].fillna("train"),
+            "text_key": [text_key(enc.cache_id, t) for t in q["text"]],
+            "encoder": enc.encoder_id,
+        }
+    )
     db.replace_partition({"question_embeddings": table}, key)
     context.log.info(f"{key}: {st['texts']} texts, {st['embedded']} embedded now, {st['cached']} from the cache")
-    return dg.MaterializeResult(metadata={
-        "questions": st["texts"], "train": int((table["split"] != "test").sum()), "test": int((table["split"] == "test").sum()),
-        "split": "landed with the questions" if q["split_source"].iloc[0] == "landed" else
-                 "none landed: tinybench's own (seeded, stratified by subscenario, 20 % test)",
-        "embedded_now": st["embedded"], "from_cache": st["cached"], "encode_seconds": round(st["seconds"], 2),
-        "texts_per_s": dg.MetadataValue.float(float(st["texts_per_s"])) if st["embedded"] else dg.MetadataValue.text("n/a (all cached)"),
-        "encoder": enc.encoder_id, "precision": enc.resolved_precision(), "dim": int(E.shape[1]), "threads": enc.num_threads,
-        **_probe_metadata(enc),
-    })
+    return dg.MaterializeResult(
+        metadata={
+            "questions": st["texts"],
+            "train": int((table["split"] != "test").sum()),
+            "test": int((table["split"] == "test").sum()),
+            "split": "landed with the questions"
+            if q["split_source"].iloc[0] == "landed"
+            else "none landed: tinybench's own (seeded, stratified by subscenario, 20 % test)",
+            "embedded_now": st["embedded"],
+            "from_cache": st["cached"],
+            "encode_seconds": round(st["seconds"], 2),
+            "texts_per_s": dg.MetadataValue.float(float(st["texts_per_s"]))
+            if st["embedded"]
+            else dg.MetadataValue.text("n/a (all cached)"),
+            "encoder": enc.encoder_id,
+            "precision": enc.resolved_precision(),
+            "dim": int(E.shape[1]),
+            "threads": enc.num_threads,
+            **_probe_metadata(enc),
+        }
+    )
 
 
 def _probe_metadata(enc) -> dict:
@@ -90,11 +122,20 @@ def _probe_metadata(enc) -> dict:
 NO_FIT = "no IRT fit stored for this partition (irt_model's note says why: too small, or not materialized yet)"
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=["question_embeddings", "irt_model"],
-          **card("KNN-imputed item parameters", "Discrimination a and difficulty b of every TEST question, imputed as the "
-                 "(weighted) mean over its k most cosine-similar TRAINING questions' IRT parameters; stored with the "
-                 "neighbours' ids and similarities. Plot: fitted vs imputed difficulty and discrimination.",
-                 kinds=("python", "scikit-learn", "duckdb")))
+@dg.asset(
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    pool=DUCKDB_POOL,
+    partitions_def=scenario_partitions,
+    deps=["question_embeddings", "irt_model"],
+    **card(
+        "KNN-imputed item parameters",
+        "Discrimination a and difficulty b of every TEST question, imputed as the "
+        "(weighted) mean over its k most cosine-similar TRAINING questions' IRT parameters; stored with the "
+        "neighbours' ids and similarities. Plot: fitted vs imputed difficulty and discrimination.",
+        kinds=("python", "scikit-learn", "duckdb"),
+    ),
+)
 def knn_item_params(context: dg.AssetExecutionContext, config: KNNConfig, store: StoreResource) -> dg.MaterializeResult:
     from tinybench_assets.core.routing import impute_item_params
 
@@ -106,8 +147,10 @@ def knn_item_params(context: dg.AssetExecutionContext, config: KNNConfig, store:
         return _skip(NO_FIT)
     items, _ = fit
     if items["item"].isin(emb.loc[emb["split"] == "test", "item"]).any():
-        return _skip("irt_model's fit saw the test questions (no split landed; the router assets split the questions "
-                     "themselves): the tutorial's imputation would leak them. The routers fit their own IRT per fold.")
+        return _skip(
+            "irt_model's fit saw the test questions (no split landed; the router assets split the questions "
+            "themselves): the tutorial's imputation would leak them. The routers fit their own IRT per fold."
+        )
     pos = {it: i for i, it in enumerate(emb["item"])}
     train = items[items["item"].isin(pos)].reset_index(drop=True)
     test = emb[emb["split"] == "test"].reset_index(drop=True)
@@ -115,25 +158,52 @@ def knn_item_params(context: dg.AssetExecutionContext, config: KNNConfig, store:
     a_tr, b_tr = np.vstack(train["a"].to_numpy()), train["b"].to_numpy(dtype=float)
     imp = impute_item_params(Ete, Etr, a_tr, b_tr, k=config.k, weighting=config.weighting)
     names = train["item"].to_numpy(dtype=object)
-    out = pd.DataFrame({"item": test["item"], "b": imp.b, "a": list(imp.a), "neighbours": [list(names[r]) for r in imp.idx],
-                        "similarities": [list(map(float, r)) for r in imp.sim], "k": config.k, "weighting": config.weighting})
+    out = pd.DataFrame(
+        {
+            "item": test["item"],
+            "b": imp.b,
+            "a": list(imp.a),
+            "neighbours": [list(names[r]) for r in imp.idx],
+            "similarities": [list(map(float, r)) for r in imp.sim],
+            "k": config.k,
+            "weighting": config.weighting,
+        }
+    )
     db.replace_partition({"knn_item_params": out}, key)
-    png = plots.difficulty_vs_discrimination(np.concatenate([b_tr, imp.b]), np.vstack([a_tr, imp.a]),
-                                             np.array(["train (fitted)"] * len(b_tr) + ["test (imputed)"] * len(imp.b)),
-                                             title=f"{key}: fitted vs KNN-imputed (k={config.k})")
-    return dg.MaterializeResult(metadata={
-        "test_questions": len(out), "train_questions": len(train), "k": config.k, "weighting": config.weighting,
-        "irt_dim": int(a_tr.shape[1]), "mean_top1_similarity": float(imp.sim[:, 0].mean()),
-        "mean_kth_similarity": float(imp.sim[:, -1].mean()),
-        "b_sd_fitted_vs_imputed": f"{np.std(b_tr):.3f} vs {np.std(imp.b):.3f}",
-        "fitted_vs_imputed": dg.MetadataValue.md(plots.markdown_image(png, "fitted vs imputed parameters")),
-    })
+    png = plots.difficulty_vs_discrimination(
+        np.concatenate([b_tr, imp.b]),
+        np.vstack([a_tr, imp.a]),
+        np.array(["train (fitted)"] * len(b_tr) + ["test (imputed)"] * len(imp.b)),
+        title=f"{key}: fitted vs KNN-imputed (k={config.k})",
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "test_questions": len(out),
+            "train_questions": len(train),
+            "k": config.k,
+            "weighting": config.weighting,
+            "irt_dim": int(a_tr.shape[1]),
+            "mean_top1_similarity": float(imp.sim[:, 0].mean()),
+            "mean_kth_similarity": float(imp.sim[:, -1].mean()),
+            "b_sd_fitted_vs_imputed": f"{np.std(b_tr):.3f} vs {np.std(imp.b):.3f}",
+            "fitted_vs_imputed": dg.MetadataValue.md(plots.markdown_image(png, "fitted vs imputed parameters")),
+        }
+    )
 
 
-@dg.asset(group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL, partitions_def=scenario_partitions, deps=["knn_item_params"],
-          **card("p-IRT correctness predictions", "P(correct) = sigmoid(a_q . theta_m - b_q) for every (model, test "
-                 "question) from the IRT abilities and the KNN-imputed a, b; the tutorial's router routes each question "
-                 "to the argmax."))
+@dg.asset(
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    pool=DUCKDB_POOL,
+    partitions_def=scenario_partitions,
+    deps=["knn_item_params"],
+    **card(
+        "p-IRT correctness predictions",
+        "P(correct) = sigmoid(a_q . theta_m - b_q) for every (model, test "
+        "question) from the IRT abilities and the KNN-imputed a, b; the tutorial's router routes each question "
+        "to the argmax.",
+    ),
+)
 def pirt_predictions(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
     from tinybench_assets.core.routing.routers import irt_proba
 
@@ -145,12 +215,23 @@ def pirt_predictions(context: dg.AssetExecutionContext, store: StoreResource) ->
         return _skip(NO_FIT)
     _, models = fit
     P = irt_proba(np.vstack(imp["a"].to_numpy()), imp["b"].to_numpy(dtype=float), np.vstack(models["theta"].to_numpy()))
-    long = pd.DataFrame({"model": np.tile(models["model"].to_numpy(dtype=object), len(imp)),
-                         "item": np.repeat(imp["item"].to_numpy(dtype=object), len(models)), "p": P.reshape(-1)})
+    long = pd.DataFrame(
+        {
+            "model": np.tile(models["model"].to_numpy(dtype=object), len(imp)),
+            "item": np.repeat(imp["item"].to_numpy(dtype=object), len(models)),
+            "p": P.reshape(-1),
+        }
+    )
     db.replace_partition({"pirt_predictions": long}, key)
     mean_p = dict(zip(models["model"], np.round(P.mean(axis=0), 4)))
-    return dg.MaterializeResult(metadata={"rows": len(long), "test_questions": len(imp), "models": len(models),
-                                          "mean_p_by_model": dg.MetadataValue.json({k: float(v) for k, v in mean_p.items()})})
+    return dg.MaterializeResult(
+        metadata={
+            "rows": len(long),
+            "test_questions": len(imp),
+            "models": len(models),
+            "mean_p_by_model": dg.MetadataValue.json({k: float(v) for k, v in mean_p.items()}),
+        }
+    )
 
 
 scenario_assets = [question_embeddings, knn_item_params, pirt_predictions]

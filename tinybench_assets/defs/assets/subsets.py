@@ -5,6 +5,7 @@ What they write is computed in defs/magi_report.py, with the per-leaderboard def
 pools all its scenario partitions; routerdc uses the mmlu partition's test questions. The core is
 tinybench_assets.core.subsets (docs/magi.md).
 """
+
 import json
 import time
 from pathlib import Path
@@ -16,13 +17,7 @@ from pydantic import Field
 
 from tinybench_assets import paths
 from tinybench_assets.atomic import atomic_write
-from tinybench_assets.core.subsets import (
-    DEFAULTS,
-    chance_per_item,
-    parallel_forms,
-    prepare,
-    read_aggregate,
-)
+from tinybench_assets.core.subsets import DEFAULTS, chance_per_item, parallel_forms, prepare, read_aggregate
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.magi_report import magi_inputs, magi_metadata, magi_tables, search, subset_artifact
 from tinybench_assets.defs.partitions import leaderboard_partitions
@@ -45,8 +40,14 @@ class MagiConfig(dg.Config):
     guesser_z: float = 2.0
     eval_fraction: float = 0.5  # non-voters held out from every selection step
     reference: str = ""  # "" : the best tune model by full score
-    methods: list[str] = ["mean_score", "ref_vs_voters", "irt", "irt_discrimination", "irt_information",
-                          "top_discrimination"]
+    methods: list[str] = [
+        "mean_score",
+        "ref_vs_voters",
+        "irt",
+        "irt_discrimination",
+        "irt_information",
+        "top_discrimination",
+    ]
     # exported as magi_subset.json: "auto" = the variant rule applied to this run's subsets on tune models and voters
     # (core EXPORT_RULE, choose_export; never ref_vs_voters, which burns its reference), or a method name
     export_method: str = "auto"
@@ -88,19 +89,35 @@ MAGI_TITLES = ("MAGI item rankings", "MAGI score trends", "MAGI voter penalty", 
 
 
 @dg.multi_asset(
-    specs=[dg.AssetSpec(name, group_name=GROUP, partitions_def=leaderboard_partitions,
-                        deps=[dg.AssetDep("binarized_responses", partition_mapping=dg.AllPartitionMapping())] if name == "magi_rankings" else ["magi_rankings"],
-                        code_version=CODE_VERSION, **card(title, desc, kinds=("python", "optuna", "duckdb")))
-           for name, title, desc in zip(MAGI_ASSETS, MAGI_TITLES, (
-               "Item rankings per method (mean voter score, reference-vs-voters, IRT difficulty / discrimination / "
-               "information at the top models' abilities along the full-score direction, covariance with the full "
-               "score among the top tune models): keep score and rank per item.",
-               "Progressive deletion: every chosen model's score (reference, voters, top-10 non-voters) as items are deleted.",
-               "Leave-one-out voter penalty per voter before/after offset padding, and mean penalty vs number of voters.",
-               "The chosen subset per method (items, ranking scores, parameters, Pareto front of the seeded search) and "
-               "the runnable export data/artifacts/<leaderboard>/magi_subset.json.",
-               "Every model's score on each method's subset beside its pool and full score, with the not-fair flag."))],
-    pool=DUCKDB_POOL, can_subset=False)
+    specs=[
+        dg.AssetSpec(
+            name,
+            group_name=GROUP,
+            partitions_def=leaderboard_partitions,
+            deps=[dg.AssetDep("binarized_responses", partition_mapping=dg.AllPartitionMapping())]
+            if name == "magi_rankings"
+            else ["magi_rankings"],
+            code_version=CODE_VERSION,
+            **card(title, desc, kinds=("python", "optuna", "duckdb")),
+        )
+        for name, title, desc in zip(
+            MAGI_ASSETS,
+            MAGI_TITLES,
+            (
+                "Item rankings per method (mean voter score, reference-vs-voters, IRT difficulty / discrimination / "
+                "information at the top models' abilities along the full-score direction, covariance with the full "
+                "score among the top tune models): keep score and rank per item.",
+                "Progressive deletion: every chosen model's score (reference, voters, top-10 non-voters) as items are deleted.",
+                "Leave-one-out voter penalty per voter before/after offset padding, and mean penalty vs number of voters.",
+                "The chosen subset per method (items, ranking scores, parameters, Pareto front of the seeded search) and "
+                "the runnable export data/artifacts/<leaderboard>/magi_subset.json.",
+                "Every model's score on each method's subset beside its pool and full score, with the not-fair flag.",
+            ),
+        )
+    ],
+    pool=DUCKDB_POOL,
+    can_subset=False,
+)
 def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, store: StoreResource):
     import torch  # loads when the asset runs
 
@@ -112,15 +129,29 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
             yield dg.MaterializeResult(asset_key=name, metadata={"skipped": why})
         return
     matrix, full, texts, keys, split = inputs
-    setup = prepare(matrix.scores, matrix.models, matrix.items, matrix.scenarios, matrix.subscenarios,
-                    chance_per_item(matrix.scenarios), full,
-                    aggregate=read_aggregate(paths.aggregate_csv(board, config.aggregate_csv)), n_voters=config.n_voters,
-                    per_family=config.per_family, eval_fraction=config.eval_fraction, reference=config.reference or None,
-                    guesser_z=config.guesser_z, seed=config.seed, balanced=config.balanced)
+    setup = prepare(
+        matrix.scores,
+        matrix.models,
+        matrix.items,
+        matrix.scenarios,
+        matrix.subscenarios,
+        chance_per_item(matrix.scenarios),
+        full,
+        aggregate=read_aggregate(paths.aggregate_csv(board, config.aggregate_csv)),
+        n_voters=config.n_voters,
+        per_family=config.per_family,
+        eval_fraction=config.eval_fraction,
+        reference=config.reference or None,
+        guesser_z=config.guesser_z,
+        seed=config.seed,
+        balanced=config.balanced,
+    )
     result, export, _ = search(setup, config)
     mt = magi_tables(setup, result, export, config, board)
     db.replace_partition(mt.tables, board, column="leaderboard")
-    text = json.dumps(subset_artifact(board, keys, split, setup, result, export, texts, config), indent=1, default=float)
+    text = json.dumps(
+        subset_artifact(board, keys, split, setup, result, export, texts, config), indent=1, default=float
+    )
     path = atomic_write(Path(paths.artifacts_dir()) / board / "magi_subset.json", lambda tmp: tmp.write_text(text))
     meta = magi_metadata(setup, result, export, mt, config, path)
     meta["magi_subset"]["seconds"] = round(time.perf_counter() - t0, 1)
@@ -128,12 +159,23 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
         yield dg.MaterializeResult(asset_key=name, metadata=meta[name])
 
 
-@dg.asset(name="parallel_forms", group_name=GROUP, code_version=CODE_VERSION, pool=DUCKDB_POOL,
-          partitions_def=leaderboard_partitions, deps=[dg.AssetDep("binarized_responses", partition_mapping=dg.AllPartitionMapping())],
-          **card("Parallel test forms", "Two non-overlapping stratified parallel forms (subscenario x difficulty bucket) "
-                 "with counts, proportions, L1 distances to each other and to the pool, and the A-vs-B correlation of "
-                 "every model's score."))
-def parallel_forms_asset(context: dg.AssetExecutionContext, config: FormsConfig, store: StoreResource) -> dg.MaterializeResult:
+@dg.asset(
+    name="parallel_forms",
+    group_name=GROUP,
+    code_version=CODE_VERSION,
+    pool=DUCKDB_POOL,
+    partitions_def=leaderboard_partitions,
+    deps=[dg.AssetDep("binarized_responses", partition_mapping=dg.AllPartitionMapping())],
+    **card(
+        "Parallel test forms",
+        "Two non-overlapping stratified parallel forms (subscenario x difficulty bucket) "
+        "with counts, proportions, L1 distances to each other and to the pool, and the A-vs-B correlation of "
+        "every model's score.",
+    ),
+)
+def parallel_forms_asset(
+    context: dg.AssetExecutionContext, config: FormsConfig, store: StoreResource
+) -> dg.MaterializeResult:
     db = store.get()
     board = context.partition_key
     inputs, why = magi_inputs(db, board, config.scenarios, config.item_split)
@@ -151,22 +193,52 @@ def parallel_forms_asset(context: dg.AssetExecutionContext, config: FormsConfig,
         difficulty = 1 - np.nanmean(matrix.scores, axis=0)
     else:
         raise dg.Failure(f"unknown difficulty {config.difficulty!r} (accuracy | irt)")
-    sub = np.array([f"{s}/{t}" if s != t else str(s) for s, t in zip(matrix.scenarios, matrix.subscenarios)], dtype=object)
-    forms = parallel_forms(matrix.items, sub, difficulty, size=config.form_size, n_buckets=config.n_buckets,
-                           exclude=config.exclude_subscenarios, scores=matrix.scores, seed=config.seed)
+    sub = np.array(
+        [f"{s}/{t}" if s != t else str(s) for s, t in zip(matrix.scenarios, matrix.subscenarios)], dtype=object
+    )
+    forms = parallel_forms(
+        matrix.items,
+        sub,
+        difficulty,
+        size=config.form_size,
+        n_buckets=config.n_buckets,
+        exclude=config.exclude_subscenarios,
+        scores=matrix.scores,
+        seed=config.seed,
+    )
     chosen = forms.items[forms.items.form != ""]
-    stats = pd.DataFrame([{**forms.distances, **{f"corr_{k}": v for k, v in forms.correlation.items()},
-                           "form_size": len(forms.form_a), "requested_size": config.form_size, "pool_items": int((~forms.items.excluded).sum())}])
-    db.replace_partition({"parallel_forms": chosen[["item", "form", "subscenario", "bucket", "difficulty"]],
-                          "parallel_forms_strata": forms.summary, "parallel_forms_stats": stats}, board, column="leaderboard")
-    return dg.MaterializeResult(metadata={
-        "scenarios": dg.MetadataValue.json(keys), "item_split": split,
-        "form_size": len(forms.form_a), "requested_size": config.form_size,
-        "overlap": len(set(forms.form_a) & set(forms.form_b)),
-        "l1_distances": dg.MetadataValue.json({k: round(v, 4) for k, v in forms.distances.items()}),
-        "a_vs_b_correlation": dg.MetadataValue.json(forms.correlation),
-        "strata": dg.MetadataValue.md(forms.summary.head(60).round(3).to_markdown(index=False)),
-    })
+    stats = pd.DataFrame(
+        [
+            {
+                **forms.distances,
+                **{f"corr_{k}": v for k, v in forms.correlation.items()},
+                "form_size": len(forms.form_a),
+                "requested_size": config.form_size,
+                "pool_items": int((~forms.items.excluded).sum()),
+            }
+        ]
+    )
+    db.replace_partition(
+        {
+            "parallel_forms": chosen[["item", "form", "subscenario", "bucket", "difficulty"]],
+            "parallel_forms_strata": forms.summary,
+            "parallel_forms_stats": stats,
+        },
+        board,
+        column="leaderboard",
+    )
+    return dg.MaterializeResult(
+        metadata={
+            "scenarios": dg.MetadataValue.json(keys),
+            "item_split": split,
+            "form_size": len(forms.form_a),
+            "requested_size": config.form_size,
+            "overlap": len(set(forms.form_a) & set(forms.form_b)),
+            "l1_distances": dg.MetadataValue.json({k: round(v, 4) for k, v in forms.distances.items()}),
+            "a_vs_b_correlation": dg.MetadataValue.json(forms.correlation),
+            "strata": dg.MetadataValue.md(forms.summary.head(60).round(3).to_markdown(index=False)),
+        }
+    )
 
 
 leaderboard_assets = [magi_subset_assets, parallel_forms_asset]

@@ -9,12 +9,17 @@ one scenario or leaderboard partition; blocking checks (severity ERROR) stop dow
 - router / MAGI: ``knn_params_cover_test_questions`` (knn_item_params, blocking), ``router_matches_best_single``
   (router_accuracy), ``magi_subset_within_bound`` (magi_subset, warning), ``magi_not_fair_flagged`` (magi_scores)
 """
+
 import warnings
 
 import dagster as dg
 
-with warnings.catch_warnings():  # partitioned checks (partitions_def on @asset_check) are a preview feature of Dagster 1.13
-    warnings.filterwarnings("ignore", category=dg.PreviewWarning, message="Specifying a partitions_def on an AssetCheckSpec")
+with (
+    warnings.catch_warnings()
+):  # partitioned checks (partitions_def on @asset_check) are a preview feature of Dagster 1.13
+    warnings.filterwarnings(
+        "ignore", category=dg.PreviewWarning, message="Specifying a partitions_def on an AssetCheckSpec"
+    )
     from tinybench_assets.defs.checks import estimation, responses, router
 
 checks = [*responses.checks, *estimation.checks, *router.checks]

@@ -1,4 +1,5 @@
 """Helpers shared by the asset checks: the partition being checked, result rows, skipped materializations."""
+
 from __future__ import annotations
 
 import math
@@ -66,8 +67,13 @@ def skip_result(severity: dg.AssetCheckSeverity, partition: str | None, reason: 
     return result(True, severity, partition, skipped=reason)
 
 
-def nothing_stored(context: dg.AssetCheckExecutionContext, asset: str, partition: str | None,
-                   severity: dg.AssetCheckSeverity, error: str) -> dg.AssetCheckResult:
+def nothing_stored(
+    context: dg.AssetCheckExecutionContext,
+    asset: str,
+    partition: str | None,
+    severity: dg.AssetCheckSeverity,
+    error: str,
+) -> dg.AssetCheckResult:
     """The result when the asset stored nothing for the partition: a pass with its ``skipped`` note when the asset
     skipped the partition on purpose, else a failure naming what is missing."""
     reason = skipped(context, asset, partition)

@@ -12,23 +12,43 @@ from tinybench_assets.io.drops import partition_key, split_partition_key
 TOL = 1e-6
 
 
-@dg.asset_check(asset=dg.AssetKey("anchor_sets"), partitions_def=leaderboard_partitions, blocking=True,
-                description="Blocking: per scenario x clustering x n the anchor weights are >= 0 and sum to 1, the anchors "
-                "are distinct and as many as n_anchors says. Wrong weights make every anchor-based estimate garbage.")
+@dg.asset_check(
+    asset=dg.AssetKey("anchor_sets"),
+    partitions_def=leaderboard_partitions,
+    blocking=True,
+    description="Blocking: per scenario x clustering x n the anchor weights are >= 0 and sum to 1, the anchors "
+    "are distinct and as many as n_anchors says. Wrong weights make every anchor-based estimate garbage.",
+)
 def anchor_weights_sum_to_one(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
     board = partition_of(context)
     df = rows(store.get(), "anchors", "leaderboard = ?", [board])
     if df.empty:
         return nothing_stored(context, "anchor_sets", board, ERROR, "no anchors stored")
-    g = df.groupby(["scenario", "clustering", "n"]).agg(
-        anchors=("item", "size"), distinct=("item", "nunique"), weight_sum=("weight", "sum"), min_weight=("weight", "min"),
-        n_anchors=("n_anchors", "max")).reset_index()
+    g = (
+        df.groupby(["scenario", "clustering", "n"])
+        .agg(
+            anchors=("item", "size"),
+            distinct=("item", "nunique"),
+            weight_sum=("weight", "sum"),
+            min_weight=("weight", "min"),
+            n_anchors=("n_anchors", "max"),
+        )
+        .reset_index()
+    )
     g["deviation"] = (g["weight_sum"] - 1).abs()
     expected = g["n_anchors"].fillna(g["anchors"])
     bad = g[(g.deviation > TOL) | (g.min_weight < 0) | (g.distinct != g.anchors) | (g.anchors != expected)]
-    return result(bad.empty, ERROR, board, groups=len(g), scenarios=int(g["scenario"].nunique()),
-                  max_abs_deviation_from_1=float(g["deviation"].max()), min_weight=float(g["min_weight"].min()),
-                  bad_groups=len(bad), bad=bad.head(10).round(9))
+    return result(
+        bad.empty,
+        ERROR,
+        board,
+        groups=len(g),
+        scenarios=int(g["scenario"].nunique()),
+        max_abs_deviation_from_1=float(g["deviation"].max()),
+        min_weight=float(g["min_weight"].min()),
+        bad_groups=len(bad),
+        bad=bad.head(10).round(9),
+    )
 
 
 def _interval_problems(df: pd.DataFrame, sfx: str) -> tuple[pd.Series, pd.Series]:
@@ -39,9 +59,12 @@ def _interval_problems(df: pd.DataFrame, sfx: str) -> tuple[pd.Series, pd.Series
     return out, not_in
 
 
-@dg.asset_check(asset=dg.AssetKey("model_estimates"), partitions_def=leaderboard_partitions,
-                description="Every estimate and interval bound is in [0, 1] and every interval contains its estimate, for "
-                "the pool accuracy (T1) and the full-benchmark score (T2, where an estimator has one).")
+@dg.asset_check(
+    asset=dg.AssetKey("model_estimates"),
+    partitions_def=leaderboard_partitions,
+    description="Every estimate and interval bound is in [0, 1] and every interval contains its estimate, for "
+    "the pool accuracy (T1) and the full-benchmark score (T2, where an estimator has one).",
+)
 def estimates_in_range(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
     board = partition_of(context)
     df = rows(store.get(), "estimates", "leaderboard = ?", [board])
@@ -50,18 +73,42 @@ def estimates_in_range(context: dg.AssetCheckExecutionContext, store: StoreResou
     out1, in1 = _interval_problems(df, "")
     out2, in2 = _interval_problems(df, "_t2")
     bad = df[out1 | in1 | out2 | in2]
-    cols = ["model", "scenario", "clustering", "estimator", "n", "estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2"]
-    return result(bad.empty, ERROR, board, rows=len(df), test_models=int(df["model"].nunique()),
-                  estimators=sorted(df["estimator"].unique().tolist()),
-                  out_of_range_t1=int(out1.sum()), interval_misses_estimate_t1=int(in1.sum()),
-                  out_of_range_t2=int(out2.sum()), interval_misses_estimate_t2=int(in2.sum()),
-                  rows_with_t2=int(df["estimate_t2"].notna().sum()),
-                  estimators_with_problems=sorted(bad["estimator"].unique().tolist()), examples=bad[cols].head(10).round(4))
+    cols = [
+        "model",
+        "scenario",
+        "clustering",
+        "estimator",
+        "n",
+        "estimate",
+        "lower",
+        "upper",
+        "estimate_t2",
+        "lower_t2",
+        "upper_t2",
+    ]
+    return result(
+        bad.empty,
+        ERROR,
+        board,
+        rows=len(df),
+        test_models=int(df["model"].nunique()),
+        estimators=sorted(df["estimator"].unique().tolist()),
+        out_of_range_t1=int(out1.sum()),
+        interval_misses_estimate_t1=int(in1.sum()),
+        out_of_range_t2=int(out2.sum()),
+        interval_misses_estimate_t2=int(in2.sum()),
+        rows_with_t2=int(df["estimate_t2"].notna().sum()),
+        estimators_with_problems=sorted(bad["estimator"].unique().tolist()),
+        examples=bad[cols].head(10).round(4),
+    )
 
 
-@dg.asset_check(asset=dg.AssetKey("estimation_backtest"), partitions_def=leaderboard_partitions,
-                description="The backtest summary is complete and sane: rows for every scenario, coverage in [0, 1], MAE, SD "
-                "and width >= 0, at least one test model per row.")
+@dg.asset_check(
+    asset=dg.AssetKey("estimation_backtest"),
+    partitions_def=leaderboard_partitions,
+    description="The backtest summary is complete and sane: rows for every scenario, coverage in [0, 1], MAE, SD "
+    "and width >= 0, at least one test model per row.",
+)
 def backtest_sane(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
     board = partition_of(context)
     db = store.get()
@@ -76,23 +123,36 @@ def backtest_sane(context: dg.AssetCheckExecutionContext, store: StoreResource) 
     no_models = int((df["n_models"].fillna(0) <= 0).sum())
     scenarios = {split_partition_key(k)[1] for k in db.partition_keys(board)}
     missing = sorted(scenarios - set(df["scenario"]))
-    return result(bad_cov == 0 and bad_neg == 0 and no_t1 == 0 and no_models == 0 and not missing, ERROR, board,
-                  rows=len(df), coverage_out_of_range=bad_cov, negative_errors=bad_neg, rows_without_t1_mae=no_t1,
-                  rows_without_models=no_models, scenarios_missing=missing,
-                  mean_coverage_t1=float(df["coverage_t1"].mean()), splits=int(df["n_splits"].max()))
+    return result(
+        bad_cov == 0 and bad_neg == 0 and no_t1 == 0 and no_models == 0 and not missing,
+        ERROR,
+        board,
+        rows=len(df),
+        coverage_out_of_range=bad_cov,
+        negative_errors=bad_neg,
+        rows_without_t1_mae=no_t1,
+        rows_without_models=no_models,
+        scenarios_missing=missing,
+        mean_coverage_t1=float(df["coverage_t1"].mean()),
+        splits=int(df["n_splits"].max()),
+    )
 
 
 ROUND_TRIP_MODELS = 50  # test models re-estimated from the artifact (sorted by name); the artifact path is vectorized
 
 
-@dg.asset_check(asset=dg.AssetKey("tiny_benchmark"), partitions_def=leaderboard_partitions,
-                additional_deps=[dg.AssetKey("model_estimates")],
-                description="The exported tiny benchmark round-trips: re-estimating the held-out test models from the "
-                "artifact alone (tiny_benchmark.json and learned_models.npz, no pickle; their answers to its anchors) "
-                "reproduces model_estimates' numbers (estimate and interval, T1 and T2) for every estimator of its "
-                "clustering, the learned ones included, to 1e-6.")
-def tiny_benchmark_round_trip(context: dg.AssetCheckExecutionContext, store: StoreResource,
-                              model_store: ModelStore) -> dg.AssetCheckResult:
+@dg.asset_check(
+    asset=dg.AssetKey("tiny_benchmark"),
+    partitions_def=leaderboard_partitions,
+    additional_deps=[dg.AssetKey("model_estimates")],
+    description="The exported tiny benchmark round-trips: re-estimating the held-out test models from the "
+    "artifact alone (tiny_benchmark.json and learned_models.npz, no pickle; their answers to its anchors) "
+    "reproduces model_estimates' numbers (estimate and interval, T1 and T2) for every estimator of its "
+    "clustering, the learned ones included, to 1e-6.",
+)
+def tiny_benchmark_round_trip(
+    context: dg.AssetCheckExecutionContext, store: StoreResource, model_store: ModelStore
+) -> dg.AssetCheckResult:
     from tinybench_assets.core.tiny_benchmark import JSON_FILE, ArtifactError, evaluate_artifact, load_artifact
 
     board = partition_of(context)
@@ -107,8 +167,15 @@ def tiny_benchmark_round_trip(context: dg.AssetCheckExecutionContext, store: Sto
     n, clustering = int(art["n"]), str(art["clustering"])
     est = rows(db, "estimates", "leaderboard = ? AND n = ? AND clustering = ?", [board, n, clustering])
     if est.empty:
-        return result(False, ERROR, board, artifact=str(path), n=n, clustering=clustering,
-                      error="model_estimates holds no rows for the artifact's n and clustering: materialize model_estimates")
+        return result(
+            False,
+            ERROR,
+            board,
+            artifact=str(path),
+            n=n,
+            clustering=clustering,
+            error="model_estimates holds no rows for the artifact's n and clustering: materialize model_estimates",
+        )
     models = sorted(est["model"].unique())[:ROUND_TRIP_MODELS]
     Ya = {}
     for s in art["scenario_order"]:
@@ -138,11 +205,24 @@ def tiny_benchmark_round_trip(context: dg.AssetCheckExecutionContext, store: Sto
                 worst = max(worst, diff)
                 n_bad += diff > TOL
                 if diff > TOL and len(mismatches) < 10:
-                    mismatches.append({"model": m, "scenario": s, "estimator": e, "column": c, "json": a, "model_estimates": b})
-    return result(compared > 0 and n_bad == 0, ERROR, board, artifact=str(path), n=n, clustering=clustering,
-                  test_models=len(models), scenarios=list(art["scenario_order"]),
-                  estimators=sorted({e for _, e in out}), values_compared=compared, values_differing=n_bad, max_abs_difference=worst,
-                  mismatches=mismatches)
+                    mismatches.append(
+                        {"model": m, "scenario": s, "estimator": e, "column": c, "json": a, "model_estimates": b}
+                    )
+    return result(
+        compared > 0 and n_bad == 0,
+        ERROR,
+        board,
+        artifact=str(path),
+        n=n,
+        clustering=clustering,
+        test_models=len(models),
+        scenarios=list(art["scenario_order"]),
+        estimators=sorted({e for _, e in out}),
+        values_compared=compared,
+        values_differing=n_bad,
+        max_abs_difference=worst,
+        mismatches=mismatches,
+    )
 
 
 checks = [anchor_weights_sum_to_one, estimates_in_range, backtest_sane, tiny_benchmark_round_trip]

@@ -17,11 +17,17 @@ from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_pa
 from tinybench_assets.defs.resources import StoreResource
 
 
-@dg.asset_check(asset=dg.AssetKey("knn_item_params"), partitions_def=scenario_partitions, blocking=True,
-                description="Blocking: every embedded test question has exactly one imputed (a, b), finite, with the IRT "
-                "fit's dimension, and no training question is imputed. Otherwise p-IRT predictions and the tutorial "
-                "router would silently drop or mis-score questions.")
-def knn_params_cover_test_questions(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
+@dg.asset_check(
+    asset=dg.AssetKey("knn_item_params"),
+    partitions_def=scenario_partitions,
+    blocking=True,
+    description="Blocking: every embedded test question has exactly one imputed (a, b), finite, with the IRT "
+    "fit's dimension, and no training question is imputed. Otherwise p-IRT predictions and the tutorial "
+    "router would silently drop or mis-score questions.",
+)
+def knn_params_cover_test_questions(
+    context: dg.AssetCheckExecutionContext, store: StoreResource
+) -> dg.AssetCheckResult:
     key = partition_of(context)
     db = store.get()
     emb = rows(db, "question_embeddings", "partition_key = ?", [key], "item, split")
@@ -34,21 +40,38 @@ def knn_params_cover_test_questions(context: dg.AssetCheckExecutionContext, stor
     got = list(knn["item"]) if len(knn) else []
     fitted = db.irt_items(key)
     dim = len(fitted["a"].iloc[0]) if len(fitted) else None
-    nonfinite = sum(not (np.isfinite(float(b)) and np.isfinite(np.asarray(a, dtype=float)).all())
-                    for b, a in zip(knn.get("b", []), knn.get("a", [])))
+    nonfinite = sum(
+        not (np.isfinite(float(b)) and np.isfinite(np.asarray(a, dtype=float)).all())
+        for b, a in zip(knn.get("b", []), knn.get("a", []))
+    )
     wrong_dim = sum(len(a) != dim for a in knn.get("a", [])) if dim is not None else len(got)
     missing, extra = sorted(test - set(got)), sorted(set(got) - test)
     dup = len(got) - len(set(got))
     ok = bool(test) and not missing and not extra and dup == 0 and nonfinite == 0 and wrong_dim == 0
-    return result(ok, ERROR, key, test_questions=len(test), imputed=len(got), missing=len(missing), not_test=len(extra),
-                  duplicates=dup, nonfinite=int(nonfinite), wrong_dimension=int(wrong_dim), irt_dim=dim if dim else -1,
-                  examples_missing=missing[:10], examples_not_test=extra[:10])
+    return result(
+        ok,
+        ERROR,
+        key,
+        test_questions=len(test),
+        imputed=len(got),
+        missing=len(missing),
+        not_test=len(extra),
+        duplicates=dup,
+        nonfinite=int(nonfinite),
+        wrong_dimension=int(wrong_dim),
+        irt_dim=dim if dim else -1,
+        examples_missing=missing[:10],
+        examples_not_test=extra[:10],
+    )
 
 
-@dg.asset_check(asset=dg.AssetKey("router_accuracy"), partitions_def=scenario_partitions,
-                description="The served router's cross-validated accuracy on TRAINING questions is at least the best single "
-                "model's (the best_single family in router_cv): serving a router that loses to one model is a regression. "
-                "Test-set figures are reported, not judged.")
+@dg.asset_check(
+    asset=dg.AssetKey("router_accuracy"),
+    partitions_def=scenario_partitions,
+    description="The served router's cross-validated accuracy on TRAINING questions is at least the best single "
+    "model's (the best_single family in router_cv): serving a router that loses to one model is a regression. "
+    "Test-set figures are reported, not judged.",
+)
 def router_matches_best_single(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
     key = partition_of(context)
     db = store.get()
@@ -58,16 +81,30 @@ def router_matches_best_single(context: dg.AssetCheckExecutionContext, store: St
     served = cv[cv["served"].astype(bool)]
     single = cv[cv["family"] == "best_single"]
     if len(served) != 1 or single.empty:
-        return result(False, ERROR, key, served_rows=len(served), best_single_rows=len(single),
-                      error="router_cv needs exactly one served configuration and a best_single row")
+        return result(
+            False,
+            ERROR,
+            key,
+            served_rows=len(served),
+            best_single_rows=len(single),
+            error="router_cv needs exactly one served configuration and a best_single row",
+        )
     s = served.iloc[0]
     served_cv, single_cv = float(s["cv_acc"]), float(single["cv_acc"].max())
     m = rows(db, "router_metrics", "partition_key = ?", [key], "router_acc, best_single_acc, oracle_acc")
     test = {c: float(m[c].iloc[0]) for c in m.columns} if len(m) else {}
-    return result(served_cv >= single_cv - 1e-12, ERROR, key, served_family=str(s["family"]),
-                  served_config=str(s["config"]), served_cv_acc=served_cv, best_single_cv_acc=single_cv,
-                  cv_gain_points=100 * (served_cv - single_cv), configurations=len(cv),
-                  **{f"test_{k}": v for k, v in test.items()})
+    return result(
+        served_cv >= single_cv - 1e-12,
+        ERROR,
+        key,
+        served_family=str(s["family"]),
+        served_config=str(s["config"]),
+        served_cv_acc=served_cv,
+        best_single_cv_acc=single_cv,
+        cv_gain_points=100 * (served_cv - single_cv),
+        configurations=len(cv),
+        **{f"test_{k}": v for k, v in test.items()},
+    )
 
 
 def _magi_max_fraction(context: dg.AssetCheckExecutionContext, board: str) -> tuple[float, str]:
@@ -83,10 +120,13 @@ def _magi_max_fraction(context: dg.AssetCheckExecutionContext, board: str) -> tu
     return float(MagiConfig().max_fraction), "MagiConfig default"
 
 
-@dg.asset_check(asset=dg.AssetKey("magi_subset"), partitions_def=leaderboard_partitions,
-                description="Each method's chosen subset (padding included) is at most max_fraction of the pool (the "
-                "configuration of the run that built it) and matches its recorded search point. A warning: with no "
-                "feasible point the search keeps the least-violating one.")
+@dg.asset_check(
+    asset=dg.AssetKey("magi_subset"),
+    partitions_def=leaderboard_partitions,
+    description="Each method's chosen subset (padding included) is at most max_fraction of the pool (the "
+    "configuration of the run that built it) and matches its recorded search point. A warning: with no "
+    "feasible point the search keeps the least-violating one.",
+)
 def magi_subset_within_bound(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
     board = partition_of(context)
     db = store.get()
@@ -101,16 +141,28 @@ def magi_subset_within_bound(context: dg.AssetCheckExecutionContext, store: Stor
     over = per[per["fraction"] > bound + 1e-9]
     mismatch = per[per["search_size"].notna() & (per["search_size"] != per["size"])]
     empty = per[per["size"] <= 0]
-    return result(over.empty and mismatch.empty and empty.empty, WARN, board, max_fraction=bound, bound_from=source,
-                  methods=len(per), largest_fraction=float(per["fraction"].max()),
-                  sizes={str(r.method): int(r.size) for r in per.itertuples()}, over_bound=over["method"].tolist(),
-                  size_differs_from_search=mismatch["method"].tolist(), empty_subsets=empty["method"].tolist(),
-                  table=per.round(4))
+    return result(
+        over.empty and mismatch.empty and empty.empty,
+        WARN,
+        board,
+        max_fraction=bound,
+        bound_from=source,
+        methods=len(per),
+        largest_fraction=float(per["fraction"].max()),
+        sizes={str(r.method): int(r.size) for r in per.itertuples()},
+        over_bound=over["method"].tolist(),
+        size_differs_from_search=mismatch["method"].tolist(),
+        empty_subsets=empty["method"].tolist(),
+        table=per.round(4),
+    )
 
 
-@dg.asset_check(asset=dg.AssetKey("magi_scores"), partitions_def=leaderboard_partitions,
-                description="Not-fair flags are present: for every method there is one reference model, and it and every "
-                "model of its family are flagged not_fair (their subset scores are biased by construction).")
+@dg.asset_check(
+    asset=dg.AssetKey("magi_scores"),
+    partitions_def=leaderboard_partitions,
+    description="Not-fair flags are present: for every method there is one reference model, and it and every "
+    "model of its family are flagged not_fair (their subset scores are biased by construction).",
+)
 def magi_not_fair_flagged(context: dg.AssetCheckExecutionContext, store: StoreResource) -> dg.AssetCheckResult:
     board = partition_of(context)
     sc = rows(store.get(), "magi_scores", "leaderboard = ?", [board], "method, model, role, family, not_fair")
@@ -127,10 +179,15 @@ def magi_not_fair_flagged(context: dg.AssetCheckExecutionContext, store: StoreRe
         if unflagged:
             problems[method] = f"not flagged: {unflagged[:5]}"
     ref = sc[sc["role"] == "reference"]
-    return result(not problems, ERROR, board, methods=int(sc["method"].nunique()),
-                  reference=str(ref["model"].iloc[0]) if len(ref) else "",
-                  not_fair_models=sorted(sc.loc[sc["not_fair"].astype(bool), "model"].unique().tolist())[:50],
-                  problems=problems)
+    return result(
+        not problems,
+        ERROR,
+        board,
+        methods=int(sc["method"].nunique()),
+        reference=str(ref["model"].iloc[0]) if len(ref) else "",
+        not_fair_models=sorted(sc.loc[sc["not_fair"].astype(bool), "model"].unique().tolist())[:50],
+        problems=problems,
+    )
 
 
 checks = [knn_params_cover_test_questions, router_matches_best_single, magi_subset_within_bound, magi_not_fair_flagged]
