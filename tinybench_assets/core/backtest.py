@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from .backtest_adaptive import adaptive_rows
 from .groups import grouped_test_mask
 from .parallel import init_worker
 from .predictor import AnchorPredictor, full_scores_wide, split_models
@@ -183,103 +184,6 @@ def split_plan(
     return plan
 
 
-def adaptive_rows(
-    pred: AnchorPredictor,
-    matrix: ResponseMatrix,
-    test,
-    n_values,
-    extra_dims=(2,),
-    rule: str = "accuracy",
-    bank: bool = True,
-) -> pd.DataFrame:
-    """Adaptive tests of the test models (simulated from their real answers), two methods side by side, each tuned
-    and the served one chosen per n on the predictor's VALIDATION models:
-
-    * IRT-adaptive (core/adaptive.py) on each scenario's IRT: the predictor's own fit (its D was chosen for
-      static anchors) and fits at ``extra_dims`` on the same fit models (D = 2 asks better adaptive questions
-      than D = 10 on openllm); D and the end estimator chosen on validation;
-    * bank-adaptive (core/adaptive_bank.py; ``bank``): the training models' own answers as the prior, tuned on
-      validation models against a bank of the fit models, then run on a bank of all training models.
-
-    Rows as :meth:`AnchorPredictor.estimate` returns (clustering "adaptive"; estimators ``adaptive`` (served: the
-    method with the lower validation MAE at that n), ``adaptive_irt``, ``adaptive_pirt``, ``adaptive_gpirt``,
-    ``adaptive_bank``; ``adaptive_method`` names the method behind each row and ``adaptive_dim`` its IRT D (NaN
-    for the bank)); T2 columns are NaN.
-    """
-    from .adaptive import AdaptiveEstimator, simulate
-    from .adaptive_bank import BankAdaptive, bank_matrix
-    from .irt import fit_irt
-
-    models = np.asarray(matrix.models, dtype=object)
-    frames = []
-
-    def rows(s, keep, n, name, e, lo, hi, method, dim):
-        frames.append(
-            pd.DataFrame(
-                {
-                    "model": models[test][keep],
-                    "scenario": s,
-                    "clustering": "adaptive",
-                    "estimator": name,
-                    "n": n,
-                    "estimate": e,
-                    "lower": lo,
-                    "upper": hi,
-                    "estimate_t2": np.nan,
-                    "lower_t2": np.nan,
-                    "upper_t2": np.nan,
-                    "source": "adaptive",
-                    "adaptive_method": method,
-                    "adaptive_dim": dim,
-                }
-            )
-        )
-
-    lay, split, irt = pred.layout, pred.named_steps["split"], pred.named_steps["irt"]
-    for s in lay.scenarios:
-        cols = lay.cols[s]
-        w = lay.w[cols]
-        ns = tuple(n for n in n_values if n <= len(cols))
-        Yv, Yt = matrix.scores[np.ix_(split.val_rows_, cols)], matrix.scores[np.ix_(test, cols)]
-        hv, ht = ~np.isnan(Yv).all(1), ~np.isnan(Yt).all(1)
-        if not ns or hv.sum() < 10 or not ht.any():
-            continue
-        truth_v = pred.pool_accuracy(matrix.scores[split.val_rows_[hv]])[s].to_numpy()
-        fits = {irt.params_[s].a.shape[1]: irt.params_[s]}
-        Yf = matrix.scores[np.ix_(split.fit_rows_, cols)]
-        Yf = Yf[~np.isnan(Yf).all(1)]
-        for d in extra_dims:
-            if d not in fits:
-                fits[d] = fit_irt(Yf, dim=d, seed=pred.seed, device=pred.device, **pred.irt_options)
-        cands = {
-            d: AdaptiveEstimator(pred.alpha, pred.interval_scale).fit(
-                simulate(Yv[hv], p.a, p.b, w, ns, rule=rule), truth_v
-            )
-            for d, p in fits.items()
-        }
-        irt_mae = {n: {d: c.val_mae_[(n, c.served_[n])] for d, c in cands.items()} for n in ns}
-        best_d = {n: min(irt_mae[n], key=lambda d: (irt_mae[n][d], d)) for n in ns}
-        served = {n: "irt" for n in ns}
-        if bank:
-            ba = BankAdaptive(pred.alpha, pred.interval_scale, seed=pred.seed).fit(
-                bank_matrix(Yf, seed=pred.seed), Yv[hv], truth_v, w, ns
-            )
-            rows_fv = np.concatenate([split.fit_rows_, split.val_rows_])
-            Bt = bank_matrix(matrix.scores[np.ix_(rows_fv, cols)], seed=pred.seed)
-            for n, (e, lo, hi) in ba.predict(Yt[ht], Bt).items():
-                rows(s, ht, n, "adaptive_bank", e, lo, hi, "bank", np.nan)
-                if ba.val_mae_[n] < irt_mae[n][best_d[n]]:
-                    served[n] = "bank"
-                    rows(s, ht, n, "adaptive", e, lo, hi, "bank", np.nan)
-        for d in sorted(set(best_d.values())):
-            p, nd = fits[d], tuple(n for n in ns if best_d[n] == d)
-            for n, res in cands[d].predict(simulate(Yt[ht], p.a, p.b, w, nd, rule=rule)).items():
-                for name, (e, lo, hi) in res.items():
-                    if name != "adaptive" or served[n] == "irt":
-                        rows(s, ht, n, name, e, lo, hi, "irt", float(d))
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
 def _run_split(k, matrix, t2_wide, train, test, params, seed, adaptive_n=(), groups=None) -> dict:
     """Fit a fresh predictor on split k's training models and estimate its test models (one split's outputs)."""
     t0 = time.perf_counter()
@@ -367,7 +271,8 @@ def run_backtest(
     splits : explicit splits instead of seeded ones: [(kind, train rows, test rows), ...] as :func:`split_plan`
         gives (the benchmark adds its lockbox line), or [(train rows, test rows), ...] (kind "random").
         ``estimates`` and ``timings`` carry each split's ``split_kind``.
-    adaptive_n : also run adaptive tests of these lengths on every test model (:func:`adaptive_rows`).
+    adaptive_n : also run adaptive tests of these lengths on every test model
+        (:func:`.backtest_adaptive.adaptive_rows`).
     n_jobs : splits fitted at once, each in its own process with one thread (1: in this process, with the
         caller's torch threads). Measured on 2 cores: two one-thread fits at once finish in 190 s where two
         two-thread fits in a row take 335 s. Every split is seeded, so the result does not depend on n_jobs
@@ -382,20 +287,9 @@ def run_backtest(
     t2_wide = full_scores_wide(full_scores, matrix.models, scen)
     say = log or ((lambda line: print(line, flush=True)) if verbose else None)
     start = time.perf_counter()
-    if splits is None:
-        splits = split_plan(
-            len(matrix.models),
-            ("grouped",) if groups is not None else ("random",),
-            n_splits,
-            test_fraction,
-            seed,
-            groups,
-            exclude,
-            max_train_models,
-            max_test_models,
-        )
-    kinds = [sp[0] if len(sp) == 3 else "random" for sp in splits]
-    splits = [tuple(sp[-2:]) for sp in splits]
+    kinds, splits = _kinds_and_splits(
+        splits, len(matrix.models), groups, exclude, n_splits, test_fraction, seed, max_train_models, max_test_models
+    )
     n_splits = len(splits)
     outputs: dict[int, dict] = {}
 
@@ -412,6 +306,27 @@ def run_backtest(
     args = (matrix, t2_wide, params, seed, tuple(adaptive_n), groups)
     _fit_splits(splits, max(1, min(int(n_jobs), n_splits)), args, done, say, start)
     return _collect([outputs[k] for k in range(n_splits)], kinds)
+
+
+def _kinds_and_splits(
+    splits, n_models, groups, exclude, n_splits, test_fraction, seed, max_train_models, max_test_models
+) -> tuple[list, list]:
+    """(split kinds, [(training rows, test rows)]) of a backtest: ``splits`` as :func:`run_backtest` takes them
+    ((kind, train, test) or (train, test), kind "random"), or when None the seeded :func:`split_plan` (grouped when
+    ``groups`` is given, else random)."""
+    if splits is None:
+        splits = split_plan(
+            n_models,
+            ("grouped",) if groups is not None else ("random",),
+            n_splits,
+            test_fraction,
+            seed,
+            groups,
+            exclude,
+            max_train_models,
+            max_test_models,
+        )
+    return [sp[0] if len(sp) == 3 else "random" for sp in splits], [tuple(sp[-2:]) for sp in splits]
 
 
 def _fit_splits(splits: list, n_jobs: int, args: tuple, done, say, start: float) -> None:

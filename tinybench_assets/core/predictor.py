@@ -146,12 +146,7 @@ class AnchorPredictor:
         n_jobs: int = 1,
     ):
         self.n_values = tuple(int(n) for n in n_values)
-        self.scenario_n = {str(k): (dict(v) if isinstance(v, dict) else list(v)) for k, v in (scenario_n or {}).items()}
-        for k, v in self.scenario_n.items():
-            if isinstance(v, list) and len(v) != len(self.n_values):
-                raise ValueError(
-                    f"scenario_n[{k!r}] has {len(v)} counts for {len(self.n_values)} budgets {self.n_values}"
-                )
+        self.scenario_n = _scenario_counts(scenario_n, self.n_values)
         self.large_pool_items = int(large_pool_items)
         self.large_pool_scale = float(large_pool_scale)
         self.clusterings = tuple(clusterings)
@@ -217,13 +212,7 @@ class AnchorPredictor:
         data = split.fit(matrix, full_scores, train, groups)  # the fit and validation models' answers and truth
         self.steps_, self.timings_ = {"split": split}, {"split": time.perf_counter() - t0}
         self.n_jobs_ = resolve_jobs(self.n_jobs, len(data.layout.scenarios) + 1)
-        with worker_pool(self.n_jobs_) as pool:
-            data.pool = pool  # the IRT fits and the learned regressors run in its workers
-            for name, step in steps.items():
-                ts = time.perf_counter()
-                step.fit(data, self.steps_)  # reads the data and the steps fitted before it; sets only its own state
-                self.steps_[name] = step
-                self.timings_[name] = time.perf_counter() - ts
+        _fit_chain(steps, data, self.steps_, self.timings_, self.n_jobs_)
         self.timings_["total"] = time.perf_counter() - t0
         return self
 
@@ -292,19 +281,41 @@ class AnchorPredictor:
         upper_t2, source (the underlying clustering/estimator for the selected rows).
         """
         lay = self.layout
-        if isinstance(Y, ResponseMatrix):
-            if list(Y.items) != lay.items:
-                raise ValueError("ResponseMatrix items differ from the fitted items")
-            models = Y.models if models is None else models
-            Y = Y.scores
-        Y = np.asarray(Y, dtype=float)
-        models = np.arange(Y.shape[0]) if models is None else np.asarray(models, dtype=object)
-        return estimate_table(
-            self.named_steps,
-            lay,
-            Y,
-            models,
-            self.n_values if n_values is None else n_values,
-            include_random,
-            random_seed,
-        )
+        Y, models = _answer_rows(Y, models, lay.items)
+        ns = self.n_values if n_values is None else n_values
+        return estimate_table(self.named_steps, lay, Y, models, ns, include_random, random_seed)
+
+
+def _scenario_counts(scenario_n: dict | None, n_values: tuple) -> dict:
+    """``scenario_n`` as AnchorPredictor keeps it: {str scenario: [count per budget] or {budget: count}}; a list
+    must hold one count per entry of ``n_values`` (ValueError)."""
+    out = {str(k): (dict(v) if isinstance(v, dict) else list(v)) for k, v in (scenario_n or {}).items()}
+    for k, v in out.items():
+        if isinstance(v, list) and len(v) != len(n_values):
+            raise ValueError(f"scenario_n[{k!r}] has {len(v)} counts for {len(n_values)} budgets {n_values}")
+    return out
+
+
+def _fit_chain(steps: dict, data, fitted: dict, timings: dict, n_jobs: int) -> None:
+    """Fit ``steps`` ({name: unfitted step}) in order on ``data`` (a FitData) inside a pool of ``n_jobs`` worker
+    processes, where the IRT fits and the learned regressors run. Each step reads the data and the steps fitted
+    before it (``fitted``) and sets only its own state; it then joins ``fitted``, and its seconds ``timings``."""
+    with worker_pool(n_jobs) as pool:
+        data.pool = pool
+        for name, step in steps.items():
+            ts = time.perf_counter()
+            step.fit(data, fitted)
+            fitted[name] = step
+            timings[name] = time.perf_counter() - ts
+
+
+def _answer_rows(Y, models, items: list) -> tuple[np.ndarray, np.ndarray]:
+    """(answers (M, I_all) as floats, names of the M rows) from an array (names default 0..M-1) or a ResponseMatrix
+    with the fitted ``items`` (names default its models)."""
+    if isinstance(Y, ResponseMatrix):
+        if list(Y.items) != items:
+            raise ValueError("ResponseMatrix items differ from the fitted items")
+        models = Y.models if models is None else models
+        Y = Y.scores
+    Y = np.asarray(Y, dtype=float)
+    return Y, (np.arange(Y.shape[0]) if models is None else np.asarray(models, dtype=object))

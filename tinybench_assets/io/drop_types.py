@@ -2,7 +2,7 @@
 cleaning, the scenario partition key (``partition_key`` / ``split_partition_key``, the one parser of
 ``leaderboard.scenario`` keys), matrix sidecars and response de-duplication.
 
-``io.drops`` (the entry point, long tables, RouterDC JSON) and the format readers ``io.wide_drops``,
+``io.drops`` (the entry point, long tables) and the format readers ``io.routerdc_drops``, ``io.wide_drops``,
 ``io.matrix_drops``, ``io.pickle_drops`` and ``io.price_drops`` import these from here, so the dispatcher and its
 readers form no import circle; ``io.drops`` re-exports every name, so ``from tinybench_assets.io.drops import Drop, DropError`` keeps working.
 """

@@ -8,13 +8,15 @@ A *drop* is one file in the landing folder, ``<incoming>/<leaderboard>/<file>`` 
   ``prompt``/``text``/``question``, no ``model``) and a **full-score table** (``model, scenario, full_benchmark_score``).
   CSV: UTF-8 (a byte-order mark is fine), ``,`` or ``;`` (or tab) separated, as the header line shows.
 - **RouterDC JSON** (``.json``): a list of ``{"question": str, "scores": {model: score}}``; the
-  scenario and the train/test split come from the file name (``mmlu_train.json``, ``gsm8k-test.json``).
+  scenario and the train/test split come from the file name (``mmlu_train.json``, ``gsm8k-test.json``). Read by
+  :mod:`tinybench_assets.io.routerdc_drops`.
 - **tinyBenchmarks pickle** (``.pkl``, ``.pickle``): read by :mod:`tinybench_assets.io.pickle_drops`, and only
   when the operator trusts pickle drops (``TINYBENCH_TRUST_PICKLE_DROPS``; off by default: unpickling runs code).
 - **lm-evaluation-harness samples** (``<leaderboard>/<org__name>/samples_<task>_<timestamp>.jsonl``, the
   harness's ``--output_path`` layout with ``--log_samples``): read by :mod:`tinybench_assets.io.harness_drops`.
 - **wide table** and **plain 0/1 matrix** (``.csv``, ``.parquet``): read by :mod:`tinybench_assets.io.wide_drops`
-  and :mod:`tinybench_assets.io.matrix_drops`; ``wide_drops.table_layout`` decides which reader a table goes to.
+  and :mod:`tinybench_assets.io.matrix_drops`; :func:`~tinybench_assets.io.table_layout.table_layout` decides which
+  reader a table goes to.
 - **prices file** (``prices.csv`` / ``prices.parquet``): each model's price, read by
   :mod:`tinybench_assets.io.price_drops` (recognised by its name, before any table layout is detected).
 
@@ -27,7 +29,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +36,7 @@ import pandas as pd
 
 from tinybench_assets.hashing import file_sha256
 
-from . import harness_drops, matrix_drops, price_drops, wide_drops
+from . import harness_drops, matrix_drops, price_drops, routerdc_drops, wide_drops
 from .drop_types import (  # re-exported: importers write ``from tinybench_assets.io.drops import Drop, DropError``
     COST_COLUMNS,
     FULL_SCORE_COLUMNS,
@@ -53,6 +54,8 @@ from .drop_types import (  # re-exported: importers write ``from tinybench_asset
     sidecar_path,
     split_partition_key,
 )
+from .routerdc_drops import routerdc_scenario  # re-exported, as the drop_types names
+from .table_layout import table_layout
 
 __all__ = [
     "COST_COLUMNS",
@@ -152,7 +155,7 @@ def read_drop(
         if suffix in (".csv", ".parquet"):
             drop = _read_table(path, leaderboard, sha, sample_rows)
         elif suffix == ".json":
-            drop = _read_routerdc(path, leaderboard, sha)
+            drop = routerdc_drops.read_routerdc(path, leaderboard, sha)
         elif suffix == ".jsonl":
             drop = harness_drops.read_harness(path, leaderboard, sha)
         elif suffix in (".pkl", ".pickle"):
@@ -254,15 +257,13 @@ def _scores(df: pd.DataFrame, path: Path, column: str) -> np.ndarray:
 
 def _read_table(path: Path, leaderboard: str, sha: str, nrows: int | None = None) -> Drop:
     """A .csv/.parquet drop: a prices file (stem ``prices``), else a long table, wide table or 0/1 matrix, as
-    ``wide_drops.table_layout`` decides."""
+    ``table_layout`` decides."""
     df = _load_table(path, nrows)
     if len(df) == 0:
         raise DropError(path, "empty file: header but no data rows")
     if price_drops.is_prices_file(path):
         return price_drops.read_prices(path, leaderboard, sha, df)
-    reader = {"wide": wide_drops.read_wide, "matrix": matrix_drops.read_matrix}.get(
-        wide_drops.table_layout(path, df), _read_long
-    )
+    reader = {"wide": wide_drops.read_wide, "matrix": matrix_drops.read_matrix}.get(table_layout(path, df), _read_long)
     return reader(path, leaderboard, sha, df)
 
 
@@ -342,73 +343,4 @@ def _read_long(path: Path, leaderboard: str, sha: str, df: pd.DataFrame) -> Drop
             ["scenario", "item"]
         )
     drop.binarize_rules = {s: "auto" for s in sorted(set(scen))}
-    return drop
-
-
-# ---------------------------------------------------------------------- RouterDC JSON
-def routerdc_scenario(path: Path) -> tuple[str, str | None]:
-    """(scenario, split) of a RouterDC JSON drop from its file name (``mmlu_train.json`` -> mmlu, train)."""
-    m = ROUTERDC_NAME_RE.match(Path(path).stem)
-    return (clean_name(m["scenario"]), m["split"].lower()) if m else (clean_name(Path(path).stem), None)
-
-
-def _read_routerdc(path: Path, leaderboard: str, sha: str) -> Drop:
-    try:
-        records = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DropError(path, f"unreadable JSON ({exc})") from exc
-    if not isinstance(records, list):
-        raise DropError(
-            path, f"unknown format: expected a JSON list of {{question, scores}} records, got {type(records).__name__}"
-        )
-    if not records:
-        raise DropError(path, "empty file: the JSON list has no records")
-    scenario, split = routerdc_scenario(path)
-    models, items, texts, rows = [], [], [], []
-    for i, rec in enumerate(records):
-        if not isinstance(rec, dict) or "question" not in rec or "scores" not in rec:
-            raise DropError(
-                path,
-                "record lacks 'question' or 'scores'",
-                row=i + 1,
-                column="question" if isinstance(rec, dict) and "question" not in rec else "scores",
-            )
-        if not isinstance(rec["scores"], dict) or not rec["scores"]:
-            raise DropError(path, "'scores' must be a non-empty {model: score} object", row=i + 1, column="scores")
-        item = f"{scenario}.{split}.{i}" if split else f"{scenario}.{i}"
-        items.append(item)
-        texts.append(str(rec["question"]))
-        for model, s in rec["scores"].items():
-            if s is None or not isinstance(s, (int, float)) or isinstance(s, bool) or np.isnan(s):
-                raise DropError(path, f"score for model {model!r} is {s!r}, not a number", row=i + 1, column="scores")
-            if s < 0 or s > 1:
-                raise DropError(path, f"score {s!r} for model {model!r} outside [0, 1]", row=i + 1, column="scores")
-            models.append(model)
-            rows.append((item, float(s)))
-    drop = Drop(path=path, leaderboard=leaderboard, format="routerdc_json", sha256=sha)
-    drop.responses = pd.DataFrame(
-        {
-            "leaderboard": leaderboard,
-            "scenario": scenario,
-            "subscenario": scenario,
-            "item": [r[0] for r in rows],
-            "model": models,
-            "score": [r[1] for r in rows],
-        }
-    )
-    drop.items = pd.DataFrame(
-        {
-            "leaderboard": leaderboard,
-            "scenario": scenario,
-            "subscenario": scenario,
-            "item": items,
-            "text": texts,
-            "split": split,
-        }
-    )
-    # Multiple choice: a non-zero score is the probability of the gold choice -> correct iff score > 0.
-    # Sampled accuracy (gsm8k): every score is a multiple of 1/k -> the tutorial threshold.
-    s = drop.responses["score"].to_numpy()
-    on_grid = np.allclose(s * 10, np.round(s * 10), atol=1e-9)
-    drop.binarize_rules = {scenario: "auto" if on_grid else "positive"}
     return drop

@@ -1,9 +1,10 @@
 """The store's named reads: the domain queries the assets, checks, schedules and CLI ask of the results store.
 
-``StoreQueries`` is a mixin that ``io.store.Store`` inherits; every method reads through ``self.query`` (a
-short-lived read-only connection), so the SQL lives here and callers name what they want. It is standard SQL that
-DuckDB and PostgreSQL both run (no QUALIFY, ``any_value``, ``starts_with``, list functions or ``round(double, n)``;
-``?`` placeholders, which the PostgreSQL engine translates). Keys: a scenario partition key is
+``StoreQueries`` is a mixin that ``io.store.Store`` inherits (with the reads of the response matrix, model splits
+and IRT fits it inherits from ``io.matrix_queries.MatrixQueries``); every method reads through ``self.query`` (a
+short-lived read-only connection), so the SQL lives in these mixins and callers name what they want. It is standard
+SQL that DuckDB and PostgreSQL both run (no QUALIFY, ``any_value``, ``starts_with``, list functions or
+``round(double, n)``; ``?`` placeholders, which the PostgreSQL engine translates). Keys: a scenario partition key is
 ``leaderboard.scenario`` (``openllm.mmlu``); a leaderboard partition key is the leaderboard. Every method answers an
 empty result (same columns) when nothing is stored, never an error.
 """
@@ -12,12 +13,14 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .backend import StoreBackend
 from .drops import split_partition_key
+from .matrix_queries import MatrixQueries
 
 
-class StoreQueries(StoreBackend):
-    """Named reads on the tinybench tables (mixed into ``Store``; ``query`` and ``tables`` come from its engine)."""
+class StoreQueries(MatrixQueries):
+    """Named reads on the tinybench tables (mixed into ``Store``; ``query`` and ``tables`` come from its engine): the
+    drops and landing, landed items and full scores, responses and their binarization here, the response matrix,
+    model splits and IRT fits from ``MatrixQueries``."""
 
     def result_rows(self, table: str, where: str, params: list, columns: str = "*") -> pd.DataFrame:
         """Rows of a result table (one that assets create on first write, such as ``estimates``) matching ``where``
@@ -151,92 +154,3 @@ class StoreQueries(StoreBackend):
             "WHERE position(CAST(? AS VARCHAR) || '.' IN partition_key) = 1",
             [board],
         )
-
-    # ------------------------------------------------------------------ response matrix
-    def matrix_items(self, key: str) -> pd.DataFrame:
-        """A partition's matrix columns in matrix order: ``col, item, subscenario, balance_weight, split, mean_score``."""
-        return self.query(
-            "SELECT col, item, subscenario, balance_weight, split, mean_score FROM matrix_items "
-            "WHERE partition_key = ? ORDER BY col",
-            [key],
-        )
-
-    def matrix_models(self, key: str) -> pd.DataFrame:
-        """A partition's matrix rows, by model name: columns ``row, model, n_items, accuracy``."""
-        return self.query(
-            'SELECT "row", model, n_items, accuracy FROM matrix_models WHERE partition_key = ? ORDER BY model', [key]
-        )
-
-    def item_split(self, key: str) -> pd.Series:
-        """A partition's item -> split of its matrix items (``test`` = held-out question; None where none landed)."""
-        return self.query("SELECT item, split FROM matrix_items WHERE partition_key = ?", [key]).set_index("item")[
-            "split"
-        ]
-
-    def matrix_questions(self, key: str) -> pd.DataFrame:
-        """A partition's matrix items in matrix order with their landed text: columns ``item, split, text`` (text NULL
-        where none landed)."""
-        return self.query(
-            """SELECT mi.item, mi.split, i.text FROM matrix_items mi
-               LEFT JOIN items i ON i.item = mi.item AND i.leaderboard || '.' || i.scenario = mi.partition_key
-               WHERE mi.partition_key = ? ORDER BY mi.col""",
-            [key],
-        )
-
-    def scenario_summary(self) -> pd.DataFrame:
-        """One row per scenario partition with a response matrix: ``partition_key, models, items, mean_acc_pct``
-        (mean model accuracy, %), ``binarization, threshold`` (NULL before binarization)."""
-        df = self.query(
-            """SELECT m.partition_key, count(*) AS models, max(i.items) AS items, 100 * avg(m.accuracy) AS mean_acc_pct,
-                      max(b.rule) AS binarization, max(b.threshold) AS threshold
-               FROM matrix_models m
-               JOIN (SELECT partition_key, count(*) AS items FROM matrix_items GROUP BY 1) i USING (partition_key)
-               LEFT JOIN binarization b USING (partition_key)
-               GROUP BY 1 ORDER BY 1"""
-        )
-        return df.round({"mean_acc_pct": 2, "threshold": 3})
-
-    # ------------------------------------------------------------------ model splits and IRT fits
-    def model_split(self, key: str) -> pd.Series:
-        """model -> ``train`` / ``test`` of the split stored for a leaderboard (joint fit) or a scenario partition."""
-        return self.query("SELECT model, split FROM model_splits WHERE partition_key = ?", [key]).set_index("model")[
-            "split"
-        ]
-
-    def n_models(self, key: str) -> int:
-        """How many models the stored model split of a leaderboard (or scenario partition) holds; 0 when none."""
-        return int(
-            self.query("SELECT count(DISTINCT model) AS n FROM model_splits WHERE partition_key = ?", [key])["n"].iloc[
-                0
-            ]
-        )
-
-    def irt_fit_summary(self, key: str) -> pd.DataFrame:
-        """The ``irt_fits`` row of a scenario partition or leaderboard (0 or 1 rows; all the table's columns)."""
-        return self.query("SELECT * FROM irt_fits WHERE partition_key = ?", [key])
-
-    def irt_items(self, key: str) -> pd.DataFrame:
-        """Fitted item parameters: columns ``item, b, a`` (a: a list of D discriminations)."""
-        return self.query("SELECT item, b, a FROM irt_items WHERE partition_key = ?", [key])
-
-    def irt_models(self, key: str) -> pd.DataFrame:
-        """Fitted abilities of the training models: columns ``model, theta`` (a list of D values)."""
-        return self.query("SELECT model, theta FROM irt_models WHERE partition_key = ?", [key])
-
-    def weighted_irt_items(self, key: str) -> pd.DataFrame:
-        """Fitted item parameters with balance weights, by item id: columns ``item, b, a, w`` (w = 1.0 where the
-        matrix holds no weight for the item)."""
-        return self.query(
-            "SELECT i.item, i.b, i.a, coalesce(m.balance_weight, 1.0) AS w FROM irt_items i "
-            "LEFT JOIN matrix_items m ON m.partition_key = i.partition_key AND m.item = i.item "
-            "WHERE i.partition_key = ? ORDER BY i.item",
-            [key],
-        )
-
-    def irt_scenario_keys(self, board: str) -> list[str]:
-        """The leaderboard's scenario partition keys that have a fitted IRT model, sorted (the joint fit excluded)."""
-        return self.query(
-            "SELECT DISTINCT partition_key FROM irt_items "
-            "WHERE position(CAST(? AS VARCHAR) || '.' IN partition_key) = 1 ORDER BY 1",
-            [board],
-        )["partition_key"].tolist()

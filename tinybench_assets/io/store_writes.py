@@ -14,6 +14,97 @@ from .backend import NULL_TYPE, StoreBackend
 from .drops import Drop, partition_key, split_partition_key
 from .price_drops import PRICE_VALUES
 
+#: the tables that hold a drop's landed rows (a superseded version's rows are removed from each)
+LANDED_TABLES = ("landed_responses", "landed_costs", "landed_response_tokens", "landed_prices")
+
+#: (``Drop`` frame, its name in the SQL, the INSERT that lands it), in landing order. A drop without text or split for
+#: an item (a 0/1 matrix) keeps the text/split stored before.
+DROP_FRAME_INSERTS = (
+    (
+        "responses",
+        "resp_df",
+        "INSERT INTO landed_responses SELECT drop_id, leaderboard, scenario, subscenario, item, model, score "
+        "FROM resp_df",
+    ),
+    (
+        "costs",
+        "costs_df",
+        "INSERT INTO landed_costs SELECT drop_id, leaderboard, scenario, item, model, "
+        "CAST(cost AS DOUBLE PRECISION) FROM costs_df",
+    ),
+    (
+        "response_tokens",
+        "tokens_df",
+        "INSERT INTO landed_response_tokens SELECT drop_id, leaderboard, scenario, item, model, "
+        "CAST(tokens AS BIGINT) FROM tokens_df",
+    ),
+    (
+        "prices",
+        "prices_df",
+        "INSERT INTO landed_prices SELECT drop_id, leaderboard, model, "
+        + ", ".join(f"CAST({c} AS DOUBLE PRECISION)" for c in PRICE_VALUES)
+        + " FROM prices_df",
+    ),
+    (
+        "items",
+        "items_df",
+        "INSERT INTO items SELECT leaderboard, scenario, item, subscenario, CAST(text AS VARCHAR), CAST(split AS VARCHAR), "
+        "drop_id FROM items_df ON CONFLICT (leaderboard, scenario, item) DO UPDATE SET subscenario = excluded.subscenario, "
+        "text = coalesce(excluded.text, items.text), split = coalesce(excluded.split, items.split), drop_id = excluded.drop_id",
+    ),
+    (
+        "full_scores",
+        "fs_df",
+        "INSERT INTO full_scores SELECT leaderboard, scenario, model, full_score, CAST(split AS VARCHAR), drop_id "
+        "FROM fs_df ON CONFLICT (leaderboard, scenario, model) DO UPDATE SET full_score = excluded.full_score, "
+        "split = excluded.split, drop_id = excluded.drop_id",
+    ),
+)
+
+
+def _supersede(con, relpath: str, leaderboard: str) -> None:
+    """Mark the active versions of ``relpath`` on the leaderboard superseded and remove their landed rows."""
+    old = [
+        r[0]
+        for r in con.execute(
+            "SELECT drop_id FROM drops WHERE path = ? AND leaderboard = ? AND status = 'active'", [relpath, leaderboard]
+        ).fetchall()
+    ]
+    for old_id in old:
+        for table in LANDED_TABLES:
+            con.execute(f"DELETE FROM {table} WHERE drop_id = ?", [old_id])
+        con.execute("UPDATE drops SET status = 'superseded' WHERE drop_id = ?", [old_id])
+
+
+def _insert_drop_row(con, drop: Drop, relpath: str) -> None:
+    """The drop's ``drops`` row: active, numbered by ``drop_seq`` (landing order)."""
+    seq = con.execute("SELECT nextval('drop_seq')").fetchone()[0]
+    con.execute(
+        "INSERT INTO drops (drop_id, seq, path, leaderboard, format, kind, n_rows, partitions, status, ingested_at, notes) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', now(), ?)",
+        [
+            drop.sha256,
+            seq,
+            relpath,
+            drop.leaderboard,
+            drop.format,
+            drop.kind,
+            drop.n_rows,
+            ",".join(drop.partition_keys()),
+            "\n".join(drop.notes) or None,
+        ],
+    )
+
+
+def _register_scenarios(con, drop: Drop) -> None:
+    """Register the drop's scenario partitions with the binarization rule it declares (the latest drop's rule wins)."""
+    for scenario, rule in drop.binarize_rules.items():
+        key = partition_key(drop.leaderboard, scenario)
+        con.execute(
+            "INSERT INTO scenarios VALUES (?, ?, ?, ?, now()) ON CONFLICT (partition_key) DO UPDATE SET binarize_rule = excluded.binarize_rule",
+            [key, drop.leaderboard, scenario, rule],
+        )
+
 
 class StoreWrites(StoreBackend):
     """Transactional writes on the tinybench tables (mixed into ``Store``)."""
@@ -28,93 +119,11 @@ class StoreWrites(StoreBackend):
             self.lock(con, "tinybench:ingest")  # drops land one at a time (their seq and supersession)
             if con.execute("SELECT 1 FROM drops WHERE drop_id = ?", [drop.sha256]).fetchone():
                 return False
-            old = [
-                r[0]
-                for r in con.execute(
-                    "SELECT drop_id FROM drops WHERE path = ? AND leaderboard = ? AND status = 'active'",
-                    [relpath, drop.leaderboard],
-                ).fetchall()
-            ]
-            for old_id in old:
-                con.execute("DELETE FROM landed_responses WHERE drop_id = ?", [old_id])
-                con.execute("DELETE FROM landed_costs WHERE drop_id = ?", [old_id])
-                con.execute("DELETE FROM landed_response_tokens WHERE drop_id = ?", [old_id])
-                con.execute("DELETE FROM landed_prices WHERE drop_id = ?", [old_id])
-                con.execute("UPDATE drops SET status = 'superseded' WHERE drop_id = ?", [old_id])
-            seq = con.execute("SELECT nextval('drop_seq')").fetchone()[0]
-            con.execute(
-                "INSERT INTO drops (drop_id, seq, path, leaderboard, format, kind, n_rows, partitions, status, ingested_at, notes) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', now(), ?)",
-                [
-                    drop.sha256,
-                    seq,
-                    relpath,
-                    drop.leaderboard,
-                    drop.format,
-                    drop.kind,
-                    drop.n_rows,
-                    ",".join(drop.partition_keys()),
-                    "\n".join(drop.notes) or None,
-                ],
-            )
-            self._insert_frame(
-                con,
-                "resp_df",
-                drop.responses,
-                drop.sha256,
-                "INSERT INTO landed_responses SELECT drop_id, leaderboard, scenario, subscenario, item, model, score "
-                "FROM resp_df",
-            )
-            self._insert_frame(
-                con,
-                "costs_df",
-                drop.costs,
-                drop.sha256,
-                "INSERT INTO landed_costs SELECT drop_id, leaderboard, scenario, item, model, "
-                "CAST(cost AS DOUBLE PRECISION) FROM costs_df",
-            )
-            self._insert_frame(
-                con,
-                "tokens_df",
-                drop.response_tokens,
-                drop.sha256,
-                "INSERT INTO landed_response_tokens SELECT drop_id, leaderboard, scenario, item, model, "
-                "CAST(tokens AS BIGINT) FROM tokens_df",
-            )
-            self._insert_frame(
-                con,
-                "prices_df",
-                drop.prices,
-                drop.sha256,
-                "INSERT INTO landed_prices SELECT drop_id, leaderboard, model, "
-                + ", ".join(f"CAST({c} AS DOUBLE PRECISION)" for c in PRICE_VALUES)
-                + " FROM prices_df",
-            )
-            # a drop without text or split for an item (a 0/1 matrix) keeps the text/split stored before
-            self._insert_frame(
-                con,
-                "items_df",
-                drop.items,
-                drop.sha256,
-                "INSERT INTO items SELECT leaderboard, scenario, item, subscenario, CAST(text AS VARCHAR), CAST(split AS VARCHAR), "
-                "drop_id FROM items_df ON CONFLICT (leaderboard, scenario, item) DO UPDATE SET subscenario = excluded.subscenario, "
-                "text = coalesce(excluded.text, items.text), split = coalesce(excluded.split, items.split), drop_id = excluded.drop_id",
-            )
-            self._insert_frame(
-                con,
-                "fs_df",
-                drop.full_scores,
-                drop.sha256,
-                "INSERT INTO full_scores SELECT leaderboard, scenario, model, full_score, CAST(split AS VARCHAR), drop_id "
-                "FROM fs_df ON CONFLICT (leaderboard, scenario, model) DO UPDATE SET full_score = excluded.full_score, "
-                "split = excluded.split, drop_id = excluded.drop_id",
-            )
-            for scenario, rule in drop.binarize_rules.items():
-                key = partition_key(drop.leaderboard, scenario)
-                con.execute(
-                    "INSERT INTO scenarios VALUES (?, ?, ?, ?, now()) ON CONFLICT (partition_key) DO UPDATE SET binarize_rule = excluded.binarize_rule",
-                    [key, drop.leaderboard, scenario, rule],
-                )
+            _supersede(con, relpath, drop.leaderboard)
+            _insert_drop_row(con, drop, relpath)
+            for attr, name, sql in DROP_FRAME_INSERTS:
+                self._insert_frame(con, name, getattr(drop, attr), drop.sha256, sql)
+            _register_scenarios(con, drop)
         return True
 
     def record_quarantine(self, relpath: str, sha256: str | None, error: str, moved_to: str | None) -> None:

@@ -2,8 +2,9 @@
 
 Both are ``.csv`` or ``.parquet`` files in the landing folder, read into the same :class:`Drop` and
 rejected with the same :class:`DropError` (file, row, column, problem) as the formats of
-:mod:`tinybench_assets.io.drops`, whose ``read_drop`` sends a table here when :func:`table_layout`
-says so. Rows are numbered from 1 = the first data row (the header is not counted).
+:mod:`tinybench_assets.io.drops`, whose ``read_drop`` sends a table here when
+:func:`~tinybench_assets.io.table_layout.table_layout` says so. Rows are numbered from 1 = the first data row (the
+header is not counted).
 
 Wide table (``format`` ``wide_csv`` / ``wide_parquet``; RouterBench style)
 ---------------------------------------------------------------------------
@@ -23,91 +24,39 @@ One row per question. Columns (names matched case-insensitively):
   ``total_cost`` wins when both are there); per-model response text ``<model>_response`` or
   ``<model>|model_response``, whose length prices output tokens (:mod:`~tinybench_assets.io.wide_responses`).
 
-**Model column rule.** A column is a model's score column when all of these hold:
-
-1. its name is not a known meta name (:data:`META_COLUMNS`, or pandas' ``Unnamed: N`` index column)
-   and contains no ``|`` (RouterBench's ``<model>|model_response`` and similar per-model fields);
-2. it is numeric: more than half of its non-empty cells parse as numbers (so a string column such as
-   ``oracle_model_to_route_to`` is ignored, while a score column with one typo stays a model column
-   and the typo is reported);
-3. it has a cost column (``<name>|total_cost`` / ``<name>|cost``), or more than half of its numeric
-   values lie in [0, 1] (so a token count or a row number is not taken for a model).
-
-Every other column but the response columns is ignored and named in ``drop.notes``. A model column is then validated
-strictly: each non-empty cell must be a number in [0, 1]; an empty/NaN cell is a missing response
-(left out). A cost is kept for every scored cell whose model has a cost column and must be a finite
-number >= 0 there (empty, NaN, inf, negative or text: error); a cost column whose model has no score
-column is an error. Scores binarize with the ``auto`` rule (0/1 data stays unchanged).
+A column is a model's score column by the model column rule of :mod:`~tinybench_assets.io.table_layout`
+(numeric, not a meta name, with a cost column or mostly in [0, 1]). Every other column but the response columns is
+ignored and named in ``drop.notes``. A model column is then validated strictly: each non-empty cell must be a
+number in [0, 1]; an empty/NaN cell is a missing response (left out). A cost is kept for every scored cell whose
+model has a cost column and must be a finite number >= 0 there (empty, NaN, inf, negative or text: error); a cost
+column whose model has no score column is an error. Scores binarize with the ``auto`` rule (0/1 data stays unchanged).
 
 Plain 0/1 matrices are read by :mod:`tinybench_assets.io.matrix_drops`.
 
-Layout detection for ``.csv`` / ``.parquet`` (:func:`table_layout`)
--------------------------------------------------------------------
-- a sidecar exists, or the CSV has no header row (:func:`~tinybench_assets.io.matrix_drops.headerless`) -> matrix;
-- a ``model`` column next to ``score``/``full_benchmark_score``/``item``/``scenario`` -> long table
-  (today's reader: responses, full scores);
-- a text column and no ``model`` column: with >= 2 model columns (rule above) -> wide table; else with
-  ``item`` and ``scenario`` -> items table; else -> wide table (whose reader reports "no model score
-  columns", naming the columns found);
-- no text column, a first id column and a body of >= 1 column, none named like a long-table column,
-  whose non-empty cells are mostly (more than half) 0 or 1 -> matrix (then every cell is checked);
-- a table with any long-table column name -> long table (its reader names the missing columns);
-- anything else -> :class:`DropError` "unknown layout", naming the columns found.
+Which reader a ``.csv`` / ``.parquet`` table goes to (long, wide or matrix) is decided by
+:func:`~tinybench_assets.io.table_layout.table_layout`.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .drop_types import (
-    COST_COLUMNS,
-    ITEM_COLUMNS,
-    RESPONSE_COLUMNS,
-    ROUTERDC_NAME_RE,
-    Drop,
-    DropError,
-    clean_name,
-    sidecar_path,
+from .drop_types import COST_COLUMNS, ITEM_COLUMNS, RESPONSE_COLUMNS, ROUTERDC_NAME_RE, Drop, DropError, clean_name
+from .table_layout import (
+    ID_COLUMNS,
+    SCENARIO_COLUMNS,
+    WIDE_TEXT_COLUMNS,
+    frame_with_index,
+    is_cost_column,
+    wide_columns,
 )
+from .table_layout import read_without_header as read_without_header  # re-exported: matrix_drops imports it from here
+from .table_layout import table_layout as table_layout  # re-exported: the readers' docstrings name it here
 from .wide_responses import response_columns, response_note, response_token_frame
 from .wide_rows import _numeric, _present, merge_duplicate_rows, rejected_rows, repeated_text_note
-
-ID_COLUMNS = ("sample_id", "item", "id")
-WIDE_TEXT_COLUMNS = ("prompt", "question", "text")
-SCENARIO_COLUMNS = ("eval_name", "scenario")
-COST_SUFFIXES = ("total_cost", "cost")  # first wins
-#: names never taken for a model (compared lower-case)
-META_COLUMNS = frozenset(
-    ID_COLUMNS
-    + WIDE_TEXT_COLUMNS
-    + SCENARIO_COLUMNS
-    + (
-        "split",
-        "subscenario",
-        "oracle_model_to_route_to",
-        "index",
-        "level_0",
-        "row",
-        "row_id",
-        "question_id",
-        "answer",
-        "answers",
-        "gold",
-        "target",
-        "label",
-        "reference",
-        "category",
-        "source",
-        "cluster_id",
-    )
-)
-USED_META = frozenset(ID_COLUMNS + WIDE_TEXT_COLUMNS + SCENARIO_COLUMNS + ("split", "subscenario"))
-LONG_COLUMNS = frozenset({"model", "scenario", "subscenario", "item", "score", "full_benchmark_score"})
-UNNAMED_RE = re.compile(r"^unnamed: \d+$")
 
 
 # ---------------------------------------------------------------------- helpers
@@ -121,18 +70,6 @@ def _lower_map(df: pd.DataFrame) -> dict[str, str]:
 def _pick(df: pd.DataFrame, names: tuple[str, ...]) -> str | None:
     lower = _lower_map(df)
     return next((lower[n] for n in names if n in lower), None)
-
-
-def _is_cost_column(name: str) -> tuple[str, str] | None:
-    base, sep, suffix = str(name).rpartition("|")
-    if sep and base and suffix.strip().lower() in COST_SUFFIXES:
-        return base, suffix.strip().lower()
-    return None
-
-
-def _is_meta(name: str) -> bool:
-    low = str(name).strip().lower()
-    return low in META_COLUMNS or bool(UNNAMED_RE.match(low))
 
 
 def _name_rule(path: Path) -> tuple[str | None, str | None]:
@@ -171,107 +108,6 @@ def _ids(df: pd.DataFrame, column: str, path: Path) -> np.ndarray:
     return s.astype(str).str.strip().to_numpy(dtype=object)
 
 
-def read_without_header(df: pd.DataFrame) -> bool:
-    """Whether a table was read without a header row: pandas then numbers its columns 0, 1, ... (integers, which no
-    CSV header or parquet schema gives)."""
-    return pd.api.types.is_integer_dtype(df.columns)
-
-
-def frame_with_index(df: pd.DataFrame) -> pd.DataFrame:
-    """A parquet file written with a pandas index comes back with it as the index: make it a column again."""
-    if isinstance(df.index, pd.RangeIndex) and df.index.name is None:
-        return df
-    return df.reset_index()
-
-
-# ---------------------------------------------------------------------- layout detection
-def wide_columns(df: pd.DataFrame) -> tuple[list[str], dict[str, str], dict[str, str]]:
-    """Apply the model column rule: (model columns, {model: cost column}, {ignored column: why})."""
-    by_base: dict[str, dict[str, str]] = {}
-    for c in df.columns:
-        parsed = _is_cost_column(c)
-        if parsed:
-            by_base.setdefault(parsed[0], {})[parsed[1]] = str(c)
-    cost_of: dict[str, str] = {}
-    ignored: dict[str, str] = {}
-    for base, found in by_base.items():
-        chosen = next(found[s] for s in COST_SUFFIXES if s in found)
-        cost_of[base] = chosen
-        for other in found.values():
-            if other != chosen:
-                ignored[other] = f"{chosen!r} is used for this model's cost"
-    models: list[str] = []
-    for c in df.columns:
-        name = str(c)
-        if _is_cost_column(name):
-            continue  # read with its model
-        if _is_meta(name):
-            if name.strip().lower() not in USED_META:
-                ignored[name] = (
-                    "an unnamed index column (pandas' to_csv with its index)"
-                    if UNNAMED_RE.match(name.strip().lower())
-                    else "a known non-model column"
-                )
-            continue
-        if "|" in name:
-            ignored[name] = "a per-model field other than a score or cost"
-            continue
-        vals, nonnum = _numeric(df[c])
-        n_present = int(_present(df[c]).sum())
-        if n_present == 0:
-            if name in cost_of:
-                models.append(name)  # a model with costs but no responses: kept, not silently dropped
-            else:
-                ignored[name] = "empty column"
-            continue
-        if (n_present - int(nonnum.sum())) * 2 <= n_present:
-            ignored[name] = "not numeric"
-            continue
-        num = vals[~np.isnan(vals)]
-        if name in cost_of or np.count_nonzero((num >= 0) & (num <= 1)) * 2 > len(num):
-            models.append(name)
-        else:
-            ignored[name] = "numeric, but mostly outside [0, 1] and no cost column"
-    return models, {m: cost_of[m] for m in models if m in cost_of}, ignored
-
-
-def _mostly_binary(df: pd.DataFrame) -> bool:
-    body = df.iloc[:, 1:]
-    n_present = n_binary = 0
-    for c in body.columns:
-        vals, _ = _numeric(body[c])
-        n_present += int(_present(body[c]).sum())
-        n_binary += int(np.count_nonzero((vals == 0) | (vals == 1)))
-    return n_present > 0 and n_binary * 2 > n_present
-
-
-def table_layout(path: Path, df: pd.DataFrame) -> str:
-    """``"long"``, ``"wide"`` or ``"matrix"`` for a loaded ``.csv``/``.parquet`` table; raises DropError for an unknown layout."""
-    if sidecar_path(path) is not None or read_without_header(df):
-        return "matrix"
-    lower = {str(c).strip().lower() for c in df.columns}
-    if "model" in lower and lower & {"score", "full_benchmark_score", "item", "scenario"}:
-        return "long"
-    has_text = bool(lower & set(WIDE_TEXT_COLUMNS))
-    if has_text and "model" not in lower:
-        wdf = frame_with_index(df)
-        if len(wide_columns(wdf)[0]) >= 2:
-            return "wide"
-        return "long" if {"item", "scenario"} <= lower else "wide"
-    body_names = {str(c).strip().lower() for c in df.columns[1:]}
-    if not has_text and len(df.columns) >= 2 and not body_names & LONG_COLUMNS and _mostly_binary(frame_with_index(df)):
-        return "matrix"
-    if lower & LONG_COLUMNS:
-        return "long"
-    raise DropError(
-        path,
-        f"unknown layout: columns found {[str(c) for c in df.columns][:30]}; expected a long table "
-        "(model, scenario, item, score), an items table (item, scenario, prompt), a full-score table "
-        "(model, scenario, full_benchmark_score), a wide table (prompt/question + one score column per model) "
-        "or a 0/1 matrix (id column + 0/1 body, or a <file>.meta.json sidecar)",
-    )
-
-
 # ---------------------------------------------------------------------- wide table
 def _wide_columns_checked(path: Path, df: pd.DataFrame) -> tuple:
     """(text column, model columns, {model: cost column}, {ignored column: why}, {model: response column}); a
@@ -283,7 +119,7 @@ def _wide_columns_checked(path: Path, df: pd.DataFrame) -> tuple:
         )
     models, cost_of, ignored = wide_columns(df)
     for c in df.columns:  # a cost column in use must belong to a model column
-        parsed = _is_cost_column(c)
+        parsed = is_cost_column(c)
         if parsed and c not in ignored and parsed[0] not in models:
             why = f"its score column {parsed[0]!r} " + (
                 f"is ignored ({ignored[parsed[0]]})"

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 from tinybench_assets import paths
+from tinybench_assets.testing.instance_records import InstanceRecords
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -33,8 +34,9 @@ def write_slice(incoming: Path, n_models: int = 40, routerdc_records: int = 60, 
         (incoming / "routerdc" / name).write_text(json.dumps(recs))
 
 
-class DaemonProject:
-    """A project home under ``root``: Dagster instance, landing and quarantine folders, DuckDB file, artifacts."""
+class DaemonProject(InstanceRecords):
+    """A project home under ``root``: Dagster instance, landing and quarantine folders, DuckDB file, artifacts. What
+    its instance recorded (runs, materializations, sensor ticks, workers' pids) is read by ``InstanceRecords``."""
 
     def __init__(self, root: Path, sensor_interval_s: int = 30):  # the product default (sensors.SENSOR_INTERVAL_S)
         self.root = Path(root)
@@ -128,16 +130,6 @@ class DaemonProject:
             self._instance.dispose()
             self._instance = None
 
-    def runs(self, **filters) -> list:
-        import dagster as dg
-
-        return list(self.instance.get_runs(dg.RunsFilter(**filters) if filters else None))
-
-    def live_runs(self) -> list:
-        from tinybench_assets.orchestration.live_runs import LIVE
-
-        return self.runs(statuses=LIVE)
-
     def decision(self):
         """The refresh decision as the daemon's sensor takes it now (run in this process, with this project's paths)."""
         from tinybench_assets.io.store import Store
@@ -201,24 +193,6 @@ class DaemonProject:
             timeout=timeout_s,
         )
 
-    def materializations(self, after_storage_id: int = 0) -> list[tuple[str, str | None, str]]:
-        """(asset, partition, run id) of every materialization recorded after ``after_storage_id``."""
-        import dagster as dg
-
-        recs = self.instance.get_event_records(
-            dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION, after_cursor=after_storage_id),
-            limit=100000,
-        )
-        return [(r.asset_key.to_user_string(), r.partition_key, r.run_id) for r in recs]
-
-    def last_storage_id(self) -> int:
-        import dagster as dg
-
-        recs = self.instance.get_event_records(
-            dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION), limit=1, ascending=False
-        )
-        return recs[0].storage_id if recs else 0
-
     def wait_sensor_ticks(self, sensor: str, n: int, timeout_s: float = 120.0) -> list:
         """The first ``n`` ticks of ``sensor`` that start after now, once they have ended (TimeoutError otherwise)."""
         from tinybench_assets.orchestration.dagster_private import TickStatus
@@ -231,38 +205,6 @@ class DaemonProject:
                 return ticks[:n]
             time.sleep(0.5)
         raise TimeoutError(f"{sensor}: fewer than {n} ticks in {timeout_s:.0f} s; daemon log:\n{self.tail()}")
-
-    def sensor_ticks(self, sensor: str) -> list:
-        """Every recorded tick of ``sensor``, oldest first."""
-        states = [s for s in self.instance.all_instigator_state() if s.name == sensor]
-        out = []
-        for st in states:
-            out += self.instance.get_ticks(st.instigator_origin_id, st.selector_id, limit=1000)
-        return sorted(out, key=lambda t: t.timestamp)
-
-    def worker_pid(self, run_id: str, after_step: str) -> int | None:
-        """The pid of the run worker executing ``run_id`` (its first engine event naming one), once the step
-        ``after_step`` has succeeded (so a kill lands in a later step); else None."""
-        import dagster as dg
-
-        logs = self.instance.all_logs(run_id)
-        if not any(
-            e.dagster_event is not None
-            and e.dagster_event.event_type == dg.DagsterEventType.STEP_SUCCESS
-            and e.step_key == after_step
-            for e in logs
-        ):
-            return None
-        for e in logs:
-            ev = e.dagster_event
-            if (
-                ev is not None
-                and ev.event_type == dg.DagsterEventType.ENGINE_EVENT
-                and ev.engine_event_data
-                and "pid" in ev.engine_event_data.metadata
-            ):
-                return int(ev.engine_event_data.metadata["pid"].value)
-        return None
 
 
 def queue_runs(project: DaemonProject, job_name: str, n: int) -> list[str]:

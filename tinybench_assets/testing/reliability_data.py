@@ -1,195 +1,56 @@
-"""Generated inputs and process helpers for the fault, load and bad-input tests (issue 14), shared with
-``benchmarks/reliability.py``: a 50-file landing drop with good, duplicate, changed and malformed files and a
-million-row table; a child process that ingests and can be SIGKILLed at a chosen point of the DuckDB write; a
-`tinybench run-all` in a subprocess on a small generated project. Nothing here writes outside the folders given."""
+"""Process helpers for the fault, load and bad-input tests (issue 14), shared with ``benchmarks/reliability.py``:
+snapshots of a store's ingest tables; a child process that ingests and can be SIGKILLed at a chosen point of the
+DuckDB write; `tinybench run-all` in a subprocess on a small generated project, and killed mid-run. The generated
+inputs (long tables, the hostile pickle, the 50-file drop) live in ``testing.reliability_inputs`` and are re-exported
+here, so the tests and the benchmark reach everything as ``reliability_data.<name>``. Nothing here writes outside the
+folders given."""
 
 from __future__ import annotations
 
 import json
 import os
-import pickle
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from tinybench_assets.paths import PROJECT_ROOT as ROOT
+from tinybench_assets.testing.reliability_inputs import (  # re-exported: callers use ``reliability_data.<name>``
+    FiftyFileDrop,
+    Hostile,
+    hostile_pickle,
+    long_table,
+    write_fifty_file_drop,
+    write_first_versions,
+    write_table,
+)
 
-
-# ---------------------------------------------------------------------- tables
-def long_table(
-    n_models: int,
-    n_items: int,
-    scenario: str = "quiz",
-    seed: int = 0,
-    model_prefix: str = "m",
-    item_prefix: str = "q",
-    subscenarios: int = 3,
-) -> pd.DataFrame:
-    """A 2PL-like long table: n_models x n_items rows of model, scenario, subscenario, item, score (0/1)."""
-    rng = np.random.default_rng(seed)
-    theta, b = rng.normal(size=n_models), rng.normal(size=n_items)
-    y = (rng.random((n_models, n_items)) < 1 / (1 + np.exp(-(theta[:, None] - b[None, :])))).astype(float)
-    items = np.array([f"{item_prefix}{j}" for j in range(n_items)], dtype=object)
-    return pd.DataFrame(
-        {
-            "model": np.repeat(np.array([f"{model_prefix}{i}" for i in range(n_models)], dtype=object), n_items),
-            "scenario": scenario,
-            "subscenario": np.tile(
-                np.array([f"{scenario}_s{j % subscenarios}" for j in range(n_items)], dtype=object), n_models
-            ),
-            "item": np.tile(items, n_models),
-            "score": y.reshape(-1),
-        }
-    )
-
-
-def write_table(df: pd.DataFrame, path: Path, **csv_kw) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix == ".parquet":
-        df.to_parquet(path, index=False)
-    else:
-        df.to_csv(path, index=False, **csv_kw)
-    return path
-
-
-class Hostile:
-    """Unpickling this runs code: it creates ``marker``."""
-
-    def __init__(self, marker: Path):
-        self.marker = str(marker)
-
-    def __reduce__(self):
-        return (exec, (f"open({self.marker!r}, 'w').write('code from a pickle ran')",))
-
-
-def hostile_pickle(path: Path, marker: Path) -> Path:
-    """A file laid out like a tinyBenchmarks pickle whose unpickling would create ``marker``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(
-        pickle.dumps({"models": ["a", "b"], "data": {"harness_arc_challenge_25": {"correctness": Hostile(marker)}}})
-    )
-    return path
-
-
-# ---------------------------------------------------------------------- the 50-file drop
-@dataclass
-class FiftyFileDrop:
-    """What the generated drop should give: rows landed per good file, duplicates skipped, bad files' errors."""
-
-    good: dict[str, int] = field(default_factory=dict)  # rel path -> response/item/full-score rows it lands
-    duplicates: list[str] = field(default_factory=list)  # exact copies of good files: skipped, nothing stored twice
-    bad: dict[str, str] = field(default_factory=dict)  # rel path -> a piece of its quarantine message
-    changed: list[str] = field(default_factory=list)  # paths whose first version landed before, now a new version
-    big: str = ""  # the million-row table
-    partition_rows: dict[str, int] = field(default_factory=dict)  # partition -> responses rows after consolidation
-
-    @property
-    def n_files(self) -> int:
-        return len(self.good) + len(self.duplicates) + len(self.bad)
-
-
-def write_first_versions(incoming: Path) -> list[str]:
-    """The first versions of the files the 50-file drop changes (ingest these first)."""
-    out = []
-    for i in range(3):
-        rel = f"bench/changed_{i}.csv"
-        write_table(long_table(6, 20, scenario="evolving", seed=100 + i, model_prefix=f"c{i}_"), incoming / rel)
-        out.append(rel)
-    return out
-
-
-def write_fifty_file_drop(incoming: Path, big_rows: int = 1_000_000, marker: Path | None = None) -> FiftyFileDrop:
-    """Fill ``incoming`` with 50 files (after :func:`write_first_versions` was ingested): 20 good long tables, 4 exact
-    duplicates, 3 changed versions, 8 more good ones of other shapes (BOM, ';' and tab separators, a name with spaces
-    and accents, a folder name with accents, items and full-score tables, RouterDC JSON), 14 malformed ones and one
-    valid long table of ``big_rows`` rows."""
-    exp = FiftyFileDrop()
-    rows: dict[str, pd.DataFrame] = {}  # partition -> the responses expected after consolidation (latest drop wins)
-
-    def good(rel: str, df: pd.DataFrame, board: str = "bench", **kw) -> None:
-        write_table(df, incoming / rel, **kw)
-        exp.good[rel] = len(df)
-        if "score" in df:
-            key = f"{board}.{df['scenario'].iloc[0]}"
-            rows[key] = pd.concat([rows.get(key), df[["model", "item"]]]).drop_duplicates()
-
-    for i in range(20):
-        suffix = "parquet" if i % 2 else "csv"
-        good(f"bench/good_{i:02d}.{suffix}", long_table(8, 30, scenario=f"s{i % 5}", seed=i, model_prefix=f"g{i}_"))
-    for i in range(4):
-        src = incoming / f"bench/good_{i:02d}.{'parquet' if i % 2 else 'csv'}"
-        rel = f"bench/zz copy of good_{i:02d}{src.suffix}"  # sorts after its original: the copy is the one skipped
-        (incoming / rel).write_bytes(src.read_bytes())
-        exp.duplicates.append(rel)
-    for i in range(3):  # new versions of write_first_versions' files: other models, so the old rows must go
-        rel = f"bench/changed_{i}.csv"
-        good(rel, long_table(5, 20, scenario="evolving", seed=200 + i, model_prefix=f"c{i}_v2_"))
-        exp.changed.append(rel)
-    base = long_table(4, 10, scenario="formats", seed=7, model_prefix="f")
-    good("bench/bom.csv", base.assign(model=base.model + "_bom"), encoding="utf-8-sig")
-    good("bench/semicolon.csv", base.assign(model=base.model + "_semi"), sep=";")
-    good("bench/tabs.csv", base.assign(model=base.model + "_tab"), sep="\t")
-    good("bench/résultats été 2024.csv", base.assign(model=base.model + "_été"))
-    good("Bénch Ü/quiz.csv", long_table(5, 12, scenario="quiz", seed=8), board="b_nch")
-    items = pd.DataFrame(
-        {"item": [f"q{j}" for j in range(30)], "scenario": "s0", "prompt": [f"question {j}?" for j in range(30)]}
-    )
-    good("bench/s0.items.csv", items)
-    good(
-        "bench/s0.full_scores.csv",
-        pd.DataFrame(
-            {"model": [f"g0_{i}" for i in range(8)], "scenario": "s0", "full_benchmark_score": np.linspace(0.2, 0.9, 8)}
-        ),
-    )
-    recs = [{"question": f"q{j}", "scores": {"r1": float(j % 2), "r2": 1.0}} for j in range(25)]
-    (incoming / "bench" / "trivia_train.json").write_text(json.dumps(recs))
-    exp.good["bench/trivia_train.json"] = 50 + 25  # responses + items
-    rows["bench.trivia"] = pd.DataFrame(
-        {"model": ["r1", "r2"] * 25, "item": [f"trivia.train.{j // 2}" for j in range(50)]}
-    )
-
-    small = long_table(3, 6, scenario="broken", seed=9)
-
-    def bad(rel: str, content: bytes, expected: str) -> None:
-        (incoming / rel).parent.mkdir(parents=True, exist_ok=True)
-        (incoming / rel).write_bytes(content)
-        exp.bad[rel] = expected
-
-    csv = lambda df, **kw: df.to_csv(index=False, **kw).encode()  # noqa: E731
-    bad("bench/missing_score.csv", csv(small.drop(columns=["score"])), "missing column(s) ['score']")
-    bad("bench/out_of_range.csv", csv(small.assign(score=[0.0, 1.5] + [1.0] * 16)), "outside [0, 1]")
-    bad("bench/nan.csv", csv(small.assign(score=[np.nan] + [1.0] * 17)), "score is NaN")
-    bad("bench/text_score.csv", csv(small.assign(score=["high"] + ["1"] * 17)), "score 'high' is not a number")
-    bad(
-        "bench/conflict.csv",
-        csv(pd.concat([small, small.head(1).assign(score=1 - small.score.iloc[0])])),
-        "conflicting duplicate rows",
-    )
-    bad("bench/empty.csv", b"", "empty file (0 bytes)")
-    bad("bench/header_only.csv", b"model,scenario,subscenario,item,score\n", "header but no data rows")
-    pq_bytes = (incoming / "bench/good_01.parquet").read_bytes()
-    bad("bench/truncated.parquet", pq_bytes[: len(pq_bytes) // 2], "unreadable file")
-    bad("bench/latin1.csv", "model,scenario,item,score\nmodèle,broken,q1,1\n".encode("latin-1"), "not UTF-8 text")
-    bad("bench/decimal_comma.csv", b"model;scenario;item;score\nm1;broken;q1;0,5\n", "score '0,5' is not a number")
-    bad("bench/no_scenario_name.csv", csv(small.assign(scenario="???")), "empty name from '???'")
-    bad("bench/scores.xlsx", b"PK\x03\x04 not a spreadsheet reader", "unknown format")
-    bad("bench/broken_train.json", b'[{"question": ', "unreadable JSON")
-    hostile = hostile_pickle(incoming / "bench" / "lb.pickle", marker or incoming.parent / "PICKLE_RAN")
-    exp.bad[str(hostile.relative_to(incoming))] = "TINYBENCH_TRUST_PICKLE_DROPS"
-
-    exp.big = "bench/big_long_table.csv"
-    n_models = 1000
-    big = long_table(n_models, big_rows // n_models, scenario="huge", seed=11, model_prefix="big_")
-    good(exp.big, big)
-    exp.partition_rows = {k: len(v) for k, v in rows.items()}
-    assert exp.n_files == 50, exp.n_files
-    return exp
+__all__ = [
+    "INGEST_CHILD",
+    "INGEST_TABLES",
+    "KILL_CHILD",
+    "ROOT",
+    "FiftyFileDrop",
+    "Hostile",
+    "child_env",
+    "hostile_pickle",
+    "ingest_in_child",
+    "instance_for",
+    "kill_during_ingest",
+    "kill_run_all_mid_run",
+    "long_table",
+    "project_env",
+    "run_all_cmd",
+    "same_tables",
+    "small_project",
+    "snapshot",
+    "write_fifty_file_drop",
+    "write_first_versions",
+    "write_table",
+]
 
 
 # ---------------------------------------------------------------------- store snapshots

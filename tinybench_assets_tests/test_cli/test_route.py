@@ -13,7 +13,8 @@ import pytest
 import torch
 
 from tinybench_assets.cli import main
-from tinybench_assets.cli.route import default_router_path, read_questions
+from tinybench_assets.cli.questions import read_questions
+from tinybench_assets.cli.route import default_router_path
 from tinybench_assets.core.routing.metrics import route
 from tinybench_assets.core.routing.saved import load_router
 from tinybench_assets.defs.assets import irt, responses, router_eval, routing

@@ -74,7 +74,7 @@ def test_the_assets_cost_choice_never_reads_test_predictions():
     from types import SimpleNamespace
 
     from tinybench_assets.core.routing.select import select_router
-    from tinybench_assets.defs.router_report import cost_choice
+    from tinybench_assets.defs.router_cost_report import cost_choice
 
     P, Y, C = _world(n=300)
     g = np.random.default_rng(3)
@@ -93,7 +93,7 @@ def test_the_assets_cost_choice_never_reads_test_predictions():
     zeros = cost_choice(cfg, "quality_at_min_cost", sel, {f: np.zeros((7, 2)) for f in sel.oof}, Y, C, prior)
     noise = cost_choice(cfg, "quality_at_min_cost", sel, {f: g.random((7, 2)) for f in sel.oof}, Y, C, prior)
     assert zeros == noise and zeros[1].policy.kind != "single"
-    from tinybench_assets.defs.router_report import curve_family
+    from tinybench_assets.defs.router_cost_report import curve_family
 
     fam, gains = curve_family(sel, {f: g.random((7, 2)) for f in sel.oof}, Y, C, prior)
     assert fam == "knn_vote" and gains["knn_vote"] > 0.02 and abs(gains["best_single"]) < 1e-9  # P knows the questions
@@ -140,7 +140,7 @@ def test_a_cascade_is_served_when_training_questions_say_it_is_cheapest():
     trades model 0's confidence against model 2's lower price."""
     from types import SimpleNamespace
 
-    from tinybench_assets.defs.router_report import cost_choice
+    from tinybench_assets.defs.router_cost_report import cost_choice
 
     n = 400
     g = np.random.default_rng(1)

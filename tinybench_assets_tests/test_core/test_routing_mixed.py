@@ -4,11 +4,12 @@ measures, on synthetic data whose answers are known."""
 import numpy as np
 import pytest
 
+from tinybench_assets.core.routing.families import simplicity
 from tinybench_assets.core.routing.gap import gap_measures, gap_report, preference, strong_weak
 from tinybench_assets.core.routing.guard import GuardedRouter
 from tinybench_assets.core.routing.metrics import route
 from tinybench_assets.core.routing.saved import load_router, save_router
-from tinybench_assets.core.routing.select import select_router, simplicity
+from tinybench_assets.core.routing.select import select_router
 from tinybench_assets.core.routing.served import RouterFileError, ServedRouter
 from tinybench_assets.core.routing.split import question_split
 from tinybench_assets.core.routing.surface import SurfaceFeatures, router_input

@@ -16,7 +16,8 @@ import torch
 
 from tinybench_assets.core.estimation.shrinkage import ShrinkagePrior
 from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
-from tinybench_assets.core.estimation.small_choice import board_rule, pooled_half_widths, rules_for
+from tinybench_assets.core.estimation.small_choice import board_rule, rules_for
+from tinybench_assets.core.estimation.small_intervals import pooled_half_widths
 from tinybench_assets.core.estimation.strata import nested_order, prefix_anchors
 from tinybench_assets.core.tiny_benchmark.budgets import budget_for_answers, load_budgets, save_budgets, target_budget
 

@@ -19,7 +19,7 @@ from tinybench_assets.io.drops import DropError, read_drop
 from tinybench_assets.io.landing import ingest_landing
 from tinybench_assets.io.pickle_drops import TRUST_ENV, pickles_trusted
 from tinybench_assets.io.store import Store
-from tinybench_assets.testing.reliability_data import hostile_pickle, long_table, write_table
+from tinybench_assets.testing.reliability_inputs import hostile_pickle, long_table, write_table
 from tinybench_assets_tests.conftest import write_tinybenchmarks_pickle
 
 

@@ -11,7 +11,7 @@ from tinybench_assets.io.drops import DropError, landing_files, read_drop
 from tinybench_assets.io.landing import ingest_landing
 from tinybench_assets.io.matrix_drops import detect_orientation
 from tinybench_assets.io.store import Store
-from tinybench_assets.io.wide_drops import table_layout
+from tinybench_assets.io.table_layout import table_layout
 
 MODELS = ["org/model-a", "org/model-b", "small-c"]
 TABLES = ("drops", "landed_responses", "landed_costs", "items", "scenarios")

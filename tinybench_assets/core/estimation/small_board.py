@@ -5,14 +5,15 @@ with 10-49 models there is nothing to spare, so :class:`SmallBoardPredictor` cro
 everything through the tiny-benchmark artifact::
 
     fit(Y, w, scenario_cols, full_scores, groups)
+      0. checks     small_inputs: the parameters, the board's inputs, the folds' training models, anchor counts
       1. folds      small_folds.family_folds: families whole, K = min(max_folds, families)
       2. per fold   small_folds.out_of_fold: 2PL per D and nested anchors per n on the fold's training models;
                     held-out models estimated from their anchor answers only; the answer bank (bank_joint) of
                     the fold's training models, held-out models' bank estimates per eps
-      3. choice     small_choice.choose_scenario per (scenario, n): D, the T1 / T2 estimators, gp-IRT lambdas, eps
-                    by out-of-fold MAE; split-conformal intervals from out-of-fold residuals with families as
-                    the exchangeable units, the served one from the choice's own leave-one-fold-out; isotonic
-                    T2 maps on out-of-fold estimates
+      3. choice     small_select.choose_board: small_choice.choose_scenario per (scenario, n): D, the T1 / T2
+                    estimators, gp-IRT lambdas, eps by out-of-fold MAE; split-conformal intervals (small_intervals)
+                    from out-of-fold residuals with families as the exchangeable units, the served one from the
+                    choice's own leave-one-fold-out; isotonic T2 maps on out-of-fold estimates
       3b. guard     small_guard: scenarios whose served rule loses to stratified random items get random anchors
                     inside each subscenario; every fold is refitted with its own decision (made without it) and
                     the choice is made again
@@ -45,25 +46,15 @@ from ..tiny_benchmark.budgets import budget_rows
 from ..tiny_benchmark.files import attach_trees
 from ..tiny_benchmark.model import ArtifactModel
 from . import small_tables
-from .small_choice import MIN_T2, board_rule, choose_scenario, fixed_interval, pooled_half_widths, rules_for
 from .small_export import build_artifact
-from .small_folds import (
-    CLUSTERING,
-    DESIGNS,
-    build_bank,
-    family_folds,
-    fit_prior,
-    fit_scenario,
-    out_of_fold,
-    scenario_truth,
-)
+from .small_folds import CLUSTERING, build_bank, family_folds, fit_prior, fit_scenario, out_of_fold, scenario_truth
 from .small_guard import RANDOM, fold_designs, guard_choices, guard_note
+from .small_inputs import MIN_MODELS, MIN_TRAIN, anchor_counts, check_folds, check_inputs, check_params
+from .small_select import choose_board
 from .small_state import BoardLayout, BoardTruth, FamilyFolds, GuardDecision, ServedBoard, scenario_subscenarios
 
 __all__ = ["SmallBoardPredictor", "MIN_MODELS", "MIN_TRAIN"]
 
-MIN_MODELS = 10  # fewer models: nothing can be cross-validated honestly
-MIN_TRAIN = 5  # training models a fold must keep per scenario
 PRED_COLS = [
     "model",
     "scenario",
@@ -78,100 +69,6 @@ PRED_COLS = [
     "lower_t2",
     "upper_t2",
 ]
-
-
-def _check(Y, w, scenario_cols, full_scores, groups, items):
-    """Validated inputs: (Y (M, I), w (I,) with mean 1 per scenario, cols {s: (I_s,)}, T2 (M, S), groups (M,) str,
-    items [str])."""
-    Y = np.asarray(Y, dtype=float)
-    if Y.ndim != 2:
-        raise ValueError(f"Y must be a 2-d models x items matrix, got shape {Y.shape}")
-    M, I = Y.shape
-    if M < MIN_MODELS:
-        raise ValueError(
-            f"a small board needs at least {MIN_MODELS} models for leave-family-out cross-validation, got {M}"
-        )
-    if np.any(~np.isnan(Y) & (Y != 0) & (Y != 1)):
-        raise ValueError("Y must hold 0/1 (NaN = not answered): binarize the scores first")
-    if groups is None or len(groups) != M:
-        raise ValueError(f"groups needs a family label per model ({M}), got {None if groups is None else len(groups)}")
-    groups = np.asarray([str(g) for g in groups], dtype=object)
-    if len(set(groups)) < 2:
-        raise ValueError(f"leave-family-out cross-validation needs at least 2 model families, got {len(set(groups))}")
-    w = np.asarray(w, dtype=float).copy()
-    if w.shape != (I,) or not (np.isfinite(w).all() and (w > 0).all()):
-        raise ValueError(f"w must hold a positive balance weight per item ({I},)")
-    if not scenario_cols:
-        raise ValueError("scenario_cols is empty")
-    cols, seen = {}, set()
-    for s, c in scenario_cols.items():
-        c = np.asarray(c, dtype=int)
-        if len(c) < 2 or c.min() < 0 or c.max() >= I or len(set(c.tolist())) != len(c) or seen & set(c.tolist()):
-            raise ValueError(f"scenario {s!r}: columns must be >= 2 distinct indices in [0, {I}), in no other scenario")
-        seen |= set(c.tolist())
-        answered = int((~np.isnan(Y[:, c]).all(1)).sum())
-        if answered < MIN_MODELS:
-            raise ValueError(f"scenario {s!r}: {answered} models answered it, fewer than {MIN_MODELS}")
-        cols[str(s)] = c
-        w[c] = w[c] / w[c].mean()  # the estimators' formulas assume weights averaging 1 per scenario
-    items = [f"item{j}" for j in range(I)] if items is None else [str(x) for x in items]
-    if len(items) != I or any(len({items[j] for j in c}) != len(c) for c in cols.values()):
-        raise ValueError(f"items must be {I} ids, distinct within each scenario")
-    if full_scores is None:
-        T2 = np.full((M, len(cols)), np.nan)
-    elif isinstance(full_scores, pd.DataFrame):
-        T2 = full_scores.reindex(columns=list(cols)).to_numpy(dtype=float)
-    else:
-        T2 = np.asarray(full_scores, dtype=float)
-    if T2.shape != (M, len(cols)):
-        raise ValueError(f"full_scores must be (models, scenarios) = {(M, len(cols))}, got {T2.shape}")
-    return Y, w, cols, T2, groups, items
-
-
-def _row_variance(Ys: np.ndarray) -> np.ndarray:
-    """(M,) each model's variance of its answers across the scenario's items (NaN without answers): the rows of
-    the tutorial's v (``estimators.mean_item_variance`` is their mean)."""
-    has = ~np.isnan(Ys).all(1)
-    out = np.full(len(Ys), np.nan)
-    out[has] = np.nanvar(Ys[has], axis=1)
-    return out
-
-
-def anchor_counts(cols: dict, ns: list, notes: list) -> dict:
-    """{(scenario, n): anchor count}: n capped at the scenario's pool (noted in ``notes``)."""
-    counts = {}
-    for s, c in cols.items():
-        for n in ns:
-            counts[(s, n)] = min(n, len(c))
-            if n > len(c):
-                notes.append(f"scenario {s!r}: n={n} capped at its pool of {len(c)} items")
-    return counts
-
-
-def check_folds(Y, cols: dict, folds: np.ndarray, groups: np.ndarray) -> None:
-    """Every fold must leave MIN_TRAIN training models per scenario (ValueError naming the fold's families)."""
-    for f in range(int(folds.max()) + 1):
-        for s, c in cols.items():
-            kept = (~np.isnan(Y[folds != f][:, c]).all(1)).sum()
-            if kept < MIN_TRAIN:
-                fam = sorted(set(groups[folds == f]))
-                raise ValueError(
-                    f"fold {f} (families {fam[:5]}) leaves {kept} training models for scenario {s!r}, "
-                    f"fewer than {MIN_TRAIN}: one family holds too many of the board's models"
-                )
-
-
-def check_params(p) -> None:
-    """ValueError for a SmallBoardPredictor's parameters that cannot be fitted."""
-    ns, ds = p._ns(), [int(d) for d in p.dims]
-    if not ns or min(ns) < 1 or len(set(ns)) != len(ns):
-        raise ValueError(f"n_values must be distinct positive integers, got {p.n_values}")
-    if not ds or min(ds) < 1 or len(set(ds)) != len(ds):
-        raise ValueError(f"dims must be distinct positive integers, got {p.dims}")
-    if not 0 < p.alpha < 1 or int(p.max_folds) < 2:
-        raise ValueError(f"need 0 < alpha < 1 and max_folds >= 2, got {p.alpha}, {p.max_folds}")
-    if p.design not in DESIGNS:
-        raise ValueError(f"design must be one of {DESIGNS}, got {p.design!r}")
 
 
 def refit_served(
@@ -260,7 +157,7 @@ class SmallBoardPredictor:
         subscenario per item, the strata of the anchors (None: difficulty strata only).
         """
         check_params(self)
-        Y, w, cols, T2, groups, items = _check(Y, w, scenario_cols, full_scores, groups, items)
+        Y, w, cols, T2, groups, items = check_inputs(Y, w, scenario_cols, full_scores, groups, items)
         models = [f"model{i}" for i in range(len(Y))] if models is None else [str(m) for m in models]
         self.notes_ = []
         self.folds_ = FamilyFolds.of(family_folds(groups, self.max_folds, self.seed))  # 1. folds
@@ -320,63 +217,11 @@ class SmallBoardPredictor:
         return GuardDecision({s: (RANDOM if s in switch[None] else self.design) for s in L.scenarios}, excess)
 
     def _choose(self, Y) -> dict:
-        """{(scenario, n): ScenarioChoice} from the out-of-fold estimates (small_choice.choose_scenario)."""
-        L, folds, truth = self.layout_, self.folds_, self.truth_
-        fams, need = len(set(L.groups)), int(np.ceil(1 / self.alpha)) - 1
-        if fams < need:
-            self.notes_.append(
-                f"{fams} families: a {1 - self.alpha:.0%} conformal interval needs {need}; "
-                "intervals are the largest cross-validated residual"
-            )
-        out = {}
-        bases = {
-            (s, n): {D: {**self.oof_.base[(s, n, D)], **self.oof_.shrink[(s, n)]} for D in self.dims}
-            for s in L.cols
-            for n in self._ns()
-        }
-        truths = {s: truth.t1[:, j] for j, s in enumerate(L.cols)}
-        var = {s: _row_variance(Y[:, c]) for s, c in L.cols.items()}
-        bias = {s: {D: self.oof_.bias[(s, D)] for D in self.dims} for s in L.cols}
-
-        def board(n, rows):  # the board's rule of budget n, read on ``rows`` only
-            rules = {
-                s: rules_for(bases[(s, n)], bias[s], var[s], truths[s], rows, self.counts_[(s, n)])[0] for s in L.cols
-            }
-            return board_rule({s: bases[(s, n)] for s in L.cols}, rules, truths, rows)
-
-        self.board_rules_ = {
-            n: {
-                None: board(n, np.ones(len(Y), dtype=bool)),  # every row, and without each fold
-                **{f: board(n, folds.ids != f) for f in range(folds.n)},
-            }
-            for n in self._ns()
-        }
-        for j, (s, _c) in enumerate(L.cols.items()):
-            if np.isfinite(truth.t2[:, j]).sum() < MIN_T2:
-                self.notes_.append(f"scenario {s!r}: fewer than {MIN_T2} models with a full score: no T2")
-            for n in self._ns():
-                out[(s, n)] = choose_scenario(
-                    s,
-                    n,
-                    self.counts_[(s, n)],
-                    bases[(s, n)],
-                    bias[s],
-                    var[s],
-                    truths[s],
-                    truth.t2[:, j],
-                    folds.ids,
-                    L.groups,
-                    alpha=self.alpha,
-                    scale=self.interval_scale,
-                    bank=self.oof_.bank[(s, n)],
-                    prefer=self.board_rules_[n],
-                )
-        for n in self._ns():  # the served T1 intervals, calibrated over every scenario at once
-            half = pooled_half_widths(*small_tables.served_oof(self, out, n), np.ones(len(Y), dtype=bool), self.alpha)
-            for s in L.cols:
-                ch = out[(s, n)]
-                ch.interval_t1[ch.t1] = fixed_interval(half[s], self.alpha, int(np.isfinite(ch.oof_served).sum()))
-        return out
+        """{(scenario, n): ScenarioChoice} from the out-of-fold estimates (small_select.choose_board); sets
+        ``board_rules_`` and adds the choice's notes."""
+        choices, self.board_rules_, notes = choose_board(self, Y)
+        self.notes_.extend(notes)
+        return choices
 
     # ------------------------------------------------------------------ tables (small_tables.py)
     def budget_table(self) -> pd.DataFrame:
@@ -438,25 +283,32 @@ class SmallBoardPredictor:
                 Ya = {s: Yf[:, am.anchor_sets[s].items] for s in self.layout_.scenarios}
             M = len(next(iter(Ya.values())))
             names = list(models) if models is not None else list(range(M))
-            res = am.evaluate(Ya)
-            for s in self.layout_.scenarios:
-                ch = self.choices_[(s, nn)]
-                r1, r2 = res[(s, ch.t1)], res[(s, ch.t2)]
-                lo, up = am.served[s].predict(r1["estimate"])
-                out.append(
-                    pd.DataFrame(
-                        {
-                            "model": names,
-                            "scenario": s,
-                            "n": nn,
-                            "estimator": ch.t1,
-                            "estimator_t2": ch.t2,
-                            "answered": np.isfinite(Ya[s]).sum(1),
-                            "estimate": r1["estimate"],
-                            "lower": lo,
-                            "upper": up,
-                            **{k: r2[k] for k in ("estimate_t2", "lower_t2", "upper_t2")},
-                        }
-                    )
-                )
+            out += _served_frames(am, {s: self.choices_[(s, nn)] for s in self.layout_.scenarios}, Ya, names, nn)
         return pd.concat(out, ignore_index=True)[PRED_COLS]
+
+
+def _served_frames(am: ArtifactModel, choices: dict, Ya: dict, names: list, n: int) -> list[pd.DataFrame]:
+    """One budget's served rows (PRED_COLS), a frame per scenario: ``am.evaluate`` on the anchor answers ``Ya``
+    ({scenario: (M, k_s)}), read at the T1 and T2 estimators ``choices`` ({scenario: ScenarioChoice}) serve, with
+    the served T1 interval."""
+    res, out = am.evaluate(Ya), []
+    for s, ch in choices.items():
+        r1, r2 = res[(s, ch.t1)], res[(s, ch.t2)]
+        lo, up = am.served[s].predict(r1["estimate"])
+        out.append(
+            pd.DataFrame(
+                {
+                    "model": names,
+                    "scenario": s,
+                    "n": n,
+                    "estimator": ch.t1,
+                    "estimator_t2": ch.t2,
+                    "answered": np.isfinite(Ya[s]).sum(1),
+                    "estimate": r1["estimate"],
+                    "lower": lo,
+                    "upper": up,
+                    **{k: r2[k] for k in ("estimate_t2", "lower_t2", "upper_t2")},
+                }
+            )
+        )
+    return out

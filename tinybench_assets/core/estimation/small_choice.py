@@ -21,15 +21,12 @@ same rows, the bank only when it beats the best other rule by more than one stan
 rows left out, scoring the fold with what the others chose: those leave-one-fold-out residuals measure the
 selection procedure, not its winner, and give the served T1 interval (never narrower than the winner's own).
 
-Intervals are symmetric split-conformal on |truth - estimate| / s(estimate), s = sqrt(e (1 - e)) + floor
-(``interval_scale="binomial"``) or 1 (``"none"``), with the finite-sample quantile, the ceil((m + 1)(1 - alpha))-th
-smallest of m (infinite when m < 1 / alpha - 1: the interval is then [0, 1]). T2 (the full-benchmark score) is an
-isotonic map of an estimate fitted on out-of-fold estimates; its residuals come from maps fitted without the
-scored fold; T2 serves the lowest cross-fitted MAE at the served D (the bank under the same one-standard-error
-rule as for T1), and the served T2 interval is the widest of the candidates' at the served D. The artifact carries
-anchor, the IRT candidates at the served D and bank_joint at one eps (the winner's, else the best by out-of-fold
-MAE); bank_joint needs the artifact's learned file, so the JSON-only recommendation (``t1_json`` / ``t2_json``) is
-the best JSON-evaluable one of those. Pure numpy / sklearn.
+Intervals and T2 maps are small_intervals.py's: split-conformal with families as the exchangeable units, and
+isotonic T2 maps cross-fitted over the folds. T2 serves the lowest cross-fitted MAE at the served D (the bank under
+the same one-standard-error rule as for T1), and the served T2 interval is the widest of the candidates' at the
+served D. The artifact carries anchor, the IRT candidates at the served D and bank_joint at one eps (the winner's,
+else the best by out-of-fold MAE); bank_joint needs the artifact's learned file, so the JSON-only recommendation
+(``t1_json`` / ``t2_json``) is the best JSON-evaluable one of those. Pure numpy.
 """
 
 from __future__ import annotations
@@ -39,8 +36,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import estimators as est
-from ..calibration import ConformalInterval, IsotonicCalibrator, _scale, conformal_quantile
 from .shrinkage import SHRINKAGE
+from .small_intervals import fold_isotonic, pooled_half_widths, symmetric_interval, widest
 
 __all__ = [
     "CANDIDATES",
@@ -48,20 +45,14 @@ __all__ = [
     "Rule",
     "rules_for",
     "best",
-    "family_quantile",
-    "symmetric_interval",
-    "widest",
     "choose",
     "bank_wins",
     "fold_gain",
     "BANK_SE",
-    "fold_isotonic",
     "ScenarioChoice",
     "choose_scenario",
-    "MIN_T2",
     "NO_IRT",
-    "pooled_half_widths",
-    "fixed_interval",
+    "pooled_half_widths",  # small_intervals' own, re-exported: small_tables imports it from here
     "board_rule",
 ]
 
@@ -69,7 +60,6 @@ CANDIDATES = ("anchor", "pirt", "gpirt", "gpirt_val", "irt", *SHRINKAGE)  # JSON
 BANK = "bank_joint"  # needs the artifact's learned file (the answer bank)
 NO_IRT = ("anchor", BANK, *SHRINKAGE)  # rules that read no IRT fit (no D)
 BANK_SE = 1.0  # the bank is served only when its fold-by-fold gain exceeds this many standard errors (choose())
-MIN_T2 = 10  # out-of-fold (estimate, full score) pairs needed for a T2 map
 
 
 @dataclass(frozen=True)
@@ -180,66 +170,6 @@ def choose(
     return win
 
 
-def family_quantile(z: np.ndarray, groups: np.ndarray, level: float) -> float:
-    """Finite-sample conformal quantile with FAMILIES as the exchangeable units (CDF pooling, Dunn, Wasserman &
-    Ramdas 2022): each family's scores carry total weight 1/F, and q is the smallest score whose pooled CDF reaches
-    ``level * (F + 1) / F``. With one model per family this is the ceil((m + 1) level)-th smallest of m. When that
-    level exceeds 1 (fewer than 1 / (1 - level) - 1 families: 9 for 90 %) q is the largest score."""
-    uniq, inv, size = np.unique(np.asarray(groups).astype(str), return_inverse=True, return_counts=True)
-    F = len(uniq)
-    if F == 0:
-        return float("inf")
-    order = np.argsort(z, kind="stable")
-    cdf = np.cumsum((1.0 / (F * size[inv]))[order])
-    need = min(1.0, level * (F + 1) / F)
-    return float(z[order][min(int(np.searchsorted(cdf, need - 1e-12)), len(z) - 1)])
-
-
-def symmetric_interval(
-    estimate, truth, alpha: float, scale: str = "binomial", floor: float = 0.05, groups=None
-) -> ConformalInterval:
-    """Split-conformal ``e -+ q s(e)`` from the scaled |residuals| |t - e| / s(e) (pairs with a non-finite value
-    dropped): q = :func:`family_quantile` at 1 - alpha when ``groups`` (M,) gives the families, else the
-    ceil((m+1)(1-alpha))-th smallest of m. Returns a fitted ConformalInterval (q_lo_ = -q, q_hi_ = q)."""
-    e, t = np.asarray(estimate, dtype=float), np.asarray(truth, dtype=float)
-    ok = np.isfinite(e) & np.isfinite(t)
-    z = np.abs(t[ok] - e[ok]) / _scale(e[ok], scale, floor)
-    ci = ConformalInterval(alpha=alpha, scale=scale, floor=floor)
-    if not len(z):
-        q = float("inf")
-    elif groups is None:
-        q = conformal_quantile(z, 1.0 - alpha)
-    else:
-        q = family_quantile(z, np.asarray(groups)[ok], 1.0 - alpha)
-    ci.q_lo_, ci.q_hi_, ci.n_ = -q, q, int(len(z))
-    return ci
-
-
-def widest(intervals: list) -> ConformalInterval:
-    """A ConformalInterval as wide as the widest of ``intervals`` (same alpha and scale) on each side."""
-    first = intervals[0]
-    ci = ConformalInterval(alpha=first.alpha, scale=first.scale, floor=first.floor, lo=first.lo, hi=first.hi)
-    ci.q_lo_ = min(c.q_lo_ for c in intervals)
-    ci.q_hi_ = max(c.q_hi_ for c in intervals)
-    ci.n_ = min(c.n_ for c in intervals)
-    return ci
-
-
-def fold_isotonic(x: np.ndarray, t: np.ndarray, folds: np.ndarray) -> tuple[np.ndarray, IsotonicCalibrator | None]:
-    """Isotonic T2 map of estimates x (M,) to full scores t (M,): out-of-fold predictions (each fold mapped by a
-    map fitted on the other folds' pairs; NaN where fewer than 2 pairs remain) and the map on every pair.
-    Returns ((M,), IsotonicCalibrator), or (all NaN, None) with fewer than MIN_T2 pairs."""
-    ok = np.isfinite(x) & np.isfinite(t)
-    oof = np.full(len(x), np.nan)
-    if ok.sum() < MIN_T2:
-        return oof, None
-    for f in np.unique(folds[ok]):
-        tr, te = ok & (folds != f), ok & (folds == f)
-        if tr.sum() >= 2:
-            oof[te] = IsotonicCalibrator().fit(x[tr], t[tr]).transform(x[te])
-    return oof, IsotonicCalibrator().fit(x[ok], t[ok])
-
-
 @dataclass
 class ScenarioChoice:
     """Everything chosen for one (scenario, n) on out-of-fold estimates.
@@ -300,22 +230,13 @@ def choose_scenario(
     (:func:`board_rule`; None: each scenario on its own).
     """
     prefer = prefer or {}
-    rows, rows2 = np.isfinite(truth), np.isfinite(truth_t2)
+    rows = np.isfinite(truth)
     if bank:  # one bank rule: its eps is chosen inside it, on the other folds (nested), served at the best overall
-        eps_star = min(bank, key=lambda e: mae(bank[e], truth, rows))
-        nested = np.full(len(truth), np.nan)
-        for f in np.unique(folds):
-            e_f = min(bank, key=lambda e: mae(bank[e], truth, rows & (folds != f)))
-            nested[folds == f] = bank[e_f][folds == f]
+        eps_star, nested = _nested_bank(bank, truth, rows, folds)
         base = {D: {**b, "bank": {eps_star: nested}} for D, b in base.items()}
     rules, lams = rules_for(base, bias, var, truth, rows, n_anchors, grid)
     win = choose(rules, base, truth, rows, folds, prefer.get(None))
-    served = np.full(len(truth), np.nan)  # leave-one-fold-out of the choice itself
-    for f in np.unique(folds[rows]):
-        r_f, _ = rules_for(base, bias, var, truth, rows & (folds != f), n_anchors, grid)
-        served[folds == f] = choose(r_f, base, truth, rows & (folds != f), folds, prefer.get(int(f))).apply(base)[
-            folds == f
-        ]
+    served = _choice_out_of_fold(base, bias, var, truth, rows, folds, n_anchors, grid, prefer)
     dim = win.dim if win.irt else best([r for r in rules if r.irt], base, truth, rows).dim
     banks = [r for r in rules if r.estimator == BANK]
     eps = banks[0].eps if banks else None  # one bank rule: its eps chosen inside it (above)
@@ -333,16 +254,52 @@ def choose_scenario(
         eps=eps,
     )
     exported = [r for r in rules if not r.irt or r.dim == dim]  # what the artifact carries: anchor, the bank, D's
-    for r in rules:
+    _score_rules(ch, base, truth, truth_t2, folds, groups, win, exported, alpha, scale)
+    # the served T1 interval: out-of-choice residuals, never narrower than the winner's own
+    ch.interval_t1[win.estimator] = widest(
+        [symmetric_interval(served, truth, alpha, scale, groups=groups), ch.interval_t1[win.estimator]]
+    )
+    _recommend(ch, exported, truth_t2, folds)
+    ch.cv.append(_served_row(ch, rows))
+    return ch
+
+
+def _nested_bank(bank: dict, truth: np.ndarray, rows: np.ndarray, folds: np.ndarray) -> tuple[float, np.ndarray]:
+    """(eps with the lowest MAE on every row, (M,) each fold's bank_joint at the eps best on the other folds)."""
+    eps_star = min(bank, key=lambda e: mae(bank[e], truth, rows))
+    nested = np.full(len(truth), np.nan)
+    for f in np.unique(folds):
+        e_f = min(bank, key=lambda e: mae(bank[e], truth, rows & (folds != f)))
+        nested[folds == f] = bank[e_f][folds == f]
+    return eps_star, nested
+
+
+def _choice_out_of_fold(base, bias, var, truth, rows, folds, n_anchors, grid, prefer: dict) -> np.ndarray:
+    """(M,) each row's estimate by the rule chosen without its fold (lambdas and the board's rule read without it
+    too): the leave-one-fold-out of the choice itself."""
+    served = np.full(len(truth), np.nan)
+    for f in np.unique(folds[rows]):
+        r_f, _ = rules_for(base, bias, var, truth, rows & (folds != f), n_anchors, grid)
+        served[folds == f] = choose(r_f, base, truth, rows & (folds != f), folds, prefer.get(int(f))).apply(base)[
+            folds == f
+        ]
+    return served
+
+
+def _score_rules(ch: ScenarioChoice, base, truth, truth_t2, folds, groups, win: Rule, exported: list, alpha, scale):
+    """Every rule's out-of-fold T1 and cross-fitted T2 estimates and CV row into ``ch``, and for the ``exported`` ones
+    their T1 interval, T2 map and T2 interval."""
+    rows, rows2 = np.isfinite(truth), np.isfinite(truth_t2)
+    for r in ch.rules:
         x = r.apply(base)
         x2, cal = fold_isotonic(x, truth_t2, folds)
         ch.oof.append(x)
         ch.oof_t2.append(x2)
         ch.cv.append(
             {
-                "scenario": s,
-                "n": n,
-                "n_anchors": n_anchors,
+                "scenario": ch.scenario,
+                "n": ch.n,
+                "n_anchors": ch.n_anchors,
                 "estimator": r.estimator,
                 "dim": r.dim if r.irt else 0,
                 "lambda": np.nan if r.lam is None else r.lam,
@@ -360,10 +317,12 @@ def choose_scenario(
             if cal is not None:
                 ch.calibration_t2[r.estimator] = cal
                 ch.interval_t2[r.estimator] = symmetric_interval(x2, truth_t2, alpha, scale, groups=groups)
-    # the served T1 interval: out-of-choice residuals, never narrower than the winner's own
-    ch.interval_t1[win.estimator] = widest(
-        [symmetric_interval(served, truth, alpha, scale, groups=groups), ch.interval_t1[win.estimator]]
-    )
+
+
+def _recommend(ch: ScenarioChoice, exported: list, truth_t2: np.ndarray, folds: np.ndarray) -> None:
+    """The JSON-only recommendations (``t1_json``, ``t2_json``) and the served T2 estimator and interval of ``ch``
+    (its CV rows scored by :func:`_score_rules`)."""
+    rules, rows2 = ch.rules, np.isfinite(truth_t2)
     js = [i for i, r in enumerate(rules) if r in exported and r.estimator != BANK]
     ch.t1_json = rules[min(js, key=lambda i: ch.cv[i]["cv_mae_t1"])].estimator  # == t1 unless the bank won
     ch.t2_json = ch.t1_json
@@ -381,56 +340,25 @@ def choose_scenario(
             i2 = ib
         ch.t2, ch.cv[i2]["served_t2"] = rules[i2].estimator, True
         ch.interval_t2[ch.t2] = widest(list(ch.interval_t2.values()))
-    ch.cv.append(
-        {
-            "scenario": s,
-            "n": n,
-            "n_anchors": n_anchors,
-            "estimator": "served",
-            "dim": dim,
-            "lambda": np.nan,
-            "eps": np.nan,
-            "cv_mae_t1": ch.served_mae,
-            "cv_mae_t2": np.nan,
-            "n_models": int((rows & np.isfinite(served)).sum()),
-            "n_models_t2": 0,
-            "served_t1": False,
-            "served_t2": False,
-        }
-    )
-    return ch
 
 
-def pooled_half_widths(estimates: dict, truth: dict, rows: np.ndarray, alpha: float) -> dict:
-    """Half-widths of the served T1 intervals of one budget, calibrated over every scenario at once.
-
-    A small board has a dozen or two models per scenario: a conformal quantile of one scenario's residuals at 90 %
-    with the finite-sample correction is their largest (an interval that always covers because it spans half the
-    scale). Pooling the scenarios gives enough residuals for a quantile that means 90 %, and scaling by each
-    scenario's own out-of-fold mean absolute error keeps the widths where the errors are: half-width_s =
-    q * mae_s, q the ceil((m + 1)(1 - alpha))-th smallest of the m pooled |residual| / mae_s (about 2.1 for
-    normal errors; scaling by the RMSE instead gave 2.5 on scenarios with heavier tails).
-
-    estimates, truth : {scenario: (M,)} out-of-fold served estimates and accuracies; rows : (M,) bool, the rows
-    that may be read (all of them for the served interval; the other folds' for a cross-fitted check).
-    Returns {scenario: half-width} (inf when nothing can be read).
-    """
-    scale, z = {}, []
-    for s, e in estimates.items():
-        ok = rows & np.isfinite(e) & np.isfinite(truth[s])
-        r = np.abs(e[ok] - truth[s][ok])
-        scale[s] = float(np.mean(r)) if ok.any() else float("nan")
-        if ok.any() and scale[s] > 0:
-            z.append(r / scale[s])
-    q = conformal_quantile(np.concatenate(z), 1.0 - alpha) if z else float("inf")
-    return {s: (q * v if np.isfinite(v) else float("inf")) for s, v in scale.items()}
-
-
-def fixed_interval(half_width: float, alpha: float, n: int) -> ConformalInterval:
-    """A ConformalInterval ``e -+ half_width`` (scale "none"), clipped to [0, 1]."""
-    ci = ConformalInterval(alpha=alpha, scale="none")
-    ci.q_lo_, ci.q_hi_, ci.n_ = -float(half_width), float(half_width), int(n)
-    return ci
+def _served_row(ch: ScenarioChoice, rows: np.ndarray) -> dict:
+    """The CV table's "served" row of ``ch``: the MAE of the choice's own leave-one-fold-out."""
+    return {
+        "scenario": ch.scenario,
+        "n": ch.n,
+        "n_anchors": ch.n_anchors,
+        "estimator": "served",
+        "dim": ch.dim,
+        "lambda": np.nan,
+        "eps": np.nan,
+        "cv_mae_t1": ch.served_mae,
+        "cv_mae_t2": np.nan,
+        "n_models": int((rows & np.isfinite(ch.oof_served)).sum()),
+        "n_models_t2": 0,
+        "served_t1": False,
+        "served_t2": False,
+    }
 
 
 def board_rule(bases: dict, rules: dict, truths: dict, rows: np.ndarray) -> tuple | None:

@@ -316,9 +316,28 @@ def out_of_fold(
     -------
     OutOfFold
     """
-    M = len(Y)
-    out = OutOfFold(folds=np.asarray(folds))
+    out = _empty_out_of_fold(len(Y), cols, folds, counts, dims)
+    ns = sorted({n for (_, n) in counts})
+    fit_kw = dict(seed=seed, device=device, n_init=n_init)
     seen = {s: half_split(len(c), seed) for s, c in cols.items()}
+    truth = scenario_truth(Y, w, cols)
+    for f in range(int(out.folds.max()) + 1):
+        test = np.flatnonzero(out.folds == f)
+        train = np.flatnonzero(out.folds != f)
+        designs = {s: design if isinstance(design, str) else design[f][s] for s in cols}
+        cached = {s: None if irt_cache is None else irt_cache.get((f, s)) for s in cols}
+        fits = _fold_scenarios(out, Y, w, cols, counts, dims, train, test, seen, designs, cached, subscenarios, fit_kw)
+        if irt_cache is not None:
+            irt_cache.update({(f, s): fit.irt for s, fit in fits.items()})
+        out.banks.append(_fold_banks(out, Y, w, cols, ns, fits, truth, train, test))
+        out.fits.append(fits)
+        out.train_rows.append(train)
+    return out
+
+
+def _empty_out_of_fold(M: int, cols: dict, folds: np.ndarray, counts: dict, dims) -> OutOfFold:
+    """An OutOfFold whose every entry is NaN for all M rows (each fold fills in its held-out rows)."""
+    out = OutOfFold(folds=np.asarray(folds))
     for s in cols:
         for D in dims:
             out.bias[(s, D)] = np.full(M, np.nan)
@@ -327,50 +346,51 @@ def out_of_fold(
                     out.base[(s, n, D)] = {k: np.full(M, np.nan) for k in BASE}
                     out.bank[(s, n)] = {e: np.full(M, np.nan) for e in BANK_EPS}
                     out.shrink[(s, n)] = {e: np.full(M, np.nan) for e in SHRINKAGE}
-    ns = sorted({n for (_, n) in counts})
-    subscenarios = subscenarios or {}
-    truth = scenario_truth(Y, w, cols)
-    for f in range(int(out.folds.max()) + 1):
-        test = np.flatnonzero(out.folds == f)
-        train = np.flatnonzero(out.folds != f)
-        fits = {}
-        for s, c in cols.items():
-            mine = {n: k for (s2, n), k in counts.items() if s2 == s}
-            d = design if isinstance(design, str) else design[f][s]
-            cached = None if irt_cache is None else irt_cache.get((f, s))
-            fit = fits[s] = fit_scenario(
-                Y[np.ix_(train, c)],
-                w[c],
-                mine,
-                dims,
-                seed=seed,
-                device=device,
-                n_init=n_init,
-                subscenarios=subscenarios.get(s),
-                design=d,
-                irt=cached,
-            )
-            if irt_cache is not None:
-                irt_cache[(f, s)] = fit.irt
-            Yt = Y[np.ix_(test, c)]  # the held-out rows, read below only on anchors (and b's half)
-            for D, params in fit.irt.items():
-                for n, (local, weights) in fit.anchors.items():
-                    for k, v in base_estimates(Yt[:, local], local, weights, params, w[c], device).items():
-                        out.base[(s, n, D)][k][test] = v
-                out.bias[(s, D)][test] = half_item_error(Yt, params, w[c], seen[s], device)
-        banks = {}
-        for n in ns:  # the bank: training rows only; held-out rows read on the fold's anchors only
-            anchors = {s: fits[s].anchors[n] for s in cols}
-            bank = banks[n] = build_bank(Y[train], cols, w, anchors)
-            for e in BANK_EPS:
-                for s, v in bank_estimates(Y[test], cols, w, anchors, bank, dict.fromkeys(cols, e)).items():
-                    out.bank[(s, n)][e][test] = v
-            prior = fit_prior(Y[train], truth[train], w, cols, anchors)  # training rows only
-            shrunk = prior.estimate(anchor_matrix(Y[test], w, cols, anchors))
-            for j, s in enumerate(cols):
-                for e in SHRINKAGE:
-                    out.shrink[(s, n)][e][test] = shrunk[e][:, j]
-        out.banks.append(banks)
-        out.fits.append(fits)
-        out.train_rows.append(train)
     return out
+
+
+def _fold_scenarios(
+    out: OutOfFold, Y, w, cols, counts, dims, train, test, seen, designs, cached, subscenarios, fit_kw
+) -> dict:
+    """One fold, scenario by scenario: :func:`fit_scenario` on the ``train`` rows (``designs`` {s: design}, ``cached``
+    {s: its 2PLs from an earlier call, or None}), and into ``out`` the ``test`` rows' base estimates from the
+    anchors of each n and D and their half-item IRT errors. Returns {scenario: ScenarioFit}."""
+    fits, subscenarios, device = {}, subscenarios or {}, fit_kw["device"]
+    for s, c in cols.items():
+        mine = {n: k for (s2, n), k in counts.items() if s2 == s}
+        fit = fits[s] = fit_scenario(
+            Y[np.ix_(train, c)],
+            w[c],
+            mine,
+            dims,
+            subscenarios=subscenarios.get(s),
+            design=designs[s],
+            irt=cached[s],
+            **fit_kw,
+        )
+        Yt = Y[np.ix_(test, c)]  # the held-out rows, read below only on anchors (and b's half)
+        for D, params in fit.irt.items():
+            for n, (local, weights) in fit.anchors.items():
+                for k, v in base_estimates(Yt[:, local], local, weights, params, w[c], device).items():
+                    out.base[(s, n, D)][k][test] = v
+            out.bias[(s, D)][test] = half_item_error(Yt, params, w[c], seen[s], device)
+    return fits
+
+
+def _fold_banks(out: OutOfFold, Y, w, cols, ns, fits, truth, train, test) -> dict:
+    """One fold, budget by budget: the answer bank and the shrinkage prior of its ``train`` rows at the fold's
+    anchors, and into ``out`` the ``test`` rows' bank_joint (every eps) and shrunk estimates, read on those anchors
+    only. Returns {n: bank}."""
+    banks = {}
+    for n in ns:
+        anchors = {s: fits[s].anchors[n] for s in cols}
+        bank = banks[n] = build_bank(Y[train], cols, w, anchors)
+        for e in BANK_EPS:
+            for s, v in bank_estimates(Y[test], cols, w, anchors, bank, dict.fromkeys(cols, e)).items():
+                out.bank[(s, n)][e][test] = v
+        prior = fit_prior(Y[train], truth[train], w, cols, anchors)  # training rows only
+        shrunk = prior.estimate(anchor_matrix(Y[test], w, cols, anchors))
+        for j, s in enumerate(cols):
+            for e in SHRINKAGE:
+                out.shrink[(s, n)][e][test] = shrunk[e][:, j]
+    return banks

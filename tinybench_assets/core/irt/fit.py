@@ -107,6 +107,43 @@ def _optimize(obj, x0, opt: dict) -> tuple:
     raise ValueError(f"unknown optimizer {opt['optimizer']!r}")
 
 
+def _objective(y8: np.ndarray, m, dim: int, opt: dict, dtype: torch.dtype, device: str) -> _Objective:
+    """The negative log posterior of the 0/1 cells ``y8`` (observed where ``m``; None: all) with the options' priors
+    and chunking."""
+    return _Objective(
+        y8,
+        m,
+        dim,
+        theta_sd=opt["theta_sd"],
+        standardize=opt["standardize"],
+        learn_means=opt["learn_means"],
+        hyper_sd=opt["hyper_sd"],
+        a_prior=opt["a_prior"],
+        a_mean=opt["a_mean"],
+        a_sd=opt["a_sd"],
+        b_sd=opt["b_sd"],
+        chunk_cells=opt["chunk_cells"],
+        dtype=dtype,
+        device=device,
+    )
+
+
+def _finite_params(obj: _Objective, x, loss: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(a, b, theta) of the fitted vector ``x`` as float64 numpy arrays; FloatingPointError when any of them or the
+    loss is not finite."""
+    phi = obj.split(x)[0]
+    theta = obj.theta_of(phi)
+    a, b = obj.item_params(x)
+    theta_np = theta.detach().to("cpu", torch.float64).numpy().copy()
+    a_np = a.detach().to("cpu", torch.float64).numpy().copy()
+    b_np = b.detach().to("cpu", torch.float64).numpy().copy()
+    if not (
+        np.isfinite(theta_np).all() and np.isfinite(a_np).all() and np.isfinite(b_np).all() and math.isfinite(loss)
+    ):
+        raise FloatingPointError("IRT fit produced non-finite parameters")
+    return a_np, b_np, theta_np
+
+
 def fit_irt(
     Y, mask=None, dim: int = 2, *, fitter: str = "torch", device: str = "cpu", seed: int = 0, **options
 ) -> IRTParams:
@@ -149,34 +186,10 @@ def fit_irt(
     t0 = time.perf_counter()
     dtype = _dtype(opt["dtype"])
     y8, m = _prepare(Y, mask)
-    obj = _Objective(
-        y8,
-        m,
-        dim,
-        theta_sd=opt["theta_sd"],
-        standardize=opt["standardize"],
-        learn_means=opt["learn_means"],
-        hyper_sd=opt["hyper_sd"],
-        a_prior=opt["a_prior"],
-        a_mean=opt["a_mean"],
-        a_sd=opt["a_sd"],
-        b_sd=opt["b_sd"],
-        chunk_cells=opt["chunk_cells"],
-        dtype=dtype,
-        device=device,
-    )
+    obj = _objective(y8, m, dim, opt, dtype, device)
     x0 = _init_x(obj, y8, m, seed, dtype, obj.device, init=opt["init"])
     x, loss, n_iter, converged = _optimize(obj, x0, opt)
-    phi = obj.split(x)[0]
-    theta = obj.theta_of(phi)
-    a, b = obj.item_params(x)
-    theta_np = theta.detach().to("cpu", torch.float64).numpy().copy()
-    a_np = a.detach().to("cpu", torch.float64).numpy().copy()
-    b_np = b.detach().to("cpu", torch.float64).numpy().copy()
-    if not (
-        np.isfinite(theta_np).all() and np.isfinite(a_np).all() and np.isfinite(b_np).all() and math.isfinite(loss)
-    ):
-        raise FloatingPointError("IRT fit produced non-finite parameters")
+    a_np, b_np, theta_np = _finite_params(obj, x, loss)
     seconds = time.perf_counter() - t0
     return IRTParams(
         a=a_np,

@@ -19,6 +19,51 @@ def _dtype(name) -> torch.dtype:
     return {"float32": torch.float32, "float64": torch.float64, "double": torch.float64}[str(name)]
 
 
+def _sign_matrix(y: np.ndarray, m: np.ndarray | None, rows: int) -> np.ndarray:
+    """The int8 sign matrix S = 1 - 2y on observed cells (``m``; None: all), 0 on missing ones, built ``rows`` rows
+    at a time."""
+    sign = np.empty(y.shape, dtype=np.int8)
+    for r0 in range(0, y.shape[0], rows):
+        blk = 1 - 2 * y[r0 : r0 + rows].astype(np.int8)
+        if m is not None:
+            blk *= m[r0 : r0 + rows]
+        sign[r0 : r0 + rows] = blk
+    return sign
+
+
+def _likelihood(s, rows: int, theta, a, b, cdt: torch.dtype, need_grad: bool) -> tuple:
+    """(sum of softplus(S * z) over all cells as a float64 tensor, and when ``need_grad`` its gradients in theta, a
+    and b, else None each), z = theta @ a.T - b, computed ``rows`` rows of the sign matrix ``s`` at a time.
+
+    Parameters (and the optimizer state) are float64; the O(M * I) work runs in ``cdt``."""
+    M = theta.shape[0]
+    theta_c, a_c, nb_c = theta.to(cdt), a.to(cdt), b.neg().unsqueeze(0).to(cdt)
+    aT_c = a_c.T.contiguous()
+    total = torch.zeros((), dtype=torch.float64, device=s.device)
+    g_theta = g_a = g_b = None
+    if need_grad:
+        g_theta = torch.empty_like(theta)
+        g_a = torch.zeros_like(a)
+        g_b = torch.zeros_like(b)
+    for r0 in range(0, M, rows):
+        r1 = min(M, r0 + rows)
+        th = theta_c[r0:r1]
+        z = torch.addmm(nb_c, th, a_c.T)  # (r, I) = th @ a.T - b
+        sc = s[r0:r1].to(cdt)
+        w = z.mul_(sc)  # S * z
+        # row sums in cdt, then a float64 total (line searches need the precision)
+        total += F.softplus(w).sum(1).sum(dtype=torch.float64)
+        if need_grad:
+            res = torch.sigmoid(w).mul_(sc)  # dNLL/dz = S * sigmoid(S * z)
+            # (D, r) / (D, I) products: much faster than res @ a or res.T @ th for small D
+            g_theta[r0:r1] = (aT_c @ res.T).T
+            g_a.add_((th.T @ res).T)
+            g_b.sub_(res.sum(0))
+            del res
+        del z, w, sc
+    return total, g_theta, g_a, g_b
+
+
 # --------------------------------------------------------------------------- objective
 class _Objective:
     """Negative log posterior of the 2PL and its analytic gradient, chunked over rows.
@@ -56,13 +101,7 @@ class _Objective:
         # log-likelihood is softplus(S * z) and its derivative S * sigmoid(S * z); a missing cell
         # then contributes the constant log 2 and no gradient, so no mask pass is needed.
         self.rows = max(1, int(chunk_cells // max(self.I, 1)))  # rows per chunk of the O(M * I) work
-        sign = np.empty(y.shape, dtype=np.int8)
-        for r0 in range(0, self.M, self.rows):
-            blk = 1 - 2 * y[r0 : r0 + self.rows].astype(np.int8)
-            if m is not None:
-                blk *= m[r0 : r0 + self.rows]
-            sign[r0 : r0 + self.rows] = blk
-        self.s = torch.from_numpy(sign).to(self.device)
+        self.s = torch.from_numpy(_sign_matrix(y, m, self.rows)).to(self.device)
         if self.M * self.I <= cache_cells:  # small enough: keep S in the compute dtype
             self.s = self.s.to(dtype)
         self.n_obs = float(self.M * self.I if m is None else int(m.sum()))
@@ -164,31 +203,7 @@ class _Objective:
         else:
             v = u + self.u_center()
         a = self.a_of(v)
-        # parameters (and the optimizer state) are float64; the O(M * I) work runs in self.dtype
-        cdt = self.dtype
-        theta_c, a_c, nb_c = theta.to(cdt), a.to(cdt), b.neg().unsqueeze(0).to(cdt)
-        aT_c = a_c.T.contiguous()
-        total = torch.zeros((), dtype=torch.float64, device=self.device)
-        if need_grad:
-            g_theta = torch.empty_like(theta)
-            g_a = torch.zeros_like(a)
-            g_b = torch.zeros_like(b)
-        for r0 in range(0, self.M, self.rows):
-            r1 = min(self.M, r0 + self.rows)
-            th = theta_c[r0:r1]
-            z = torch.addmm(nb_c, th, a_c.T)  # (r, I) = th @ a.T - b
-            sc = self.s[r0:r1].to(cdt)
-            w = z.mul_(sc)  # S * z
-            # row sums in cdt, then a float64 total (line searches need the precision)
-            total += F.softplus(w).sum(1).sum(dtype=torch.float64)
-            if need_grad:
-                res = torch.sigmoid(w).mul_(sc)  # dNLL/dz = S * sigmoid(S * z)
-                # (D, r) / (D, I) products: much faster than res @ a or res.T @ th for small D
-                g_theta[r0:r1] = (aT_c @ res.T).T
-                g_a.add_((th.T @ res).T)
-                g_b.sub_(res.sum(0))
-                del res
-            del z, w, sc
+        total, g_theta, g_a, g_b = _likelihood(self.s, self.rows, theta, a, b, self.dtype, need_grad)
         total -= self.n_missing * math.log(2.0)
         # priors
         tsd2, asd2, bsd2 = self.theta_sd**2, self.a_sd**2, self.b_sd**2

@@ -115,6 +115,41 @@ def _final_elbo(trainer, ds, device: str) -> float:
         return float(loss_fn.loss(trainer._pyro_model, trainer._pyro_guide, subjects, items, responses))
 
 
+def _seeded_fit(
+    ds, dim: int, epochs: int, lr: float, lr_decay: float, seed: int, device: str, use: str, verbose: bool
+) -> tuple[dict, float, float]:
+    """(exported parameters, final ELBO loss, training seconds) of py-irt's ``multidim_2pl`` trained on ``ds`` with
+    pyro seeded by ``seed``; the global random, numpy and torch RNG states are restored afterwards."""
+    import pyro
+    from py_irt.config import IrtConfig
+    from py_irt.training import IrtModelTrainer
+
+    py_state, np_state, torch_state = random.getstate(), np.random.get_state(), torch.random.get_rng_state()
+    try:
+        pyro.set_rng_seed(seed)
+        config = IrtConfig(
+            model_type="multidim_2pl",
+            epochs=epochs,
+            dims=int(dim),
+            lr=lr,
+            lr_decay=lr_decay,
+            seed=seed,
+            log_every=max(1, epochs),
+        )
+        trainer = IrtModelTrainer(data_path=None, config=config, dataset=ds, verbose=verbose)
+        t1 = time.perf_counter()
+        _train(trainer, epochs, device, verbose, f"lr={lr}, D={dim}")
+        t_train = time.perf_counter() - t1
+        params = trainer.best_params if use == "best" else trainer.last_params
+        if params is None:
+            params = trainer.last_params
+        return params, _final_elbo(trainer, ds, device), t_train
+    finally:
+        random.setstate(py_state)
+        np.random.set_state(np_state)
+        torch.random.set_rng_state(torch_state)
+
+
 def fit_pyirt(
     Y,
     mask=None,
@@ -148,39 +183,12 @@ def fit_pyirt(
     -------
     IRTParams with fitter="py-irt", ``loss`` = final ELBO loss, ``n_iter`` = epochs.
     """
-    import pyro
-    from py_irt.config import IrtConfig
-    from py_irt.training import IrtModelTrainer
-
     y8, m = _prepare(Y, mask)
     M, I = y8.shape
     t0 = time.perf_counter()
     ds = _dataset(y8, m)
     t_data = time.perf_counter() - t0
-    py_state, np_state, torch_state = random.getstate(), np.random.get_state(), torch.random.get_rng_state()
-    try:
-        pyro.set_rng_seed(seed)
-        config = IrtConfig(
-            model_type="multidim_2pl",
-            epochs=epochs,
-            dims=int(dim),
-            lr=lr,
-            lr_decay=lr_decay,
-            seed=seed,
-            log_every=max(1, epochs),
-        )
-        trainer = IrtModelTrainer(data_path=None, config=config, dataset=ds, verbose=verbose)
-        t1 = time.perf_counter()
-        _train(trainer, epochs, device, verbose, f"lr={lr}, D={dim}")
-        t_train = time.perf_counter() - t1
-        params = trainer.best_params if use == "best" else trainer.last_params
-        if params is None:
-            params = trainer.last_params
-        elbo = _final_elbo(trainer, ds, device)
-    finally:
-        random.setstate(py_state)
-        np.random.set_state(np_state)
-        torch.random.set_rng_state(torch_state)
+    params, elbo, t_train = _seeded_fit(ds, dim, epochs, lr, lr_decay, seed, device, use, verbose)
     a, b, theta = convert_pyirt_params(params)
     finite = np.isfinite(a).all() and np.isfinite(b).all() and np.isfinite(theta).all()
     if not finite:

@@ -16,25 +16,8 @@ training questions), at level ``gate_level`` Bonferroni-corrected for the number
 is above zero; if none passes, the best single model is served.
 Ties go to the simpler family. Test questions are never seen here.
 
-Families and their grids (all configurable):
-
-- ``best_single``: always the model with the best training accuracy;
-- ``knn_vote``: k nearest training questions vote (k, weighting);
-- ``knn_shrunk``: the vote shrunk toward each model's training accuracy (k, shrink);
-- ``knn_irt``: the tutorial's KNN-imputed 2PL (D, k) -- one IRT fit per fold and D;
-- ``logistic``: per-model logistic regression on embeddings (C);
-- ``mf``: matrix factorization (rank, l2), offered, not a default;
-- ``task_prior`` / ``knn_task`` (core/routing/task.py): the task recognised from the nearest training questions and
-  each model's accuracy on it (alpha: the classifier's ridge), and the neighbour vote shrunk toward that prior (k,
-  shrink). They need each
-  training question's task (``groups``: a leaderboard's scenarios, a scenario's subscenarios) and sit out without two
-  tasks or more;
-- ``<family>_cal`` (default: ``knn_irt_cal``): the family's P through a per-model Platt calibration
-  (core/routing/calibrated.py), same grid; in CV each fold is calibrated on the other folds' out-of-fold P, and the
-  served router's calibrator is fitted on all of them.
-
-Families that cannot run on the data sit out, with the reason in ``RouterSelection.sat_out``: the KNN-IRT families
-below ``MIN_IRT_MODELS`` models (a 2PL needs at least three), the task families with fewer than two tasks.
+The families, their default grids and which of them sit out on small data (with the reason in
+``RouterSelection.sat_out``) are described in core/routing/families.py.
 """
 
 from __future__ import annotations
@@ -46,92 +29,23 @@ import numpy as np
 import pandas as pd
 
 from .calibrated import CalibratedRouter, PlattCalibrator, crossfit_calibrated
+from .families import (
+    CAL,
+    DEFAULT_FAMILIES,
+    DEFAULT_GRID,
+    FITTED,
+    base_family,
+    make_router,
+    router_config,
+    simplicity,
+    sit_out,
+)
 from .knn import nearest
 from .metrics import paired_bootstrap_ci, route
-from .routers import (
-    BestSingleRouter,
-    EnsembleRouter,
-    KNNIRTRouter,
-    KNNVoteRouter,
-    LogisticRouter,
-    MFRouter,
-    cv_folds,
-    model_accuracy,
-    vote_proba,
-)
-from .task import TaskRouter, fit_task_classifier, recognise, task_accuracy, task_index, task_vote
+from .routers import EnsembleRouter, KNNIRTRouter, LogisticRouter, MFRouter, cv_folds, model_accuracy, vote_proba
+from .task import fit_task_classifier, recognise, task_accuracy, task_index, task_vote
 
-DEFAULT_GRID = {
-    "knn_vote": {"k": [5, 10, 20, 50, 100], "weighting": ["uniform", "similarity"]},
-    "knn_shrunk": {"k": [10, 20, 50, 100], "shrink": [2.0, 5.0, 10.0, 20.0]},
-    "knn_irt": {"dim": [1, 2, 5, 10], "k": [10, 20, 50]},
-    "logistic": {"C": [0.1, 1.0, 10.0]},
-    "mf": {"rank": [4, 16], "l2": [1e-3, 1e-2]},
-    "task_prior": {"alpha": [0.03, 0.1, 0.3]},
-    "knn_task": {"alpha": [0.1], "k": [20, 50, 100], "shrink": [5.0, 20.0, 50.0]},
-}
-# "mf" (matrix factorization) is offered, not a default: on RouterBench MBPP it was served for quality_at_min_cost
-# by a training-cost margin and cost the router its AIQ gain on test (+0.95 [+0.17, +3.99] -> +2.06 [-0.77, ...]
-# points, measured while routing priced each answer at its realized cost); on RouterDC it changed no choice
-DEFAULT_FAMILIES = [
-    "best_single",
-    "task_prior",
-    "knn_vote",
-    "knn_shrunk",
-    "knn_task",
-    "knn_irt",
-    "knn_irt_cal",
-    "logistic",
-]
 DEFAULT_MARGINS = [0.0, 0.02, 0.05, 0.1]
-SIMPLICITY = [
-    "best_single",
-    "task_prior",
-    "knn_vote",
-    "knn_shrunk",
-    "knn_task",
-    "knn_irt",
-    "logistic",
-    "mf",
-    "ensemble",
-]
-CAL = "_cal"
-FITTED = ("best_single", "task_prior", "knn_vote", "knn_shrunk", "knn_task", "knn_irt", "logistic", "mf")
-TASK_FAMILIES = ("task_prior", "knn_task")
-MIN_IRT_MODELS = 3  # a 2PL fit needs at least three models (defs/assets/irt.py's MIN_FIT_MODELS)
-
-
-def sit_out(families, n_models: int, n_tasks: int) -> dict:
-    """family -> why it cannot run on this data (KNN-IRT below MIN_IRT_MODELS models, task families without 2 tasks)."""
-    out = {}
-    for f in families:
-        if base_family(f) == "knn_irt" and n_models < MIN_IRT_MODELS:
-            out[f] = f"needs an IRT fit of at least {MIN_IRT_MODELS} models; this data has {n_models}"
-        elif base_family(f) in TASK_FAMILIES and n_tasks < 2:
-            out[f] = f"needs questions of at least two tasks (scenarios or subscenarios); this data has {n_tasks}"
-    return out
-
-
-def base_family(family: str) -> str:
-    """The family a calibrated family (``<family>_cal``) calibrates; a plain family itself."""
-    return family[: -len(CAL)] if family.endswith(CAL) else family
-
-
-def router_config(config: dict) -> dict:
-    """A family's configuration without its routing margin: what the router is built and fitted with."""
-    return {k: v for k, v in config.items() if k != "margin"}
-
-
-def same_config(a: dict, b: dict) -> bool:
-    """Two families' configurations fit the same router (routing margins aside)."""
-    return router_config(a) == router_config(b)
-
-
-def simplicity(family: str) -> float:
-    """Tie-break rank: simpler first; a calibrated family just after its base (unknown names last)."""
-    base = base_family(family)
-    rank = SIMPLICITY.index(base) if base in SIMPLICITY else 99
-    return rank + (0.5 if family != base else 0.0)
 
 
 @dataclass
@@ -164,26 +78,6 @@ class RouterSelection:
                 make_router(base_family(family), cfg, device=device, seed=seed), calibrator=self.calibrators[family]
             )
         return make_router(family, cfg, device=device, seed=seed)
-
-
-def make_router(family: str, config: dict, device: str = "cpu", seed: int = 0):
-    if family.endswith(CAL):
-        return CalibratedRouter(make_router(base_family(family), config, device=device, seed=seed), seed=seed)
-    if family == "best_single":
-        return BestSingleRouter()
-    if family in TASK_FAMILIES:
-        return TaskRouter(alpha=config["alpha"], k=config.get("k", 0), shrink=config.get("shrink", 0.0))
-    if family in ("knn_vote", "knn_shrunk"):
-        r = KNNVoteRouter(k=config["k"], weighting=config.get("weighting", "uniform"), shrink=config.get("shrink", 0.0))
-        r.name = family
-        return r
-    if family == "knn_irt":
-        return KNNIRTRouter(dim=config["dim"], k=config["k"], seed=seed, device=device)
-    if family == "logistic":
-        return LogisticRouter(C=config["C"])
-    if family == "mf":
-        return MFRouter(rank=config["rank"], l2=config["l2"], seed=seed)
-    raise ValueError(f"unknown router family {family!r}")
 
 
 def _grid(spec: dict) -> list[dict]:
@@ -318,6 +212,59 @@ def _gate(best: dict, nested_correct: dict, n_boot: int, seed: int, gate_level: 
     return gate
 
 
+def _runnable_families(families, groups, n_models: int, log) -> tuple[list, dict, tuple]:
+    """(the families that run, {family: why it sits out}, (task names, task index per question) of ``groups``); an
+    unknown family name is a ValueError."""
+    families = list(families or DEFAULT_FAMILIES)
+    unknown = [f for f in families if base_family(f) not in FITTED or f == "best_single" + CAL]
+    if unknown:
+        raise ValueError(f"unknown router families {unknown}; known: {', '.join(FITTED)} (and <family>{CAL})")
+    tasks = task_index(groups) if groups is not None else (np.array([]), None)
+    out = sit_out(families, n_models, len(tasks[0]))
+    for f, why in out.items():
+        log(f"router family {f} sits out: {why}")
+    return [f for f in families if f not in out], out, tasks
+
+
+def _candidates(oof: dict, margins: list, correct) -> tuple[list, dict]:
+    """Every (family, config, margin) with its out-of-fold correctness per training question: (rows of the CV table,
+    {family: [(config, oof key, margin, correctness), ...]}); the best single model only at margin 0."""
+    rows, cand = [], {}
+    for (fam, cfg), P in oof.items():
+        for mg in margins if fam != "best_single" else [0.0]:
+            conf = {**dict(cfg), "margin": mg} if fam != "best_single" else dict(cfg)
+            c = correct(P, mg)
+            rows.append({"family": fam, "config": conf, "cv_acc": float(c.mean())})
+            cand.setdefault(fam, []).append((conf, (fam, cfg), mg, c))
+    return rows, cand
+
+
+def _best_per_family(families, cand: dict, oof: dict, raw: dict, Y, fold, n_folds: int) -> tuple[dict, ...]:
+    """Each family's best candidate: (best {family: (config, nested accuracy)}, its out-of-fold P, its nested
+    correctness, the calibrated families' calibrators fitted on every fold's out-of-fold base P)."""
+    best, best_oof, nested_correct, calibrators = {}, {}, {}, {}
+    for fam in families:
+        opts = cand[fam]
+        j = int(np.argmax([o[-1].mean() for o in opts]))  # first maximum: the grid's earlier (simpler) configuration
+        nested_correct[fam] = _nested(opts, fold, n_folds)
+        best[fam] = (opts[j][0], float(nested_correct[fam].mean()))
+        best_oof[fam] = oof[opts[j][1]]
+        if fam != base_family(fam):  # the served calibrator: fitted on every fold's out-of-fold base P
+            calibrators[fam] = PlattCalibrator().fit(raw[(base_family(fam), opts[j][1][1])], Y)
+    return best, best_oof, nested_correct, calibrators
+
+
+def _cv_table(rows: list, best: dict, gate: dict, served: str) -> pd.DataFrame:
+    """The CV table: a row per candidate, marking each family's choice (with its nested CV accuracy and gate bound)
+    and the served one."""
+    table = pd.DataFrame(rows)
+    table["chosen_in_family"] = [best[r.family][0] == r.config for r in table.itertuples()]
+    table["served"] = table["family"].eq(served) & table["chosen_in_family"]
+    table["nested_cv_acc"] = table["family"].map({f: v[1] for f, v in best.items()}).where(table["chosen_in_family"])
+    table["gate_lower"] = table["family"].map(gate).where(table["chosen_in_family"])
+    return table
+
+
 def select_router(
     E: np.ndarray,
     Y: np.ndarray,
@@ -347,15 +294,7 @@ def select_router(
     Y = np.asarray(Y, dtype=float)
     n, M = Y.shape
     grid = {**DEFAULT_GRID, **(grid or {})}
-    families = list(families or DEFAULT_FAMILIES)
-    unknown = [f for f in families if base_family(f) not in FITTED or f == "best_single" + CAL]
-    if unknown:
-        raise ValueError(f"unknown router families {unknown}; known: {', '.join(FITTED)} (and <family>{CAL})")
-    tasks = task_index(groups) if groups is not None else (np.array([]), None)
-    sat_out = sit_out(families, M, len(tasks[0]))
-    families = [f for f in families if f not in sat_out]
-    for f, why in sat_out.items():
-        log(f"router family {f} sits out: {why}")
+    families, sat_out, tasks = _runnable_families(families, groups, M, log)
     fold = cv_folds(n, n_folds, seed)
     oof, raw = _cross_validate(E, Y, fold, n_folds, families, grid, tasks, seed, device, log, t0)
     prior = model_accuracy(Y)
@@ -366,30 +305,14 @@ def select_router(
     def correct(P, margin):
         return Yz[rows_idx, route(P, prior, margin=margin)]
 
-    # every (family, config, margin): its out-of-fold correctness per training question
-    rows, cand = [], {}
-    for (fam, cfg), P in oof.items():
-        for mg in margins if fam != "best_single" else [0.0]:
-            conf = {**dict(cfg), "margin": mg} if fam != "best_single" else dict(cfg)
-            c = correct(P, mg)
-            rows.append({"family": fam, "config": conf, "cv_acc": float(c.mean())})
-            cand.setdefault(fam, []).append((conf, (fam, cfg), mg, c))
-    best, best_oof, nested_correct, calibrators = {}, {}, {}, {}
-    for fam in families:
-        opts = cand[fam]
-        j = int(np.argmax([o[-1].mean() for o in opts]))  # first maximum: the grid's earlier (simpler) configuration
-        nested_correct[fam] = _nested(opts, fold, n_folds)
-        best[fam] = (opts[j][0], float(nested_correct[fam].mean()))
-        best_oof[fam] = oof[opts[j][1]]
-        if fam != base_family(fam):  # the served calibrator: fitted on every fold's out-of-fold base P
-            calibrators[fam] = PlattCalibrator().fit(raw[(base_family(fam), opts[j][1][1])], Y)
+    rows, cand = _candidates(oof, margins, correct)
+    best, best_oof, nested_correct, calibrators = _best_per_family(families, cand, oof, raw, Y, fold, n_folds)
     members = [f for f in families if f != "best_single"]
     if len(members) >= 2:
         ens_rows, best["ensemble"], best_oof["ensemble"], nested_correct["ensemble"] = _ensemble(
             members, cand, oof, best_oof, correct, margins, fold, n_folds
         )
         rows += ens_rows
-    table = pd.DataFrame(rows)
     # The baseline is the model served without routing (best on ALL training questions), scored in-sample.
     # Its out-of-fold score is biased low: the fold totals of a model's correct answers are fixed, so the model
     # that is best on the other folds tends to be worse on the held-out one (seen: 0.57 vs 0.60 on shuffled
@@ -400,12 +323,8 @@ def select_router(
     gate = _gate(best, nested_correct, n_boot, seed, gate_level)
     order = sorted(best, key=lambda f: (-best[f][1], simplicity(f)))
     served = next((f for f in order if f == "best_single" or gate[f] > 0), order[0])
-    table["chosen_in_family"] = [best[r.family][0] == r.config for r in table.itertuples()]
-    table["served"] = table["family"].eq(served) & table["chosen_in_family"]
-    table["nested_cv_acc"] = table["family"].map({f: v[1] for f, v in best.items()}).where(table["chosen_in_family"])
-    table["gate_lower"] = table["family"].map(gate).where(table["chosen_in_family"])
     return RouterSelection(
-        table=table,
+        table=_cv_table(rows, best, gate, served),
         best=best,
         served=served,
         oof=best_oof,

@@ -1,19 +1,13 @@
-"""Search over deletion fraction, padding range and counts (and top-k for irt_information) per ranking, with a
-seeded multi-objective optimizer (optuna TPE), on the tune models and voters only.
-
-Objectives (all measured on the tune non-voters and the voters; eval models never enter):
-top-10 std (maximize), mean |voter penalty| (minimize), guesser advantage (minimize; <= 0 means the weakest
-non-guesser scores at least chance), subset size as a fraction of the pool (minimize).
-
-The chosen point is the trial of the Pareto front that maximizes the documented scalarization
-(:class:`Scalarization`); users change it in config.
+"""MAGI per ranking method: the rankings (voter-based, IRT from fits on the tune models, top discrimination), each
+searched by the seeded multi-objective optimizer of core/subsets/optimizer.py (objectives, Pareto front and
+:class:`Scalarization`) over deletion fraction, padding range and counts (and top-k), on the tune models and voters
+only; ``run_magi`` measures each chosen subset on the tune and eval models.
 
 Validity guard (``run_magi(min_validity=0.0, validity_top=100)``): every ranking deletes first the items of the
 scenarios whose pool score correlates <= ``min_validity`` with the real full-benchmark score among the
 ``validity_top`` best tune non-guessers (``setup.scenario_validity``). On openllm, TruthfulQA and the ARC sample
 trade off against GSM8K and MMLU at the top, and subsets made of them ranked the top models against the full
-score. ``min_validity=None`` turns the guard off. ``Scalarization.min_kendall_tau`` (off by default) adds the
-tune top-50 Kendall tau as a constraint.
+score. ``min_validity=None`` turns the guard off.
 """
 
 from __future__ import annotations
@@ -23,8 +17,8 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
+from tinybench_assets.core.subsets.optimizer import MethodResult, Scalarization, SearchSpace, search_method
 from tinybench_assets.core.subsets.rankings import (
     METHODS,
     Ranking,
@@ -37,14 +31,7 @@ from tinybench_assets.core.subsets.rankings import (
     rank_ref_vs_voters,
     rank_top_discrimination,
 )
-from tinybench_assets.core.subsets.setup import (
-    MagiSetup,
-    SubsetEval,
-    SubsetParams,
-    build_subset,
-    measure,
-    scenario_validity,
-)
+from tinybench_assets.core.subsets.setup import MagiSetup, measure, scenario_validity
 
 # the product defaults, chosen on openllm by VARIANT_RULE (choose_variant) over the grid of benchmarks/magi.py
 # --variants, on tune models and voters only (docs/magi.md, "Choosing the default")
@@ -60,72 +47,6 @@ DEFAULTS = {
 }
 NO_REFERENCE_METHODS = ("mean_score", "irt", "irt_discrimination", "irt_information", "top_discrimination")
 TOP_K_METHODS = ("irt_information", "top_discrimination")
-OBJECTIVES = ("top10_std", "mean_abs_voter_penalty", "guesser_advantage", "fraction_of_pool")
-DIRECTIONS = ("maximize", "minimize", "minimize", "minimize")
-
-
-@dataclass
-class Scalarization:
-    """How one point is chosen from the Pareto front.
-
-    Feasible: fraction_of_pool <= max_fraction, mean |penalty| <= max_mean_penalty (points),
-    guesser_advantage <= max_guesser_advantage. Among feasible trials the largest
-    utility = top10_std - penalty_weight * mean|penalty| / 100 - guesser_weight * max(guesser_adv, 0)
-    - size_weight * fraction wins; with none feasible, the smallest total constraint violation.
-    """
-
-    max_fraction: float = 0.2
-    max_mean_penalty: float = 0.5
-    max_guesser_advantage: float = 0.0
-    penalty_weight: float = 0.05
-    guesser_weight: float = 0.5
-    size_weight: float = 0.01
-    min_kendall_tau: float | None = None
-
-    def utility(self, m: dict) -> float:
-        return (
-            m["top10_std"]
-            - self.penalty_weight * m["mean_abs_voter_penalty"] / 100
-            - self.guesser_weight * max(m["guesser_advantage"], 0.0)
-            - self.size_weight * m["fraction_of_pool"]
-        )
-
-    def violation(self, m: dict) -> float:
-        return (
-            max(0.0, m["fraction_of_pool"] - self.max_fraction) / max(self.max_fraction, 1e-9)
-            + max(0.0, m["mean_abs_voter_penalty"] - self.max_mean_penalty) / max(self.max_mean_penalty, 1e-9)
-            + max(0.0, m["guesser_advantage"] - self.max_guesser_advantage) * 10
-            + (
-                0.0
-                if self.min_kendall_tau is None
-                else max(0.0, self.min_kendall_tau - np.nan_to_num(m["kendall_tau_nonvoters"], nan=-1.0))
-            )
-        )
-
-
-@dataclass
-class SearchSpace:
-    """Ranges of the search; irt_information also searches top_k."""
-
-    keep_fraction: tuple[float, float] = (0.08, 0.2)  # below ~50 items the top-10 std is mostly sampling noise
-    pad_base: tuple[int, int] = (0, 3)
-    pad_per_point: tuple[float, float] = (0.0, 6.0)
-    pad_acc_low: tuple[float, float] = (0.2, 0.95)
-    pad_width: tuple[float, float] = (0.05, 0.8)
-    top_k: tuple[int, int] = (3, 50)
-    disc_top: tuple[int, int] = (30, 200)  # top_discrimination: the top-K tune models the covariance is taken over
-
-
-@dataclass
-class MethodResult:
-    method: str
-    ranking: Ranking
-    params: SubsetParams
-    chosen: SubsetEval
-    trials: pd.DataFrame
-    seconds: float
-    eval_metrics: dict = field(default_factory=dict)
-    ranking_options: dict = field(default_factory=dict)  # irt_information along a direction: {"direction": [...]}
 
 
 @dataclass
@@ -212,97 +133,6 @@ def voter_ranking(setup: MagiSetup, method: str, seed: int = 0) -> Ranking:
     raise ValueError(method)
 
 
-def _params_from_trial(trial, space: SearchSpace, method: str, stratify: bool = False) -> SubsetParams:
-    low = trial.suggest_float("pad_acc_low", *space.pad_acc_low)
-    width = trial.suggest_float("pad_width", *space.pad_width)
-    return SubsetParams(
-        keep_fraction=trial.suggest_float("keep_fraction", *space.keep_fraction),
-        pad_base=trial.suggest_int("pad_base", *space.pad_base),
-        pad_per_point=trial.suggest_float("pad_per_point", *space.pad_per_point),
-        pad_acc_low=low,
-        pad_acc_high=min(1.0, low + width),
-        top_k=(
-            trial.suggest_int("top_k", *space.top_k)
-            if method == "irt_information"
-            else trial.suggest_int("top_k", *space.disc_top)
-            if method == "top_discrimination"
-            else 0
-        ),
-        stratify=stratify,
-    )
-
-
-def pareto_mask(values: np.ndarray, directions=DIRECTIONS) -> np.ndarray:
-    """Non-dominated rows of ``values`` (n_trials, n_objectives)."""
-    sign = np.array([-1.0 if d == "maximize" else 1.0 for d in directions])
-    v = np.nan_to_num(values * sign, nan=np.inf)
-    keep = np.ones(len(v), dtype=bool)
-    for i in range(len(v)):
-        dominated = np.all(v <= v[i], axis=1) & np.any(v < v[i], axis=1)
-        keep[i] = not dominated.any()
-    return keep
-
-
-def search_method(
-    setup: MagiSetup,
-    method: str,
-    ranking_for,
-    *,
-    n_trials: int = 60,
-    seed: int = 0,
-    space: SearchSpace | None = None,
-    scalar: Scalarization | None = None,
-    stratify: bool = False,
-) -> MethodResult:
-    """Seeded optuna TPE (multi-objective) over the space; ``ranking_for(top_k) -> Ranking``."""
-    import optuna
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    space, scalar = space or SearchSpace(), scalar or Scalarization()
-    t0 = time.perf_counter()
-    rows, evals = [], {}
-
-    def objective(trial):
-        p = _params_from_trial(trial, space, method, stratify)
-        ev = build_subset(setup, ranking_for(p.top_k), p, seed=seed)
-        evals[trial.number] = (p, ev)
-        rows.append({"trial": trial.number, **p.as_dict(), **ev.metrics})
-        return tuple(ev.metrics[o] for o in OBJECTIVES)
-
-    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(15, n_trials), multivariate=True)
-    study = optuna.create_study(directions=list(DIRECTIONS), sampler=sampler)
-    # a deterministic start: the plain MAGI point (the largest allowed subset, no padding) and a padded one
-    k0 = {"irt_information": {"top_k": 10}, "top_discrimination": {"top_k": 100}}.get(method, {})
-    study.enqueue_trial(
-        {
-            "keep_fraction": space.keep_fraction[1],
-            "pad_base": 0,
-            "pad_per_point": 0.0,
-            "pad_acc_low": 0.5,
-            "pad_width": 0.5,
-            **k0,
-        }
-    )
-    study.enqueue_trial(
-        {"keep_fraction": 0.15, "pad_base": 1, "pad_per_point": 2.0, "pad_acc_low": 0.5, "pad_width": 0.5, **k0}
-    )
-    study.optimize(objective, n_trials=n_trials)
-    trials = pd.DataFrame(rows).sort_values("trial").reset_index(drop=True)
-    trials["pareto"] = pareto_mask(trials[list(OBJECTIVES)].to_numpy(dtype=float))
-    trials["utility"] = [scalar.utility(r) for r in trials.to_dict("records")]
-    trials["violation"] = [scalar.violation(r) for r in trials.to_dict("records")]
-    front = trials[trials.pareto]
-    feasible = front[front.violation <= 0]
-    best = (
-        feasible.sort_values(["utility", "trial"], ascending=[False, True])
-        if len(feasible)
-        else front.sort_values(["violation", "trial"])
-    ).iloc[0]
-    trials["chosen"] = trials.trial == best.trial
-    params, ev = evals[int(best.trial)]
-    return MethodResult(method, ranking_for(params.top_k), params, ev, trials, time.perf_counter() - t0)
-
-
 @dataclass
 class MagiResult:
     setup: MagiSetup
@@ -349,63 +179,24 @@ def run_magi(
     if balanced is not None and balanced != setup.balanced:
         setup = dataclasses.replace(setup, balanced=balanced)
     space = space or SearchSpace()
-    irt_methods = [m for m in methods if m.startswith("irt")]
-    irt_cache, irt_seconds = {}, 0.0
-    fitted = None
-    if irt_methods:
+    irt_seconds, fitted = 0.0, None
+    if any(m.startswith("irt") for m in methods):
         _, fitted, irt_seconds = irt_rankings(
             setup, [], dim=irt_dim, seed=seed, device=device, irt_params=irt_params, scope=irt_scope
         )
-    direction = None
-    if "irt_information" in methods and information == "full_direction":
-        t_i = time.perf_counter()
-        info_params = info_params or fit_irt_models(setup, dim=2, seed=seed, device=device, scope="pooled")
-        fit_rows = np.flatnonzero(setup.role == "tune")
-        top = setup.top((setup.role == "tune") & ~setup.guesser, validity_top, fair_only=False)
-        direction = full_score_direction(
-            np.asarray(info_params.theta)[np.searchsorted(fit_rows, top)], setup.full_score[top]
-        )
-        irt_seconds += time.perf_counter() - t_i
-    elif information not in ("raw", "full_direction"):
-        raise ValueError(f"unknown information {information!r} (raw | full_direction)")
+    direction, info_params, info_seconds = _information_direction(
+        setup, methods, information, info_params, validity_top, seed, device
+    )
+    irt_seconds += info_seconds
     validity = scenario_validity(setup, validity_top)
     invalid = (
         np.zeros(len(setup.items), bool)
         if min_validity is None
         else np.array([validity[str(g)] <= min_validity for g in setup.scenarios])
     )
-    out = {}
-    for method in methods:
-        t_m = time.perf_counter()
-        if method in ("mean_score", "ref_vs_voters"):
-            r = demote(voter_ranking(setup, method, seed), invalid, setup.scenarios)
-            ranking_for = lambda k, r=r: r  # noqa: E731
-        elif method == "top_discrimination" or (method == "irt_information" and direction is not None):
-
-            def ranking_for(k, method=method):
-                if (method, int(k)) not in irt_cache:
-                    irt_cache[(method, int(k))] = demote(
-                        _top_ranking(setup, method, int(k), info_params, direction, seed), invalid, setup.scenarios
-                    )
-                return irt_cache[(method, int(k))]
-        else:
-
-            def ranking_for(k, method=method):
-                key = (method, int(k) if method in TOP_K_METHODS else 0)
-                if key not in irt_cache:
-                    fresh = irt_rankings(setup, [method], seed=seed, irt_params=fitted, top_k_values=(key[1],))[0]
-                    irt_cache.update({kk: demote(r, invalid, setup.scenarios) for kk, r in fresh.items()})
-                return irt_cache[key]
-
-        res = search_method(
-            setup, method, ranking_for, n_trials=n_trials, seed=seed, space=space, scalar=scalar, stratify=stratify
-        )
-        res.seconds = time.perf_counter() - t_m + (irt_seconds if method.startswith("irt") else 0.0)
-        res.ranking_options = (
-            {"direction": direction.tolist()} if method == "irt_information" and direction is not None else {}
-        )
-        res.eval_metrics = measure(setup, res.chosen.mask, res.chosen.penalty_after, group="eval")
-        out[method] = res
+    rankings = _Rankings(setup, seed, fitted, info_params, direction, invalid)
+    search = {"n_trials": n_trials, "seed": seed, "space": space, "scalar": scalar, "stratify": stratify}
+    out = {method: _search(setup, method, rankings, irt_seconds, search) for method in methods}
     full = np.ones(setup.Y.shape[1], dtype=bool)
     return MagiResult(
         setup,
@@ -426,6 +217,79 @@ def run_magi(
             "information": information,
         },
     )
+
+
+def _search(setup: MagiSetup, method: str, rankings: _Rankings, irt_seconds: float, search: dict) -> MethodResult:
+    """One method's search (``search``: search_method's options) with its seconds (the IRT fit's included for an IRT
+    method), its ranking options and the chosen subset's figures on the eval models."""
+    t_m = time.perf_counter()
+    res = search_method(setup, method, rankings.for_method(method), **search)
+    res.seconds = time.perf_counter() - t_m + (irt_seconds if method.startswith("irt") else 0.0)
+    direction = rankings.direction
+    res.ranking_options = (
+        {"direction": direction.tolist()} if method == "irt_information" and direction is not None else {}
+    )
+    res.eval_metrics = measure(setup, res.chosen.mask, res.chosen.penalty_after, group="eval")
+    return res
+
+
+def _information_direction(setup: MagiSetup, methods, information: str, info_params, validity_top: int, seed, device):
+    """(direction, info_params, seconds): with irt_information among ``methods`` and ``information`` "full_direction",
+    the direction in which the full score rises among the top ``validity_top`` tune non-guessers, in the 2-D pooled
+    fit ``info_params`` (fitted here when None); else no direction. An unknown ``information`` is a ValueError."""
+    if "irt_information" in methods and information == "full_direction":
+        t_i = time.perf_counter()
+        info_params = info_params or fit_irt_models(setup, dim=2, seed=seed, device=device, scope="pooled")
+        fit_rows = np.flatnonzero(setup.role == "tune")
+        top = setup.top((setup.role == "tune") & ~setup.guesser, validity_top, fair_only=False)
+        direction = full_score_direction(
+            np.asarray(info_params.theta)[np.searchsorted(fit_rows, top)], setup.full_score[top]
+        )
+        return direction, info_params, time.perf_counter() - t_i
+    if information not in ("raw", "full_direction"):
+        raise ValueError(f"unknown information {information!r} (raw | full_direction)")
+    return None, info_params, 0.0
+
+
+@dataclass
+class _Rankings:
+    """Each method's ranking as the search asks for it, the invalid scenarios' items (``invalid``) deleted first:
+    ``for_method(method)`` is the search's ``ranking_for(top_k)``. IRT and top-k rankings are cached per (method,
+    top_k) across the methods; ``fitted``: the irt_scope fit, ``info_params`` / ``direction``: irt_information's
+    2-D pooled fit and full-score direction (None: information as fitted)."""
+
+    setup: MagiSetup
+    seed: int
+    fitted: object
+    info_params: object
+    direction: np.ndarray | None
+    invalid: np.ndarray
+    cache: dict = field(default_factory=dict)
+
+    def for_method(self, method: str):
+        setup = self.setup
+        if method in ("mean_score", "ref_vs_voters"):
+            r = demote(voter_ranking(setup, method, self.seed), self.invalid, setup.scenarios)
+            return lambda k: r
+        if method == "top_discrimination" or (method == "irt_information" and self.direction is not None):
+            return lambda k: self._top(method, int(k))
+        return lambda k: self._irt(method, k)
+
+    def _top(self, method: str, k: int) -> Ranking:
+        if (method, k) not in self.cache:
+            self.cache[(method, k)] = demote(
+                _top_ranking(self.setup, method, k, self.info_params, self.direction, self.seed),
+                self.invalid,
+                self.setup.scenarios,
+            )
+        return self.cache[(method, k)]
+
+    def _irt(self, method: str, k) -> Ranking:
+        key = (method, int(k) if method in TOP_K_METHODS else 0)
+        if key not in self.cache:
+            fresh = irt_rankings(self.setup, [method], seed=self.seed, irt_params=self.fitted, top_k_values=(key[1],))
+            self.cache.update({kk: demote(r, self.invalid, self.setup.scenarios) for kk, r in fresh[0].items()})
+        return self.cache[key]
 
 
 def _top_ranking(setup: MagiSetup, method: str, k: int, info_params, direction, seed: int) -> Ranking:

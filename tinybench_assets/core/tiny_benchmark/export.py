@@ -162,6 +162,38 @@ def _scenario_entry(st: dict, lay, c: str, n: int, s: str, vs, texts: dict, sele
     return entry, json_names, set(ests) - json_names
 
 
+def _budget_and_clustering(p, n, clustering: str | None) -> tuple[int, str, str, str]:
+    """(n, the clustering to export, its source: "selected" or "given", the clustering the predictor's ``tinybench``
+    selection chose for n) of fitted AnchorPredictor ``p``; ArtifactError when it is not fitted or did not prepare
+    n or ``clustering``."""
+    if "steps_" not in vars(p):
+        raise ArtifactError(
+            "the predictor is not fitted, or was saved by an older tinybench without its steps: "
+            "rebuild it by materializing anchor_sets (or `tinybench run-all`)"
+        )
+    if int(n) not in p.n_values:
+        raise ArtifactError(f"n={n} was not prepared by the predictor (it has n_values={list(p.n_values)})")
+    n = int(n)
+    c_sel = p.named_steps["selector"].selection_[(n, list(p.layout.scenarios)[0], "tinybench")]["t1"][0]
+    if clustering is None:
+        return n, c_sel, "selected", c_sel
+    if clustering not in p.clusterings:
+        raise ArtifactError(f"clustering {clustering!r} was not prepared (have {list(p.clusterings)})")
+    return n, clustering, "given", c_sel
+
+
+def _learned_list(st: dict, c: str, n: int, scenarios: list) -> list[dict]:
+    """The JSON's ``learned.models``: [{scenario, kind, target, n_features}] of every regressor the predictor (named
+    steps ``st``) fitted for (c, n), in scenario, kind, target order."""
+    return [
+        {"scenario": s, "kind": kind, "target": t, "n_features": _n_features(st, c, n, s, kind)}
+        for s in scenarios
+        for kind in ("sep", "joint")
+        for t in ("t1", "t2")
+        if (c, n, s, kind, t) in st["learned"].models_
+    ]
+
+
 def export_tiny_benchmark(
     predictor,
     *,
@@ -190,24 +222,9 @@ def export_tiny_benchmark(
     JSON: :func:`.files.save_artifact` writes them to ``learned_models.npz`` and fills ``learned.sha256``).
     """
     p = predictor
-    if "steps_" not in vars(p):
-        raise ArtifactError(
-            "the predictor is not fitted, or was saved by an older tinybench without its steps: "
-            "rebuild it by materializing anchor_sets (or `tinybench run-all`)"
-        )
+    n, c, source, c_sel = _budget_and_clustering(p, n, clustering)
     st, lay = p.named_steps, p.layout
-    if int(n) not in p.n_values:
-        raise ArtifactError(f"n={n} was not prepared by the predictor (it has n_values={list(p.n_values)})")
-    n = int(n)
     scenarios = list(lay.scenarios)
-    c_sel = st["selector"].selection_[(n, scenarios[0], "tinybench")]["t1"][0]
-    if clustering is None:
-        clustering, source = c_sel, "selected"
-    else:
-        if clustering not in p.clusterings:
-            raise ArtifactError(f"clustering {clustering!r} was not prepared (have {list(p.clusterings)})")
-        source = "given"
-    c = clustering
     texts = item_texts or {}
     v = p.validation
     v = v[(v.clustering == c) & (v.n == n)]
@@ -218,13 +235,7 @@ def export_tiny_benchmark(
         out_sc[s], json_s, learned_s = _scenario_entry(st, lay, c, n, s, v[v.scenario == s], texts, c == c_sel)
         json_names |= json_s
         learned_names |= learned_s
-    models = [
-        {"scenario": s, "kind": kind, "target": t, "n_features": _n_features(st, c, n, s, kind)}
-        for s in scenarios
-        for kind in ("sep", "joint")
-        for t in ("t1", "t2")
-        if (c, n, s, kind, t) in st["learned"].models_
-    ]
+    models = _learned_list(st, c, n, scenarios)
     bank = bank_info(st["bank"].banks_.get((c, n)))
     return {
         "format": FORMAT,

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..calibration import ConformalInterval, IsotonicCalibrator
-from ..estimation.anchor_sets import AnchorSet, AnchorSets
+from ..estimation.anchor_sets import AnchorSets
 from ..estimation.bank import AnswerBank
 from ..estimation.base_estimates import feature_width
 from ..estimation.calibrators import Calibrators
@@ -16,24 +15,15 @@ from ..estimation.chain import calibrated, estimates
 from ..estimation.irt_fits import IRTFits
 from ..estimation.lambdas import Lambdas
 from ..estimation.learned import LearnedRegressors
-from ..estimation.names import STACKS
 from ..estimation.shrinkage import SHRINKAGE, ShrinkagePrior
 from ..estimation.stacks import Stacks
 from ..estimation.training import Layout
-from .format import JSON_BASE, LEARNED_BASE, TREES_FILE
+from .blocks import _IRT, ScenarioBlocks, json_names
+from .format import LEARNED_BASE, TREES_FILE
 from .schema import Reader
 from .trees import bank_tables
 
-MAX_ITEMS = 10_000_000
-MAX_DIM = 1_000
 KINDS = {"sep": "gbm", "joint": "gbm_joint"}
-
-
-class _IRT:
-    """Item parameters of one 2PL fit (what the features read: ``a`` (I, D), ``b`` (I,))."""
-
-    def __init__(self, a, b):
-        self.a, self.b = a, b
 
 
 class _Shrinkage:
@@ -47,51 +37,6 @@ class _Shrinkage:
         for j, s in enumerate(scenarios):
             for e in SHRINKAGE:
                 full[(s, e)] = est[e][:, j]
-
-
-class _Calibration:
-    """An isotonic T2 map rebuilt from its stored thresholds (same interpolation as the fitted one)."""
-
-    def __init__(self, x, y, y_min, y_max):
-        self.const = float(y[0]) if len(x) == 1 else None
-        if self.const is None:
-            cal = IsotonicCalibrator(y_min=y_min, y_max=y_max).fit(x, y)
-            iso = cal.iso_
-            if not (np.array_equal(iso.X_thresholds_, x) and np.array_equal(iso.y_thresholds_, y)):
-                # refitting an isotonic sequence may move a plateau by an ulp; pin the stored thresholds exactly
-                iso.X_thresholds_, iso.y_thresholds_ = x, y
-                iso.X_min_, iso.X_max_ = float(x[0]), float(x[-1])
-                iso._build_f(x, y)
-            self.cal = cal
-
-    def transform(self, e):
-        if self.const is not None:  # a constant map
-            return np.where(np.isfinite(np.asarray(e, dtype=float)), self.const, np.nan)
-        return self.cal.transform(e)
-
-
-def _interval(r: Reader, d: dict, path: str) -> ConformalInterval:
-    ci = ConformalInterval(
-        alpha=r.number(d, "alpha", path, finite=True),
-        scale=r.text(d, "scale", path, ("binomial", "none")),
-        floor=r.number(d, "floor", path, finite=True),
-        lo=r.number(d, "lo", path, finite=True),
-        hi=r.number(d, "hi", path, finite=True),
-    )
-    ci.q_lo_, ci.q_hi_ = r.number(d, "q_lo", path), r.number(d, "q_hi", path)
-    ci.n_ = r.integer(d, "n", path, 0) if "n" in d else 0
-    return ci
-
-
-def _calibration(r: Reader, d: dict, path: str) -> _Calibration:
-    x = r.vector(d, "x", path, finite=True)
-    y = r.vector(d, "y", path, n=len(x), finite=True)
-    if not len(x) or (np.diff(x) <= 0).any():
-        r.fail(f"{path}.x", "expected a non-empty increasing list (the isotonic map's thresholds)")
-    try:
-        return _Calibration(x, y, r.number(d, "y_min", path, finite=True), r.number(d, "y_max", path, finite=True))
-    except ValueError as e:  # an ArtifactError is one too
-        r.fail(path, f"not an isotonic map ({e})")
 
 
 def _bank_info(r: Reader, info: dict, scenarios) -> dict | None:
@@ -199,8 +144,9 @@ class ArtifactModel:
             r.fail("$.scenario_order", 'expected distinct scenario names ("joint" names the joint fit)')
         self.scenarios = order
         self.shrinkage = read_shrinkage(r, art, order)
-        self.stacks_all, self.estimators, self.served, self.anchor_sets = {}, {}, {}, {}
-        parts = self._read_scenarios(art, order)
+        blocks = ScenarioBlocks(r, art, order, self.c, self.n, self.shrinkage)
+        self.stacks_all, self.estimators, self.served = blocks.stacks, blocks.estimators, blocks.served
+        self.anchor_sets, parts = blocks.anchor_sets, blocks.parts
         self.layout = Layout(parts["items"], order, np.concatenate(parts["w"]), parts["cols"])
         irt = {**parts["irt"], "joint": _IRT(np.vstack(parts["ja"]), np.concatenate(parts["jb"]))}
         self.steps = {
@@ -220,133 +166,6 @@ class ArtifactModel:
         read_learned(self, art)
         self.trees = None
 
-    # ------------------------------------------------------------------ reading
-    def _read_scenarios(self, art: dict, order: list) -> dict:
-        """Every scenario's block: items, weights, IRT, anchors, lambdas, estimators (into the parts of the steps)."""
-        r, c, n = self.r, self.c, self.n
-        dims = r.obj(art, "irt_dims", "$")
-        dj = r.integer(dims, "joint", "$.irt_dims", 1, MAX_DIM)
-        scs = r.obj(art, "scenarios", "$")
-        parts = {
-            "items": [],
-            "w": [],
-            "cols": {},
-            "irt": {},
-            "ja": [],
-            "jb": [],
-            "lambdas": {},
-            "int_t1": {},
-            "t2_cal": {},
-            "int_t2": {},
-        }
-        start, seen = 0, set()
-        for s in order:
-            p = f"$.scenarios.{s}"
-            d = r.obj(scs, s, "$.scenarios")
-            N = r.integer(d, "n_items", p, 1, MAX_ITEMS)
-            items = r.strings(d, "items", p, N)
-            parts["items"] += list(items)
-            parts["cols"][s] = np.arange(start, start + N)
-            parts["w"].append(r.vector(d, "balance_weights", p, N, finite=True))
-            irt = r.obj(d, "irt", p)
-            sep, joint = r.obj(irt, "sep", f"{p}.irt"), r.obj(irt, "joint", f"{p}.irt")
-            D = r.integer(dims, s, "$.irt_dims", 1, MAX_DIM)
-            parts["irt"][s] = _IRT(
-                r.matrix(sep, "a", f"{p}.irt.sep", N, D), r.vector(sep, "b", f"{p}.irt.sep", N, finite=True)
-            )
-            parts["ja"].append(r.matrix(joint, "a", f"{p}.irt.joint", N, dj))
-            parts["jb"].append(r.vector(joint, "b", f"{p}.irt.joint", N, finite=True))
-            self.anchor_sets[s] = self._read_anchors(r.obj(d, "anchors", p), s, p, items, start, seen)
-            lam = r.obj(d, "lambdas", p)
-            for fit in ("sep", "joint"):
-                lf = r.obj(lam, fit, f"{p}.lambdas")
-                parts["lambdas"][(c, n, s, fit)] = {
-                    k: r.number(lf, k, f"{p}.lambdas.{fit}") for k in ("tutorial", "validation")
-                }
-            self._read_estimators(d, s, p, parts)
-            start += N
-        return parts
-
-    def _read_anchors(self, a: dict, s: str, p: str, items: list, start: int, seen: set) -> AnchorSet:
-        r = self.r
-        ids = r.strings(a, "items", f"{p}.anchors")
-        if not ids:
-            r.fail(f"{p}.anchors.items", "no anchor")
-        local = r.indices(a, "local", f"{p}.anchors", len(ids), len(items))
-        if any(items[j] != it for j, it in zip(local, ids)):
-            r.fail(f"{p}.anchors", "items and local (pool indices) disagree")
-        if seen & set(ids):
-            r.fail(f"{p}.anchors.items", "an anchor appears in two scenarios")
-        seen |= set(ids)
-        if "texts" in a and a["texts"] is not None:
-            r.strings(a, "texts", f"{p}.anchors", len(ids), nullable=True)
-        linear = None
-        if a.get("linear") is not None:  # the anchors' linear map (a regressor feature); optional
-            lin, q = r.obj(a, "linear", f"{p}.anchors"), f"{p}.anchors.linear"
-            linear = {
-                "fill": r.vector(lin, "fill", q, len(ids), finite=True),
-                "coef": r.vector(lin, "coef", q, len(ids), finite=True),
-                "intercept": r.number(lin, "intercept", q, finite=True),
-            }
-        return AnchorSet(
-            s,
-            self.c,
-            self.n,
-            local,
-            start + local,
-            r.vector(a, "weights", f"{p}.anchors", len(ids), finite=True),
-            linear,
-        )
-
-    def _read_estimators(self, d: dict, s: str, p: str, parts: dict) -> None:
-        r, key = self.r, (self.c, self.n, s)
-        self.stacks_all[s] = {}
-        for name, st in r.obj(d, "stacks", p).items():
-            q = f"{p}.stacks.{name}"
-            if name not in STACKS:
-                r.fail(q, "unknown stack")
-            members = r.names(st, "members", q, STACKS[name])
-            if not members:
-                r.fail(f"{q}.members", "empty")
-            self.stacks_all[s][name] = {
-                "members": members,
-                "w_t1": r.vector(st, "w_t1", q, len(members), finite=True),
-                "w_t2": r.vector(st, "w_t2", q, len(members), finite=True),
-            }
-        known = {*JSON_BASE, *SHRINKAGE, *LEARNED_BASE, *self.stacks_all[s]}
-        self.estimators[s] = []
-        for e, ed in r.obj(d, "estimators", p).items():
-            q = f"{p}.estimators.{e}"
-            if e not in known:
-                r.fail(q, "unknown estimator (not a base estimator, a learned one or a stack of this scenario)")
-            if not isinstance(ed, dict):
-                r.fail(q, "expected an object")
-            parts["int_t1"][(*key, e)] = _interval(r, r.obj(ed, "interval_t1", q), f"{q}.interval_t1")
-            cal = r.obj(ed, "calibration_t2", q, nullable=True)
-            if cal is not None:
-                parts["t2_cal"][(*key, e)] = _calibration(r, cal, f"{q}.calibration_t2")
-                parts["int_t2"][(*key, e)] = _interval(r, r.obj(ed, "interval_t2", q), f"{q}.interval_t2")
-            self.estimators[s].append(e)
-        if not self.estimators[s]:
-            r.fail(f"{p}.estimators", "no estimator")
-        if set(self.estimators[s]) & set(SHRINKAGE) and self.shrinkage is None:
-            r.fail("$.shrinkage", f"scenario {s} lists shrunk estimators but the artifact has no prior")
-        rl = r.obj(d, "recommended_learned", p)
-        if rl.get("interval_t1") is not None:  # the served estimator's selection-aware T1 interval
-            q = f"{p}.recommended_learned.interval_t1"
-            self.served[s] = _interval(r, r.obj(rl, "interval_t1", f"{p}.recommended_learned"), q)
-        for rec in ("recommended", "recommended_learned"):
-            rd = r.obj(d, rec, p)
-            for t in ("t1", "t2"):
-                r.text(
-                    rd,
-                    t,
-                    f"{p}.{rec}",
-                    self.estimators[s]
-                    if rec == "recommended_learned"
-                    else [e for e in self.estimators[s] if e in self.json_names(s)],
-                )
-
     # ------------------------------------------------------------------ what can be computed
     def _gbm_available(self, s: str, name: str) -> bool:
         if name == "bank_joint":
@@ -357,8 +176,7 @@ class ArtifactModel:
 
     def json_names(self, s: str) -> set[str]:
         """Estimators of scenario ``s`` computed from the JSON alone."""
-        base = {*JSON_BASE, *(SHRINKAGE if self.shrinkage is not None else ())}
-        return {*base, *(k for k, st in self.stacks_all[s].items() if set(st["members"]) <= base)}
+        return json_names(self.stacks_all[s], self.shrinkage is not None)
 
     def learned_names(self, s: str) -> set[str]:
         """Estimators of scenario ``s`` computed with the tree file."""

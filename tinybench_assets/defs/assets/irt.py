@@ -76,8 +76,18 @@ def fit_and_store(
         if (~train).any()
         else {"logloss": float("nan"), "accuracy": float("nan"), "score_mae": float("nan"), "n_models": 0}
     )
+    db.replace_partition(_fit_tables(matrix, scope, split, sel, params, held, config, device, t0), key)
+    return dg.MaterializeResult(metadata=_fit_metadata(key, matrix, scope, train, sel, params, held, device, t0))
+
+
+def _fit_tables(
+    matrix: ResponseMatrix, scope: str, split, sel, params, held: dict, config: IRTConfig, device: str, t0: float
+) -> dict:
+    """The fit's rows of FIT_TABLES: the model split, item and model parameters, the validation error per D and the
+    fit's summary (``sel``: the DimensionSelection, ``held``: the held-out models' scores)."""
+    train = split == "train"
     models = np.asarray(matrix.models, dtype=object)
-    tables = {
+    return {
         "model_splits": pd.DataFrame({"model": models, "split": split, "seed": config.seed}),
         "irt_items": pd.DataFrame(
             {
@@ -122,7 +132,13 @@ def fit_and_store(
             ]
         ),
     }
-    db.replace_partition(tables, key)
+
+
+def _fit_metadata(
+    key: str, matrix: ResponseMatrix, scope: str, train, sel, params, held: dict, device: str, t0: float
+) -> dict:
+    """The UI's view of a fit: D and the validation error per D, the held-out scores, timings, and the plots
+    (difficulty vs discrimination, saved under the artifacts' plots/, and validation error vs D)."""
     png = plots.difficulty_vs_discrimination(
         params.b,
         params.a,
@@ -136,25 +152,21 @@ def fit_and_store(
         sel.best_dim,
         title=f"{key}: validation error vs D (bars: SD over validation models)",
     )
-    return dg.MaterializeResult(
-        metadata={
-            "dim": sel.best_dim,
-            "validation_error_by_dim": dg.MetadataValue.json({str(d): round(e, 5) for d, e in sel.errors.items()}),
-            "heldout_logloss": held["logloss"],
-            "heldout_accuracy": held["accuracy"],
-            "heldout_models": held["n_models"],
-            "train_models": int(train.sum()),
-            "items": len(matrix.items),
-            "fit_seconds": round(params.seconds, 2),
-            "total_seconds": round(time.perf_counter() - t0, 2),
-            "device": device,
-            "difficulty_vs_discrimination": dg.MetadataValue.md(
-                plots.markdown_image(png, "difficulty vs discrimination")
-            ),
-            "validation_error_vs_dim": dg.MetadataValue.md(plots.markdown_image(dims_png, "validation error vs D")),
-            "plot_path": dg.MetadataValue.path(str(plot_path)),
-        }
-    )
+    return {
+        "dim": sel.best_dim,
+        "validation_error_by_dim": dg.MetadataValue.json({str(d): round(e, 5) for d, e in sel.errors.items()}),
+        "heldout_logloss": held["logloss"],
+        "heldout_accuracy": held["accuracy"],
+        "heldout_models": held["n_models"],
+        "train_models": int(train.sum()),
+        "items": len(matrix.items),
+        "fit_seconds": round(params.seconds, 2),
+        "total_seconds": round(time.perf_counter() - t0, 2),
+        "device": device,
+        "difficulty_vs_discrimination": dg.MetadataValue.md(plots.markdown_image(png, "difficulty vs discrimination")),
+        "validation_error_vs_dim": dg.MetadataValue.md(plots.markdown_image(dims_png, "validation error vs D")),
+        "plot_path": dg.MetadataValue.path(str(plot_path)),
+    }
 
 
 @dg.asset(

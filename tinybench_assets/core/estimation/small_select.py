@@ -1,0 +1,83 @@
+"""Small leaderboards, step 3 of :meth:`~.small_board.SmallBoardPredictor.fit` over the whole board: the board's rule
+of every budget (on every row and without each fold, :func:`~.small_choice.board_rule`), every (scenario, n)'s
+choice from the out-of-fold estimates (:func:`~.small_choice.choose_scenario`), and the served T1 intervals of each
+budget calibrated over every scenario at once (:func:`~.small_intervals.pooled_half_widths`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import small_tables
+from .small_choice import board_rule, choose_scenario, rules_for
+from .small_intervals import MIN_T2, fixed_interval, pooled_half_widths
+
+__all__ = ["choose_board"]
+
+
+def _row_variance(Ys: np.ndarray) -> np.ndarray:
+    """(M,) each model's variance of its answers across the scenario's items (NaN without answers): the rows of
+    the tutorial's v (``estimators.mean_item_variance`` is their mean)."""
+    has = ~np.isnan(Ys).all(1)
+    out = np.full(len(Ys), np.nan)
+    out[has] = np.nanvar(Ys[has], axis=1)
+    return out
+
+
+def choose_board(p, Y) -> tuple[dict, dict, list]:
+    """The choice of every (scenario, n) on the fitted state of SmallBoardPredictor ``p`` (``layout_``, ``folds_``,
+    ``truth_``, ``counts_``, ``oof_`` and its parameters); Y : (M, I) the board's answers.
+
+    Returns ({(scenario, n): ScenarioChoice}, the board's rules {n: {None | fold: (estimator, dim) or None}}, notes
+    [str] on what the board is too small for)."""
+    L, folds, truth, ns, notes = p.layout_, p.folds_, p.truth_, p._ns(), []
+    fams, need = len(set(L.groups)), int(np.ceil(1 / p.alpha)) - 1
+    if fams < need:
+        notes.append(
+            f"{fams} families: a {1 - p.alpha:.0%} conformal interval needs {need}; "
+            "intervals are the largest cross-validated residual"
+        )
+    out = {}
+    bases = {
+        (s, n): {D: {**p.oof_.base[(s, n, D)], **p.oof_.shrink[(s, n)]} for D in p.dims} for s in L.cols for n in ns
+    }
+    truths = {s: truth.t1[:, j] for j, s in enumerate(L.cols)}
+    var = {s: _row_variance(Y[:, c]) for s, c in L.cols.items()}
+    bias = {s: {D: p.oof_.bias[(s, D)] for D in p.dims} for s in L.cols}
+
+    def board(n, rows):  # the board's rule of budget n, read on ``rows`` only
+        rules = {s: rules_for(bases[(s, n)], bias[s], var[s], truths[s], rows, p.counts_[(s, n)])[0] for s in L.cols}
+        return board_rule({s: bases[(s, n)] for s in L.cols}, rules, truths, rows)
+
+    board_rules = {
+        n: {
+            None: board(n, np.ones(len(Y), dtype=bool)),  # every row, and without each fold
+            **{f: board(n, folds.ids != f) for f in range(folds.n)},
+        }
+        for n in ns
+    }
+    for j, (s, _c) in enumerate(L.cols.items()):
+        if np.isfinite(truth.t2[:, j]).sum() < MIN_T2:
+            notes.append(f"scenario {s!r}: fewer than {MIN_T2} models with a full score: no T2")
+        for n in ns:
+            out[(s, n)] = choose_scenario(
+                s,
+                n,
+                p.counts_[(s, n)],
+                bases[(s, n)],
+                bias[s],
+                var[s],
+                truths[s],
+                truth.t2[:, j],
+                folds.ids,
+                L.groups,
+                alpha=p.alpha,
+                scale=p.interval_scale,
+                bank=p.oof_.bank[(s, n)],
+                prefer=board_rules[n],
+            )
+    for n in ns:  # the served T1 intervals, calibrated over every scenario at once
+        half = pooled_half_widths(*small_tables.served_oof(p, out, n), np.ones(len(Y), dtype=bool), p.alpha)
+        for s in L.cols:
+            ch = out[(s, n)]
+            ch.interval_t1[ch.t1] = fixed_interval(half[s], p.alpha, int(np.isfinite(ch.oof_served).sum()))
+    return out, board_rules, notes
