@@ -27,6 +27,7 @@ from .adaptive import ItemSession
 from .calibration import ConformalInterval
 from .estimation.bank import log_tables, soft_answers
 from .estimators import weighted_accuracy
+from .groups import grouped_test_mask
 
 EPS_SELECT = (0.1, 0.2)
 EPS_ESTIMATE = (0.05, 0.1, 0.2, 0.3)
@@ -232,8 +233,6 @@ def tune_bank(
     """Choose the bank-adaptive parameters on a leaderboard's own models (for a new model's test): a seeded
     ``val_fraction`` of them (whole ``groups`` when given) are simulated on a bank of the others.
     Y : (N, I) the scenario's answers. Returns :meth:`BankAdaptive.params`."""
-    from .groups import grouped_test_mask
-
     Y = np.asarray(Y, dtype=float)
     Y = Y[~np.isnan(Y).all(1)]
     if len(Y) < 20:

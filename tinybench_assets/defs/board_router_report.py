@@ -23,6 +23,9 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
+from tinybench_assets.core.routing import route, select_router
+from tinybench_assets.core.routing.guard import GuardedRouter
+from tinybench_assets.core.routing.routers import model_accuracy
 from tinybench_assets.core.routing.served import ServedRouter
 from tinybench_assets.core.routing.surface import SurfaceFeatures
 from tinybench_assets.io import plots, router_plots
@@ -31,8 +34,6 @@ from tinybench_assets.io import plots, router_plots
 def per_scenario(Yte, picks, task_te, prior, Ytr, task_tr, models) -> pd.DataFrame:
     """Test accuracy per scenario: the router, the best single model overall, the per-scenario best (chosen on that
     scenario's training questions) and the oracle, then their macro average."""
-    from tinybench_assets.core.routing.routers import model_accuracy
-
     best = int(np.argmax(prior))
     rows = []
     for t in dict.fromkeys(task_te):
@@ -99,10 +100,6 @@ def fit_board_router(E, Y, task, test, texts, models: list, config, device: str,
     """The router chosen by ``select_router`` on the training questions (``task``: each question's scenario; surface
     features joined where ``config.surface_features`` > 0), fitted on all of them with its guard, and scored on the
     test questions every model answered."""
-    from tinybench_assets.core.routing import route, select_router
-    from tinybench_assets.core.routing.guard import GuardedRouter
-    from tinybench_assets.core.routing.routers import model_accuracy
-
     surface = SurfaceFeatures(config.surface_features) if config.surface_features > 0 else None
     if surface is not None:
         E = surface.join(E, texts)

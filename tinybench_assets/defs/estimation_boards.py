@@ -46,7 +46,8 @@ class BigBoard:
         self.config, self.device = config, device
 
     def fit(self, db, board: str, matrix, full: pd.DataFrame, groups: np.ndarray) -> Fitted:
-        from tinybench_assets.core.predictor import AnchorPredictor  # torch and scikit-learn load when it runs
+        # lazy: loads torch and scikit-learn (~2.5 s)
+        from tinybench_assets.core.predictor import AnchorPredictor
 
         split = db.model_split(board)
         train = np.array([split.get(m) == "train" for m in matrix.models])
@@ -110,6 +111,7 @@ class BigBoard:
         return big.big_backtest(log, self.config, self.device, db, board, matrix, full, groups, t0)
 
     def export(self, pred, board: str, n: int, folder, **kw) -> tuple[dict, None]:
+        # lazy: loads torch and scikit-learn (~2.5 s)
         from tinybench_assets.core.tiny_benchmark import export_tiny_benchmark
 
         return export_tiny_benchmark(pred, leaderboard=board, n=n, **kw), None

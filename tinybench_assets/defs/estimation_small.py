@@ -16,7 +16,11 @@ import hashlib
 import numpy as np
 import pandas as pd
 
+from tinybench_assets import paths
+from tinybench_assets.core import estimators as est
+from tinybench_assets.core.estimation.small_state import BoardLayout
 from tinybench_assets.core.responses import ResponseMatrix
+from tinybench_assets.io import plots
 
 SELECTOR = "small_board_cv"  # estimator_selection.selector of a small board
 SPLIT_KIND = "leave_family_out"  # backtest_summary.split_kind of a small board
@@ -80,8 +84,8 @@ def board_arrays(matrix: ResponseMatrix, full: pd.DataFrame) -> tuple[np.ndarray
 def reusable(old, digest: str) -> bool:
     """Whether ``old`` (a saved predictor, or None) is a SmallBoardPredictor fitted on the inputs of ``digest`` whose
     fitted state has the current layout (a small_state.BoardLayout), so the backtest can reuse it."""
+    # lazy: loads torch and scikit-learn (~2.2 s)
     from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
-    from tinybench_assets.core.estimation.small_state import BoardLayout
 
     return (
         isinstance(old, SmallBoardPredictor)
@@ -93,6 +97,7 @@ def reusable(old, digest: str) -> bool:
 def fit_small(matrix: ResponseMatrix, full: pd.DataFrame, groups: np.ndarray, config, device: str, saved=None):
     """The board's SmallBoardPredictor. ``saved`` = (model_store, board): reuse the predictor anchor_sets saved when it
     was fitted on exactly these inputs and settings (its ``input_digest_``), as the backtest does; else fit."""
+    # lazy: loads torch and scikit-learn (~2.2 s)
     from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
 
     Y, w, cols, T2 = board_arrays(matrix, full)
@@ -185,8 +190,6 @@ def board_estimates(pred, matrix: ResponseMatrix, full: pd.DataFrame) -> pd.Data
     """Every model of the board estimated from its anchor answers through the served tiny benchmark (every JSON
     estimator, plus ``tinybench``: the served choice with its interval), against T1 and T2. In-sample: these models
     trained the predictor; the honest figures are the backtest's out-of-fold ones."""
-    from tinybench_assets.core import estimators as est
-
     Y, w, cols, T2 = board_arrays(matrix, full)
     models = np.asarray(matrix.models, dtype=object)
     parts = []
@@ -289,9 +292,6 @@ def budget_metadata(pred, board: str) -> dict:
 
     import dagster as dg
 
-    from tinybench_assets import paths
-    from tinybench_assets.io import plots
-
     budgets = pred.budget_table()
     png = plots.budget_curve(budgets, title=f"{board}: error and 90 % half-width against n (leave-family-out)")
     plots.save(png, Path(paths.artifacts_dir()) / "plots" / f"budgets_{board}.png")
@@ -313,6 +313,7 @@ def budget_metadata(pred, board: str) -> dict:
 
 def export_budgets(pred, board: str, folder, **export):
     """Every prepared budget's tiny benchmark and ``budgets.json`` in ``folder`` (core/tiny_benchmark/budgets.py)."""
+    # lazy: loads torch and scikit-learn (~2.4 s)
     from tinybench_assets.core.tiny_benchmark.budgets import save_budgets
 
     return save_budgets(pred, board, folder, pred.budget_table(), **export)
@@ -325,6 +326,7 @@ def small_backtest(config, db, board, matrix, full, groups, device: str, t0, mod
 
     import dagster as dg
 
+    # lazy: loads torch and scikit-learn (~2.2 s)
     from tinybench_assets.core.backtest import reference_n
 
     pred = fit_small(matrix, full, groups.to_numpy(), config, device, (model_store, board))

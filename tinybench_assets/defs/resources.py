@@ -11,6 +11,7 @@ from pydantic import Field
 from tinybench_assets import paths
 from tinybench_assets.io import model_files
 from tinybench_assets.io.drop_types import split_partition_key
+from tinybench_assets.io.embeddings import Encoder
 from tinybench_assets.io.model_files import MissingModelError, UnsafeNameError  # noqa: F401 - raised by ModelStore
 from tinybench_assets.io.store import Store
 
@@ -167,8 +168,6 @@ class EncoderResource(dg.ConfigurableResource):
     precision: str = "auto"
 
     def get(self):
-        from tinybench_assets.io.embeddings import Encoder
-
         return Encoder(
             self.model_name,
             device=self.device,

@@ -11,6 +11,14 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
+from tinybench_assets.core.routing.cost import (
+    choose_point,
+    cost_quality_report,
+    expected_cost,
+    training_aiq_gain,
+    training_points,
+)
+from tinybench_assets.core.routing.families import simplicity
 from tinybench_assets.io import plots, router_plots
 from tinybench_assets.io.routing_reads import cost_matrix
 from tinybench_assets.io.store import Store
@@ -21,8 +29,6 @@ def cost_choice(config, objective: str, sel, test_P: dict, Ytr, Ctr, prior):
     model, the lambda sweep, the cascade thresholds) of each fitted family's out-of-fold P through
     ``core.routing.cost.choose_point``; across families the same rule (cheapest point that meets the target; for
     max_cost the most accurate within it)."""
-    from tinybench_assets.core.routing.cost import choose_point
-
     points = {
         f: choose_point(
             sel.oof[f],
@@ -50,9 +56,6 @@ def cost_choice(config, objective: str, sel, test_P: dict, Ytr, Ctr, prior):
 def curve_family(sel, families, Ytr, Ctr, prior) -> tuple[str, dict]:
     """The family whose cost-quality curve the report shows: the highest AIQ gain over the zero router on TRAINING
     questions (out-of-fold P), ties to the simpler family; with every family's gain."""
-    from tinybench_assets.core.routing.cost import training_aiq_gain
-    from tinybench_assets.core.routing.families import simplicity
-
     gains = {f: training_aiq_gain(sel.oof[f], Ytr, Ctr, prior) for f in families if f in sel.oof}
     return min(gains, key=lambda f: (-round(gains[f], 12), simplicity(f))), gains
 
@@ -61,8 +64,6 @@ def cost_file_meta(objective: str, config, choice, P_oof, Ytr, Ctr, prior) -> di
     """What ``tinybench route`` needs to serve a cost objective without data: each model's mean training cost per
     question (what routing prices it at), the served policy, and every policy of the served family with its
     training-CV accuracy and cost, from which ``--tolerance`` / ``--max-cost`` / ``--min-accuracy`` choose another."""
-    from tinybench_assets.core.routing.cost import expected_cost, training_points
-
     pts = training_points(P_oof, Ytr, Ctr, prior)
     return {
         "objective": objective,
@@ -134,8 +135,6 @@ def cost_part(db: Store, d, sel, sc, config) -> CostPart:
     point it serves, the cost-quality curve of the family with the best training AIQ gain, and AIQ on the test
     questions against the zero router. ``d``: the partition's ``RoutingInputs``, ``sc``: its ``Scores``
     (defs/router_report.py)."""
-    from tinybench_assets.core.routing.cost import cost_quality_report, expected_cost
-
     (_, Ytr, _), (_, Yte, test_items) = d.train, d.scored
     C = cost_matrix(db, d.key, list(test_items), d.models)
     Ctr = cost_matrix(db, d.key, list(d.emb["item"][~d.test]), d.models) if C is not None else None

@@ -25,6 +25,12 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
+from tinybench_assets.core.routing import evaluate_routing, route
+from tinybench_assets.core.routing.calibrated import CalibratedRouter
+from tinybench_assets.core.routing.families import base_family, same_config, simplicity
+from tinybench_assets.core.routing.gap import gap_report
+from tinybench_assets.core.routing.routers import EnsembleRouter, model_accuracy
+from tinybench_assets.core.routing.served import ServedRouter
 from tinybench_assets.defs.router_cost_report import CostPart, cost_file_meta, cost_part
 from tinybench_assets.io import plots, router_plots
 from tinybench_assets.io.routing_reads import partition_rows, question_groups, routing_data
@@ -90,8 +96,6 @@ def gap_metadata(rep: dict, key: str) -> dict:
 
 def tutorial_accuracy(db: Store, key: str, items, models, Y, prior) -> float:
     """Test accuracy of the tutorial router: argmax of the stored p-IRT predictions (tie-break by training accuracy)."""
-    from tinybench_assets.core.routing import route
-
     p = partition_rows(db, "pirt_predictions", key, "model, item, p")
     if p.empty:
         return float("nan")
@@ -120,8 +124,6 @@ class RoutingInputs:
 
     @classmethod
     def read(cls, db: Store, key: str) -> RoutingInputs:
-        from tinybench_assets.core.routing.routers import model_accuracy  # scikit-learn loads when the asset runs
-
         emb, E, Y, models, test = routing_data(db, key)
         complete = ~np.isnan(Y[test]).any(axis=1)
         if not complete.any():
@@ -163,11 +165,6 @@ def score_routers(d: RoutingInputs, sel, config, device: str) -> Scores:
     """Every family's CV-best router (the served one only unless ``config.evaluate_all``) fitted on all training
     questions (an ensemble or a calibrated router from members fitted here, not again) and scored on the test
     questions with a paired bootstrap against the best single model."""
-    from tinybench_assets.core.routing import evaluate_routing, route
-    from tinybench_assets.core.routing.calibrated import CalibratedRouter
-    from tinybench_assets.core.routing.families import base_family, same_config
-    from tinybench_assets.core.routing.routers import EnsembleRouter
-
     (Etr, Ytr, gtr), (Ete, Yte, _) = d.train, d.scored
     rows, test_P, fitted, served = [], {}, {}, None
     for fam, (cfg, cv_acc) in sel.best.items():
@@ -261,8 +258,6 @@ def gap_report_part(d: RoutingInputs, sel, sc: Scores, config) -> tuple[dict, di
     """RouteLLM's measures where two models route (the share of calls to the stronger one): (tables, metadata)."""
     if len(d.models) != 2:
         return {}, {}
-    from tinybench_assets.core.routing.families import simplicity
-    from tinybench_assets.core.routing.gap import gap_report
 
     (_, Ytr, _), (_, Yte, _) = d.train, d.scored
     gap = gap_report(
@@ -274,8 +269,6 @@ def gap_report_part(d: RoutingInputs, sel, sc: Scores, config) -> tuple[dict, di
 
 def served_router_file(d: RoutingInputs, sel, sc: Scores, cost: CostPart, config):
     """The ServedRouter of the partition: the served family, or the cost objective's family where one is served."""
-    from tinybench_assets.core.routing.served import ServedRouter
-
     saved, file_meta = (
         sc.served_router,
         {

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from tinybench_assets.io.drops import sidecar_path
+
 from .drops import DropError, drop_sha256, file_sha256, landing_files, leaderboard_of, read_drop
 from .store import Store
 
@@ -86,8 +88,6 @@ _SHA_CACHE: dict[tuple, str] = {}
 def _cached_sha(path: Path) -> str:
     """drop_sha256, remembered per (path, size, mtime) of the file and its sidecar: the daemon's sensor asks every
     tick, and a file that has not changed is not read again."""
-    from tinybench_assets.io.drops import sidecar_path
-
     side = sidecar_path(path)
     marks = tuple((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in (path, side) if p is not None)
     if marks not in _SHA_CACHE:

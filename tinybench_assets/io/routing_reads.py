@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from tinybench_assets.core.routing.split import MIN_SELF_SPLIT_QUESTIONS, question_split
 from tinybench_assets.io.drop_types import split_partition_key
 from tinybench_assets.io.embeddings import load_cached
 from tinybench_assets.io.store import Store, load_matrix
@@ -16,8 +17,6 @@ from tinybench_assets.io.store import Store, load_matrix
 def partition_questions(db: Store, key: str) -> pd.DataFrame:
     """The partition's items in matrix order with split, text (NaN where none landed) and subscenario; where no split
     landed and there are enough questions with text, the split of core/routing/split.py (``split_source`` says which)."""
-    from tinybench_assets.core.routing.split import MIN_SELF_SPLIT_QUESTIONS, question_split
-
     q = db.matrix_questions(key)
     q["subscenario"] = db.matrix_items(key)["subscenario"].to_numpy() if len(q) else []
     q["split_source"] = "landed"

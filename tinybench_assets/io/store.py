@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tinybench_assets.core.responses import ResponseMatrix
+
 from .backend import StoreUnavailable, is_postgres_url, mask_url
 from .connection import DuckDBFile, StoreLockTimeout
 from .cost_queries import CostQueries
@@ -76,8 +78,6 @@ def as_float_list(a: np.ndarray) -> list[list[float]]:
 
 def load_matrix(store: Store, key: str, binarized: bool = False):
     """The partition's ResponseMatrix (models x items), raw scores or binarized 0/1, NaN = missing."""
-    from tinybench_assets.core.responses import ResponseMatrix
-
     df = store.binarized_long(key) if binarized else store.responses(key)
     if df.empty:
         raise LookupError(

@@ -7,6 +7,8 @@ import time
 
 import dagster as dg
 
+from tinybench_assets.orchestration.orphans import PID_TAG
+
 LIVE = [
     dg.DagsterRunStatus.QUEUED,
     dg.DagsterRunStatus.NOT_STARTED,
@@ -35,8 +37,6 @@ def wait_for_live_runs(
     has in hand is queued, starting or started; returns how many were waited for. Queued runs that no live daemon will
     launch are canceled instead (their work is about to be done by the caller). run-all's own in-process runs (tagged
     with its pid; one run-all per project holds the lock) are not waited for."""
-    from tinybench_assets.orchestration.orphans import PID_TAG
-
     waited, said, t0 = set(), False, time.monotonic()
     while time.monotonic() - t0 < timeout_s:
         mine = [

@@ -49,6 +49,7 @@ def run_owner_tags() -> dict[str, str]:
 
 def _local_instance(instance: dg.DagsterInstance) -> bool:
     """Whether the instance's runs live on this machine (SQLite or in memory), so an untagged run's pid is one here."""
+    # lazy: dagster_private loads ~0.55 s of private Dagster modules that the definitions do not
     from tinybench_assets.orchestration.dagster_private import InMemoryRunStorage, SqliteRunStorage
 
     return isinstance(instance.run_storage, (SqliteRunStorage, InMemoryRunStorage))

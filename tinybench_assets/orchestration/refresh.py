@@ -26,6 +26,10 @@ from dataclasses import dataclass, field
 
 import dagster as dg
 
+from tinybench_assets.io.drop_types import split_partition_key
+from tinybench_assets.orchestration.live_runs import wait_for_live_runs
+from tinybench_assets.orchestration.versions import partition_version, prices_version
+
 # assets whose data version is a content hash (not derived from their inputs): a re-run may leave it unchanged
 CONTENT_VERSIONED = frozenset({"landing_ingest", "raw_responses", "model_prices"})
 #: the scenario-partitioned ones, which read landing_ingest: fresh after an ingest that left their content as it was
@@ -47,8 +51,6 @@ class RefreshResult:
 
 def leaderboard_of_key(partition: str | None) -> str | None:
     """The leaderboard a scenario (``openllm.arc``) or leaderboard (``openllm``) partition key belongs to."""
-    from tinybench_assets.io.drop_types import split_partition_key
-
     if partition is None or "." not in partition:  # unpartitioned, or a leaderboard key
         return partition
     return split_partition_key(partition)[0]
@@ -57,6 +59,7 @@ def leaderboard_of_key(partition: str | None) -> str | None:
 def own_cause(cause, partition: str | None) -> bool:
     """Whether a stale root cause can concern ``partition``: a code change, a cause in an unpartitioned asset, or one
     in a partition of the same leaderboard."""
+    # lazy: dagster_private loads ~0.55 s of private Dagster modules that the definitions do not
     from tinybench_assets.orchestration.dagster_private import StaleCauseCategory
 
     if cause.category == StaleCauseCategory.CODE or partition is None:
@@ -77,6 +80,7 @@ class Staleness:
 
 def resolver_for(instance: dg.DagsterInstance, asset_graph):
     """One caching stale-status resolver (the UI's): share it across the partitions of one decision."""
+    # lazy: dagster_private loads ~0.55 s of private Dagster modules that the definitions do not
     from tinybench_assets.orchestration.dagster_private import (
         AssetGraphView,
         CachingStaleStatusResolver,
@@ -107,6 +111,7 @@ def assess(
       are FRESH when their content is unchanged (:func:`content_version` equals the stored version), and certain to
       change otherwise: a drop refreshes its own partitions, a prices file its leaderboard's cost assets.
     """
+    # lazy: dagster_private loads ~0.55 s of private Dagster modules that the definitions do not
     from tinybench_assets.orchestration.dagster_private import StaleStatus
 
     resolver = resolver or resolver_for(instance, asset_graph)
@@ -143,8 +148,6 @@ def assess(
 def content_version(name: str, store, partition: str) -> str:
     """The version a scenario partition's content-versioned asset (``SCENARIO_CONTENT``) would report now:
     ``raw_responses`` the partition's drops, ``model_prices`` its leaderboard's prices drops."""
-    from tinybench_assets.orchestration.versions import partition_version, prices_version
-
     if name == "raw_responses":
         return partition_version(store, partition)
     return prices_version(store, leaderboard_of_key(partition))
@@ -164,6 +167,7 @@ def plan(asset_graph, statuses: dict, certain=frozenset()) -> set:
     """Keys to run now: every MISSING or STALE key, the descendants (within the job) of those whose new data
     version is certain to differ (``certain``: content-versioned keys known to change), and the rest of any
     multi-asset that cannot be split."""
+    # lazy: dagster_private loads ~0.55 s of private Dagster modules that the definitions do not
     from tinybench_assets.orchestration.dagster_private import StaleStatus
 
     within = set(statuses)
@@ -222,8 +226,6 @@ def refresh(
     """Run ``job_name`` for ``partition`` on its stale or missing assets only (all of them with ``force``). A run of
     the same job and partition that the Dagster daemon has in hand is waited for first, then the question is asked
     again: a partition is computed once when run-all meets the daemon."""
-    from tinybench_assets.orchestration.live_runs import wait_for_live_runs
-
     t0 = time.perf_counter()
     job = defs.resolve_job_def(job_name)
     keys = set(job.asset_layer.selected_asset_keys)

@@ -27,6 +27,13 @@ from pathlib import Path
 
 import dagster as dg
 
+from tinybench_assets import paths
+from tinybench_assets.io.drops import split_partition_key
+from tinybench_assets.orchestration.live_runs import live_runs
+from tinybench_assets.orchestration.orphans import process_start_time
+from tinybench_assets.orchestration.refresh import explain, repository, resolver_for
+from tinybench_assets.orchestration.versions import code_version, landing_version
+
 INGEST_JOB, SCENARIO_JOB, LEADERBOARD_JOB = "ingest_landing", "refresh_scenario", "refresh_leaderboard"
 #: run tags: why a run was requested, its state digest, and what requested it
 REASON_TAG, STATE_TAG, TRIGGER_TAG = "tinybench/reason", "tinybench/state", "tinybench/trigger"
@@ -74,16 +81,12 @@ class Decision:
 
 def run_all_lock_path() -> Path:
     """The project's run-all lock, beside the DuckDB file: one run-all per store at a time."""
-    from tinybench_assets import paths
-
     db = Path(paths.duckdb_path())
     return db.with_name(db.name + ".run-all.lock")
 
 
 def run_all_holder() -> str | None:
     """Who holds the run-all lock ("pid 123, started ..."), when a live process does; else None."""
-    from tinybench_assets.orchestration.orphans import process_start_time
-
     try:
         text = run_all_lock_path().read_text().strip()
     except OSError:
@@ -110,8 +113,8 @@ def failed_attempts(instance: dg.DagsterInstance, state: str) -> int:
 def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str) -> Decision:
     """What needs a run now, and why (see the module docstring). ``defs``: a Definitions or RepositoryDefinition.
     Nothing while a live ``tinybench run-all`` holds the project's lock: it does the work."""
+    # lazy: loads duckdb (io.landing: ~0.4 s)
     from tinybench_assets.io.landing import pending_drops
-    from tinybench_assets.orchestration.live_runs import live_runs
 
     out = Decision()
     holder = run_all_holder()
@@ -132,8 +135,6 @@ def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str) -> D
 def _ingest_decision(out: Decision, instance, incoming: Path, drops) -> Decision:
     """New or changed drops: one ingest run (its state: the files' names, sizes and times and the ingest code), or
     nothing once its runs failed MAX_ATTEMPTS times on them; partitions wait for it."""
-    from tinybench_assets.orchestration.versions import code_version
-
     marks = []
     for rel in sorted(drops):
         try:
@@ -166,10 +167,6 @@ def _ingest_decision(out: Decision, instance, incoming: Path, drops) -> Decision
 def _partition_decision(out: Decision, defs, instance, store, live: dict) -> Decision:
     """Every scenario partition with stale or missing assets, and each leaderboard once its scenario partitions
     have nothing to do; the larger leaderboards first."""
-    from tinybench_assets.io.drops import split_partition_key
-    from tinybench_assets.orchestration.refresh import explain, repository, resolver_for
-    from tinybench_assets.orchestration.versions import code_version, landing_version
-
     repo = repository(defs)
     resolver = resolver_for(instance, repo.asset_graph)
     keys = store.partition_keys()

@@ -116,6 +116,7 @@ class KNNIRTRouter(BaseRouter):
         return {"dim": self.dim, "k": self.k, "weighting": self.weighting}
 
     def fit(self, E, Y, groups=None):
+        # lazy: loads torch (~1.2 s)
         from tinybench_assets.core.irt import fit_irt
 
         Y = self._fit_common(Y)

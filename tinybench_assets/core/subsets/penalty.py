@@ -14,7 +14,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from tinybench_assets.core.subsets.rankings import Ranking, balanced_weights, subset_mask
+from tinybench_assets.core.subsets.rankings import (
+    Ranking,
+    balanced_weights,
+    rank_mean_score,
+    rank_ref_vs_voters,
+    subset_mask,
+    tie_breaker,
+)
 
 
 def subset_scores(Y: np.ndarray, mask: np.ndarray, groups: np.ndarray | None = None) -> np.ndarray:
@@ -75,8 +82,6 @@ def penalty_vs_n_voters(
 
     Returns DataFrame (n_voters, mean_penalty, sd_penalty, draws).
     """
-    from tinybench_assets.core.subsets.rankings import rank_mean_score, rank_ref_vs_voters, tie_breaker
-
     Yv = np.asarray(Yv, dtype=float)
     rng = np.random.default_rng(seed)
     rows = []

@@ -64,6 +64,7 @@ def fit_irt_models(setup: MagiSetup, *, dim: int = 1, seed: int = 0, device: str
     """The project's 2PL fitted on the tune non-voters (voters and eval models excluded), oriented so that
     ability correlates positively with accuracy. scope "pooled": one fit over the pool (IRTParams);
     "scenario": one 1-D fit per scenario (ScenarioIRT)."""
+    # lazy: loads torch (~1.1 s)
     from tinybench_assets.core.irt import fit_irt
 
     t0 = time.perf_counter()

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ...atomic import atomic_write
+from .files import save_artifact
 from .format import JSON_FILE, ArtifactError
 
 __all__ = [
@@ -42,8 +43,6 @@ def save_budgets(pred, leaderboard: str, folder, table, **export) -> Path:
 
     pred : a fitted SmallBoardPredictor; table : its ``budget_table()`` (n, scenario, mae, half_width, coverage);
     export : ``to_artifact``'s keywords (item_texts, binarization). Returns the budgets file's path."""
-    from .files import save_artifact
-
     folder = Path(folder)
     entries = []
     for n in sorted(int(x) for x in pred.n_values):

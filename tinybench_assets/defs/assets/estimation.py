@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 
 from tinybench_assets import paths
+from tinybench_assets.core.groups import group_summary, model_groups
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
+from tinybench_assets.core.subsets.voters import read_aggregate
 from tinybench_assets.defs import estimation_small as small
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.estimation_boards import board_for
@@ -72,9 +74,6 @@ class BacktestConfig(EstimationConfig):
 
 def board_groups(matrix: ResponseMatrix, board: str, config: EstimationConfig) -> pd.Series:
     """The family key per model of the leaderboard (core/groups.py), from the aggregate CSV when there is one."""
-    from tinybench_assets.core.groups import model_groups
-    from tinybench_assets.core.subsets.voters import read_aggregate
-
     return model_groups(matrix.models, read_aggregate(paths.aggregate_csv(board, config.aggregate_csv)))
 
 
@@ -257,8 +256,6 @@ def estimation_backtest(
     torch_device: TorchDevice,
     model_store: ModelStore,
 ) -> dg.MaterializeResult:
-    from tinybench_assets.core.groups import group_summary
-
     db, board, matrix, full, skip = board_inputs(context, store, config)
     if skip is not None:
         return skip
@@ -296,6 +293,7 @@ def tiny_benchmark(
     db, board, matrix, _, skip = board_inputs(context, store, config)  # skipped as anchor_sets was
     if skip is not None:
         return skip
+    # lazy: loads torch and scikit-learn (~2.4 s)
     from tinybench_assets.core.tiny_benchmark import artifact_tables, save_artifact
 
     pred = model_store.load_predictor(board)

@@ -6,6 +6,7 @@ import time
 
 import dagster as dg
 
+from tinybench_assets.core.routing import select_router
 from tinybench_assets.defs import router_report as report
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import scenario_partitions
@@ -41,8 +42,6 @@ def router_accuracy(
     torch_device: TorchDevice,
     model_store: ModelStore,
 ) -> dg.MaterializeResult:
-    from tinybench_assets.core.routing import select_router  # torch and scikit-learn load when the asset runs
-
     key, db, t0 = context.partition_key, store.get(), time.perf_counter()
     if partition_rows(db, "question_embeddings", key, "item").empty:
         return dg.MaterializeResult(metadata={"skipped": "no questions embedded (see question_embeddings)"})

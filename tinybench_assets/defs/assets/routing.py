@@ -13,12 +13,15 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
+from tinybench_assets.core.routing import impute_item_params
+from tinybench_assets.core.routing.routers import irt_proba
+from tinybench_assets.core.routing.split import MIN_SELF_SPLIT_QUESTIONS
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, EncoderResource, StoreResource
 from tinybench_assets.defs.settings import ROUTER_GROUP as GROUP
 from tinybench_assets.io import plots
-from tinybench_assets.io.embeddings import embed_cached, text_key
+from tinybench_assets.io.embeddings import bf16_probe_timings, embed_cached, text_key
 from tinybench_assets.io.routing_reads import irt_fit, load_embeddings, partition_questions, partition_rows
 from tinybench_assets.orchestration.versions import code_version
 
@@ -34,8 +37,6 @@ class KNNConfig(dg.Config):
 
 def routable(q: pd.DataFrame) -> str | None:
     """Why a partition cannot be routed, or None."""
-    from tinybench_assets.core.routing.split import MIN_SELF_SPLIT_QUESTIONS
-
     if q.empty:
         return "no items (materialize response_matrix first)"
     if q["text"].isna().all():
@@ -113,8 +114,6 @@ def question_embeddings(
 
 def _probe_metadata(enc) -> dict:
     """The bfloat16 probe's timings behind ``precision`` auto (empty when it did not run)."""
-    from tinybench_assets.io.embeddings import bf16_probe_timings
-
     t = bf16_probe_timings(enc.num_threads) if enc.precision == "auto" else None
     return {} if t is None else {"bf16_probe_ms": f"float32 {t[0] * 1e3:.1f} / bfloat16 {t[1] * 1e3:.1f}"}
 
@@ -137,8 +136,6 @@ NO_FIT = "no IRT fit stored for this partition (irt_model's note says why: too s
     ),
 )
 def knn_item_params(context: dg.AssetExecutionContext, config: KNNConfig, store: StoreResource) -> dg.MaterializeResult:
-    from tinybench_assets.core.routing import impute_item_params
-
     key, db = context.partition_key, store.get()
     emb, E = load_embeddings(db, key)
     if emb.empty or not (emb["split"] == "test").any():
@@ -205,8 +202,6 @@ def knn_item_params(context: dg.AssetExecutionContext, config: KNNConfig, store:
     ),
 )
 def pirt_predictions(context: dg.AssetExecutionContext, store: StoreResource) -> dg.MaterializeResult:
-    from tinybench_assets.core.routing.routers import irt_proba
-
     key, db = context.partition_key, store.get()
     imp = partition_rows(db, "knn_item_params", key, "item, b, a")
     if imp.empty:

@@ -153,6 +153,7 @@ ROUND_TRIP_MODELS = 50  # test models re-estimated from the artifact (sorted by 
 def tiny_benchmark_round_trip(
     context: dg.AssetCheckExecutionContext, store: StoreResource, model_store: ModelStore
 ) -> dg.AssetCheckResult:
+    # lazy: loads torch and scikit-learn (~2.4 s)
     from tinybench_assets.core.tiny_benchmark import JSON_FILE, ArtifactError, evaluate_artifact, load_artifact
 
     board = partition_of(context)

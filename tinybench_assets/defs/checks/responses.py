@@ -3,9 +3,11 @@
 import dagster as dg
 import numpy as np
 
+from tinybench_assets.core.responses import concat_scenarios
 from tinybench_assets.defs.checks._common import ERROR, WARN, nothing_stored, partition_of, result
 from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
 from tinybench_assets.defs.resources import StoreResource
+from tinybench_assets.io.store import training_matrix
 
 
 @dg.asset_check(
@@ -103,9 +105,6 @@ def binarization_keeps_accuracy(context: dg.AssetCheckExecutionContext, store: S
 def _irt_fit_check(context: dg.AssetCheckExecutionContext, store: StoreResource, asset: str) -> dg.AssetCheckResult:
     """Converged (finite loss and parameters, fitted on the items now stored) and held-out log-loss below the
     constant item-mean predictor's on the same held-out cells (the fit's own seeded half of the items)."""
-    from tinybench_assets.core.responses import concat_scenarios
-    from tinybench_assets.io.store import training_matrix
-
     key = partition_of(context)
     db = store.get()
     fit = db.irt_fit_summary(key)

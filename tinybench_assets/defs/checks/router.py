@@ -3,6 +3,7 @@
 import dagster as dg
 import numpy as np
 
+from tinybench_assets.defs.assets.subsets import MagiConfig
 from tinybench_assets.defs.checks._common import (
     ERROR,
     WARN,
@@ -109,8 +110,6 @@ def router_matches_best_single(context: dg.AssetCheckExecutionContext, store: St
 
 def _magi_max_fraction(context: dg.AssetCheckExecutionContext, board: str) -> tuple[float, str]:
     """max_fraction of the run that materialized magi_subset for this leaderboard, else MagiConfig's default."""
-    from tinybench_assets.defs.assets.subsets import MagiConfig
-
     flt = dg.AssetRecordsFilter(asset_key=dg.AssetKey("magi_subset"), asset_partitions=[board])
     recs = context.instance.fetch_materializations(flt, limit=1).records
     run = context.instance.get_run_by_id(recs[0].run_id) if recs else None
