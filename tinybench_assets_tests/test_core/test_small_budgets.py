@@ -1,5 +1,5 @@
 """Small boards' nested stratified anchors (core/estimation/strata.py), shrinkage toward the board
-(core/estimation/shrinkage.py), the board's rule and pooled intervals (small_choice.py), and the prepared budgets
+(core/estimation/shrinkage.py), the board's rule (small_choice.py) and pooled intervals (small_intervals.py), and the prepared budgets
 (core/tiny_benchmark/budgets.py) through ``tinybench anchors --n / --target-width`` and ``tinybench estimate``."""
 
 from __future__ import annotations
