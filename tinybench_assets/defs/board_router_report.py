@@ -106,19 +106,7 @@ def fit_board_router(E, Y, task, test, texts, models: list, config, device: str,
     Etr, Ytr, gtr = E[~test], Y[~test], task[~test]
     complete = test & ~np.isnan(Y).any(axis=1)
     prior = model_accuracy(Ytr)
-    sel = select_router(
-        Etr,
-        Ytr,
-        groups=gtr,
-        families=config.families,
-        n_folds=config.n_folds,
-        seed=config.seed,
-        device=device,
-        margins=config.margins,
-        gate_level=config.gate_level,
-        n_boot=config.n_boot,
-        log=log,
-    )
+    sel = select_router(Etr, Ytr, groups=gtr, device=device, **config.selection(), log=log)
     router = sel.make(sel.served, device=device, seed=config.seed).fit(Etr, Ytr, gtr)
     guarded = GuardedRouter(router).fit(Etr, Ytr)
     picks = route(router.predict_proba(E[complete]), prior, margin=sel.margin)

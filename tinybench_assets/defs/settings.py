@@ -32,3 +32,14 @@ class RouterConfig(dg.Config):
     tolerance: float = 0.01
     max_cost: float | None = None
     min_accuracy: float | None = None
+
+    def selection(self) -> dict:
+        """The keyword arguments of ``core.routing.select.select_router`` that this config sets."""
+        return dict(
+            families=self.families,
+            n_folds=self.n_folds,
+            seed=self.seed,
+            margins=self.margins,
+            gate_level=self.gate_level,
+            n_boot=self.n_boot,
+        )

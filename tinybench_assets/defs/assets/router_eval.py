@@ -47,19 +47,7 @@ def router_accuracy(
         return dg.MaterializeResult(metadata={"skipped": "no questions embedded (see question_embeddings)"})
     d, device = report.RoutingInputs.read(db, key), torch_device.resolve()
     Etr, Ytr, gtr = d.train
-    sel = select_router(
-        Etr,
-        Ytr,
-        groups=gtr,
-        families=config.families,
-        n_folds=config.n_folds,
-        seed=config.seed,
-        device=device,
-        margins=config.margins,
-        gate_level=config.gate_level,
-        n_boot=config.n_boot,
-        log=context.log.info,
-    )
+    sel = select_router(Etr, Ytr, groups=gtr, device=device, **config.selection(), log=context.log.info)
     scores = report.score_routers(d, sel, config, device)
     tut = report.tutorial_accuracy(db, key, list(d.scored[2]), d.models, d.scored[1], d.prior)
     tables = report.accuracy_tables(d, sel, scores, tut, config, t0)
