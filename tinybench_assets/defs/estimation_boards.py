@@ -124,7 +124,7 @@ class SmallBoard:
         self.config, self.device = config, device
 
     def fit(self, db, board: str, matrix, full: pd.DataFrame, groups: np.ndarray) -> Fitted:
-        pred = small.fit_small(matrix, full, groups, self.config, self.device)
+        pred, _ = small.fit_small(matrix, full, groups, self.config, self.device)
         tables = small.anchor_tables(pred)
         meta = {
             "small_board": f"{len(matrix.models)} models: anchors, estimators and intervals chosen by "

@@ -11,8 +11,6 @@ outputs into the store's tables; the assets call it where the board is small.
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 import pandas as pd
 
@@ -81,22 +79,10 @@ def board_arrays(matrix: ResponseMatrix, full: pd.DataFrame) -> tuple[np.ndarray
     return matrix.scores, matrix.balance_weights(), cols, T2
 
 
-def reusable(old, digest: str) -> bool:
-    """Whether ``old`` (a saved predictor, or None) is a SmallBoardPredictor fitted on the inputs of ``digest`` whose
-    fitted state has the current layout (a small_state.BoardLayout), so the backtest can reuse it."""
-    # lazy: loads torch and scikit-learn (~2.2 s)
-    from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
-
-    return (
-        isinstance(old, SmallBoardPredictor)
-        and isinstance(getattr(old, "layout_", None), BoardLayout)
-        and getattr(old, "input_digest_", None) == digest
-    )
-
-
 def fit_small(matrix: ResponseMatrix, full: pd.DataFrame, groups: np.ndarray, config, device: str, saved=None):
-    """The board's SmallBoardPredictor. ``saved`` = (model_store, board): reuse the predictor anchor_sets saved when it
-    was fitted on exactly these inputs and settings (its ``input_digest_``), as the backtest does; else fit."""
+    """(the board's SmallBoardPredictor, whether it was reused). ``saved`` = (model_store, board): reuse the predictor
+    anchor_sets saved when it was fitted on exactly these inputs and settings (equal ``digest``), as the backtest
+    does; else fit."""
     # lazy: loads torch and scikit-learn (~2.2 s)
     from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
 
@@ -106,35 +92,18 @@ def fit_small(matrix: ResponseMatrix, full: pd.DataFrame, groups: np.ndarray, co
         alpha=float(config.alpha),
         seed=int(getattr(config, "seed", 0)),
     )
-    h = hashlib.sha256(
-        repr(
-            (
-                sorted(params.items()),
-                device,
-                list(matrix.items),
-                list(matrix.models),
-                list(matrix.subscenarios),
-                [str(g) for g in groups],
-                {s: c.tolist() for s, c in cols.items()},
-            )
-        ).encode()
-    )
-    for a in (Y, w, T2):
-        h.update(np.ascontiguousarray(a, dtype=float).tobytes())
-    digest = h.hexdigest()
+    pred = SmallBoardPredictor(**params, device=device)
+    inputs = dict(items=matrix.items, models=matrix.models, subscenarios=matrix.subscenarios)
     if saved is not None:
         try:
             old = saved[0].load_predictor(saved[1])
         except Exception:  # noqa: BLE001 - none saved, or unreadable: fit
             old = None
-        if reusable(old, digest):
-            old.reused_ = True
-            return old
-    pred = SmallBoardPredictor(**params, device=device).fit(
-        Y, w, cols, T2, groups, items=matrix.items, models=matrix.models, subscenarios=matrix.subscenarios
-    )
-    pred.input_digest_ = digest
-    return pred
+        digest = pred.digest(Y, w, cols, T2, groups, **inputs)
+        current = isinstance(old, SmallBoardPredictor) and isinstance(getattr(old, "layout_", None), BoardLayout)
+        if current and getattr(old, "input_digest_", None) == digest:  # fitted on these inputs, in today's layout
+            return old, True
+    return pred.fit(Y, w, cols, T2, groups, **inputs), False
 
 
 def anchor_tables(pred) -> dict[str, pd.DataFrame]:
@@ -329,7 +298,7 @@ def small_backtest(config, db, board, matrix, full, groups, device: str, t0, mod
     # lazy: loads torch and scikit-learn (~2.2 s)
     from tinybench_assets.core.backtest import reference_n
 
-    pred = fit_small(matrix, full, groups.to_numpy(), config, device, (model_store, board))
+    pred, reused = fit_small(matrix, full, groups.to_numpy(), config, device, (model_store, board))
     summary = backtest_summary(pred, seed=config.seed)
     db.replace_partition(
         {
@@ -358,7 +327,7 @@ def small_backtest(config, db, board, matrix, full, groups, device: str, t0, mod
             f"tinybench_t1_mae_mean_n{n_ref}": float(served["mae_t1"].mean()) if len(served) else float("nan"),
             "coverage90_t1": float(served["coverage_t1"].mean()) if len(served) else float("nan"),
             "headline_split_kind": SPLIT_KIND,
-            "reused_anchor_sets_fit": bool(getattr(pred, "reused_", False)),
+            "reused_anchor_sets_fit": reused,
             "seconds": round(time.perf_counter() - t0, 1),
         }
     )

@@ -19,5 +19,6 @@ calibrators        ``Calibrators`` (step 9): isotonic full-score maps and confor
 selection          ``Selector`` (step 10): per-scenario estimator choice (tinybench, tinybench_own)
 served_intervals   ``ServedIntervals`` (step 11): the served estimators' selection-aware intervals
 inference          the estimate table for new models
+table              the stored estimates table: ``ESTIMATE_COLUMNS`` and ``estimate_errors``
 =================  ====================================================================================
 """

@@ -49,7 +49,7 @@ from . import small_tables
 from .small_export import build_artifact
 from .small_folds import CLUSTERING, build_bank, family_folds, fit_prior, fit_scenario, out_of_fold, scenario_truth
 from .small_guard import RANDOM, fold_designs, guard_choices, guard_note
-from .small_inputs import MIN_MODELS, MIN_TRAIN, anchor_counts, check_folds, check_inputs, check_params
+from .small_inputs import MIN_MODELS, MIN_TRAIN, anchor_counts, check_folds, check_inputs, check_params, input_digest
 from .small_select import choose_board
 from .small_state import BoardLayout, BoardTruth, FamilyFolds, GuardDecision, ServedBoard, scenario_subscenarios
 
@@ -120,7 +120,8 @@ class SmallBoardPredictor:
     choices_ {(s, n): small_choice.ScenarioChoice}, board_rules_ {n: {None | fold: the board's rule}},
     guard_ (small_state.GuardDecision: designs {s: design} served, excess {s: mean log(served MAE / random items'
     MAE) before the guard}), served_ (small_state.ServedBoard: fits {s: small_folds.ScenarioFit on every model},
-    bank {(clustering, n): {"answers", "values", "eps"}}, priors {n: prior}, the ArtifactModel per n).
+    bank {(clustering, n): {"answers", "values", "eps"}}, priors {n: prior}, the ArtifactModel per n),
+    input_digest_ (str: :meth:`digest` of the parameters and inputs it was fitted on).
     """
 
     def __init__(
@@ -157,6 +158,9 @@ class SmallBoardPredictor:
         subscenario per item, the strata of the anchors (None: difficulty strata only).
         """
         check_params(self)
+        digest = self.digest(
+            Y, w, scenario_cols, full_scores, groups, items=items, models=models, subscenarios=subscenarios
+        )
         Y, w, cols, T2, groups, items = check_inputs(Y, w, scenario_cols, full_scores, groups, items)
         models = [f"model{i}" for i in range(len(Y))] if models is None else [str(m) for m in models]
         self.notes_ = []
@@ -196,7 +200,18 @@ class SmallBoardPredictor:
             device=self.device,
             n_init=self.n_init,
         )  # 4. refit
+        self.input_digest_ = digest
         return self
+
+    def get_params(self) -> dict:
+        """The constructor's parameters, as scikit-learn estimators report them."""
+        names = ("n_values", "dims", "alpha", "max_folds", "seed", "device", "interval_scale", "n_init", "design")
+        return {k: getattr(self, k) for k in (*names, "guard")}
+
+    def digest(self, Y, w, scenario_cols, full_scores=None, groups=None, *, items=None, models=None, subscenarios=None):
+        """sha256 of these parameters and the inputs of ``fit``: a fitted predictor whose ``input_digest_`` equals
+        it would be fitted again to the same state (the backtest reuses it)."""
+        return input_digest(self.get_params(), Y, w, scenario_cols, full_scores, groups, items, models, subscenarios)
 
     def _ns(self) -> list[int]:
         return [int(n) for n in self.n_values]

@@ -4,12 +4,14 @@ every (scenario, n)."""
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 import pandas as pd
 
 from .small_folds import DESIGNS
 
-__all__ = ["MIN_MODELS", "MIN_TRAIN", "check_inputs", "check_params", "check_folds", "anchor_counts"]
+__all__ = ["MIN_MODELS", "MIN_TRAIN", "check_inputs", "check_params", "check_folds", "anchor_counts", "input_digest"]
 
 MIN_MODELS = 10  # fewer models: nothing can be cross-validated honestly
 MIN_TRAIN = 5  # training models a fold must keep per scenario
@@ -98,3 +100,13 @@ def check_params(p) -> None:
         raise ValueError(f"need 0 < alpha < 1 and max_folds >= 2, got {p.alpha}, {p.max_folds}")
     if p.design not in DESIGNS:
         raise ValueError(f"design must be one of {DESIGNS}, got {p.design!r}")
+
+
+def input_digest(params: dict, Y, w, scenario_cols, full_scores, groups, items, models, subscenarios) -> str:
+    """sha256 of a fit's parameters and inputs as given to ``SmallBoardPredictor.fit``: equal digests, equal fits."""
+    cols = {str(s): np.asarray(c).tolist() for s, c in scenario_cols.items()}
+    labels = [None if a is None else [str(x) for x in a] for a in (items, models, subscenarios, groups)]
+    h = hashlib.sha256(repr((sorted((k, repr(v)) for k, v in params.items()), labels, cols)).encode())
+    for a in (Y, w, full_scores):
+        h.update(np.ascontiguousarray(a if a is not None else [], dtype=float).tobytes())
+    return h.hexdigest()

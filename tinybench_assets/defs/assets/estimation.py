@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from tinybench_assets import paths
+from tinybench_assets.core.estimation.table import ESTIMATE_COLUMNS, estimate_errors
 from tinybench_assets.core.groups import group_summary, model_groups
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
 from tinybench_assets.core.subsets.voters import read_aggregate
@@ -193,30 +194,8 @@ def model_estimates(
         return skip
     pred = model_store.load_predictor(board)
     df, n_models = board_for(len(matrix.models), config, "cpu").estimates(pred, db, board, matrix, full)
-    cols = [
-        "model",
-        "scenario",
-        "clustering",
-        "estimator",
-        "n",
-        "estimate",
-        "lower",
-        "upper",
-        "estimate_t2",
-        "lower_t2",
-        "upper_t2",
-        "truth_t1",
-        "truth_t2",
-    ]
-    db.replace_partition({"estimates": df[cols]}, board, column="leaderboard")
-    sel = df[df.estimator.isin(["tinybench", "tinybench_own", "gpirt", "random"])]
-    err = sel.assign(
-        ae1=(sel.estimate - sel.truth_t1).abs() * 100,
-        ae2=(sel.estimate_t2 - sel.truth_t2).abs() * 100,
-        cov=(sel.lower <= sel.truth_t1) & (sel.truth_t1 <= sel.upper),
-    )
-    table = err.groupby(["scenario", "estimator", "n"])[["ae1", "ae2", "cov"]].mean().round(3).reset_index()
-    table = table.rename(columns={"ae1": "mae_t1_pts", "ae2": "mae_t2_pts", "cov": "coverage_t1"})
+    db.replace_partition({"estimates": df[list(ESTIMATE_COLUMNS)]}, board, column="leaderboard")
+    table = estimate_errors(df)
     return dg.MaterializeResult(
         metadata={
             "test_models": n_models,

@@ -4,6 +4,7 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
+from tinybench_assets.core.estimation.table import ESTIMATE_COLUMNS
 from tinybench_assets.defs.checks._common import ERROR, nothing_stored, partition_of, result, rows
 from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import ModelStore, StoreResource
@@ -73,19 +74,7 @@ def estimates_in_range(context: dg.AssetCheckExecutionContext, store: StoreResou
     out1, in1 = _interval_problems(df, "")
     out2, in2 = _interval_problems(df, "_t2")
     bad = df[out1 | in1 | out2 | in2]
-    cols = [
-        "model",
-        "scenario",
-        "clustering",
-        "estimator",
-        "n",
-        "estimate",
-        "lower",
-        "upper",
-        "estimate_t2",
-        "lower_t2",
-        "upper_t2",
-    ]
+    cols = list(ESTIMATE_COLUMNS[:-2])  # the truths aside
     return result(
         bad.empty,
         ERROR,
