@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.isotonic import IsotonicRegression
 
+from .json_floats import enc, enc_list
+
 
 def _clean(*arrays):
     arrs = [np.asarray(a, dtype=float).ravel() for a in arrays]
@@ -52,6 +54,16 @@ class IsotonicCalibrator:
         return out
 
     predict = transform
+
+    def to_dict(self) -> dict:
+        """The fitted map as the artifact stores it: its thresholds ``x``, ``y`` and its bounds."""
+        iso = self.iso_
+        return {
+            "x": enc_list(iso.X_thresholds_),
+            "y": enc_list(iso.y_thresholds_),
+            "y_min": enc(self.y_min),
+            "y_max": enc(self.y_max),
+        }
 
 
 def _scale(estimate: np.ndarray, kind: str, floor: float) -> np.ndarray:
@@ -114,6 +126,26 @@ class ConformalInterval:
         lower = np.clip(e + self.q_lo_ * s, self.lo, self.hi)
         upper = np.clip(e + self.q_hi_ * s, self.lo, self.hi)
         return lower, upper
+
+    def to_dict(self) -> dict:
+        """The fitted interval as the artifact stores it (:meth:`from_dict` reads it back)."""
+        return {
+            "alpha": float(self.alpha),
+            "scale": self.scale,
+            "floor": float(self.floor),
+            "lo": float(self.lo),
+            "hi": float(self.hi),
+            "q_lo": enc(self.q_lo_),
+            "q_hi": enc(self.q_hi_),
+            "n": int(self.n_),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "ConformalInterval":
+        """A fitted interval from :meth:`to_dict`'s fields, decoded (q_lo, q_hi as floats; ``n`` optional)."""
+        ci = cls(alpha=d["alpha"], scale=d["scale"], floor=d["floor"], lo=d["lo"], hi=d["hi"])
+        ci.q_lo_, ci.q_hi_, ci.n_ = float(d["q_lo"]), float(d["q_hi"]), int(d.get("n", 0))
+        return ci
 
 
 def cross_fitted_isotonic(

@@ -10,6 +10,7 @@ import pandas as pd
 
 from .. import estimators as est
 from ..anchors import AnchorSelector
+from ..json_floats import enc, enc_list
 
 
 @dataclass
@@ -31,6 +32,19 @@ class AnchorSet:
     items: np.ndarray
     weights: np.ndarray
     linear: dict | None = None
+
+    def to_dict(self, item_ids: list, texts: dict) -> dict:
+        """The anchors as the artifact stores them (``item_ids``: the layout's item ids; ``texts``: {id: text})."""
+        lin = self.linear
+        return {
+            "items": [str(item_ids[j]) for j in self.items],
+            "local": [int(i) for i in self.local],
+            "weights": enc_list(self.weights),
+            "texts": [texts.get(item_ids[j]) for j in self.items],
+            "linear": None
+            if lin is None
+            else {"fill": enc_list(lin["fill"]), "coef": enc_list(lin["coef"]), "intercept": enc(lin["intercept"])},
+        }
 
 
 def fit_linear(Ya: np.ndarray, target: np.ndarray, alpha: float = 1.0) -> dict:
@@ -88,6 +102,10 @@ class AnchorSets:
         step = cls(n_values=sorted({k[1] for k in sets}), clusterings=sorted({k[0] for k in sets}))
         step.sets_, step.pool_sizes_ = dict(sets), dict(pool_sizes)
         return step
+
+    def to_dict(self, c: str, n: int, s: str, item_ids: list, texts: dict) -> dict:
+        """The artifact's ``anchors`` block of scenario ``s`` at (c, n)."""
+        return {"anchors": self.sets_[(c, n, s)].to_dict(item_ids, texts)}
 
     def fit(self, data, done) -> None:
         """KMeans (or forward) anchors of every (clustering, n, scenario) from ``data.Yf`` and the IRT fits."""

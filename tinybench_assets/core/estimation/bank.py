@@ -112,6 +112,23 @@ def bank_estimates(Y, cols: dict, w, anchor_sets: dict, bank: dict, eps: dict) -
     return out
 
 
+def bank_json(bank: dict | None) -> dict | None:
+    """The artifact's ``learned.bank`` of an answer bank: {models: F, eps: {scenario: eps}}, or None without one."""
+    if bank is None:
+        return None
+    return {"models": int(len(bank["answers"])), "eps": {s: float(e) for s, e in bank["eps"].items()}}
+
+
+def bank_tree_arrays(bank: dict | None) -> dict:
+    """The tree file's arrays of an answer bank (``tiny_benchmark.trees.BANK_ARRAYS``), {} for None."""
+    if bank is None:
+        return {}
+    return {
+        "bank_answers": np.asarray(bank["answers"], dtype="<f4").ravel(),
+        "bank_values": np.asarray(bank["values"], dtype="<f8").ravel(),
+    }
+
+
 class AnswerBank:
     """Step 5: the answer bank of every (clustering, n), from the fit models, ``eps`` per scenario on validation MAE.
 
@@ -151,6 +168,14 @@ class AnswerBank:
                     **bank,
                     "eps": {s: min(BANK_EPS, key=lambda e: mae[(s, e)]) for s in lay.scenarios},
                 }
+
+    def to_dict(self, c: str, n: int) -> dict | None:
+        """The artifact's ``learned.bank`` of (c, n) (its arrays: :meth:`tree_arrays`), None without a bank."""
+        return bank_json(self.banks_.get((c, n)))
+
+    def tree_arrays(self, c: str, n: int) -> dict:
+        """The tree file's arrays of the bank of (c, n), {} without one."""
+        return bank_tree_arrays(self.banks_.get((c, n)))
 
     def predict(self, Y, lay, anchors, c, n) -> dict:
         """{scenario: (M,) bank_joint estimate} with the fitted eps; {} when (c, n) has no bank."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..calibration import ConformalInterval, cross_fitted_isotonic
+from ..json_floats import to_dict_or_none
 
 
 class Calibrators:
@@ -24,6 +25,18 @@ class Calibrators:
         step = cls()
         step.t1_intervals_, step.t2_maps_, step.t2_intervals_ = dict(t1_intervals), dict(t2_maps), dict(t2_intervals)
         return step
+
+    def to_dict(self, c: str, n: int, s: str, names) -> dict:
+        """The artifact's intervals and T2 maps of the estimators ``names`` of scenario ``s`` at (c, n)."""
+        out = {}
+        for e in names:
+            key = (c, n, s, e)
+            out[e] = {
+                "interval_t1": to_dict_or_none(self.t1_intervals_.get(key)),
+                "calibration_t2": to_dict_or_none(self.t2_maps_.get(key)),
+                "interval_t2": to_dict_or_none(self.t2_intervals_.get(key)),
+            }
+        return {"estimators": out}
 
     def fit(self, data, done) -> None:
         """Fit on every validation output in ``data.val`` (random baseline included); ``data.records`` gets one

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import estimators as est
 from ..irt import estimate_ability, fit_irt, item_curve, select_dimension
+from ..json_floats import enc, enc_list, enc_matrix
 from ..parallel import run_tasks
 
 
@@ -44,6 +45,18 @@ class IRTFits:
         step = cls(device=device)
         step.params_, step.b_, step.v_, step.dim_selection_ = dict(params), dict(b or {}), dict(v or {}), {}
         return step
+
+    def to_dict(self, s: str, cols) -> dict:
+        """Scenario ``s``'s item parameters as the artifact stores them (``irt``: its own fit and the joint fit's rows
+        ``cols``) and the tutorial's b and v that its ``lambdas`` block carries."""
+        ps, pj = self.params_[s], self.params_["joint"]
+        return {
+            "irt": {
+                "sep": {"a": enc_matrix(ps.a), "b": enc_list(ps.b)},
+                "joint": {"a": enc_matrix(pj.a[cols]), "b": enc_list(pj.b[cols])},
+            },
+            "lambdas": {"b_sep": enc(self.b_[("sep", s)]), "b_joint": enc(self.b_[("joint", s)]), "v": enc(self.v_[s])},
+        }
 
     def fit(self, data, done=None) -> None:
         """Choose D and fit on ``data.Yf``; b from the validation models ``data.Yv``, v from the fit models."""

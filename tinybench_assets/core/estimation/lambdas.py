@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .. import estimators as est
+from ..json_floats import enc
 
 FITS = (("sep", ""), ("joint", "_joint"))
 
@@ -26,6 +27,10 @@ class Lambdas:
         step = cls()
         step.lambdas_ = dict(lambdas)
         return step
+
+    def to_dict(self, c: str, n: int, s: str) -> dict:
+        """The artifact's ``lambdas`` of scenario ``s`` at (c, n): {fit: {"tutorial", "validation"}}."""
+        return {"lambdas": {fit: {k: enc(x) for k, x in self.lambdas_[(c, n, s, fit)].items()} for fit, _ in FITS}}
 
     def fit(self, data, done) -> None:
         """Lambdas of every (c, n) from the validation outputs ``data.val``, to which the gp-IRT variants are added."""

@@ -41,6 +41,19 @@ class LearnedRegressors:
         step.models_ = dict(models)
         return step
 
+    def to_dict(self, c: str, n: int, scenarios, width) -> dict:
+        """The artifact's ``learned`` entries of (c, n): ``fit_learned`` and ``models``, [{scenario, kind, target,
+        n_features}] in scenario, kind, target order (the tree file's order: ``tiny_benchmark.export.learned_models``
+        writes ``models_`` there); ``width(s, kind)``: the features' width (``base_estimates.feature_width``)."""
+        models = [
+            {"scenario": s, "kind": kind, "target": t, "n_features": width(s, kind)}
+            for s in scenarios
+            for kind in ("sep", "joint")
+            for t in ("t1", "t2")
+            if (c, n, s, kind, t) in self.models_
+        ]
+        return {"fit_learned": bool(self.enabled), "models": models}
+
     def _gbm(self):
         # lr 0.06 / 500 / 15 fits ~3x faster than lr 0.03 / 1000 / 20 at the same n=30 MAEs (within 0.04 points on
         # the quick estimation benchmark); lr 0.1 / 300 / 10 costs own-budget T2 0.2 points.

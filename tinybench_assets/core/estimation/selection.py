@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..json_floats import enc
 from .names import PER_SCENARIO
 
 
@@ -37,6 +38,15 @@ def choose(vn: pd.DataFrame, scenarios) -> dict:
     return out
 
 
+def best(rows: pd.DataFrame) -> dict:
+    """{t1, t2}: the estimator with the lowest validation MAE among ``rows`` (T2 falls back to T1's choice when no T2
+    MAE exists); ties go to the first row, as in :func:`choose`."""
+    r1 = rows.loc[rows.val_mae_t1.idxmin()]
+    r2rows = rows.dropna(subset=["val_mae_t2"])
+    r2 = r2rows.loc[r2rows.val_mae_t2.idxmin()] if len(r2rows) else r1
+    return {"t1": str(r1.estimator), "t2": str(r2.estimator)}
+
+
 class Selector:
     """Step 10: per (n, scenario), the served estimators tinybench and tinybench_own (:func:`choose`).
 
@@ -52,6 +62,32 @@ class Selector:
         for n in done["anchors"].n_values:
             for (s, name), d in choose(v[v.n == n], data.layout.scenarios).items():
                 self.selection_[(n, s, name)] = d
+
+    def rows(self, c: str, n: int, s: str) -> pd.DataFrame:
+        """The validation rows of scenario ``s`` at (c, n), one per estimator."""
+        v = self.validation_
+        return v[(v.clustering == c) & (v.n == n) & (v.scenario == s)]
+
+    def to_dict(self, c: str, n: int, s: str, json_names: set, served=None) -> dict:
+        """The artifact's validation figures of every estimator of scenario ``s`` at (c, n), ``recommended`` (the best
+        of ``json_names``, computable from the JSON alone) and ``recommended_learned``: this selector's tinybench
+        choice with ``served``'s selection-aware interval (the :class:`~.served_intervals.ServedIntervals` step)
+        when c is the clustering it chose, else the best of all."""
+        vs = self.rows(c, n, s)
+        ests = {
+            r.estimator: {"val_mae_t1": enc(r.val_mae_t1), "val_mae_t2": enc(r.val_mae_t2), "n_val": int(r.n_val)}
+            for r in vs.itertuples(index=False)
+        }
+        if served is not None:
+            sel = self.selection_[(n, s, "tinybench")]
+            learned = {"t1": sel["t1"][1], "t2": sel["t2"][1]}
+            interval = served.to_dict(n, s)
+            if interval is not None:
+                learned["interval_t1"] = interval
+        else:
+            learned = best(vs)
+        recommended = best(vs[vs.estimator.isin(list(json_names))])
+        return {"estimators": ests, "recommended": recommended, "recommended_learned": learned}
 
     def table(self) -> pd.DataFrame:
         """One row per (n, scenario, selector) with the chosen clustering and estimator for T1 and T2."""

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..calibration import ConformalInterval
+from ..json_floats import to_dict_or_none
 from ..splits import model_unit
 from .selection import choose
 
@@ -47,6 +48,10 @@ class ServedIntervals:
         step = cls()
         step.intervals_ = dict(intervals)
         return step
+
+    def to_dict(self, n: int, s: str, name: str = "tinybench") -> dict | None:
+        """The served estimator's selection-aware T1 interval as the artifact stores it, or None without one."""
+        return to_dict_or_none(self.intervals_.get((n, s, name)))
 
     def fit(self, data, done) -> None:
         """Re-run the selection rule on all folds but one of the validation models, score its pick on that fold."""

@@ -26,7 +26,7 @@ everything through the tiny-benchmark artifact::
 
 The artifact has the layout of :mod:`..tiny_benchmark.format`: the JSON-evaluable estimators anchor, irt, pirt,
 gpirt, gpirt_val at the served D, and bank_joint, whose answer bank travels in the learned file exactly as the big
-predictor's does (``export.bank_info`` / ``bank_arrays`` of ``served_.bank``; no regressors: ``models`` is empty,
+predictor's does (``bank.bank_json`` / ``bank_tree_arrays`` of ``served_.bank``; no regressors: ``models`` is empty,
 ``fit_learned`` False); ``recommended`` is the best JSON-evaluable estimator, ``recommended_learned`` the served
 one. Its ``joint`` IRT entry is the block-diagonal of the
 per-scenario fits (each scenario's discriminations in its own D columns, zeros elsewhere): with independent N(0, 1)

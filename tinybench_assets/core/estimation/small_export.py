@@ -7,9 +7,10 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from ..tiny_benchmark.export import _calibration, _interval, bank_arrays, bank_info
-from ..tiny_benchmark.format import FORMAT, TREES_FILE, _enc, _enc_list, _enc_matrix
+from ..json_floats import enc, enc_list, enc_matrix, to_dict_or_none
+from ..tiny_benchmark.format import FORMAT, TREES_FILE
 from ..tiny_benchmark.trees import pack
+from .bank import bank_json, bank_tree_arrays
 from .small_choice import BANK, CANDIDATES, NO_IRT
 from .small_folds import CLUSTERING
 
@@ -39,16 +40,16 @@ def build_artifact(p, leaderboard: str, n: int, item_texts=None, binarization=No
     for s in L.scenarios:
         ch, fit, cols = p.choices_[(s, n)], fits[s], L.cols[s]
         irt, (local, weights) = fit.irt[ch.dim], fit.anchors[n]
-        lam = {"tutorial": _enc(ch.lambdas["tutorial"]), "validation": _enc(ch.lambdas["validation"])}
+        lam = {"tutorial": enc(ch.lambdas["tutorial"]), "validation": enc(ch.lambdas["validation"])}
         cv = {r["estimator"]: r for r in ch.cv if r["estimator"] in NO_IRT or r["dim"] == ch.dim}
         ests = {
             e: {
-                "val_mae_t1": _enc(cv[e]["cv_mae_t1"]),
-                "val_mae_t2": _enc(cv[e]["cv_mae_t2"]),
+                "val_mae_t1": enc(cv[e]["cv_mae_t1"]),
+                "val_mae_t2": enc(cv[e]["cv_mae_t2"]),
                 "n_val": int(cv[e]["n_models"]),
-                "interval_t1": _interval(ch.interval_t1[e]),
-                "calibration_t2": _calibration(ch.calibration_t2.get(e)),
-                "interval_t2": _interval(ch.interval_t2.get(e)),
+                "interval_t1": to_dict_or_none(ch.interval_t1[e]),
+                "calibration_t2": to_dict_or_none(ch.calibration_t2.get(e)),
+                "interval_t2": to_dict_or_none(ch.interval_t2.get(e)),
             }
             for e in (*CANDIDATES, BANK)
         }
@@ -56,29 +57,29 @@ def build_artifact(p, leaderboard: str, n: int, item_texts=None, binarization=No
         scenarios[s] = {
             "n_items": int(len(cols)),
             "items": [L.items[j] for j in cols],
-            "balance_weights": _enc_list(L.w[cols]),
+            "balance_weights": enc_list(L.w[cols]),
             "anchors": {
                 "items": anchor_ids,
                 "local": [int(i) for i in local],
-                "weights": _enc_list(weights),
+                "weights": enc_list(weights),
                 "texts": [texts.get(i) for i in anchor_ids],
                 "linear": None,
             },
             "irt": {
-                "sep": {"a": _enc_matrix(irt.a), "b": _enc_list(irt.b)},
-                "joint": {"a": _enc_matrix(joint_block(fits, dims, s)), "b": _enc_list(irt.b)},
+                "sep": {"a": enc_matrix(irt.a), "b": enc_list(irt.b)},
+                "joint": {"a": enc_matrix(joint_block(fits, dims, s)), "b": enc_list(irt.b)},
             },
             "lambdas": {
                 "sep": lam,
                 "joint": dict(lam),
-                "b_sep": _enc(ch.lambdas["b"]),
-                "b_joint": _enc(ch.lambdas["b"]),
-                "v": _enc(ch.lambdas["v"]),
+                "b_sep": enc(ch.lambdas["b"]),
+                "b_joint": enc(ch.lambdas["b"]),
+                "v": enc(ch.lambdas["v"]),
             },
             "stacks": {},
             "estimators": ests,
             "recommended": {"t1": ch.t1_json, "t2": ch.t2_json},
-            "recommended_learned": {"t1": ch.t1, "t2": ch.t2, "interval_t1": _interval(ch.interval_t1[ch.t1])},
+            "recommended_learned": {"t1": ch.t1, "t2": ch.t2, "interval_t1": to_dict_or_none(ch.interval_t1[ch.t1])},
         }
     return {
         "format": FORMAT,
@@ -95,8 +96,8 @@ def build_artifact(p, leaderboard: str, n: int, item_texts=None, binarization=No
         "binarization": binarization,
         "json_estimators": sorted(CANDIDATES),
         "learned_estimators": [BANK],
-        "learned": {"file": TREES_FILE, "sha256": None, "fit_learned": False, "models": [], "bank": bank_info(bank)},
+        "learned": {"file": TREES_FILE, "sha256": None, "fit_learned": False, "models": [], "bank": bank_json(bank)},
         "scenarios": scenarios,
         "shrinkage": p.served_.priors[n].to_json(),
-        "_trees": {**pack([]), **bank_arrays(bank)},  # the answer bank's arrays (no regressors)
+        "_trees": {**pack([]), **bank_tree_arrays(bank)},  # the answer bank's arrays (no regressors)
     }

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import estimators as est
+from ..json_floats import enc_list
 from .names import STACKS
 
 
@@ -24,6 +25,19 @@ class Stacks:
         step = cls()
         step.stacks_ = dict(stacks)
         return step
+
+    def of(self, c: str, n: int, s: str) -> dict:
+        """{stack name: {"members", "w_t1", "w_t2"}} of scenario ``s`` at (c, n)."""
+        return {name: x for (cc, nn, ss, name), x in self.stacks_.items() if (cc, nn, ss) == (c, n, s)}
+
+    def to_dict(self, c: str, n: int, s: str) -> dict:
+        """The artifact's ``stacks`` of scenario ``s`` at (c, n)."""
+        return {
+            "stacks": {
+                name: {"members": list(x["members"]), "w_t1": enc_list(x["w_t1"]), "w_t2": enc_list(x["w_t2"])}
+                for name, x in self.of(c, n, s).items()
+            }
+        }
 
     def fit(self, data, done) -> None:
         """Stacks on the validation outputs ``data.val``, to which their out-of-fold outputs are added."""

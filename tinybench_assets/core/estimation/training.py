@@ -15,6 +15,7 @@ import pandas as pd
 
 from .. import estimators as est
 from ..groups import grouped_test_mask
+from ..json_floats import enc_list
 
 MIN_VALIDATION_MODELS = 10  # per scenario, for grouped validation (else the random share)
 
@@ -49,6 +50,15 @@ class Layout:
     scenarios: list
     w: np.ndarray
     cols: dict
+
+    def to_dict(self, s: str) -> dict:
+        """Scenario ``s``'s pool as the artifact stores it: its size, item ids and balance weights."""
+        cols = self.cols[s]
+        return {
+            "n_items": int(len(cols)),
+            "items": [str(self.items[j]) for j in cols],
+            "balance_weights": enc_list(self.w[cols]),
+        }
 
     @classmethod
     def of(cls, matrix) -> "Layout":

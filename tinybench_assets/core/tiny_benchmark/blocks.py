@@ -46,16 +46,10 @@ class _Calibration:
 
 
 def _interval(r: Reader, d: dict, path: str) -> ConformalInterval:
-    ci = ConformalInterval(
-        alpha=r.number(d, "alpha", path, finite=True),
-        scale=r.text(d, "scale", path, ("binomial", "none")),
-        floor=r.number(d, "floor", path, finite=True),
-        lo=r.number(d, "lo", path, finite=True),
-        hi=r.number(d, "hi", path, finite=True),
-    )
-    ci.q_lo_, ci.q_hi_ = r.number(d, "q_lo", path), r.number(d, "q_hi", path)
-    ci.n_ = r.integer(d, "n", path, 0) if "n" in d else 0
-    return ci
+    fields = {k: r.number(d, k, path, finite=True) for k in ("alpha", "floor", "lo", "hi")}
+    fields.update(scale=r.text(d, "scale", path, ("binomial", "none")), q_lo=r.number(d, "q_lo", path))
+    fields.update(q_hi=r.number(d, "q_hi", path), n=r.integer(d, "n", path, 0) if "n" in d else 0)
+    return ConformalInterval.from_dict(fields)
 
 
 def _calibration(r: Reader, d: dict, path: str) -> _Calibration:

@@ -53,11 +53,6 @@ are never looked at. Pure python / numpy / pandas: no Dagster, no DuckDB.
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
-import numpy as np
-
 FORMAT_NAME = "tinybench.tiny_benchmark"
 FORMAT_VERSION = 2
 FORMAT = f"{FORMAT_NAME}/{FORMAT_VERSION}"
@@ -77,17 +72,7 @@ class ArtifactError(ValueError):
     """The artifact is missing, malformed, of another format version, or its tree file does not match."""
 
 
-# ====================================================================== JSON float helpers
-def _enc(x) -> Any:
-    """A float for strict JSON: NaN -> None, +-inf -> "inf" / "-inf"."""
-    x = float(x)
-    if math.isnan(x):
-        return None
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
-
-
+# ====================================================================== JSON floats (written by ..json_floats)
 def _dec(x) -> float:
     if x is None:
         return float("nan")
@@ -98,15 +83,6 @@ def _dec(x) -> float:
     if isinstance(x, bool) or not isinstance(x, (int, float)):
         raise ArtifactError(f"artifact holds {type(x).__name__} {str(x)[:40]!r} where a number was expected")
     return float(x)
-
-
-def _enc_list(a) -> list:
-    return [_enc(v) for v in np.asarray(a, dtype=float).ravel()]
-
-
-def _enc_matrix(a) -> list:
-    a = np.asarray(a, dtype=float)
-    return [[_enc(v) for v in row] for row in a]
 
 
 def check_format(art) -> None:
