@@ -4,7 +4,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tinybench_assets.core.responses import ResponseMatrix
 from tinybench_assets.core.subsets import SubsetParams, build_subset, chance_per_item, parallel_forms, prepare, run_magi
+from tinybench_assets.core.subsets.forms import forms_tables, item_difficulty, matrix_forms
 from tinybench_assets.core.subsets.padding import pad_subset, padded_penalty
 from tinybench_assets.core.subsets.penalty import loo_masks, penalty_vs_n_voters, score_trends, voter_penalty
 from tinybench_assets.core.subsets.rankings import (
@@ -543,3 +545,29 @@ def test_fine_tunes_of_the_reference_base_are_not_fair():
         seed=0,
     )
     assert s.not_fair.tolist() == [False] * 5 + [True, True]  # the Llama-3 fine-tune is flagged with its base
+
+
+def test_forms_of_a_matrix_and_their_tables():
+    """matrix_forms stratifies by scenario/subscenario x difficulty; forms_tables are what parallel_forms stores; an
+    unknown difficulty is refused by name."""
+    rng = np.random.default_rng(0)
+    rows = [
+        {
+            "model": f"m{i}",
+            "item": f"q{j}",
+            "scenario": "s",
+            "subscenario": f"u{j % 2}",
+            "score": float(rng.random() < 0.5),
+        }
+        for i in range(12)
+        for j in range(40)
+    ]
+    rm = ResponseMatrix.from_long(pd.DataFrame(rows))
+    forms = matrix_forms(rm, "accuracy", size=10, n_buckets=2, exclude=[], seed=0)
+    assert len(forms.form_a) == len(forms.form_b) == 10 and not set(forms.form_a) & set(forms.form_b)
+    tables = forms_tables(forms, 10)
+    assert set(tables["parallel_forms"].form) == {"A", "B"} and len(tables["parallel_forms"]) == 20
+    assert set(tables["parallel_forms"].subscenario) == {"s/u0", "s/u1"}
+    assert tables["parallel_forms_stats"].loc[0, "requested_size"] == 10
+    with pytest.raises(ValueError, match="unknown difficulty 'rank'"):
+        item_difficulty(rm, "rank")

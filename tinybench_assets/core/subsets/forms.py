@@ -136,3 +136,50 @@ def parallel_forms(
                 "n_models": int(len(sa)),
             }
     return ParallelForms(form_a, form_b, table, summary, dist, corr)
+
+
+def item_difficulty(matrix, kind: str, seed: int = 0) -> np.ndarray:
+    """(I,) difficulty of each item of a ResponseMatrix: ``accuracy`` (1 - mean correctness) or ``irt`` (b of a 1-d
+    2PL fit, seeded)."""
+    if kind == "accuracy":
+        return 1 - np.nanmean(matrix.scores, axis=0)
+    if kind == "irt":
+        from ..irt import fit_irt  # lazy: loads torch (~2 s), for this choice only
+
+        return fit_irt(matrix.scores, dim=1, seed=seed).b
+    raise ValueError(f"unknown difficulty {kind!r} (accuracy | irt)")
+
+
+def matrix_forms(matrix, kind: str, size: int, n_buckets: int, exclude, seed: int) -> ParallelForms:
+    """:func:`parallel_forms` of a ResponseMatrix, strata = "scenario/subscenario" x ``kind`` difficulty bucket."""
+    sub = np.array(
+        [f"{s}/{t}" if s != t else str(s) for s, t in zip(matrix.scenarios, matrix.subscenarios)], dtype=object
+    )
+    return parallel_forms(
+        matrix.items,
+        sub,
+        item_difficulty(matrix, kind, seed),
+        size=size,
+        n_buckets=n_buckets,
+        exclude=exclude,
+        scores=matrix.scores,
+        seed=seed,
+    )
+
+
+def forms_tables(forms: ParallelForms, requested_size: int) -> dict[str, pd.DataFrame]:
+    """The stored tables of two forms: ``parallel_forms`` (the chosen items), ``parallel_forms_strata`` and
+    ``parallel_forms_stats`` (distances, A-vs-B correlations, sizes)."""
+    stats = {
+        **forms.distances,
+        **{f"corr_{k}": v for k, v in forms.correlation.items()},
+        "form_size": len(forms.form_a),
+        "requested_size": requested_size,
+        "pool_items": int((~forms.items.excluded).sum()),
+    }
+    chosen = forms.items[forms.items.form != ""]
+    return {
+        "parallel_forms": chosen[["item", "form", "subscenario", "bucket", "difficulty"]],
+        "parallel_forms_strata": forms.summary,
+        "parallel_forms_stats": pd.DataFrame([stats]),
+    }

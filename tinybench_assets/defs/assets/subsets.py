@@ -11,13 +11,12 @@ import time
 from pathlib import Path
 
 import dagster as dg
-import numpy as np
-import pandas as pd
 from pydantic import Field
 
 from tinybench_assets import paths
 from tinybench_assets.atomic import atomic_write
-from tinybench_assets.core.subsets import DEFAULTS, chance_per_item, parallel_forms, prepare, read_aggregate
+from tinybench_assets.core.subsets import DEFAULTS, chance_per_item, prepare, read_aggregate
+from tinybench_assets.core.subsets.forms import forms_tables, matrix_forms
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.magi_report import magi_inputs, magi_metadata, magi_tables, search, subset_artifact
 from tinybench_assets.defs.partitions import leaderboard_partitions
@@ -183,50 +182,16 @@ def parallel_forms_asset(
         return dg.MaterializeResult(metadata={"skipped": why})
     matrix, _, _, keys, split = inputs
     if config.difficulty == "irt":
-        import torch
-
-        from tinybench_assets.core.irt import fit_irt
+        import torch  # loads when an IRT difficulty is asked for
 
         torch.set_num_threads(max(1, env_torch_threads(2)))
-        difficulty = fit_irt(matrix.scores, dim=1, seed=config.seed).b
-    elif config.difficulty == "accuracy":
-        difficulty = 1 - np.nanmean(matrix.scores, axis=0)
-    else:
-        raise dg.Failure(f"unknown difficulty {config.difficulty!r} (accuracy | irt)")
-    sub = np.array(
-        [f"{s}/{t}" if s != t else str(s) for s, t in zip(matrix.scenarios, matrix.subscenarios)], dtype=object
-    )
-    forms = parallel_forms(
-        matrix.items,
-        sub,
-        difficulty,
-        size=config.form_size,
-        n_buckets=config.n_buckets,
-        exclude=config.exclude_subscenarios,
-        scores=matrix.scores,
-        seed=config.seed,
-    )
-    chosen = forms.items[forms.items.form != ""]
-    stats = pd.DataFrame(
-        [
-            {
-                **forms.distances,
-                **{f"corr_{k}": v for k, v in forms.correlation.items()},
-                "form_size": len(forms.form_a),
-                "requested_size": config.form_size,
-                "pool_items": int((~forms.items.excluded).sum()),
-            }
-        ]
-    )
-    db.replace_partition(
-        {
-            "parallel_forms": chosen[["item", "form", "subscenario", "bucket", "difficulty"]],
-            "parallel_forms_strata": forms.summary,
-            "parallel_forms_stats": stats,
-        },
-        board,
-        column="leaderboard",
-    )
+    try:
+        forms = matrix_forms(
+            matrix, config.difficulty, config.form_size, config.n_buckets, config.exclude_subscenarios, config.seed
+        )
+    except ValueError as e:
+        raise dg.Failure(str(e)) from e
+    db.replace_partition(forms_tables(forms, config.form_size), board, column="leaderboard")
     return dg.MaterializeResult(
         metadata={
             "scenarios": dg.MetadataValue.json(keys),
