@@ -36,6 +36,8 @@ import numpy as np
 from tinybench_assets import paths
 from tinybench_assets.cli.errors import UsageError
 
+# cli: lazy (see cli/__init__.py): subcommands import what they run inside their functions
+
 
 def load_scenario(leaderboard: str, scenario: str | None):
     """(partition key, item ids, a (I, D), b (I,), balance weights (I,), texts {item: text}) from the store."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# cli: lazy (see cli/__init__.py): subcommands import what they run inside their functions
+
 
 def read_model_answers(path) -> dict[str, float]:
     """{item: score} from ``path``; errors (AnswerError) name the file and the line."""

@@ -25,6 +25,8 @@ from pathlib import Path
 
 from tinybench_assets import paths
 
+# cli: lazy (see cli/__init__.py): subcommands import what they run inside their functions
+
 #: cores per leaderboard chain when run-all picks how many leaderboards to refresh at once (``--jobs 0``). Measured on
 #: 2 cores: two one-thread chains took 720 s cold against 640 s one after another (CPU-bound throughout: both
 #: cores ~1.9 busy either way); two two-thread chains oversubscribed the cores (openllm's scenario steps 4-6x slower).

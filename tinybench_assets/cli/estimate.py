@@ -27,6 +27,8 @@ from pathlib import Path
 from tinybench_assets import paths
 from tinybench_assets.cli.errors import UsageError
 
+# cli: lazy (see cli/__init__.py): subcommands import what they run inside their functions
+
 
 def _artifact_path(args) -> Path:
     if args.artifact:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from tinybench_assets.cli.errors import UsageError
 
+# cli: lazy (see cli/__init__.py): subcommands import what they run inside their functions
+
 TEXT_COLUMNS = ("question", "prompt", "text")
 ID_COLUMNS = ("id", "item")
 

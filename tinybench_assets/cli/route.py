@@ -28,6 +28,8 @@ from tinybench_assets import paths
 from tinybench_assets.cli.errors import UsageError
 from tinybench_assets.cli.questions import clean_question, read_questions
 
+# cli: lazy (see cli/__init__.py): subcommands import what they run inside their functions
+
 PACKAGED_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 JSON_TEXT_CHARS = 200
 

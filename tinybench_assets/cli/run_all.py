@@ -13,6 +13,8 @@ from pathlib import Path
 from tinybench_assets import paths
 from tinybench_assets.cli.summary import summary
 
+# cli: lazy (see cli/__init__.py): subcommands import what they run inside their functions
+
 
 class RunAllBusy(RuntimeError):
     """Another ``tinybench run-all`` holds the project's run lock."""

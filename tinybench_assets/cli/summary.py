@@ -6,6 +6,8 @@ import argparse
 
 from tinybench_assets import paths
 
+# cli: lazy (see cli/__init__.py): subcommands import what they run inside their functions
+
 
 def summary(args: argparse.Namespace) -> int:
     from tinybench_assets.io.store import Store

@@ -13,8 +13,24 @@ import sys
 import time
 from pathlib import Path
 
+import dagster as dg
+import duckdb
+import pandas as pd
+
 from tinybench_assets import paths
+from tinybench_assets.cli.ui import ui_env
+from tinybench_assets.definitions import build_defs
+from tinybench_assets.io.store import Store
+from tinybench_assets.orchestration.dagster_private import (
+    InstanceRef,
+    TickStatus,
+    WorkspaceFileTarget,
+    WorkspaceProcessContext,
+    _create_run,
+)
+from tinybench_assets.orchestration.refresh_plan import decide
 from tinybench_assets.testing.instance_records import InstanceRecords
+from tinybench_assets.testing.openllm_slice import write_openllm_slice
 
 VENV_BIN = Path(sys.executable).parent
 
@@ -22,7 +38,6 @@ VENV_BIN = Path(sys.executable).parent
 def write_slice(incoming: Path, n_models: int = 40, routerdc_records: int = 60, common_models: bool = False) -> None:
     """openllm arc + mmlu (the first ``n_models`` models; of those in both scenarios when ``common_models``) and
     RouterDC mmlu / gsm8k (the first records), real data."""
-    from tinybench_assets.testing.openllm_slice import write_openllm_slice
 
     write_openllm_slice(incoming, n_models=n_models, common=common_models)
     if not routerdc_records:
@@ -58,7 +73,6 @@ class DaemonProject(InstanceRecords):
 
     def env(self) -> dict[str, str]:
         """The environment ``tinybench ui`` gives the daemon (``cli.ui.ui_env``), with this project's paths."""
-        from tinybench_assets.cli.ui import ui_env
 
         env = ui_env(self.home)
         env.update(
@@ -117,10 +131,6 @@ class DaemonProject(InstanceRecords):
     @property
     def instance(self):
         if self._instance is None:
-            import dagster as dg
-
-            from tinybench_assets.orchestration.dagster_private import InstanceRef
-
             self._instance = dg.DagsterInstance.from_ref(InstanceRef.from_dir(str(self.home)))
         return self._instance
 
@@ -132,8 +142,6 @@ class DaemonProject(InstanceRecords):
 
     def decision(self):
         """The refresh decision as the daemon's sensor takes it now (run in this process, with this project's paths)."""
-        from tinybench_assets.io.store import Store
-        from tinybench_assets.orchestration.refresh_plan import decide
 
         saved = {
             k: os.environ.get(k)
@@ -142,8 +150,6 @@ class DaemonProject(InstanceRecords):
         os.environ.update({k: self.env()[k] for k in saved})
         try:
             if self._defs is None:
-                from tinybench_assets.definitions import build_defs
-
                 self._defs = build_defs()
             return decide(self._defs, self.instance, Store(str(self.db)), self.incoming)
         finally:
@@ -195,7 +201,6 @@ class DaemonProject(InstanceRecords):
 
     def wait_sensor_ticks(self, sensor: str, n: int, timeout_s: float = 120.0) -> list:
         """The first ``n`` ticks of ``sensor`` that start after now, once they have ended (TimeoutError otherwise)."""
-        from tinybench_assets.orchestration.dagster_private import TickStatus
 
         t_start = time.time()
         t0 = time.monotonic()
@@ -210,7 +215,6 @@ class DaemonProject(InstanceRecords):
 def queue_runs(project: DaemonProject, job_name: str, n: int) -> list[str]:
     """Submit ``n`` runs of ``job_name`` to the daemon's run queue at once, as the UI's Launch button does; returns
     their run ids. They launch as the "duckdb" pool frees up (two at a time), the rest waiting in the queue."""
-    from tinybench_assets.orchestration.dagster_private import WorkspaceFileTarget, WorkspaceProcessContext, _create_run
 
     saved = dict(os.environ)
     os.environ.update(project.env())
@@ -246,7 +250,6 @@ VOLATILE = ("seconds", "path", "created")
 
 def store_tables(db: Path) -> dict:
     """Every table of a DuckDB store, rows in a canonical order, without the columns two projects cannot share."""
-    import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -275,7 +278,6 @@ def assert_same_store(a: Path, b: Path) -> None:
 
 
 def assert_same_tables(ta: dict, tb: dict) -> None:
-    import pandas as pd
 
     assert sorted(ta) == sorted(tb), (sorted(ta), sorted(tb))
     for name in ta:
@@ -284,7 +286,6 @@ def assert_same_tables(ta: dict, tb: dict) -> None:
 
 def orphan_failures(project: DaemonProject, run_ids) -> list[str]:
     """The runs among ``run_ids`` marked FAILED as orphaned."""
-    import dagster as dg
 
     out = []
     for run_id in run_ids:

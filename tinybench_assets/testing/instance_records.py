@@ -7,23 +7,24 @@ project's ``DagsterInstance``), so a project answers ``project.runs()``, ``proje
 
 from __future__ import annotations
 
+import dagster as dg
+
+from tinybench_assets.orchestration.live_runs import LIVE
+
 
 class InstanceRecords:
     """Reads of the runs, event records and sensor ticks of ``self.instance`` (a ``DagsterInstance``)."""
 
     def runs(self, **filters) -> list:
-        import dagster as dg
 
         return list(self.instance.get_runs(dg.RunsFilter(**filters) if filters else None))
 
     def live_runs(self) -> list:
-        from tinybench_assets.orchestration.live_runs import LIVE
 
         return self.runs(statuses=LIVE)
 
     def materializations(self, after_storage_id: int = 0) -> list[tuple[str, str | None, str]]:
         """(asset, partition, run id) of every materialization recorded after ``after_storage_id``."""
-        import dagster as dg
 
         recs = self.instance.get_event_records(
             dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION, after_cursor=after_storage_id),
@@ -32,7 +33,6 @@ class InstanceRecords:
         return [(r.asset_key.to_user_string(), r.partition_key, r.run_id) for r in recs]
 
     def last_storage_id(self) -> int:
-        import dagster as dg
 
         recs = self.instance.get_event_records(
             dg.EventRecordsFilter(event_type=dg.DagsterEventType.ASSET_MATERIALIZATION), limit=1, ascending=False
@@ -50,7 +50,6 @@ class InstanceRecords:
     def worker_pid(self, run_id: str, after_step: str) -> int | None:
         """The pid of the run worker executing ``run_id`` (its first engine event naming one), once the step
         ``after_step`` has succeeded (so a kill lands in a later step); else None."""
-        import dagster as dg
 
         logs = self.instance.all_logs(run_id)
         if not any(

@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from tinybench_assets import paths
+
 
 def write_openllm_slice(incoming: Path, n_models: int = 40, scenarios=("arc", "mmlu"), common: bool = False) -> Path:
     """The first ``n_models`` models (alphabetical) of each scenario with their items and full scores, copied from the
     real data (``paths.default_data_dir()``) into ``incoming/openllm``; a clear error when the data is missing."""
-    from tinybench_assets import paths
 
     shared = Path(paths.default_data_dir()) / "openllm"
     if not shared.is_dir():

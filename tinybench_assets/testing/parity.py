@@ -1,4 +1,4 @@
-"""The PostgreSQL profile against the DuckDB default (issue 14): ingest and one scenario partition's assets run twice,
+"""The PostgreSQL profile against the DuckDB default: ingest and one scenario partition's assets run twice,
 once on DuckDB (an ephemeral instance, a DuckDB file) and once with both the Dagster instance (deploy/dagster.yaml) and
 the results store on PostgreSQL, then every stored row of that partition and every ingest table is compared.
 

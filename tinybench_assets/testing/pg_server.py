@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import psycopg
+
 SUPERUSER = "tinybench"
 
 
@@ -116,7 +118,6 @@ class PostgresServer:
 
     def create_db(self, name: str) -> str:
         """Create database ``name`` (C collation, as the cluster); returns its URL."""
-        import psycopg
 
         with psycopg.connect(self.url(), autocommit=True) as con:
             con.execute(f'CREATE DATABASE "{name}"')

@@ -1,4 +1,4 @@
-"""Process helpers for the fault, load and bad-input tests (issue 14), shared with ``benchmarks/reliability.py``:
+"""Process helpers for the fault, load and bad-input tests, shared with ``benchmarks/reliability.py``:
 snapshots of a store's ingest tables; a child process that ingests and can be SIGKILLed at a chosen point of the
 DuckDB write; `tinybench run-all` in a subprocess on a small generated project, and killed mid-run. The generated
 inputs (long tables, the hostile pickle, the 50-file drop) live in ``testing.reliability_inputs`` and are re-exported
@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+import dagster as dg
+import duckdb
 import pandas as pd
 
 from tinybench_assets.paths import PROJECT_ROOT as ROOT
@@ -68,7 +70,6 @@ INGEST_TABLES = {
 
 def snapshot(db: Path) -> dict[str, pd.DataFrame]:
     """Every ingest table of a DuckDB file, sorted, opened read-only (fails if the file does not open cleanly)."""
-    import duckdb
 
     con = duckdb.connect(str(db), read_only=True)
     try:
@@ -225,7 +226,6 @@ def run_all_cmd(*args: str) -> list[str]:
 
 
 def instance_for(env: dict):
-    import dagster as dg
 
     return dg.DagsterInstance.from_config(env["DAGSTER_HOME"])
 
@@ -233,7 +233,6 @@ def instance_for(env: dict):
 def kill_run_all_mid_run(env: dict, job: str = "refresh_scenario", timeout: float = 180.0) -> tuple[str, str]:
     """Start `tinybench run-all` in a subprocess, SIGKILL it as soon as the instance shows a STARTED run of ``job``
     whose first step has started; returns (that run's id, what run-all printed)."""
-    import dagster as dg
 
     proc = subprocess.Popen(
         run_all_cmd(), env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True

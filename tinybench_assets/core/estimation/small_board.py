@@ -309,7 +309,7 @@ def _served_frames(am: ArtifactModel, choices: dict, Ya: dict, names: list, n: i
     res, out = am.evaluate(Ya), []
     for s, ch in choices.items():
         r1, r2 = res[(s, ch.t1)], res[(s, ch.t2)]
-        lo, up = am.served[s].predict(r1["estimate"])
+        lo, up = am.steps["served"].predict(n, s, "tinybench", r1["estimate"], (r1["lower"], r1["upper"]))
         out.append(
             pd.DataFrame(
                 {

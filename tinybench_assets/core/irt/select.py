@@ -45,10 +45,6 @@ class DimensionSelection:
     def best_per_model_errors(self) -> np.ndarray:
         return self.per_model_errors[self.best_dim]
 
-    @property
-    def best_signed_errors(self) -> np.ndarray:
-        return self.signed_errors[self.best_dim]
-
 
 def validation_split(n_models: int, n_items: int, *, seed: int = 0, every: int = 5):
     """Held-out models (every ``every``-th row) and a seeded random half of the items.

@@ -149,9 +149,9 @@ def estimate_from_artifact(
         r1, r2 = res[(s, e1)], res[(s, e2)]
         src = ["json" if e in json_ok[s] else TREES_FILE for e in (e1, e2)]
         lo, up = r1["lower"], r1["upper"]
-        served = model.served.get(s)
-        if estimator is None and pick == "recommended_learned" and e1 == d[pick]["t1"] and served is not None:
-            lo, up = served.predict(r1["estimate"])  # the served estimator's selection-aware interval
+        if estimator is None and pick == "recommended_learned" and e1 == d[pick]["t1"]:
+            # the served estimator's selection-aware interval, where the artifact has one
+            lo, up = model.steps["served"].predict(model.n, s, "tinybench", r1["estimate"], (lo, up))
         rows.append(
             {
                 "scenario": s,

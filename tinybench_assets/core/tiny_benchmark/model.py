@@ -15,6 +15,7 @@ from ..estimation.chain import calibrated, estimates
 from ..estimation.irt_fits import IRTFits
 from ..estimation.lambdas import Lambdas
 from ..estimation.learned import LearnedRegressors
+from ..estimation.served_intervals import ServedIntervals
 from ..estimation.shrinkage import SHRINKAGE, ShrinkagePrior
 from ..estimation.stacks import Stacks
 from ..estimation.training import Layout
@@ -129,7 +130,7 @@ class ArtifactModel:
 
     Attributes: ``c``, ``n``, ``scenarios``, ``layout`` (:class:`~..estimation.training.Layout`), ``steps`` (the
     chain's steps, :mod:`..estimation.chain`), ``anchor_sets`` ({scenario: AnchorSet}), ``estimators`` ({scenario:
-    names listed}), ``served`` ({scenario: the served estimator's selection-aware T1 interval}), ``trees`` (the
+    names listed}), ``trees`` (the
     attached regressors, None before :meth:`with_trees`).
     """
 
@@ -145,7 +146,7 @@ class ArtifactModel:
         self.scenarios = order
         self.shrinkage = read_shrinkage(r, art, order)
         blocks = ScenarioBlocks(r, art, order, self.c, self.n, self.shrinkage)
-        self.stacks_all, self.estimators, self.served = blocks.stacks, blocks.estimators, blocks.served
+        self.stacks_all, self.estimators = blocks.stacks, blocks.estimators
         self.anchor_sets, parts = blocks.anchor_sets, blocks.parts
         self.layout = Layout(parts["items"], order, np.concatenate(parts["w"]), parts["cols"])
         irt = {**parts["irt"], "joint": _IRT(np.vstack(parts["ja"]), np.concatenate(parts["jb"]))}
@@ -160,6 +161,7 @@ class ArtifactModel:
             "lambdas": Lambdas.from_lambdas(parts["lambdas"]),
             "stacks": Stacks.from_stacks(self._stacks(learned=False)),
             "calibrators": Calibrators.from_fitted(parts["int_t1"], parts["t2_cal"], parts["int_t2"]),
+            "served": ServedIntervals.from_intervals({(self.n, s, "tinybench"): iv for s, iv in blocks.served.items()}),
         }
         if self.shrinkage is not None:
             self.steps["shrinkage"] = _Shrinkage(self.shrinkage)
