@@ -84,11 +84,16 @@ def test_the_artifact_rebuilds_the_same_steps(tmp_path):
     art = tb.load_artifact(tmp_path)
     model = tb.load_model(art, learned=True)
     c, st = art["clustering"], pred.named_steps
-    assert set(model.steps) == {"irt", "anchors", "learned", "bank", "lambdas", "stacks", "calibrators"}
+    assert set(model.steps) == {"irt", "anchors", "learned", "bank", "lambdas", "stacks", "calibrators", "served"}
     for s, A in model.anchor_sets.items():
         np.testing.assert_array_equal(A.local, st["anchors"].sets_[(c, 10, s)].local)
     assert set(model.steps["learned"].models_) == {k for k in st["learned"].models_ if k[:2] == (c, 10)}
     assert model.steps["lambdas"].lambdas_ == {k: v for k, v in st["lambdas"].lambdas_.items() if k[:2] == (c, 10)}
+    served = {k: iv for k, iv in st["served"].intervals_.items() if k[0] == 10 and k[2] == "tinybench"}
+    if art["clustering_source"] == "selected":  # the served intervals travel with the selected clustering
+        assert {k: iv.to_dict() for k, iv in model.steps["served"].intervals_.items()} == {
+            k: iv.to_dict() for k, iv in served.items()
+        }
     got = model.evaluate(anchor_block(art, rm, test))
     ref = pred.estimate(rm.scores[test], np.arange(len(test)), n_values=[10])
     ref = ref[ref.clustering == c].set_index(["scenario", "estimator", "model"]).sort_index()

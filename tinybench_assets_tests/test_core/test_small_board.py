@@ -105,7 +105,8 @@ def test_fit_predict_shapes():
 
 def test_fitted_state_is_a_few_objects():
     """At most 12 fitted attributes, grouped by job (small_state): the layout, truths, folds and guard decision are
-    one object each, and so is everything served (fits, answer bank, priors, the ArtifactModel per n)."""
+    one object each, and so is everything served (fits, answer bank, priors, the ArtifactModel per n); the digest of
+    the inputs it was fitted on is its own, and a refit of the same inputs has the same one."""
     _Y, p = fitted()
     fitted_attrs = set(vars(p)) - set(vars(SmallBoardPredictor()))
     assert fitted_attrs == {
@@ -119,8 +120,15 @@ def test_fitted_state_is_a_few_objects():
         "board_rules_",
         "guard_",
         "served_",
+        "input_digest_",
     }
     assert p.layout_.scenarios == list(p.layout_.cols) == ["s0", "s1"] and len(p.layout_.models) == len(_Y)
+    Y, w, cols, full, groups, items = world()
+    assert p.digest(Y, w, cols, full, groups, items=items) == p.input_digest_
+    assert SmallBoardPredictor(**{**FAST, "seed": 1}).digest(Y, w, cols, full, groups, items=items) != p.input_digest_
+    Y2 = Y.copy()
+    Y2[0, 0] = 1 - Y2[0, 0]
+    assert p.digest(Y2, w, cols, full, groups, items=items) != p.input_digest_
     assert p.truth_.t1.shape == p.truth_.t2.shape == (len(_Y), 2) and p.folds_.n == int(p.folds_.ids.max()) + 1
     assert set(p.served_.fits) == set(p.guard_.designs) == {"s0", "s1"} and set(p.served_.priors) == {10, 30}
     assert p.artifact_model(30) is p.served_.models[30]

@@ -97,6 +97,9 @@ def refit_served(
     return ServedBoard(fits, bank, priors)
 
 
+PARAMS = ("n_values", "dims", "alpha", "max_folds", "seed", "device", "interval_scale", "n_init", "design", "guard")
+
+
 class SmallBoardPredictor:
     """Anchors, estimators and a tiny benchmark for a leaderboard of 10-49 models (module docstring).
 
@@ -203,15 +206,11 @@ class SmallBoardPredictor:
         self.input_digest_ = digest
         return self
 
-    def get_params(self) -> dict:
-        """The constructor's parameters, as scikit-learn estimators report them."""
-        names = ("n_values", "dims", "alpha", "max_folds", "seed", "device", "interval_scale", "n_init", "design")
-        return {k: getattr(self, k) for k in (*names, "guard")}
-
     def digest(self, Y, w, scenario_cols, full_scores=None, groups=None, *, items=None, models=None, subscenarios=None):
-        """sha256 of these parameters and the inputs of ``fit``: a fitted predictor whose ``input_digest_`` equals
-        it would be fitted again to the same state (the backtest reuses it)."""
-        return input_digest(self.get_params(), Y, w, scenario_cols, full_scores, groups, items, models, subscenarios)
+        """sha256 of the parameters and the inputs of ``fit``: a predictor fitted to ``input_digest_`` equal to it would
+        be fitted again to the same state (the backtest reuses it)."""
+        params = {k: getattr(self, k) for k in PARAMS}
+        return input_digest(params, Y, w, scenario_cols, full_scores, groups, items, models, subscenarios)
 
     def _ns(self) -> list[int]:
         return [int(n) for n in self.n_values]
