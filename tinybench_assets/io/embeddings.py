@@ -14,7 +14,10 @@ encoder's feed-forward shapes, timed both ways) finds it at least 1.25x faster t
 machine, 512 RouterDC MMLU questions took 20.9 s in float32 and 11.4 s in bfloat16, with a cosine of at least
 0.99997 between the two embeddings of every question. The flag alone is not enough: on a later host that reported
 avx512_bf16, bfloat16 took 23.6 s against float32's 14.0 s (the probe: 190 ms against 101-127 ms), and the cold
-pipeline lost 80 s to it. Elsewhere (no native bfloat16, a slow probe, or CUDA) it runs in float32. Small batches on CPU (16): texts are
+pipeline lost 80 s to it. Elsewhere (no native bfloat16, a slow probe, or CUDA) it runs in float32. The probe times
+the machine as it is at that moment, and a busy machine can tip it either way; so a store settles the choice once
+(:func:`settle_precision`, table ``encoder_precision``): the first probe's decision is recorded, and every later
+partition, process and re-run on that store embeds in the same precision (an explicit ``precision`` still wins). Small batches on CPU (16): texts are
 sorted by length within a call, and less padding per batch made float32 1.26x faster than batches of 64.
 """
 
@@ -39,6 +42,16 @@ CREATE TABLE IF NOT EXISTS embedding_cache (
 );
 """
 
+
+PRECISION_DDL = """
+CREATE TABLE IF NOT EXISTS encoder_precision (
+    encoder VARCHAR PRIMARY KEY,  -- encoder id
+    precision VARCHAR NOT NULL,   -- float32 | bfloat16: what precision "auto" means on this store
+    probe_float32_ms DOUBLE,      -- the probe behind the decision (NULL when none ran: no native bfloat16)
+    probe_bfloat16_ms DOUBLE,
+    decided_at TIMESTAMP NOT NULL
+);
+"""
 
 PRECISIONS = ("auto", "float32", "bfloat16")
 
@@ -137,6 +150,7 @@ class Encoder:
         if precision not in PRECISIONS:
             raise ValueError(f"encoder precision must be one of {', '.join(PRECISIONS)}; got {precision!r}")
         self.precision = precision
+        self.settled: str | None = None  # the store's recorded choice for "auto" (settle_precision)
         self._model = None
 
     def resolved_device(self) -> str:
@@ -150,6 +164,8 @@ class Encoder:
         """``float32`` or ``bfloat16``: what the encoder computes in on this machine."""
         if self.precision != "auto":
             return self.precision
+        if self.settled is not None:
+            return self.settled
         return "bfloat16" if self.resolved_device() == "cpu" and bf16_autocast_pays(self.num_threads) else "float32"
 
     @property
@@ -225,6 +241,29 @@ class Encoder:
         return np.vstack(out) if out else np.zeros((0, dim), dtype=np.float32)
 
 
+def settle_precision(store, encoder: Encoder) -> str:
+    """The precision ``encoder`` embeds in on ``store``: for ``precision="auto"`` on CPU, the one recorded in the
+    store's ``encoder_precision`` table, or, the first time, this machine's probe decision, recorded (a concurrent
+    writer's record wins); an explicit precision or a CUDA device as it resolves. Sets ``encoder.settled``."""
+    if encoder.precision != "auto" or encoder.resolved_device() != "cpu":
+        return encoder.resolved_precision()
+    sql = "SELECT precision FROM encoder_precision WHERE encoder = ?"
+    with store.transaction() as con:
+        store.lock(con, "tinybench:ddl")  # PostgreSQL: one writer at a time runs DDL (a no-op on DuckDB)
+        con.execute(PRECISION_DDL)
+        row = con.execute(sql, [encoder.encoder_id]).fetchall()
+        if not row:
+            probed = encoder.resolved_precision()
+            ms = [None if t is None else t * 1e3 for t in bf16_probe_timings(encoder.num_threads) or (None, None)]
+            con.execute(
+                "INSERT INTO encoder_precision VALUES (?, ?, ?, ?, ?) ON CONFLICT (encoder) DO NOTHING",
+                [encoder.encoder_id, probed, *ms, pd.Timestamp.now()],
+            )
+            row = con.execute(sql, [encoder.encoder_id]).fetchall()
+    encoder.settled = str(row[0][0])
+    return encoder.settled
+
+
 def embed_cached(store, encoder: Encoder, texts: list[str], log=None) -> tuple[np.ndarray, dict]:
     """Embeddings of ``texts`` (n, dim) in order, from the cache where known; new ones are encoded and
     stored in one transaction. Returns (E, stats) with stats: texts, unique, cached, embedded, seconds,
@@ -232,6 +271,8 @@ def embed_cached(store, encoder: Encoder, texts: list[str], log=None) -> tuple[n
     with store.transaction() as con:
         store.lock(con, "tinybench:ddl")  # PostgreSQL: one writer at a time runs DDL (a no-op on DuckDB)
         con.execute(CACHE_DDL)
+    if isinstance(encoder, Encoder):
+        settle_precision(store, encoder)
     eid = getattr(encoder, "cache_id", None) or encoder.encoder_id  # any object with encoder_id and encode() will do
     keys = [text_key(eid, t) for t in texts]
     uniq = list(dict.fromkeys(keys))

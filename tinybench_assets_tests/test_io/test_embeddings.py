@@ -98,3 +98,21 @@ def test_auto_precision_follows_the_cpu_and_the_probe(monkeypatch):
     assert Encoder(device="cpu", num_threads=1).resolved_precision() == "float32"
     with pytest.raises(ValueError, match="precision"):
         Encoder(precision="int8")
+
+
+def test_auto_precision_is_settled_once_per_store(tmp_path, monkeypatch):
+    """The probe decides once per store: a later probe that would decide otherwise (a busy machine) does not change
+    the precision a re-run embeds in, so the same texts give the same cached vectors; an explicit precision wins."""
+    store = Store(tmp_path / "s.duckdb")
+    monkeypatch.setattr(embeddings, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(embeddings, "_PROBE", {1: (0.2, 0.1)})  # bfloat16 2x faster
+    first = Encoder(device="cpu", num_threads=1)
+    assert embeddings.settle_precision(store, first) == "bfloat16" and first.cache_id.endswith("@bf16")
+    monkeypatch.setattr(embeddings, "_PROBE", {1: (0.1, 0.2)})  # the probe now finds bfloat16 slower
+    assert Encoder(device="cpu", num_threads=1).resolved_precision() == "float32"  # unsettled: the probe alone
+    again = Encoder(device="cpu", num_threads=1)
+    assert embeddings.settle_precision(store, again) == "bfloat16" and again.cache_id == first.cache_id
+    row = store.query("SELECT * FROM encoder_precision")
+    assert len(row) == 1 and row.precision[0] == "bfloat16" and row.probe_float32_ms[0] == pytest.approx(200.0)
+    explicit = Encoder(device="cpu", num_threads=1, precision="float32")
+    assert embeddings.settle_precision(store, explicit) == "float32" and explicit.cache_id == explicit.encoder_id
