@@ -66,6 +66,39 @@ class IsotonicCalibrator:
         }
 
 
+class StoredIsotonicMap:
+    """A fitted :class:`IsotonicCalibrator` rebuilt from its ``to_dict`` (the same interpolation; one threshold: a
+    constant map)."""
+
+    def __init__(self, x, y, y_min: float, y_max: float):
+        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        self.x, self.y, self.y_min, self.y_max = x, y, float(y_min), float(y_max)
+        self.const = float(y[0]) if len(x) == 1 else None
+        if self.const is None:
+            cal = IsotonicCalibrator(y_min=y_min, y_max=y_max).fit(x, y)
+            iso = cal.iso_
+            if not (np.array_equal(iso.X_thresholds_, x) and np.array_equal(iso.y_thresholds_, y)):
+                # refitting an isotonic sequence may move a plateau by an ulp; pin the stored thresholds exactly
+                iso.X_thresholds_, iso.y_thresholds_ = x, y
+                iso.X_min_, iso.X_max_ = float(x[0]), float(x[-1])
+                iso._build_f(x, y)
+            self.cal = cal
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "StoredIsotonicMap":
+        """From :meth:`IsotonicCalibrator.to_dict`'s fields, decoded (ValueError when they are not an isotonic map)."""
+        return cls(d["x"], d["y"], d["y_min"], d["y_max"])
+
+    def to_dict(self) -> dict:
+        """The stored thresholds and bounds, as :meth:`IsotonicCalibrator.to_dict` wrote them."""
+        return {"x": enc_list(self.x), "y": enc_list(self.y), "y_min": enc(self.y_min), "y_max": enc(self.y_max)}
+
+    def transform(self, e):
+        if self.const is not None:  # a constant map
+            return np.where(np.isfinite(np.asarray(e, dtype=float)), self.const, np.nan)
+        return self.cal.transform(e)
+
+
 def _scale(estimate: np.ndarray, kind: str, floor: float) -> np.ndarray:
     e = np.asarray(estimate, dtype=float)
     if kind == "none":

@@ -89,6 +89,16 @@ def test_the_artifact_rebuilds_the_same_steps(tmp_path):
         np.testing.assert_array_equal(A.local, st["anchors"].sets_[(c, 10, s)].local)
     assert set(model.steps["learned"].models_) == {k for k in st["learned"].models_ if k[:2] == (c, 10)}
     assert model.steps["lambdas"].lambdas_ == {k: v for k, v in st["lambdas"].lambdas_.items() if k[:2] == (c, 10)}
+    for s in art["scenario_order"]:  # each step's from_dict reads back what its to_dict wrote
+        names = list(st["selector"].rows(c, 10, s).estimator)
+        assert model.steps["calibrators"].to_dict(c, 10, s, names) == st["calibrators"].to_dict(c, 10, s, names)
+        assert model.steps["lambdas"].to_dict(c, 10, s) == st["lambdas"].to_dict(c, 10, s)
+        assert model.steps["stacks"].to_dict(c, 10, s) == st["stacks"].to_dict(c, 10, s)
+        assert model.steps["irt"].to_dict(s, model.layout.cols[s]) == st["irt"].to_dict(s, pred.layout.cols[s])
+        assert model.steps["anchors"].to_dict(c, 10, s, model.layout.items, {}) == st["anchors"].to_dict(
+            c, 10, s, pred.layout.items, {}
+        )
+        assert model.layout.to_dict(s) == pred.layout.to_dict(s)
     served = {k: iv for k, iv in st["served"].intervals_.items() if k[0] == 10 and k[2] == "tinybench"}
     if art["clustering_source"] == "selected":  # the served intervals travel with the selected clustering
         assert {k: iv.to_dict() for k, iv in model.steps["served"].intervals_.items()} == {

@@ -97,10 +97,16 @@ class AnchorSets:
         self.n_init, self.seed, self.linear = n_init, seed, linear
 
     @classmethod
-    def from_sets(cls, sets: dict, pool_sizes: dict) -> "AnchorSets":
-        """A fitted step from stored anchor sets ({(clustering, n, scenario): AnchorSet})."""
-        step = cls(n_values=sorted({k[1] for k in sets}), clusterings=sorted({k[0] for k in sets}))
-        step.sets_, step.pool_sizes_ = dict(sets), dict(pool_sizes)
+    def from_dict(cls, blocks: dict, c: str, n: int, layout) -> "AnchorSets":
+        """A fitted step of one (c, n) from scenario blocks ({scenario: {"anchors": :meth:`AnchorSet.to_dict`'s fields,
+        decoded}}) laid out as ``layout``."""
+        step = cls(n_values=(n,), clusterings=(c,))
+        step.pool_sizes_ = {s: len(layout.cols[s]) for s in layout.scenarios}
+        step.sets_ = {}
+        for s in layout.scenarios:
+            a, start = blocks[s]["anchors"], int(layout.cols[s][0])
+            local = np.asarray(a["local"], dtype=int)
+            step.sets_[(c, n, s)] = AnchorSet(s, c, n, local, start + local, np.asarray(a["weights"]), a["linear"])
         return step
 
     def to_dict(self, c: str, n: int, s: str, item_ids: list, texts: dict) -> dict:

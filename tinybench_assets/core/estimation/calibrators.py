@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..calibration import ConformalInterval, cross_fitted_isotonic
+from ..calibration import ConformalInterval, StoredIsotonicMap, cross_fitted_isotonic
 from ..json_floats import to_dict_or_none
 
 
@@ -21,9 +21,16 @@ class Calibrators:
         self.alpha, self.interval_scale, self.seed = alpha, interval_scale, seed
 
     @classmethod
-    def from_fitted(cls, t1_intervals: dict, t2_maps: dict, t2_intervals: dict) -> "Calibrators":
+    def from_dict(cls, blocks: dict, c: str, n: int) -> "Calibrators":
+        """A fitted step of one (c, n) from scenario blocks ({scenario: {"estimators": :meth:`to_dict`'s, decoded}})."""
         step = cls()
-        step.t1_intervals_, step.t2_maps_, step.t2_intervals_ = dict(t1_intervals), dict(t2_maps), dict(t2_intervals)
+        step.t1_intervals_, step.t2_maps_, step.t2_intervals_ = {}, {}, {}
+        for s, block in blocks.items():
+            for e, d in block["estimators"].items():
+                step.t1_intervals_[(c, n, s, e)] = ConformalInterval.from_dict(d["interval_t1"])
+                if d.get("calibration_t2") is not None:
+                    step.t2_maps_[(c, n, s, e)] = StoredIsotonicMap.from_dict(d["calibration_t2"])
+                    step.t2_intervals_[(c, n, s, e)] = ConformalInterval.from_dict(d["interval_t2"])
         return step
 
     def to_dict(self, c: str, n: int, s: str, names) -> dict:

@@ -17,6 +17,17 @@ def select_and_fit(Y, candidates, seed, device, irt_options):
     return sel, fit_irt(Y, dim=sel.best_dim, seed=seed, device=device, **irt_options)
 
 
+class ItemParams:
+    """Item parameters of one 2PL fit read back from an artifact: ``a`` (I, D), ``b`` (I,)."""
+
+    def __init__(self, a, b):
+        self.a, self.b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+
+    @property
+    def dim(self) -> int:
+        return int(self.a.shape[1])
+
+
 class IRTFits:
     """Step 2: a 2PL per scenario and one over all scenarios ("joint"), each at the D chosen on the fit models.
 
@@ -40,10 +51,16 @@ class IRTFits:
         self.seed, self.device, self.irt_options = seed, device, dict(irt_options or {})
 
     @classmethod
-    def from_params(cls, params: dict, b: dict | None = None, v: dict | None = None, device: str = "cpu") -> "IRTFits":
-        """A fitted step from stored item parameters ({scenario | "joint": object with ``a``, ``b``})."""
+    def from_dict(cls, blocks: dict, order: list, device: str = "cpu") -> "IRTFits":
+        """A fitted step from scenario blocks ({scenario: :meth:`to_dict`'s fields, decoded}) in ``order``: each
+        scenario's own fit, the joint fit's rows stacked in order, the tutorial's b and v."""
         step = cls(device=device)
-        step.params_, step.b_, step.v_, step.dim_selection_ = dict(params), dict(b or {}), dict(v or {}), {}
+        step.params_ = {s: ItemParams(blocks[s]["irt"]["sep"]["a"], blocks[s]["irt"]["sep"]["b"]) for s in order}
+        joint = [blocks[s]["irt"]["joint"] for s in order]
+        step.params_["joint"] = ItemParams(np.vstack([j["a"] for j in joint]), np.concatenate([j["b"] for j in joint]))
+        lam = {s: blocks[s]["lambdas"] for s in order}
+        step.b_ = {(fit, s): float(lam[s][f"b_{fit}"]) for s in order for fit in ("sep", "joint")}
+        step.v_, step.dim_selection_ = {s: float(lam[s]["v"]) for s in order}, {}
         return step
 
     def to_dict(self, s: str, cols) -> dict:

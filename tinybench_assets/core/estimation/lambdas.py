@@ -23,9 +23,14 @@ class Lambdas:
         self.lambda_grid = np.asarray(lambda_grid, dtype=float)
 
     @classmethod
-    def from_lambdas(cls, lambdas: dict) -> "Lambdas":
+    def from_dict(cls, blocks: dict, c: str, n: int) -> "Lambdas":
+        """A fitted step of one (c, n) from scenario blocks ({scenario: {"lambdas": :meth:`to_dict`'s, decoded}})."""
         step = cls()
-        step.lambdas_ = dict(lambdas)
+        step.lambdas_ = {
+            (c, n, s, fit): {k: float(block["lambdas"][fit][k]) for k in ("tutorial", "validation")}
+            for s, block in blocks.items()
+            for fit, _ in FITS
+        }
         return step
 
     def to_dict(self, c: str, n: int, s: str) -> dict:

@@ -44,9 +44,15 @@ class ServedIntervals:
         self.alpha, self.interval_scale, self.seed = alpha, interval_scale, seed
 
     @classmethod
-    def from_intervals(cls, intervals: dict) -> "ServedIntervals":
+    def from_dict(cls, blocks: dict, n: int, name: str = "tinybench") -> "ServedIntervals":
+        """A fitted step of budget n from scenario blocks ({scenario: {"recommended_learned": {"interval_t1": ...}}},
+        decoded): the served estimator's interval where a block has one."""
         step = cls()
-        step.intervals_ = dict(intervals)
+        step.intervals_ = {
+            (n, s, name): ConformalInterval.from_dict(block["recommended_learned"]["interval_t1"])
+            for s, block in blocks.items()
+            if block["recommended_learned"].get("interval_t1") is not None
+        }
         return step
 
     def to_dict(self, n: int, s: str, name: str = "tinybench") -> dict | None:

@@ -21,9 +21,16 @@ class Stacks:
         self.seed = seed
 
     @classmethod
-    def from_stacks(cls, stacks: dict) -> "Stacks":
+    def from_dict(cls, blocks: dict, c: str, n: int, keep=None) -> "Stacks":
+        """A fitted step of one (c, n) from scenario blocks ({scenario: {"stacks": :meth:`to_dict`'s, decoded}}), only
+        the stacks ``keep(scenario, name)`` accepts (default all)."""
         step = cls()
-        step.stacks_ = dict(stacks)
+        step.stacks_ = {
+            (c, n, s, name): x
+            for s, block in blocks.items()
+            for name, x in block["stacks"].items()
+            if keep is None or keep(s, name)
+        }
         return step
 
     def of(self, c: str, n: int, s: str) -> dict:

@@ -61,6 +61,18 @@ class Layout:
         }
 
     @classmethod
+    def from_dict(cls, blocks: dict, order: list) -> "Layout":
+        """The layout of scenario blocks ({scenario: :meth:`to_dict`'s fields, decoded}) laid out one after another in
+        ``order``."""
+        items, w, cols, start = [], [], {}, 0
+        for s in order:
+            items += list(blocks[s]["items"])
+            w.append(np.asarray(blocks[s]["balance_weights"], dtype=float))
+            cols[s] = np.arange(start, start + len(blocks[s]["items"]))
+            start += len(blocks[s]["items"])
+        return cls(items, list(order), np.concatenate(w), cols)
+
+    @classmethod
     def of(cls, matrix) -> "Layout":
         scenarios = list(pd.unique(matrix.scenarios))
         return cls(

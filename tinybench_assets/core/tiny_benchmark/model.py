@@ -1,6 +1,7 @@
-"""The artifact as a predictor: :class:`ArtifactModel` rebuilds the predictor's own steps (IRT fits, anchor sets,
-lambdas, stacks, calibrators and, when loaded, the learned regressors as :class:`~.trees.TreeEnsemble` and the
-answer bank) from the JSON, with every field checked (:mod:`.schema`). Estimates from an artifact therefore walk the
+"""The artifact as a predictor: :class:`ArtifactModel` rebuilds the predictor's own steps from the JSON, each by its
+``from_dict`` from the part its ``to_dict`` wrote (layout, IRT fits, anchor sets, lambdas, stacks, calibrators, served
+intervals; every field checked by :mod:`.blocks`), and, when loaded, the learned regressors as
+:class:`~.trees.TreeEnsemble` and the answer bank from the tree file. Estimates from an artifact therefore walk the
 predictor's path (:mod:`..estimation.chain`), not a copy of it."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ..estimation.served_intervals import ServedIntervals
 from ..estimation.shrinkage import SHRINKAGE, ShrinkagePrior
 from ..estimation.stacks import Stacks
 from ..estimation.training import Layout
-from .blocks import _IRT, ScenarioBlocks, json_names
+from .blocks import ScenarioBlocks, json_names
 from .format import LEARNED_BASE, TREES_FILE
 from .schema import Reader
 from .trees import bank_tables
@@ -146,23 +147,20 @@ class ArtifactModel:
         self.scenarios = order
         self.shrinkage = read_shrinkage(r, art, order)
         blocks = ScenarioBlocks(r, art, order, self.c, self.n, self.shrinkage)
-        self.stacks_all, self.estimators = blocks.stacks, blocks.estimators
-        self.anchor_sets, parts = blocks.anchor_sets, blocks.parts
-        self.layout = Layout(parts["items"], order, np.concatenate(parts["w"]), parts["cols"])
-        irt = {**parts["irt"], "joint": _IRT(np.vstack(parts["ja"]), np.concatenate(parts["jb"]))}
-        self.steps = {
-            "irt": IRTFits.from_params(irt),
-            "anchors": AnchorSets.from_sets(
-                {(self.c, self.n, s): A for s, A in self.anchor_sets.items()},
-                {s: len(c) for s, c in parts["cols"].items()},
-            ),
+        self.stacks_all, self.estimators, self._blocks = blocks.stacks, blocks.estimators, blocks.blocks
+        d, c, n = blocks.blocks, self.c, self.n
+        self.layout = Layout.from_dict(d, order)
+        self.steps = {  # each step from its part of the blocks (the to_dict of the predictor's own steps)
+            "irt": IRTFits.from_dict(d, order),
+            "anchors": AnchorSets.from_dict(d, c, n, self.layout),
             "learned": LearnedRegressors.from_models({}, enabled=False),
             "bank": AnswerBank.from_banks({}),
-            "lambdas": Lambdas.from_lambdas(parts["lambdas"]),
-            "stacks": Stacks.from_stacks(self._stacks(learned=False)),
-            "calibrators": Calibrators.from_fitted(parts["int_t1"], parts["t2_cal"], parts["int_t2"]),
-            "served": ServedIntervals.from_intervals({(self.n, s, "tinybench"): iv for s, iv in blocks.served.items()}),
+            "lambdas": Lambdas.from_dict(d, c, n),
+            "stacks": Stacks.from_dict(d, c, n, keep=lambda s, name: name in self.json_names(s)),
+            "calibrators": Calibrators.from_dict(d, c, n),
+            "served": ServedIntervals.from_dict(d, n),
         }
+        self.anchor_sets = {s: self.steps["anchors"].sets_[(c, n, s)] for s in order}
         if self.shrinkage is not None:
             self.steps["shrinkage"] = _Shrinkage(self.shrinkage)
         read_learned(self, art)
@@ -185,12 +183,6 @@ class ArtifactModel:
         base = {*self.json_names(s), *(g for g in LEARNED_BASE if self._gbm_available(s, g))}
         return base | {k for k, st in self.stacks_all[s].items() if set(st["members"]) <= base}
 
-    def _stacks(self, learned: bool) -> dict:
-        ok = self.learned_names if learned else self.json_names
-        return {
-            (self.c, self.n, s, k): st for s in self.scenarios for k, st in self.stacks_all[s].items() if k in ok(s)
-        }
-
     def with_trees(self, ensembles: list, arrays: dict | None = None, source=None) -> "ArtifactModel":
         """Attach the learned regressors (a TreeEnsemble per ``model_keys`` entry) and the answer bank, if any."""
         if len(ensembles) != len(self.model_keys):
@@ -200,7 +192,9 @@ class ArtifactModel:
         self.steps["bank"] = AnswerBank.from_banks(_bank(self, arrays, source))
         self.steps["learned"] = LearnedRegressors.from_models(dict(zip(self.model_keys, ensembles)), self.fit_learned)
         self.trees = ensembles
-        self.steps["stacks"] = Stacks.from_stacks(self._stacks(learned=True))
+        self.steps["stacks"] = Stacks.from_dict(
+            self._blocks, self.c, self.n, keep=lambda s, k: k in self.learned_names(s)
+        )
         return self
 
     # ------------------------------------------------------------------ estimation
