@@ -52,23 +52,11 @@ from .small_guard import RANDOM, fold_designs, guard_choices, guard_note
 from .small_inputs import MIN_MODELS, MIN_TRAIN, anchor_counts, check_folds, check_inputs, check_params, input_digest
 from .small_select import choose_board
 from .small_state import BoardLayout, BoardTruth, FamilyFolds, GuardDecision, ServedBoard, scenario_subscenarios
+from .table import ESTIMATE_VALUES
 
 __all__ = ["SmallBoardPredictor", "MIN_MODELS", "MIN_TRAIN"]
 
-PRED_COLS = [
-    "model",
-    "scenario",
-    "n",
-    "estimator",
-    "estimator_t2",
-    "answered",
-    "estimate",
-    "lower",
-    "upper",
-    "estimate_t2",
-    "lower_t2",
-    "upper_t2",
-]
+PRED_COLS = ["model", "scenario", "n", "estimator", "estimator_t2", "answered", *ESTIMATE_VALUES]
 
 
 def refit_served(

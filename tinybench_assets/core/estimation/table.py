@@ -4,22 +4,11 @@ from __future__ import annotations
 
 import pandas as pd
 
+# an estimate of the pool accuracy (T1) and of the full score (T2), each with its interval: the columns every
+# estimate table carries (the stored one, a small board's predictions, an artifact's estimates)
+ESTIMATE_VALUES = ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2")
 # the columns of the stored estimates table, in order
-ESTIMATE_COLUMNS = (
-    "model",
-    "scenario",
-    "clustering",
-    "estimator",
-    "n",
-    "estimate",
-    "lower",
-    "upper",
-    "estimate_t2",
-    "lower_t2",
-    "upper_t2",
-    "truth_t1",
-    "truth_t2",
-)
+ESTIMATE_COLUMNS = ("model", "scenario", "clustering", "estimator", "n", *ESTIMATE_VALUES, "truth_t1", "truth_t2")
 SUMMARISED = ("tinybench", "tinybench_own", "gpirt", "random")
 
 

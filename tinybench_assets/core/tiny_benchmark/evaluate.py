@@ -13,6 +13,7 @@ import pandas as pd
 
 from ..estimation.names import JOINT, PER_SCENARIO
 from ..estimation.shrinkage import SHRINKAGE
+from ..estimation.table import ESTIMATE_VALUES
 from .answers import AnswerError, _prepare_answers, read_answers
 from .files import attach_trees, load_artifact, load_model
 from .format import TREES_FILE, ArtifactError, check_format
@@ -43,20 +44,7 @@ def evaluate_artifact(artifact: dict, Ya: dict[str, np.ndarray], estimators: Ite
 
 
 # ====================================================================== estimation
-COLUMNS = [
-    "scenario",
-    "estimator",
-    "estimator_t2",
-    "answered",
-    "n_anchors",
-    "estimate",
-    "lower",
-    "upper",
-    "estimate_t2",
-    "lower_t2",
-    "upper_t2",
-    "source",
-]
+COLUMNS = ["scenario", "estimator", "estimator_t2", "answered", "n_anchors", *ESTIMATE_VALUES, "source"]
 
 
 def _estimators(art: dict, model, answered: list, estimator: str | None, pick: str, notes: list) -> tuple:
