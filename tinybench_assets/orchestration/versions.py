@@ -38,7 +38,7 @@ SOURCES = {
         "io/cost_queries.py",
         "core/responses.py",
     ),
-    "irt": ("defs/assets/irt.py", "core/irt/*.py", "core/splits.py", "core/responses.py"),
+    "irt": ("defs/assets/irt.py", "core/irt/*.py", "core/irt_tables.py", "core/splits.py", "core/responses.py"),
     "estimation": (
         "defs/assets/estimation.py",
         "defs/estimation_*.py",

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from tinybench_assets import paths
+from tinybench_assets.core.irt_tables import fit_tables
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
 from tinybench_assets.core.splits import split_models
 from tinybench_assets.defs.cards import card
@@ -77,62 +78,10 @@ def fit_and_store(
         if (~train).any()
         else {"logloss": float("nan"), "accuracy": float("nan"), "score_mae": float("nan"), "n_models": 0}
     )
-    db.replace_partition(_fit_tables(matrix, scope, split, sel, params, held, config, device, t0), key)
+    seconds = time.perf_counter() - t0
+    tables = fit_tables(matrix, scope, split, sel, params, held, config.seed, config.fitter, device, seconds)
+    db.replace_partition(tables, key)
     return dg.MaterializeResult(metadata=_fit_metadata(key, matrix, scope, train, sel, params, held, device, t0))
-
-
-def _fit_tables(
-    matrix: ResponseMatrix, scope: str, split, sel, params, held: dict, config: IRTConfig, device: str, t0: float
-) -> dict:
-    """The fit's rows of FIT_TABLES: the model split, item and model parameters, the validation error per D and the
-    fit's summary (``sel``: the DimensionSelection, ``held``: the held-out models' scores)."""
-    train = split == "train"
-    models = np.asarray(matrix.models, dtype=object)
-    return {
-        "model_splits": pd.DataFrame({"model": models, "split": split, "seed": config.seed}),
-        "irt_items": pd.DataFrame(
-            {
-                "item": matrix.items,
-                "scenario": matrix.scenarios.astype(str),
-                "subscenario": matrix.subscenarios.astype(str),
-                "b": params.b,
-                "a": list(params.a),
-            }
-        ),
-        "irt_models": pd.DataFrame({"model": models[train], "theta": list(params.theta)}),
-        "irt_dims": pd.DataFrame(
-            {
-                "dim": list(sel.errors),
-                "val_error": list(sel.errors.values()),
-                "val_bias": [sel.bias[d] for d in sel.errors],
-                "val_error_sd": [float(np.std(sel.per_model_errors[d])) for d in sel.errors],
-                "seconds": [sel.seconds.get(d) for d in sel.errors],
-                "chosen": [d == sel.best_dim for d in sel.errors],
-            }
-        ),
-        "irt_fits": pd.DataFrame(
-            [
-                {
-                    "scope": scope,
-                    "dim": sel.best_dim,
-                    "n_models": int(train.sum()),
-                    "n_items": len(matrix.items),
-                    "loss": params.loss,
-                    "heldout_logloss": held["logloss"],
-                    "heldout_accuracy": held["accuracy"],
-                    "heldout_score_mae": held["score_mae"],
-                    "n_heldout_models": held["n_models"],
-                    "val_bias": sel.bias[sel.best_dim],
-                    "val_error": sel.errors[sel.best_dim],
-                    "seconds": time.perf_counter() - t0,
-                    "device": device,
-                    "fitter": config.fitter,
-                    "seed": config.seed,
-                    "updated_at": pd.Timestamp.now(),
-                }
-            ]
-        ),
-    }
 
 
 def _fit_metadata(
