@@ -37,6 +37,7 @@ SOURCES = {
         "io/wide_responses.py",
         "io/cost_queries.py",
         "core/responses.py",
+        "core/response_tables.py",
     ),
     "irt": ("defs/assets/irt.py", "core/irt/*.py", "core/irt_tables.py", "core/splits.py", "core/responses.py"),
     "estimation": (

@@ -2,9 +2,8 @@
 
 import dagster as dg
 import numpy as np
-import pandas as pd
 
-from tinybench_assets.core.responses import binarize
+from tinybench_assets.core.response_tables import binarized_tables, matrix_tables
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import register_partitions, scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, LandingResource, StoreResource
@@ -127,28 +126,10 @@ def response_matrix(context: dg.AssetExecutionContext, store: StoreResource) -> 
     key = context.partition_key
     db = store.get()
     matrix = load_matrix(db, key)
-    weights = matrix.balance_weights()
-    splits = db.landed_item_split(key)
-    acc = matrix.accuracy().iloc[:, 0].to_numpy()
-    items = pd.DataFrame(
-        {
-            "col": np.arange(len(matrix.items), dtype=np.int32),
-            "item": matrix.items,
-            "subscenario": matrix.subscenarios.astype(str),
-            "balance_weight": weights,
-            "split": [splits.get(i) for i in matrix.items],
-            "mean_score": np.nanmean(matrix.scores, axis=0),
-        }
-    )
-    models = pd.DataFrame(
-        {
-            "row": np.arange(len(matrix.models), dtype=np.int32),
-            "model": matrix.models,
-            "n_items": matrix.mask.sum(axis=1).astype(np.int32),
-            "accuracy": acc,
-        }
-    )
-    db.replace_partition({"matrix_items": items, "matrix_models": models}, key)
+    tables = matrix_tables(matrix, db.landed_item_split(key))
+    items, acc = tables["matrix_items"], tables["matrix_models"]["accuracy"].to_numpy()
+    weights = items["balance_weight"].to_numpy()
+    db.replace_partition(tables, key)
     return dg.MaterializeResult(
         metadata={
             "models": len(matrix.models),
@@ -189,44 +170,19 @@ def binarized_responses(context: dg.AssetExecutionContext, store: StoreResource)
     db = store.get()
     matrix = load_matrix(db, key)
     rule = db.binarize_rule(key)
-    rule = "auto" if rule is None else rule
-    y, threshold, applied = binarize(matrix.scores, rule=rule)
-    mean_raw = float(np.nanmean(matrix.scores))
-    mean_bin = float(np.nanmean(y))
-    obs = matrix.mask
-    shift = float(np.mean(np.abs(np.nanmean(y, axis=1) - np.nanmean(matrix.scores, axis=1))))
-    m_idx, i_idx = np.nonzero(obs)
-    long = pd.DataFrame(
-        {
-            "model": np.asarray(matrix.models, dtype=object)[m_idx],
-            "item": np.asarray(matrix.items, dtype=object)[i_idx],
-            "y": y[m_idx, i_idx].astype(np.uint8),
-        }
-    )
-    summary = pd.DataFrame(
-        [
-            {
-                "rule": applied,
-                "threshold": threshold,
-                "mean_raw": mean_raw,
-                "mean_binary": mean_bin,
-                "mean_abs_shift": shift,
-                "updated_at": pd.Timestamp.now(),
-            }
-        ]
-    )
-    db.replace_partition({"binarized": long, "binarization": summary}, key)
+    tables, b = binarized_tables(matrix, "auto" if rule is None else rule)
+    db.replace_partition(tables, key)
     return dg.MaterializeResult(
         metadata={
             "models": len(matrix.models),
             "items": len(matrix.items),
-            "rule": applied,
-            "threshold": dg.MetadataValue.float(threshold)
-            if threshold is not None
+            "rule": b["rule"],
+            "threshold": dg.MetadataValue.float(b["threshold"])
+            if b["threshold"] is not None
             else dg.MetadataValue.text("none (already 0/1)"),
-            "mean_accuracy_raw": mean_raw,
-            "mean_accuracy_binarized": mean_bin,
-            "mean_abs_accuracy_shift": shift,
+            "mean_accuracy_raw": b["mean_raw"],
+            "mean_accuracy_binarized": b["mean_binary"],
+            "mean_abs_accuracy_shift": b["mean_abs_shift"],
         }
     )
 
