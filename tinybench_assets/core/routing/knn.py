@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
 WEIGHTINGS = ("uniform", "similarity", "softmax")
 
@@ -108,3 +109,28 @@ def impute_item_params(
     a = np.einsum("nk,nkd->nd", w, a_train[idx])
     b = np.einsum("nk,nk->n", w, b_train[idx])
     return ImputedParams(a=a, b=b, idx=idx, sim=sim, weights=w)
+
+
+def imputed_test_params(fitted: pd.DataFrame, emb: pd.DataFrame, E: np.ndarray, k: int, weighting: str):
+    """The ``knn_item_params`` table of a scenario: every test question's a and b from its ``k`` nearest embedded
+    training questions with a fit. ``fitted``: the IRT fit's items (item, a, b); ``emb``: the embedded questions
+    (item, split), rows of ``E``. Returns (table, a and b of the training questions used, ImputedParams)."""
+    pos = {it: i for i, it in enumerate(emb["item"])}
+    train = fitted[fitted["item"].isin(pos)].reset_index(drop=True)
+    test = emb[emb["split"] == "test"].reset_index(drop=True)
+    Etr, Ete = E[[pos[i] for i in train["item"]]], E[[pos[i] for i in test["item"]]]
+    a_tr, b_tr = np.vstack(train["a"].to_numpy()), train["b"].to_numpy(dtype=float)
+    imp = impute_item_params(Ete, Etr, a_tr, b_tr, k=k, weighting=weighting)
+    names = train["item"].to_numpy(dtype=object)
+    table = pd.DataFrame(
+        {
+            "item": test["item"],
+            "b": imp.b,
+            "a": list(imp.a),
+            "neighbours": [list(names[r]) for r in imp.idx],
+            "similarities": [list(map(float, r)) for r in imp.sim],
+            "k": k,
+            "weighting": weighting,
+        }
+    )
+    return table, a_tr, b_tr, imp

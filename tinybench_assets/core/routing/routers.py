@@ -11,6 +11,7 @@ Routing itself (argmax with the tie-break) is :func:`tinybench_assets.core.routi
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from .knn import impute_item_params, nearest, neighbour_weights, normalize_rows
 
@@ -146,6 +147,22 @@ def irt_proba(a, b, theta):
     """P(correct) (n questions, M models) = sigmoid(a_q . theta_m - b_q)."""
     z = np.atleast_2d(a) @ np.atleast_2d(theta).T - np.asarray(b)[:, None]
     return 1.0 / (1.0 + np.exp(-z))
+
+
+def pirt_table(params: pd.DataFrame, models: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """The ``pirt_predictions`` table: P(correct) of every (model, question) from the questions' ``params`` (item, a,
+    b) and the models' abilities ``models`` (model, theta), one row per pair; and P (questions, models)."""
+    P = irt_proba(
+        np.vstack(params["a"].to_numpy()), params["b"].to_numpy(dtype=float), np.vstack(models["theta"].to_numpy())
+    )
+    long = pd.DataFrame(
+        {
+            "model": np.tile(models["model"].to_numpy(dtype=object), len(params)),
+            "item": np.repeat(params["item"].to_numpy(dtype=object), len(models)),
+            "p": P.reshape(-1),
+        }
+    )
+    return long, P
 
 
 class LogisticRouter(BaseRouter):

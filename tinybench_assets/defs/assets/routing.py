@@ -13,8 +13,8 @@ import dagster as dg
 import numpy as np
 import pandas as pd
 
-from tinybench_assets.core.routing import impute_item_params
-from tinybench_assets.core.routing.routers import irt_proba
+from tinybench_assets.core.routing.knn import imputed_test_params
+from tinybench_assets.core.routing.routers import pirt_table
 from tinybench_assets.core.routing.split import MIN_SELF_SPLIT_QUESTIONS
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import scenario_partitions
@@ -148,24 +148,7 @@ def knn_item_params(context: dg.AssetExecutionContext, config: KNNConfig, store:
             "irt_model's fit saw the test questions (no split landed; the router assets split the questions "
             "themselves): the tutorial's imputation would leak them. The routers fit their own IRT per fold."
         )
-    pos = {it: i for i, it in enumerate(emb["item"])}
-    train = items[items["item"].isin(pos)].reset_index(drop=True)
-    test = emb[emb["split"] == "test"].reset_index(drop=True)
-    Etr, Ete = E[[pos[i] for i in train["item"]]], E[[pos[i] for i in test["item"]]]
-    a_tr, b_tr = np.vstack(train["a"].to_numpy()), train["b"].to_numpy(dtype=float)
-    imp = impute_item_params(Ete, Etr, a_tr, b_tr, k=config.k, weighting=config.weighting)
-    names = train["item"].to_numpy(dtype=object)
-    out = pd.DataFrame(
-        {
-            "item": test["item"],
-            "b": imp.b,
-            "a": list(imp.a),
-            "neighbours": [list(names[r]) for r in imp.idx],
-            "similarities": [list(map(float, r)) for r in imp.sim],
-            "k": config.k,
-            "weighting": config.weighting,
-        }
-    )
+    out, a_tr, b_tr, imp = imputed_test_params(items, emb, E, config.k, config.weighting)
     db.replace_partition({"knn_item_params": out}, key)
     png = plots.difficulty_vs_discrimination(
         np.concatenate([b_tr, imp.b]),
@@ -176,7 +159,7 @@ def knn_item_params(context: dg.AssetExecutionContext, config: KNNConfig, store:
     return dg.MaterializeResult(
         metadata={
             "test_questions": len(out),
-            "train_questions": len(train),
+            "train_questions": len(b_tr),
             "k": config.k,
             "weighting": config.weighting,
             "irt_dim": int(a_tr.shape[1]),
@@ -209,14 +192,7 @@ def pirt_predictions(context: dg.AssetExecutionContext, store: StoreResource) ->
     if (fit := irt_fit(db, key)) is None:
         return _skip(NO_FIT)
     _, models = fit
-    P = irt_proba(np.vstack(imp["a"].to_numpy()), imp["b"].to_numpy(dtype=float), np.vstack(models["theta"].to_numpy()))
-    long = pd.DataFrame(
-        {
-            "model": np.tile(models["model"].to_numpy(dtype=object), len(imp)),
-            "item": np.repeat(imp["item"].to_numpy(dtype=object), len(models)),
-            "p": P.reshape(-1),
-        }
-    )
+    long, P = pirt_table(imp, models)
     db.replace_partition({"pirt_predictions": long}, key)
     mean_p = dict(zip(models["model"], np.round(P.mean(axis=0), 4)))
     return dg.MaterializeResult(
