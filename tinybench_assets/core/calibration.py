@@ -57,13 +57,12 @@ class IsotonicCalibrator:
 
     def to_dict(self) -> dict:
         """The fitted map as the artifact stores it: its thresholds ``x``, ``y`` and its bounds."""
-        iso = self.iso_
-        return {
-            "x": enc_list(iso.X_thresholds_),
-            "y": enc_list(iso.y_thresholds_),
-            "y_min": enc(self.y_min),
-            "y_max": enc(self.y_max),
-        }
+        return _map_dict(self.iso_.X_thresholds_, self.iso_.y_thresholds_, self.y_min, self.y_max)
+
+
+def _map_dict(x, y, y_min: float, y_max: float) -> dict:
+    """An isotonic map's thresholds and bounds in the artifact's strict JSON."""
+    return {"x": enc_list(x), "y": enc_list(y), "y_min": enc(y_min), "y_max": enc(y_max)}
 
 
 class StoredIsotonicMap:
@@ -91,7 +90,7 @@ class StoredIsotonicMap:
 
     def to_dict(self) -> dict:
         """The stored thresholds and bounds, as :meth:`IsotonicCalibrator.to_dict` wrote them."""
-        return {"x": enc_list(self.x), "y": enc_list(self.y), "y_min": enc(self.y_min), "y_max": enc(self.y_max)}
+        return _map_dict(self.x, self.y, self.y_min, self.y_max)
 
     def transform(self, e):
         if self.const is not None:  # a constant map

@@ -17,8 +17,9 @@ avx512_bf16, bfloat16 took 23.6 s against float32's 14.0 s (the probe: 190 ms ag
 pipeline lost 80 s to it. Elsewhere (no native bfloat16, a slow probe, or CUDA) it runs in float32. The probe times
 the machine as it is at that moment, and a busy machine can tip it either way; so a store settles the choice once
 (:func:`settle_precision`, table ``encoder_precision``): the first probe's decision is recorded, and every later
-partition, process and re-run on that store embeds in the same precision (an explicit ``precision`` still wins). Small batches on CPU (16): texts are
-sorted by length within a call, and less padding per batch made float32 1.26x faster than batches of 64.
+partition, process and re-run on that store embeds in the same precision (an explicit ``precision`` still wins).
+Small batches on CPU (16): texts are sorted by length within a call, and less padding per batch made float32 1.26x
+faster than batches of 64.
 """
 
 from __future__ import annotations

@@ -12,6 +12,14 @@ from ..json_floats import enc
 from .names import PER_SCENARIO
 
 
+def _best_rows(rows: pd.DataFrame) -> tuple:
+    """(T1 row, T2 row): the rows with the lowest validation MAE for T1 and for T2 (T2 falls back to the T1 row when
+    no T2 MAE exists); ties go to the first row."""
+    r1 = rows.loc[rows.val_mae_t1.idxmin()]
+    r2rows = rows.dropna(subset=["val_mae_t2"])
+    return r1, (r2rows.loc[r2rows.val_mae_t2.idxmin()] if len(r2rows) else r1)
+
+
 def choose(vn: pd.DataFrame, scenarios) -> dict:
     """The selection rule at one budget: {(scenario, selector): {"t1": (clustering, estimator), "t2": (...)}}.
 
@@ -25,15 +33,11 @@ def choose(vn: pd.DataFrame, scenarios) -> dict:
     for s in scenarios:
         vs = vn[vn.scenario == s]
         cands = vs[vs.clustering == c_star]
-        r1 = cands.loc[cands.val_mae_t1.idxmin()]
-        c2 = cands.dropna(subset=["val_mae_t2"])
-        r2 = c2.loc[c2.val_mae_t2.idxmin()] if len(c2) else r1
+        r1, r2 = _best_rows(cands)
         out[(s, "tinybench")] = {"t1": (c_star, r1.estimator), "t2": (c_star, r2.estimator)}
         own = vs[vs.estimator.isin(PER_SCENARIO)]
         if len(own):
-            o1 = own.loc[own.val_mae_t1.idxmin()]
-            o2d = own.dropna(subset=["val_mae_t2"])
-            o2 = o2d.loc[o2d.val_mae_t2.idxmin()] if len(o2d) else o1
+            o1, o2 = _best_rows(own)
             out[(s, "tinybench_own")] = {"t1": (o1.clustering, o1.estimator), "t2": (o2.clustering, o2.estimator)}
     return out
 
@@ -41,9 +45,7 @@ def choose(vn: pd.DataFrame, scenarios) -> dict:
 def best(rows: pd.DataFrame) -> dict:
     """{t1, t2}: the estimator with the lowest validation MAE among ``rows`` (T2 falls back to T1's choice when no T2
     MAE exists); ties go to the first row, as in :func:`choose`."""
-    r1 = rows.loc[rows.val_mae_t1.idxmin()]
-    r2rows = rows.dropna(subset=["val_mae_t2"])
-    r2 = r2rows.loc[r2rows.val_mae_t2.idxmin()] if len(r2rows) else r1
+    r1, r2 = _best_rows(rows)
     return {"t1": str(r1.estimator), "t2": str(r2.estimator)}
 
 

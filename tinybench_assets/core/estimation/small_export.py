@@ -10,9 +10,11 @@ import numpy as np
 from ..json_floats import enc, enc_list, enc_matrix, to_dict_or_none
 from ..tiny_benchmark.format import FORMAT, TREES_FILE
 from ..tiny_benchmark.trees import pack
+from .anchor_sets import AnchorSet
 from .bank import bank_json, bank_tree_arrays
 from .small_choice import BANK, CANDIDATES, NO_IRT
 from .small_folds import CLUSTERING
+from .training import Layout
 
 __all__ = ["build_artifact", "joint_block"]
 
@@ -36,6 +38,7 @@ def build_artifact(p, leaderboard: str, n: int, item_texts=None, binarization=No
         raise ValueError(f"n={n} was not prepared (n_values={list(p.n_values)})")
     texts, L, fits, bank = item_texts or {}, p.layout_, p.served_.fits, p.served_.bank[(CLUSTERING, n)]
     dims = {s: p.choices_[(s, n)].dim for s in L.scenarios}
+    layout = Layout(L.items, L.scenarios, L.w, L.cols)  # the big predictor's layout, to write the same blocks
     scenarios = {}
     for s in L.scenarios:
         ch, fit, cols = p.choices_[(s, n)], fits[s], L.cols[s]
@@ -53,18 +56,10 @@ def build_artifact(p, leaderboard: str, n: int, item_texts=None, binarization=No
             }
             for e in (*CANDIDATES, BANK)
         }
-        anchor_ids = [L.items[j] for j in cols[local]]
+        anchors = AnchorSet(s, CLUSTERING, n, local, cols[local], weights)
         scenarios[s] = {
-            "n_items": int(len(cols)),
-            "items": [L.items[j] for j in cols],
-            "balance_weights": enc_list(L.w[cols]),
-            "anchors": {
-                "items": anchor_ids,
-                "local": [int(i) for i in local],
-                "weights": enc_list(weights),
-                "texts": [texts.get(i) for i in anchor_ids],
-                "linear": None,
-            },
+            **layout.to_dict(s),
+            "anchors": anchors.to_dict(L.items, texts),
             "irt": {
                 "sep": {"a": enc_matrix(irt.a), "b": enc_list(irt.b)},
                 "joint": {"a": enc_matrix(joint_block(fits, dims, s)), "b": enc_list(irt.b)},

@@ -48,7 +48,7 @@ def json_names(stacks: dict, shrinkage: bool) -> set[str]:
 
 
 class ScenarioBlocks:
-    """Every scenario's block of the artifact of (clustering ``c``, budget ``n``), read in ``scenario_order``.
+    """Every scenario's block of the artifact (one clustering and budget), read in ``scenario_order``.
 
     Attributes: ``blocks`` ({scenario: its block checked and decoded: ``items``, ``balance_weights``, ``irt``,
     ``anchors``, ``lambdas``, ``stacks``, ``estimators``, ``recommended_learned``, in the shape of the steps'
@@ -56,8 +56,8 @@ class ScenarioBlocks:
     ``estimators`` ({scenario: names listed}).
     """
 
-    def __init__(self, r: Reader, art: dict, order: list, c: str, n: int, shrinkage):
-        self.r, self.c, self.n, self.shrinkage = r, c, n, shrinkage
+    def __init__(self, r: Reader, art: dict, order: list, shrinkage):
+        self.r, self.shrinkage = r, shrinkage
         self.stacks, self.estimators = {}, {}
         self.blocks = self._read(art, order)
 

@@ -9,15 +9,9 @@ from datetime import datetime, timezone
 
 from ..estimation.base_estimates import feature_width
 from ..json_floats import merge
-from .format import FORMAT, JSON_BASE, TREES_FILE, ArtifactError
+from . import blocks
+from .format import FORMAT, TREES_FILE, ArtifactError
 from .trees import hgb_arrays, pack
-
-
-def _json_evaluable(name: str, stacks: dict) -> bool:
-    if name in JSON_BASE:
-        return True
-    st = stacks.get(name)
-    return st is not None and all(m in JSON_BASE for m in st["members"])
 
 
 def _width(st: dict, c: str, n: int):
@@ -61,7 +55,7 @@ def _scenario_entry(st: dict, lay, c: str, n: int, s: str, texts: dict, selected
     JSON-evaluable and learned estimator names. ``st``: the predictor's named steps; ``lay``: its item layout."""
     names = list(st["selector"].rows(c, n, s).estimator)
     stacks = st["stacks"].of(c, n, s)
-    json_names = {e for e in names if _json_evaluable(e, stacks)}
+    json_names = set(names) & blocks.json_names(stacks, shrinkage=False)
     if not json_names:
         raise ArtifactError(f"scenario {s!r}: no JSON-evaluable estimator in the predictor's validation table")
     entry = merge(

@@ -146,7 +146,7 @@ class ArtifactModel:
             r.fail("$.scenario_order", 'expected distinct scenario names ("joint" names the joint fit)')
         self.scenarios = order
         self.shrinkage = read_shrinkage(r, art, order)
-        blocks = ScenarioBlocks(r, art, order, self.c, self.n, self.shrinkage)
+        blocks = ScenarioBlocks(r, art, order, self.shrinkage)
         self.stacks_all, self.estimators, self._blocks = blocks.stacks, blocks.estimators, blocks.blocks
         d, c, n = blocks.blocks, self.c, self.n
         self.layout = Layout.from_dict(d, order)
