@@ -19,7 +19,8 @@ the machine as it is at that moment, so it takes the best of interleaved runs an
 clearly paid (:func:`probe_best`: one best-of-3 block each way, taken while another worker was busy, once settled a
 store on float32 and cost that run-all 215 s); and a store settles the choice once
 (:func:`settle_precision`, table ``encoder_precision``): the first probe's decision is recorded, and every later
-partition, process and re-run on that store embeds in the same precision (an explicit ``precision`` still wins).
+partition, process and re-run on that store embeds in the same precision (an explicit ``precision`` still wins;
+a machine without native bfloat16 on a store settled on it logs :data:`SLOW_BF16`).
 Small batches on CPU (16): texts are sorted by length within a call, and less padding per batch made float32 1.26x
 faster than batches of 64.
 """
@@ -57,6 +58,12 @@ CREATE TABLE IF NOT EXISTS encoder_precision (
 """
 
 PRECISIONS = ("auto", "float32", "bfloat16")
+SLOW_BF16 = (
+    "this store embeds in bfloat16 (its encoder_precision table: decided on a machine where bfloat16 paid), but this "
+    "CPU has no native bfloat16 instructions, so embedding runs emulated, slower than float32 would. To embed in float32 "
+    "here: set the encoder resource's precision to float32 (new cache keys: the store's texts are embedded again), or "
+    "delete the encoder_precision row to let the next probe decide for the store"
+)
 
 
 def cpu_has_native_bf16() -> bool:
@@ -302,6 +309,8 @@ def embed_cached(store, encoder: Encoder, texts: list[str], log=None) -> tuple[n
     if missing:
         if log:
             log(f"{len(missing)} of {len(uniq)} distinct texts to embed ({len(found)} from the cache)")
+            if isinstance(encoder, Encoder) and encoder.settled == "bfloat16" and not cpu_has_native_bf16():
+                log(SLOW_BF16)
         t0 = time.perf_counter()
         E_new = encoder.encode([first_text[k] for k in missing], log=log)
         seconds = time.perf_counter() - t0

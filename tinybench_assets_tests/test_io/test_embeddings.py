@@ -136,3 +136,22 @@ def test_auto_precision_is_settled_once_per_store(tmp_path, monkeypatch):
     assert len(row) == 1 and row.precision[0] == "bfloat16" and row.probe_float32_ms[0] == pytest.approx(200.0)
     explicit = Encoder(device="cpu", num_threads=1, precision="float32")
     assert embeddings.settle_precision(store, explicit) == "float32" and explicit.cache_id == explicit.encoder_id
+
+
+def test_a_store_settled_on_bfloat16_warns_on_a_cpu_without_it(tmp_path, monkeypatch):
+    """A store shared by machines (PostgreSQL) keeps the precision it settled on; a machine without native bfloat16
+    then embeds emulated, slower than float32: the log says so and what to do, once texts are to be embedded."""
+    store = Store(tmp_path / "s.duckdb")
+    monkeypatch.setattr(embeddings, "cpu_has_native_bf16", lambda: True)
+    monkeypatch.setattr(embeddings, "_PROBE", {1: (0.2, 0.1)})
+    monkeypatch.setattr(Encoder, "encode", lambda self, texts, log=None: np.eye(len(texts), 4, dtype=np.float32))
+    logs: list[str] = []
+    embed_cached(store, Encoder(device="cpu", num_threads=1), ["a", "b"], log=logs.append)
+    assert embeddings.SLOW_BF16 not in logs  # decided here: bfloat16 pays on this machine
+    monkeypatch.setattr(embeddings, "cpu_has_native_bf16", lambda: False)  # the same store on another machine
+    logs.clear()
+    embed_cached(store, Encoder(device="cpu", num_threads=1), ["a", "b"], log=logs.append)
+    assert logs == []  # every text cached: nothing runs slowly, nothing to say
+    _, st = embed_cached(store, enc := Encoder(device="cpu", num_threads=1), ["a", "c"], log=logs.append)
+    assert st["embedded"] == 1 and enc.cache_id.endswith("@bf16") and embeddings.SLOW_BF16 in logs
+    assert "precision to float32" in embeddings.SLOW_BF16
