@@ -85,6 +85,11 @@ BF16_MIN_SPEEDUP = 1.25
 PROBE_REPEATS, PROBE_ATTEMPTS = 5, 3  # interleaved runs per attempt; attempts while bfloat16 has not clearly paid
 
 
+def bf16_pays(f32: float, bf16: float) -> bool:
+    """The rule: bfloat16 is worth it when it is at least ``BF16_MIN_SPEEDUP`` times faster than float32."""
+    return bf16 * BF16_MIN_SPEEDUP <= f32
+
+
 def probe_best(time_once, repeats: int = PROBE_REPEATS, attempts: int = PROBE_ATTEMPTS) -> tuple[float, float]:
     """(float32 s, bfloat16 s): the best of ``repeats`` interleaved timings each way (``time_once(bf16)``), over up
     to ``attempts`` attempts, stopping as soon as bfloat16 is ``BF16_MIN_SPEEDUP`` times faster. Another process can
@@ -96,7 +101,7 @@ def probe_best(time_once, repeats: int = PROBE_REPEATS, attempts: int = PROBE_AT
     for _ in range(attempts):
         for _ in range(repeats):
             f32, bf16 = min(f32, time_once(False)), min(bf16, time_once(True))
-        if bf16 * BF16_MIN_SPEEDUP <= f32:
+        if bf16_pays(f32, bf16):
             break
     return f32, bf16
 
@@ -129,8 +134,7 @@ def bf16_autocast_pays(threads: int | None = None) -> bool:
             _PROBE[threads] = probe_best(once)
         finally:
             torch.set_num_threads(before)
-    f32, bf16 = _PROBE[threads]
-    return bf16 * BF16_MIN_SPEEDUP <= f32
+    return bf16_pays(*_PROBE[threads])
 
 
 def bf16_probe_timings(threads: int) -> tuple[float, float] | None:
