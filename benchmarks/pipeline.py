@@ -6,8 +6,9 @@ Runs `tinybench run-all` three times in a temporary project home (its own DuckDB
 and Dagster instance; never the project's data/): cold on the real default data (../shared/data), warm with
 nothing changed, then after a new version of one openllm drop (one model's answers removed from
 arc.responses.parquet). Prints wall times beside the issue's reference (16 min 18 s cold, the same again warm),
-what each run materialized (read from the Dagster instance), the slowest steps of the cold run, the backtest's
-time per split and per predictor stage, and the peak memory of the runs.
+what each run materialized (read from the Dagster instance), the slowest steps of the cold run, where its time
+went (step seconds per leaderboard and per asset; the CPU seconds of its processes against what 2 cores hold in the
+bar's time), the backtest's time per split and per predictor stage, and the peak memory of the runs.
 """
 
 from __future__ import annotations
@@ -114,7 +115,10 @@ def main(argv=None) -> int:
     figures: dict = {}
     try:
         t_cold0 = time.time()
+        cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         cold, out_cold = run_all(env)
+        cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cold_cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
         print(out_cold.split("\nDuckDB store")[0])
         instance = dg.DagsterInstance.get()
         cold_mats = materializations_since(instance, t_cold0)
@@ -163,6 +167,19 @@ def main(argv=None) -> int:
         for (_step, part), sec in steps.items():
             by_part[part] += sec
         print("  per partition: " + ", ".join(f"{p} {s:.0f}s" for p, s in by_part.most_common()))
+        # where the cores went: step seconds per leaderboard (a scenario partition "board.scenario" counts for its
+        # board) and per asset; the cold run's CPU seconds against what 2 cores hold in the bar's time
+        by_board, by_asset = Counter(), Counter()
+        for (step, part), sec in steps.items():
+            by_board[part.split(".")[0] if part else "(ingest)"] += sec
+            by_asset[step] += sec
+        print("  per leaderboard: " + ", ".join(f"{b} {s:.0f}s" for b, s in by_board.most_common()))
+        print("  per asset: " + ", ".join(f"{a} {s:.0f}s" for a, s in by_asset.most_common(8)))
+        cores = os.cpu_count() or 1
+        print(
+            f"  CPU: {cold_cpu:.0f} core-s in {cold:.0f} s ({cold_cpu / cold:.2f} of {cores} cores busy); "
+            f"the {BARS['cold_seconds']:.0f} s bar holds {BARS['cold_seconds'] * cores:.0f} core-s"
+        )
         if timings is not None and len(timings):
             cols = [c for c in timings.columns if c.endswith("seconds")]
             print("\n== backtest, per split (seconds)")
@@ -181,6 +198,9 @@ def main(argv=None) -> int:
             "estimation_t1_n30_mean": float(t1),
             "estimation_t1_n30_grouped": float(t1_grouped),
             "cold_materializations": len(cold_mats),
+            "cold_cpu_seconds": round(cold_cpu, 1),
+            "cold_step_seconds_by_leaderboard": {b: round(v, 1) for b, v in by_board.most_common()},
+            "cold_step_seconds_by_asset": {a: round(v, 1) for a, v in by_asset.most_common()},
             "one_drop_materializations": len(drop_mats),
             "one_drop_reread_only": sorted({p for a, p in drop_mats if a == "raw_responses"} - set(drop_parts)),
             "reference": REFERENCE,
