@@ -1,6 +1,8 @@
 """Mixed-traffic routing (task routers, the out-of-distribution guard), the questions' own split and RouteLLM's
 measures, on synthetic data whose answers are known."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -150,6 +152,53 @@ def test_gap_report_chooses_its_family_on_training_questions_only():
     assert a["family"] == b["family"] and a["apgr"] > 0.7
     assert strong_weak([0.2, 0.9]) == (1, 0)
     assert preference(np.array([[0.1, 0.7]]), 1, 0)[0] == pytest.approx(0.6)
+
+
+def test_surface_counts_are_scikit_learns_hashed_char_ngrams():
+    """SurfaceFeatures hashes each distinct word once: the same counts as HashingVectorizer.transform on real
+    questions (RouteLLM's and RouterDC's) and on white space, accents, CJK and emoji; the features bit for bit."""
+    import pandas as pd
+
+    from tinybench_assets.core.routing.knn import normalize_rows
+    from tinybench_assets_tests.conftest import SHARED, _need_shared
+
+    _need_shared()
+    texts = pd.read_csv(SHARED / "routellm" / "mmlu.csv", nrows=400)["prompt"].tolist()
+    texts += [r["question"] for r in json.loads((SHARED / "routerdc" / "gsm8k-test.json").read_text())[:200]]
+    texts += ["", "   ", "a", "ab\n\ncd\t\te", "é ü ß 中文\u00a0nbsp\u2003em", "x\u2028y\x1cz", " a  a ", "🙂🙂 ok"]
+    surface = SurfaceFeatures(512, ngram=(1, 3))
+    want = surface._vectorizer().transform(texts)
+    assert np.array_equal(surface.counts(texts).toarray(), want.toarray())
+    want.data = np.sign(want.data) * np.log1p(np.abs(want.data))
+    assert np.array_equal(normalize_rows(want.toarray()).astype(np.float32), surface.transform(texts))
+    assert surface.counts([]).shape == (0, 512)
+
+
+def test_an_ensembles_shared_inputs_are_written_once(tmp_path, monkeypatch):
+    """Equal arrays of an ensemble's members (each keeps the training inputs) are written once and read back shared;
+    a file without aliases (as written before) still loads."""
+    import zipfile
+
+    from tinybench_assets.core.routing import saved
+
+    E, Y, task = two_tasks(n=200)
+    r = select_router(E, Y, groups=task, n_boot=50, gate_level=0).make("ensemble").fit(E, Y, task)
+    monkeypatch.setattr(saved, "ALIAS_MIN_BYTES", 0)
+    save_router(r, tmp_path / "shared.npz", {"models": ["m0", "m1"]})
+    monkeypatch.setattr(saved, "ALIAS_MIN_BYTES", 1 << 62)
+    save_router(r, tmp_path / "copies.npz", {"models": ["m0", "m1"]})
+    names = zipfile.ZipFile(tmp_path / "shared.npz").namelist()
+    assert (
+        sum(n.endswith(".E_.npy") for n in names)
+        == 1
+        < sum(n.endswith(".E_.npy") for n in zipfile.ZipFile(tmp_path / "copies.npz").namelist())
+    )
+    (a, meta_a), (b, meta_b) = load_router(tmp_path / "shared.npz"), load_router(tmp_path / "copies.npz")
+    assert meta_a == meta_b == {"models": ["m0", "m1"]}
+    assert np.array_equal(a.predict_proba(E), r.predict_proba(E)) and np.array_equal(
+        b.predict_proba(E), r.predict_proba(E)
+    )
+    assert len({id(m.E_) for m in a.members if hasattr(m, "E_")}) == 1
 
 
 def test_every_family_of_an_ensemble_saves_and_loads(tmp_path):

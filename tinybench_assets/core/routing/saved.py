@@ -13,6 +13,7 @@ from .task import TaskRouter
 
 _CLASSES = {c.name: c for c in (BestSingleRouter, KNNVoteRouter, KNNIRTRouter, LogisticRouter, MFRouter)}
 _CLASSES.update({"knn_shrunk": KNNVoteRouter, "task_prior": TaskRouter, "knn_task": TaskRouter})
+ALIAS_MIN_BYTES = 1 << 16  # smaller arrays are written as they are: comparing them saves nothing
 
 
 def router_from_state(state: dict) -> BaseRouter:
@@ -35,34 +36,59 @@ def router_from_state(state: dict) -> BaseRouter:
     return r
 
 
+def _same_as(arr: np.ndarray, stored: list) -> str | None:
+    """The key of a stored array equal to ``arr`` (same shape, dtype and values), or None."""
+    for key, other in stored:
+        if other.shape == arr.shape and other.dtype == arr.dtype and np.array_equal(other, arr):
+            return key
+    return None
+
+
 def save_router(router: BaseRouter, path, meta: dict) -> None:
-    """Write a fitted router as one .npz (arrays, flattened keys) with its JSON description inside."""
-    flat, desc = {}, []
+    """Write a fitted router as one .npz (arrays, flattened keys) with its JSON description inside. An array equal to
+    one already written is written once: the members of an ensemble each keep their own copy of the training
+    questions' inputs (RouteLLM's leaderboard router: four of 69 MB), so ``array_aliases`` maps its key to the stored one."""
+    flat, aliases, stored = {}, {}, []
 
     def walk(st, prefix):
         entry = {"router": st["router"], "params": st["params"], "arrays": sorted(st["arrays"]), "members": []}
         for key, arr in st["arrays"].items():
-            flat[f"{prefix}{key}"] = np.asarray(arr)
+            arr = np.asarray(arr)
+            same = _same_as(arr, stored) if arr.nbytes >= ALIAS_MIN_BYTES else None
+            if same is None:
+                flat[f"{prefix}{key}"] = arr
+                stored.append((f"{prefix}{key}", arr))
+            else:
+                aliases[f"{prefix}{key}"] = same
         for i, sub in enumerate(st.get("members", [])):
             entry["members"].append(walk(sub, f"{prefix}m{i}."))
         return entry
 
     desc = walk(router.state(), "")
-    flat["__meta__"] = np.frombuffer(json.dumps({"router": desc, **meta}).encode(), dtype=np.uint8)
+    head = {"router": desc, **({"array_aliases": aliases} if aliases else {}), **meta}
+    flat["__meta__"] = np.frombuffer(json.dumps(head).encode(), dtype=np.uint8)
     with open(path, "wb") as fh:
         np.savez_compressed(fh, **flat)
 
 
 def load_router(path) -> tuple[BaseRouter, dict]:
-    """Read a router written by :func:`save_router`; returns (router, meta)."""
+    """Read a router written by :func:`save_router`; returns (router, meta). An aliased array is read once and shared
+    by the routers that wrote equal copies."""
     with np.load(path, allow_pickle=False) as z:
         meta = json.loads(bytes(z["__meta__"]).decode())
+        aliases, read = meta.pop("array_aliases", {}), {}
+
+        def array(key):
+            key = aliases.get(key, key)
+            if key not in read:
+                read[key] = z[key]
+            return read[key]
 
         def build(entry, prefix):
             st = {
                 "router": entry["router"],
                 "params": entry["params"],
-                "arrays": {k: z[f"{prefix}{k}"] for k in entry["arrays"]},
+                "arrays": {k: array(f"{prefix}{k}") for k in entry["arrays"]},
                 "members": [build(sub, f"{prefix}m{i}.") for i, sub in enumerate(entry["members"])],
             }
             return st

@@ -13,9 +13,13 @@ block weighs as much as the unit-length embedding it is appended to (``weight`` 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from .knn import normalize_rows
+
+_WHITE_SPACES = re.compile(r"\s\s+")  # scikit-learn's VectorizerMixin._white_spaces
 
 
 class SurfaceFeatures:
@@ -36,10 +40,10 @@ class SurfaceFeatures:
             return None
         return cls(params["n_features"], tuple(params.get("ngram", (1, 3))), params.get("weight", 1.0))
 
-    def transform(self, texts) -> np.ndarray:
+    def _vectorizer(self):
         from sklearn.feature_extraction.text import HashingVectorizer
 
-        hv = HashingVectorizer(
+        return HashingVectorizer(
             analyzer="char_wb",
             ngram_range=self.ngram,
             n_features=self.n_features,
@@ -47,7 +51,32 @@ class SurfaceFeatures:
             lowercase=False,
             norm=None,
         )
-        X = hv.transform([str(t) for t in texts])
+
+    def counts(self, texts):
+        """The ``HashingVectorizer``'s signed n-gram counts (n, ``n_features``), each distinct word hashed once.
+
+        ``char_wb`` n-grams never cross a word: a text's are its words' (each padded with a space), so its counts are
+        the sum of its words' counts, summed here as (text x word counts) @ (word x feature counts) in exact float64
+        integers. The same matrix as ``HashingVectorizer.transform(texts)``, about 8x faster on RouteLLM's 15,361
+        questions (scikit-learn's analyzer makes every n-gram of every text in Python: 15 s)."""
+        from scipy import sparse
+
+        hv = self._vectorizer()
+        words: dict[str, int] = {}
+        cols, indptr = [], [0]
+        for t in texts:
+            # the analyzer's own split: runs of white space made one space, then str.split
+            cols.extend(words.setdefault(w, len(words)) for w in _WHITE_SPACES.sub(" ", t).split())
+            indptr.append(len(cols))
+        per_text = sparse.csr_matrix(
+            (np.ones(len(cols)), np.asarray(cols, dtype=np.int64), np.asarray(indptr, dtype=np.int64)),
+            shape=(len(indptr) - 1, len(words)),
+        )
+        per_word = hv.transform(list(words)) if words else sparse.csr_matrix((0, self.n_features))
+        return (per_text @ per_word).tocsr()
+
+    def transform(self, texts) -> np.ndarray:
+        X = self.counts([str(t) for t in texts])
         X.data = np.sign(X.data) * np.log1p(np.abs(X.data))
         return (self.weight * normalize_rows(X.toarray())).astype(np.float32)
 
