@@ -163,16 +163,14 @@ def main(argv=None) -> int:
         print("\n== cold run: slowest steps (seconds)")
         for (step, part), sec in steps.most_common(12):
             print(f"  {sec:7.1f}  {step:<28} {part}")
-        by_part = Counter()
-        for (_step, part), sec in steps.items():
-            by_part[part] += sec
-        print("  per partition: " + ", ".join(f"{p} {s:.0f}s" for p, s in by_part.most_common()))
-        # where the cores went: step seconds per leaderboard (a scenario partition "board.scenario" counts for its
-        # board) and per asset; the cold run's CPU seconds against what 2 cores hold in the bar's time
-        by_board, by_asset = Counter(), Counter()
+        # where the cores went: step seconds per partition, per leaderboard (a scenario partition "board.scenario"
+        # counts for its board) and per asset; the cold run's CPU seconds against what 2 cores hold in the bar's time
+        by_part, by_board, by_asset = Counter(), Counter(), Counter()
         for (step, part), sec in steps.items():
+            by_part[part] += sec
             by_board[part.split(".")[0] if part else "(ingest)"] += sec
             by_asset[step] += sec
+        print("  per partition: " + ", ".join(f"{p} {s:.0f}s" for p, s in by_part.most_common()))
         print("  per leaderboard: " + ", ".join(f"{b} {s:.0f}s" for b, s in by_board.most_common()))
         print("  per asset: " + ", ".join(f"{a} {s:.0f}s" for a, s in by_asset.most_common(8)))
         cores = os.cpu_count() or 1

@@ -57,8 +57,8 @@ class SurfaceFeatures:
 
         ``char_wb`` n-grams never cross a word: a text's are its words' (each padded with a space), so its counts are
         the sum of its words' counts, summed here as (text x word counts) @ (word x feature counts) in exact float64
-        integers. The same matrix as ``HashingVectorizer.transform(texts)``, about 8x faster on RouteLLM's 15,361
-        questions (scikit-learn's analyzer makes every n-gram of every text in Python: 15 s)."""
+        integers. The same matrix as ``HashingVectorizer.transform(texts)``: 1.4 s against its 10.5 s on RouteLLM's and
+        RouterDC's 25,073 questions (scikit-learn's analyzer makes every n-gram of every text in Python)."""
         from scipy import sparse
 
         hv = self._vectorizer()
@@ -73,7 +73,7 @@ class SurfaceFeatures:
             shape=(len(indptr) - 1, len(words)),
         )
         per_word = hv.transform(list(words)) if words else sparse.csr_matrix((0, self.n_features))
-        return (per_text @ per_word).tocsr()
+        return per_text @ per_word
 
     def transform(self, texts) -> np.ndarray:
         X = self.counts([str(t) for t in texts])
