@@ -9,7 +9,13 @@ The family rule (:func:`model_groups`), one key per model, ``<org>|<base>``:
 * ``org``: the organisation of the Hugging Face id (``0-hero`` for ``0-hero/Matter-0.1-7B``), lower-cased;
 * ``base``: the architecture x size (x MoE) from the leaderboard's aggregate table (``arch``, ``size``, ``moe``:
   ``MistralForCausalLM-7b``), else the name up to its size token (``matter-0.1-7b``), as the MAGI voters'
-  family (:func:`~tinybench_assets.core.subsets.voters.model_families`).
+  family (:func:`~tinybench_assets.core.subsets.voters.model_families`);
+* a model whose id names no family is its own group, ``|<id>``: the ids the reader generates for a matrix without
+  model names (``combine.model0``, :func:`~tinybench_assets.core.subsets.voters.own_family`);
+* boards without families: when the keys above put every model of a board (two or more) in one group, each model
+  is its own group, ``<org>|<id>`` (:func:`~tinybench_assets.core.subsets.voters.one_family_each` says why: one
+  group leaves no grouped split and no leave-family-out fold to run, and tells nothing about near-twins).
+  :func:`group_summary` reports it as ``family_rule``.
 
 So one author's fine-tunes, DPO variants and merges of one base model (the near-twins: authors merge and
 re-tune their own models) stay on one side. On the Open LLM Leaderboard (6,063 models over its four scenarios)
@@ -29,27 +35,40 @@ import numpy as np
 import pandas as pd
 
 from .splits import model_unit
-from .subsets.voters import model_families
+from .subsets.voters import model_families, one_family_each
 
 LOCKBOX_KEY = "lockbox"
 
 
 def model_groups(models, aggregate: pd.DataFrame | None = None) -> pd.Series:
-    """The family key ``<org>|<base>`` per model (the module's rule), a Series indexed by model name."""
+    """The family key ``<org>|<base>`` per model (the module's rule), a Series indexed by model name; one key per
+    model (``<org>|<id>``) when the rule finds a single family for the whole board (then ``attrs["family_rule"]``
+    says so)."""
     models = [str(m) for m in models]
-    fam = model_families(models, aggregate).family
-    keys = [f"{m.split('/')[0].lower() if '/' in m else ''}|{fam.loc[m]}" for m in models]
-    return pd.Series(keys, index=pd.Index(models, name="model"), name="group")
+    fam = model_families(models, aggregate, each=False).family
+    orgs = [m.split("/")[0].lower() if "/" in m else "" for m in models]
+    keys = pd.Series(
+        [f"{o}|{fam.loc[m]}" for o, m in zip(orgs, models)], index=pd.Index(models, name="model"), name="group"
+    )
+    each = one_family_each(keys, [f"{o}|{m}" for o, m in zip(orgs, models)])
+    if each is not keys:
+        each.attrs["family_rule"] = (
+            f"one family per model: the family rule put all {len(models)} models in {keys.iloc[0]!r}, "
+            "which leaves nothing to split by family"
+        )
+    return each
 
 
 def group_summary(groups: pd.Series, top: int = 5) -> dict:
     """Count of groups, models, and the largest groups (for the benchmark's and the asset's report)."""
     sizes = groups.value_counts()
+    rule = groups.attrs.get("family_rule")
     return {
         "n_groups": int(len(sizes)),
         "n_models": int(len(groups)),
         "largest": {str(k): int(v) for k, v in sizes.head(top).items()},
         "singletons": int((sizes == 1).sum()),
+        **({"family_rule": rule} if rule else {}),
     }
 
 

@@ -23,6 +23,7 @@ import pandas as pd
 from tinybench_assets.core.responses import concat_scenarios
 from tinybench_assets.core.subsets import Scalarization, SearchSpace, choose_export, run_magi
 from tinybench_assets.core.subsets.choice import EXPORT_RULE
+from tinybench_assets.core.subsets.optimizer import UNSCORED_NOTE, unscored_trials
 from tinybench_assets.core.subsets.penalty import penalty_vs_n_voters, score_trends, subset_scores
 from tinybench_assets.core.subsets.rankings import VOTER_METHODS
 from tinybench_assets.io import plots
@@ -332,7 +333,7 @@ def magi_metadata(setup, result, export: str, mt: MagiTables, config, path) -> d
         "reference": str(models[setup.reference]),
         "not_fair_models": int(setup.not_fair.sum()),
     }
-    pen = t["magi_voter_penalty"]
+    pen, unscored = t["magi_voter_penalty"], unscored_trials(result.methods)  # unscored: pruned trials, per method
     return {
         "magi_rankings": {
             **common,
@@ -366,6 +367,9 @@ def magi_metadata(setup, result, export: str, mt: MagiTables, config, path) -> d
             "export_rule": EXPORT_RULE if config.export_method == "auto" else f"export_method: {config.export_method}",
             "artifact": dg.MetadataValue.path(str(path)),
             "pareto_points": int(t["magi_search"].pareto.sum()),
+            **(
+                {"unscored_trials": dg.MetadataValue.json(unscored), "unscored_note": UNSCORED_NOTE} if unscored else {}
+            ),
         },
         "magi_scores": {
             "rows": int(len(t["magi_scores"])),

@@ -8,6 +8,12 @@ non-guesser scores at least chance), subset size as a fraction of the pool (mini
 The chosen point is the trial of the Pareto front that maximizes the documented scalarization
 (:class:`Scalarization`); users change it in config. ``Scalarization.min_kendall_tau`` (off by default) adds the
 tune top-50 Kendall tau as a constraint.
+
+A trial whose objectives are not all finite cannot be scored (``top10_std`` is NaN when the tune models hold no fair
+model, ``guesser_advantage`` when every tune model and voter is a guesser): it is pruned (``optuna.TrialPruned``:
+optuna records it as pruned, not failed, and TPE ranks pruned trials after the scored ones; no NaN reaches optuna),
+kept in the trials with ``scored`` False, and never on the Pareto front. When no trial of a method can be scored,
+its first enqueued trial (the plain MAGI point) is chosen.
 """
 
 from __future__ import annotations
@@ -87,7 +93,7 @@ class MethodResult:
     ranking: Ranking
     params: SubsetParams
     chosen: SubsetEval
-    trials: pd.DataFrame
+    trials: pd.DataFrame  # one row per trial: parameters, tune metrics, scored, pareto, utility, violation, chosen
     seconds: float
     eval_metrics: dict = field(default_factory=dict)
     ranking_options: dict = field(default_factory=dict)  # irt_information along a direction: {"direction": [...]}
@@ -147,8 +153,13 @@ def search_method(
         p = _params_from_trial(trial, space, method, stratify)
         ev = build_subset(setup, ranking_for(p.top_k), p, seed=seed)
         evals[trial.number] = (p, ev)
-        rows.append({"trial": trial.number, **p.as_dict(), **ev.metrics})
-        return tuple(ev.metrics[o] for o in OBJECTIVES)
+        values = tuple(float(ev.metrics[o]) for o in OBJECTIVES)
+        scored = bool(np.isfinite(values).all())
+        rows.append({"trial": trial.number, **p.as_dict(), **ev.metrics, "scored": scored})
+        if not scored:
+            bad = [o for o, v in zip(OBJECTIVES, values) if not np.isfinite(v)]
+            raise optuna.TrialPruned(f"objectives not finite: {', '.join(bad)}")
+        return values
 
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(15, n_trials), multivariate=True)
     study = optuna.create_study(directions=list(DIRECTIONS), sampler=sampler)
@@ -169,16 +180,40 @@ def search_method(
     )
     study.optimize(objective, n_trials=n_trials)
     trials = pd.DataFrame(rows).sort_values("trial").reset_index(drop=True)
-    trials["pareto"] = pareto_mask(trials[list(OBJECTIVES)].to_numpy(dtype=float))
+    trials["pareto"] = False
+    scored = trials["scored"].to_numpy(dtype=bool)
+    trials.loc[scored, "pareto"] = pareto_mask(trials.loc[scored, list(OBJECTIVES)].to_numpy(dtype=float))
     trials["utility"] = [scalar.utility(r) for r in trials.to_dict("records")]
     trials["violation"] = [scalar.violation(r) for r in trials.to_dict("records")]
+    best = _choose(trials)
+    trials["chosen"] = trials.trial == best.trial
+    params, ev = evals[int(best.trial)]
+    return MethodResult(method, ranking_for(params.top_k), params, ev, trials, time.perf_counter() - t0)
+
+
+def _choose(trials: pd.DataFrame) -> pd.Series:
+    """The chosen trial: the feasible Pareto point of the largest utility, else the Pareto point of the smallest
+    violation; with no scored trial (no Pareto front), the first trial."""
     front = trials[trials.pareto]
+    if not len(front):
+        return trials.iloc[0]
     feasible = front[front.violation <= 0]
-    best = (
+    return (
         feasible.sort_values(["utility", "trial"], ascending=[False, True])
         if len(feasible)
         else front.sort_values(["violation", "trial"])
     ).iloc[0]
-    trials["chosen"] = trials.trial == best.trial
-    params, ev = evals[int(best.trial)]
-    return MethodResult(method, ranking_for(params.top_k), params, ev, trials, time.perf_counter() - t0)
+
+
+UNSCORED_NOTE = (
+    "search trials whose objectives were not all finite (no fair tune model for the top-10 spread, or every tune model "
+    "and voter a guesser) were pruned and kept in magi_search with scored = false; a method none of whose trials "
+    "scored keeps its first trial, the plain MAGI point"
+)
+
+
+def unscored_trials(methods: dict) -> dict:
+    """{method: its trials that could not be scored (pruned)} over ``methods`` ({method: MethodResult}), methods
+    whose trials all scored left out."""
+    out = {m: int((~r.trials["scored"].astype(bool)).sum()) for m, r in methods.items() if "scored" in r.trials}
+    return {m: n for m, n in out.items() if n}

@@ -6,6 +6,9 @@ Pure numpy/pandas. The voter rule (documented in docs/magi.md):
   (``arch``, ``size``, ``moe``); when the table lacks the model, or says ``arch == "error"`` / size <= 0,
   the family comes from the model name (the name without organisation, lower-cased, with digits-only
   version numbers and fine-tune suffixes after the size token dropped, e.g. ``llama-2-7b``);
+* a model whose id carries no family is its own family (:func:`own_family`): an id the reader generated for a file
+  that names no models (a headerless 0/1 matrix: ``<scenario>[.<split>].model<i>``, a position in a file), and every
+  model of a board that the rules above put in one family (:func:`one_family_each`);
 * merges (the table's ``merged`` flag, or merge words in the name: merge, slerp, ties, dare, passthrough)
   and flagged models never vote, nor do *guessers* (models at or below chance on the pool);
 * families are visited from the most to the least populated (ties by name) and up to
@@ -24,6 +27,8 @@ import pandas as pd
 CHANCE_BY_SCENARIO = {"arc": 0.25, "arc_challenge": 0.25, "mmlu": 0.25, "hellaswag": 0.25, "winogrande": 0.5}
 MERGE_WORDS = re.compile(r"(merg|slerp|(^|[-_.])ties([-_.]|$)|(^|[-_.])dare([-_.]|$)|passthrough|frankenmerge)", re.I)
 SIZE_TOKEN = re.compile(r"(\d+(?:\.\d+)?)\s*[bm](?![a-z])", re.I)
+# the model ids io/matrix_drops.py generates for a matrix without model names: <scenario>[.<split>].model<i>
+GENERATED_MODEL_ID = re.compile(r"^[^/]+\.model\d+$")
 
 
 def chance_per_item(scenarios, choices: dict[str, float] | None = None) -> np.ndarray:
@@ -48,6 +53,30 @@ def family_from_name(name: str) -> str:
     if m:
         return base[: m.end()].rstrip("-_.") or base
     return re.split(r"[-_.]", base)[0] or base
+
+
+def own_family(name: str) -> bool:
+    """Whether a model id names no family: an id the reader generated (``combine.model0``,
+    :func:`~tinybench_assets.io.matrix_drops.read_matrix`). Such an id is a row's position in one file; its stem is
+    the file's scenario, shared by every model of the file, so the name rule would put the whole file in one
+    family. Each such model is its own family instead."""
+    return bool(GENERATED_MODEL_ID.match(str(name)))
+
+
+def one_family_each(keys: pd.Series, own=None) -> pd.Series:
+    """``keys`` (a family key per model, indexed by model), or ``own`` (default: the model ids) when the keys put
+    two or more models in a single family.
+
+    The rule for boards without family information: one family for the whole board says nothing about which models
+    are near-twins (models named only by an anonymous stem, or a board of one author's variants of one base), and
+    it leaves nothing to split: a grouped split puts every model on one side, leave-family-out cross-validation has
+    no training models. Each model is then its own family, so splits and folds go by model, as a random split does;
+    near-twins may sit on both sides, which is what one family could not prevent either. A board with two or more
+    families keeps them."""
+    if len(keys) < 2 or keys.nunique() > 1:
+        return keys
+    own = keys.index.astype(str) if own is None else own
+    return pd.Series(list(own), index=keys.index, name=keys.name)
 
 
 BASE_TOKEN = re.compile(
@@ -78,11 +107,12 @@ def read_aggregate(path: str | Path | None) -> pd.DataFrame | None:
     return pd.read_csv(path)
 
 
-def model_families(models, aggregate: pd.DataFrame | None = None) -> pd.DataFrame:
+def model_families(models, aggregate: pd.DataFrame | None = None, each: bool = True) -> pd.DataFrame:
     """Family, merge and flag per model.
 
     Returns a DataFrame indexed by model with columns ``family`` (str), ``merged`` (bool), ``flagged`` (bool),
-    ``family_source`` ("aggregate" | "name").
+    ``family_source`` ("aggregate" | "name" | "model": the model is its own family, :func:`own_family`, or, with
+    ``each``, :func:`one_family_each` found a single family for the whole board).
     """
     models = list(models)
     agg = None
@@ -91,7 +121,9 @@ def model_families(models, aggregate: pd.DataFrame | None = None) -> pd.DataFram
     rows = []
     for m in models:
         fam, src, merged, flagged = None, "name", is_merge(m), False
-        if agg is not None and m in agg.index:
+        if own_family(m):
+            fam, src = str(m), "model"
+        elif agg is not None and m in agg.index:
             r = agg.loc[m]
             arch = str(r.get("arch", "error"))
             try:
@@ -112,7 +144,12 @@ def model_families(models, aggregate: pd.DataFrame | None = None) -> pd.DataFram
                 "family_source": src,
             }
         )
-    return pd.DataFrame(rows).set_index("model")
+    out = pd.DataFrame(rows).set_index("model")
+    if each and len(out):
+        fam = one_family_each(out["family"])
+        out.loc[fam.to_numpy() != out["family"].to_numpy(), "family_source"] = "model"
+        out["family"] = fam
+    return out
 
 
 def guessers(Y: np.ndarray, chance: np.ndarray, z: float = 2.0) -> np.ndarray:

@@ -17,6 +17,7 @@ from tinybench_assets import paths
 from tinybench_assets.atomic import atomic_write
 from tinybench_assets.core.subsets import DEFAULTS, chance_per_item, prepare, read_aggregate
 from tinybench_assets.core.subsets.forms import forms_tables, matrix_forms
+from tinybench_assets.core.subsets.optimizer import UNSCORED_NOTE
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.magi_report import magi_inputs, magi_metadata, magi_tables, search, subset_artifact
 from tinybench_assets.defs.partitions import leaderboard_partitions
@@ -154,6 +155,8 @@ def magi_subset_assets(context: dg.AssetExecutionContext, config: MagiConfig, st
     path = atomic_write(Path(paths.artifacts_dir()) / board / "magi_subset.json", lambda tmp: tmp.write_text(text))
     meta = magi_metadata(setup, result, export, mt, config, path)
     meta["magi_subset"]["seconds"] = round(time.perf_counter() - t0, 1)
+    if "unscored_trials" in meta["magi_subset"]:
+        context.log.warning(f"{board}: {meta['magi_subset']['unscored_trials'].data} {UNSCORED_NOTE}")
     for name in MAGI_ASSETS:
         yield dg.MaterializeResult(asset_key=name, metadata=meta[name])
 
