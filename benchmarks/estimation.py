@@ -48,6 +48,8 @@ ADAPTIVE_N = (10, 15, 20, 30)
 # gp-IRT the reference table below reports
 CLUSTERINGS = ("correctness", "irt", "forward")
 # the tutorial's estimators as the issue reports them on this data at n = 30 (accuracy points), for reference
+FRONTIER_TRAIN_MODELS = 2000  # the frontier split's training models (a seeded sample of the weaker 95 %)
+FRONTIER_ESTIMATORS = ("tinybench", "tinybench_own", "adaptive", "random")
 REFERENCE_N30 = {
     "random": {"arc": 4.8, "gsm8k": 5.5, "mmlu": 6.4, "truthfulqa": 5.0},
     "tutorial_gpirt": {"arc": 2.8, "gsm8k": 3.9, "mmlu": 1.8, "truthfulqa": 2.7},
@@ -92,6 +94,45 @@ def ci(summ: pd.DataFrame, est: str, tgt: str, n: int, clustering=None) -> str:
     return f"{s[f'mae_{tgt}'].mean():.2f} [{s[f'mae_{tgt}_lo'].mean():.2f}, {s[f'mae_{tgt}_hi'].mean():.2f}]"
 
 
+def frontier_figures(sm: pd.DataFrame, n: int = 30) -> tuple[dict, float, dict]:
+    """The frontier split's contract at n: ({scenario: {estimator: {mae_t1, bias_t1, coverage_t1, mae_t2,
+    coverage_t2}}}, the served mean T1 MAE over random items', the issue's bars {name: bool})."""
+    at = sm[(sm.n == n) & sm.estimator.isin(FRONTIER_ESTIMATORS)]
+    at = at[at.clustering.isin(["selected", "random", "adaptive"])]
+    keys = ("mae_t1", "bias_t1", "coverage_t1", "mae_t2", "coverage_t2")
+    out: dict = {}
+    for r in at.itertuples(index=False):
+        out.setdefault(r.scenario, {})[r.estimator] = {k: round(float(getattr(r, k)), 4) for k in keys}
+    served = {s: d["tinybench"] for s, d in out.items()}
+    rnd = {s: d["random"] for s, d in out.items()}
+    ratio = float(np.mean([v["mae_t1"] for v in served.values()]) / np.mean([v["mae_t1"] for v in rnd.values()]))
+    bars = {
+        "frontier_t1_each_scenario<=1.05x_random": all(served[s]["mae_t1"] <= 1.05 * rnd[s]["mae_t1"] for s in served),
+        "frontier_mean_ratio<=0.5": ratio <= 0.5,
+        "frontier_mean_bias_within_1": abs(float(np.mean([v["bias_t1"] for v in served.values()]))) <= 1.0,
+        "frontier_coverage_t1_each>=0.85": all(v["coverage_t1"] >= 0.85 for v in served.values()),
+        "frontier_coverage_t2_each>=0.85": all(v["coverage_t2"] >= 0.85 for v in served.values()),
+    }
+    return out, round(ratio, 4), bars
+
+
+def print_frontier(frontier: dict, ratio: float, bars: dict) -> None:
+    from tinybench_assets.core.estimation.frontier import FRONTIER_FRACTION
+
+    print(
+        f"\n=== FRONTIER split: the strongest {FRONTIER_FRACTION:.0%} of the development models held out, "
+        f"{FRONTIER_TRAIN_MODELS} of the rest as training models; n=30 ==="
+    )
+    print(f"{'scenario':<11} {'estimator':<14} {'MAE T1':>7} {'bias':>6} {'cov T1':>6} {'MAE T2':>7} {'cov T2':>6}")
+    for s, d in frontier.items():
+        for e, v in d.items():
+            print(
+                f"{s:<11} {e:<14} {v['mae_t1']:7.2f} {v['bias_t1']:6.2f} {v['coverage_t1']:6.3f} "
+                f"{v['mae_t2']:7.2f} {v['coverage_t2']:6.3f}"
+            )
+    print(f"served mean T1 MAE / random items' = {ratio:.3f}; bars: {bars}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", type=Path, help="write the results here")
@@ -118,6 +159,7 @@ def main(argv=None) -> int:
     import torch
 
     from tinybench_assets.core.backtest import split_plan, summarize_by_kind
+    from tinybench_assets.core.estimation.frontier import FRONTIER_FRACTION, board_strength
 
     torch.set_num_threads(args.threads)  # the serial case (--threads 1); workers set their own one thread
     from tinybench_assets.core.groups import group_summary, lockbox_mask, model_groups
@@ -139,6 +181,19 @@ def main(argv=None) -> int:
     plan = split_plan(
         len(groups), ("grouped",), n_grouped, 0.2, args.seed, groups=groups, exclude=box, **caps
     ) + split_plan(len(groups), ("random",), n_random, 0.2, args.seed, exclude=box, **caps)
+    # the frontier split (issue 51): the strongest FRONTIER_FRACTION of the development models held out, a seeded
+    # FRONTIER_TRAIN_MODELS of the rest as training models; every test model is stronger than every training model
+    plan += split_plan(
+        len(groups),
+        ("frontier",),
+        1,
+        0.2,
+        args.seed,
+        exclude=box,
+        max_train_models=FRONTIER_TRAIN_MODELS,
+        strength=board_strength(matrix),
+        frontier_fraction=FRONTIER_FRACTION,
+    )
     if not args.no_lockbox_line:  # fitted on every development model, tested on the lockbox: read only in the last line
         plan.append(("lockbox", np.flatnonzero(~box), np.flatnonzero(box)))
     res = run_backtest(
@@ -226,6 +281,8 @@ def main(argv=None) -> int:
         "max_group_t2": round(float(grp.coverage_t2.max()), 4),
         "note": "random splits; groups = scenario x clustering x estimator x n, pooled over splits",
     }
+    frontier, frontier_ratio, frontier_bars = frontier_figures(by_kind["frontier"])
+    out.update(frontier=frontier, frontier_top_fraction=float(FRONTIER_FRACTION), frontier_mean_ratio=frontier_ratio)
     g30 = grouped[grouped.n == 30].set_index(["scenario", "estimator"]).sort_index()
     cov_by_scen = {s_: round(float(g30.loc[[(s_, "tinybench")], "coverage_t1"].iloc[0]), 4) for s_ in SCENARIOS}
     cov_by_scen_own = {s_: round(float(g30.loc[[(s_, "tinybench_own")], "coverage_t1"].iloc[0]), 4) for s_ in SCENARIOS}
@@ -284,6 +341,7 @@ def main(argv=None) -> int:
                 "coverage90_by_scenario_in_[0.87,0.93]": all(0.87 <= v <= 0.93 for v in cov_by_scen.values()),
                 "adaptive_t1_n15<=static_t1_n30_own": adaptive[15] <= static_own[30],
                 "lockbox_within_0.5_of_grouped": abs(lock_t1 - g_joint) <= 0.5,
+                **frontier_bars,
             },
             "reference_n30": REFERENCE_N30,
             "selection": res.selection.to_dict(orient="records"),
@@ -342,6 +400,7 @@ def main(argv=None) -> int:
             f"T1 joint n=30 {ci(lock, 'tinybench', 't1', 30)}  own {ci(lock, 'tinybench_own', 't1', 30)}  "
             f"vs grouped mean {g_joint:.2f} (bar: within 0.5)"
         )
+    print_frontier(frontier, frontier_ratio, frontier_bars)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({**out, "meta": run_meta()}, indent=1, default=str))

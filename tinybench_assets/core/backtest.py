@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from .backtest_adaptive import adaptive_rows
+from .estimation.frontier import FRONTIER_FRACTION, frontier_split
 from .groups import grouped_test_mask
 from .parallel import init_worker
 from .predictor import AnchorPredictor, full_scores_wide, split_models
@@ -154,21 +155,29 @@ def split_plan(
     exclude=None,
     max_train_models=None,
     max_test_models=None,
+    strength=None,
+    frontier_fraction: float = FRONTIER_FRACTION,
 ) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """(kind, training rows, test rows) of ``n_splits`` seeded splits per kind, kinds in order.
 
-    kinds : "random" (models at random) and/or "grouped" (whole families to one side; needs ``groups``, a str
-    per model). Split k of a kind uses seed ``seed + k``. ``exclude`` (bool per model, the lockbox) keeps
-    models out of every split.
+    kinds : "random" (models at random), "grouped" (whole families to one side; needs ``groups``, a str per
+    model) and/or "frontier" (the strongest ``frontier_fraction`` of the models by ``strength``, their mean pool
+    accuracy over the scenarios (:func:`board_strength`), held out; one split: :func:`frontier_split`). Split k of a
+    kind uses seed ``seed + k``. ``exclude`` (bool per model, the lockbox) keeps models out of every split.
     """
     if not kinds:
-        raise ValueError("no split kind given: use 'random' and/or 'grouped'")
+        raise ValueError("no split kind given: use 'random', 'grouped' and/or 'frontier'")
     plan = []
     for kind in kinds:
-        if kind not in ("random", "grouped"):
-            raise ValueError(f"unknown split kind {kind!r}: use 'random' or 'grouped'")
+        if kind not in ("random", "grouped", "frontier"):
+            raise ValueError(f"unknown split kind {kind!r}: use 'random', 'grouped' or 'frontier'")
         if kind == "grouped" and groups is None:
             raise ValueError("grouped splits need a family key per model (groups)")
+        if kind == "frontier":
+            if strength is None:
+                raise ValueError("a frontier split needs each model's strength (board_strength)")
+            plan.append(("frontier", *frontier_split(strength, frontier_fraction, seed, exclude, max_train_models)))
+            continue
         for k in range(n_splits):
             train, test = _split_indices(
                 n_models,

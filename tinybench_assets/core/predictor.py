@@ -62,6 +62,7 @@ from .estimation.anchor_sets import AnchorSet, AnchorSets
 from .estimation.bank import AnswerBank
 from .estimation.calibrators import Calibrators
 from .estimation.chain import ValidationOutputs
+from .estimation.frontier import Frontier
 from .estimation.inference import estimate_table
 from .estimation.irt_fits import IRTFits
 from .estimation.lambdas import Lambdas
@@ -70,7 +71,14 @@ from .estimation.names import JOINT, LEARNED, PER_SCENARIO, SELECTED, STACKS
 from .estimation.selection import Selector
 from .estimation.served_intervals import ServedIntervals
 from .estimation.stacks import Stacks
-from .estimation.training import MIN_VALIDATION_MODELS, Layout, TrainingSplit, full_scores_wide, split_models
+from .estimation.training import (
+    FRONTIER_SHARE,
+    MIN_VALIDATION_MODELS,
+    Layout,
+    TrainingSplit,
+    full_scores_wide,
+    split_models,
+)
 from .parallel import resolve_jobs, worker_pool
 from .responses import ResponseMatrix
 
@@ -118,6 +126,9 @@ class AnchorPredictor:
     irt_options : extra ``fit_irt`` options.
     n_jobs : worker processes (one thread each) for the independent IRT fits and learned regressors; 1 = all in
         this process (the backtest's split workers), 0 = the CPU cores. Same seeds, same fits either way.
+    frontier_share : the strongest share of the training models held out of the fit as validation models, and the
+        share of the board's positions above which a model is served the frontier rule (:mod:`.estimation.frontier`);
+        0 = no frontier rule.
 
     Fitted attributes: ``steps_`` ({name: fitted step}, in fit order; :attr:`named_steps`), ``timings_`` (seconds
     per step and in total) and ``n_jobs_`` (worker processes used).
@@ -144,6 +155,7 @@ class AnchorPredictor:
         device: str = "cpu",
         irt_options: dict | None = None,
         n_jobs: int = 1,
+        frontier_share: float = FRONTIER_SHARE,
     ):
         self.n_values = tuple(int(n) for n in n_values)
         self.scenario_n = _scenario_counts(scenario_n, self.n_values)
@@ -164,11 +176,12 @@ class AnchorPredictor:
         self.device = device
         self.irt_options = dict(irt_options or {})
         self.n_jobs = int(n_jobs)
+        self.frontier_share = float(frontier_share)
 
     def make_steps(self) -> dict:
         """The unfitted steps, in fit order, from the parameters."""
         return {
-            "split": TrainingSplit(self.val_fraction, self.seed, self.max_fit_models),
+            "split": TrainingSplit(self.val_fraction, self.seed, self.max_fit_models, self.frontier_share),
             "irt": IRTFits(self.dim_candidates, self.joint_dim_candidates, self.seed, self.device, self.irt_options),
             "anchors": AnchorSets(
                 self.n_values,
@@ -188,6 +201,7 @@ class AnchorPredictor:
             "calibrators": Calibrators(self.alpha, self.interval_scale, self.seed),
             "selector": Selector(),
             "served": ServedIntervals(self.alpha, self.interval_scale, self.seed),
+            "frontier": Frontier(self.alpha, self.seed, self.frontier_share),
         }
 
     def fit(
@@ -220,7 +234,7 @@ class AnchorPredictor:
     @property
     def named_steps(self) -> dict:
         """{name: fitted step}: split, irt, anchors, learned, bank, validation, lambdas, stacks, calibrators,
-        selector, served."""
+        selector, served, frontier."""
         if "steps_" not in vars(self):
             raise ValueError(
                 "AnchorPredictor is not fitted, or was saved by an older tinybench without its steps: " + REBUILD

@@ -30,6 +30,7 @@ ORDER = [
     "calibrators",
     "selector",
     "served",
+    "frontier",
 ]
 
 
@@ -84,7 +85,17 @@ def test_the_artifact_rebuilds_the_same_steps(tmp_path):
     art = tb.load_artifact(tmp_path)
     model = tb.load_model(art, learned=True)
     c, st = art["clustering"], pred.named_steps
-    assert set(model.steps) == {"irt", "anchors", "learned", "bank", "lambdas", "stacks", "calibrators", "served"}
+    assert set(model.steps) == {
+        "irt",
+        "anchors",
+        "learned",
+        "bank",
+        "lambdas",
+        "stacks",
+        "calibrators",
+        "served",
+        "frontier",
+    }
     for s, A in model.anchor_sets.items():
         np.testing.assert_array_equal(A.local, st["anchors"].sets_[(c, 10, s)].local)
     assert set(model.steps["learned"].models_) == {k for k in st["learned"].models_ if k[:2] == (c, 10)}

@@ -36,8 +36,32 @@ def _served_frames(steps, lay, models, n, cache) -> list:
                 "lower_t2": b["lower_t2"],
                 "upper_t2": b["upper_t2"],
             }
-            frames.append(_frame(models, s, "selected", name, n, cols, f"{c1}/{e1}|{c2}/{e2}"))
+            source = np.full(len(models), f"{c1}/{e1}|{c2}/{e2}", dtype=object)
+            rule = steps["frontier"].rule(n, s, name) if "frontier" in steps else None
+            if rule is not None:
+                beyond_board(rule, cache, c1, s, cols, source)
+            frames.append(_frame(models, s, "selected", name, n, cols, source))
     return frames
+
+
+def beyond_board(rule, cache, c, s, cols, source) -> np.ndarray:
+    """Serve the frontier ``rule`` (:class:`~.frontier.FrontierRule`) to the models its position places beyond the
+    board: their estimate, interval and full score in ``cols`` and their ``source`` ("beyond-board:c/e") are replaced
+    in place. ``cache``: the calibrated estimates {(clustering, scenario, estimator): columns}. Returns the (M,) mask."""
+    pos = cache.get((c, s, rule.position))
+    x = cache.get((rule.t1[0], s, rule.t1[1]))
+    if pos is None or x is None:
+        return np.zeros(len(source), dtype=bool)
+    out = rule.beyond(pos["estimate"])
+    if out.any():
+        e = x["estimate"]
+        lo, up = rule.interval.predict(e)
+        e2, lo2, up2 = rule.t2(e)
+        for k, v in (("estimate", e), ("lower", lo), ("upper", up), ("estimate_t2", e2), ("lower_t2", lo2)):
+            cols[k] = np.where(out, v, cols[k])
+        cols["upper_t2"] = np.where(out, up2, cols["upper_t2"])
+        source[out] = f"beyond-board:{rule.t1[0]}/{rule.t1[1]}"
+    return out
 
 
 def estimate_table(steps, lay, Y, models, n_values, include_random: bool, random_seed: int) -> pd.DataFrame:

@@ -18,6 +18,10 @@ from ..groups import grouped_test_mask
 from ..json_floats import enc_list
 
 MIN_VALIDATION_MODELS = 10  # per scenario, for grouped validation (else the random share)
+# share of the training models, the strongest by mean pool accuracy, held out of the fit as validation models too: the
+# validation then holds models beyond the fit models' range, as a new model stronger than the board is beyond the
+# training models' (the frontier step, :mod:`.frontier`, chooses and calibrates on them)
+FRONTIER_SHARE = 0.05
 
 
 def full_scores_wide(full_scores: pd.DataFrame | None, models, scenarios) -> pd.DataFrame:
@@ -108,6 +112,7 @@ class FitData:
     T1v: pd.DataFrame
     T2f: pd.DataFrame
     T2v: pd.DataFrame
+    strong: np.ndarray | None = None  # (V,) bool: validation models held out for their strength (the frontier share)
     pool: object = None
     val: dict = field(default_factory=dict)
     records: list = field(default_factory=list)
@@ -117,15 +122,25 @@ class TrainingSplit:
     """Step 1: the fit / validation split of the training models.
 
     Parameters: ``val_fraction`` (share of training models held out as validation models), ``seed``,
-    ``max_fit_models`` (subsample the fit models to at most this many; None = all).
+    ``max_fit_models`` (subsample the fit models to at most this many; None = all), ``frontier_share`` (the strongest
+    share of the training models by mean pool accuracy over the scenarios, moved from the fit models to the
+    validation models whatever their family: the models the frontier step calibrates on; 0 = none).
 
     Fitted attributes: ``layout_`` (:class:`Layout`), ``validation_split_`` ("grouped" or "random"), ``n_fit_``,
-    ``n_val_``, ``val_groups_`` (family of each validation model, None for a random split), ``val_rows_`` and
-    ``fit_rows_`` (rows of the matrix).
+    ``n_val_``, ``n_strong_`` (validation models held out for their strength), ``val_groups_`` (family of each
+    validation model, None for a random split), ``val_rows_``, ``fit_rows_`` and ``strong_rows_`` (rows of the
+    matrix; the strong rows are validation rows, their families may have fit models as a new strong model's may).
     """
 
-    def __init__(self, val_fraction: float = 0.25, seed: int = 0, max_fit_models: int | None = None):
+    def __init__(
+        self,
+        val_fraction: float = 0.25,
+        seed: int = 0,
+        max_fit_models: int | None = None,
+        frontier_share: float = FRONTIER_SHARE,
+    ):
         self.val_fraction, self.seed, self.max_fit_models = val_fraction, seed, max_fit_models
+        self.frontier_share = frontier_share
 
     def fit(self, matrix, full_scores, train, groups) -> FitData:
         """Split the training rows ``train`` of ``matrix`` (see :meth:`AnchorPredictor.fit` for the arguments)."""
@@ -149,9 +164,10 @@ class TrainingSplit:
             if min(per_scen) >= MIN_VALIDATION_MODELS and (~is_val).sum() >= MIN_VALIDATION_MODELS:
                 fit_rel, val_rel = np.flatnonzero(~is_val), np.flatnonzero(is_val)
                 self.validation_split_ = "grouped"
+        fit_rel, val_rel, strong = self._strongest_to_validation(t1_all, fit_rel, val_rel)
         if self.max_fit_models is not None and len(fit_rel) > self.max_fit_models:
             fit_rel = np.sort(np.random.default_rng(self.seed + 1).choice(fit_rel, self.max_fit_models, replace=False))
-        self.n_fit_, self.n_val_ = len(fit_rel), len(val_rel)
+        self.n_fit_, self.n_val_, self.n_strong_ = len(fit_rel), len(val_rel), int(strong.sum())
         # family of each validation model (None: random validation): the served intervals' folds follow families
         self.val_groups_ = (
             None if self.validation_split_ != "grouped" else np.asarray(groups, dtype=object)[rows][val_rel]
@@ -160,5 +176,21 @@ class TrainingSplit:
             val_rel
         ]  # rows of ``matrix`` used as validation models (adaptive calibration reuses them)
         self.fit_rows_ = rows[fit_rel]
+        self.strong_rows_ = rows[val_rel[strong]]  # validation rows held out for their strength, whatever their family
         frame = partial(pd.DataFrame, columns=lay.scenarios)
-        return FitData(lay, Y[fit_rel], Y[val_rel], frame(t1_all[val_rel]), frame(t2[fit_rel]), frame(t2[val_rel]))
+        return FitData(
+            lay, Y[fit_rel], Y[val_rel], frame(t1_all[val_rel]), frame(t2[fit_rel]), frame(t2[val_rel]), strong
+        )
+
+    def _strongest_to_validation(self, t1, fit_rel, val_rel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(fit rows, validation rows, strong (V,) bool): the ``frontier_share`` of the training rows with the highest
+        mean pool accuracy (``t1`` (M, S), NaN where a model lacks a scenario) moved from the fit to the validation
+        rows, kept only while the fit keeps at least ``MIN_VALIDATION_MODELS`` models."""
+        n_top = int(np.floor(self.frontier_share * len(t1)))
+        strength = np.nanmean(np.where(np.isnan(t1).all(1, keepdims=True), -np.inf, t1), axis=1)
+        top = np.argsort(-strength, kind="stable")[:n_top]
+        moved = np.intersect1d(fit_rel, top)
+        if n_top == 0 or len(fit_rel) - len(moved) < MIN_VALIDATION_MODELS:
+            return fit_rel, val_rel, np.zeros(len(val_rel), dtype=bool)
+        val_rel = np.sort(np.concatenate([val_rel, moved]))
+        return np.setdiff1d(fit_rel, moved), val_rel, np.isin(val_rel, top)

@@ -175,4 +175,37 @@ class ScenarioBlocks:
                     if rec == "recommended_learned"
                     else [e for e in self.estimators[s] if e in json_ok],
                 )
-        return {"stacks": self.stacks[s], "estimators": out, "recommended_learned": {"interval_t1": served}}
+        frontier = None
+        if rl.get("frontier") is not None:
+            frontier = self._frontier(r.obj(rl, "frontier", f"{p}.recommended_learned"), s, p)
+        return {
+            "stacks": self.stacks[s],
+            "estimators": out,
+            "recommended_learned": {"interval_t1": served, "frontier": frontier},
+        }
+
+    def _frontier(self, d: dict, s: str, p: str) -> dict:
+        """The rule for a model beyond the board (``FrontierRule.to_dict``), checked and decoded."""
+        r, q = self.r, f"{p}.recommended_learned.frontier"
+        names = [e for e in self.estimators[s] if e in JSON_BASE]
+        t1 = r.obj(d, "t1", q)
+        line = d.get("t2_line")
+        if line is not None and not (
+            isinstance(line, list) and len(line) == 2 and all(isinstance(v, (int, float)) for v in line)
+        ):
+            r.fail(f"{q}.t2_line", "expected null or [intercept, slope]")
+        if line is not None and not np.isfinite(np.asarray(line, dtype=float)).all():
+            r.fail(f"{q}.t2_line", "expected finite numbers")
+        iv2 = r.obj(d, "interval_t2", q, nullable=True)
+        return {
+            "position": r.text(d, "position", q, names),
+            "threshold": r.number(d, "threshold", q, finite=True),
+            "t1": {
+                "clustering": r.text(t1, "clustering", f"{q}.t1"),
+                "estimator": r.text(t1, "estimator", f"{q}.t1", names),
+            },
+            "interval_t1": _interval(r, r.obj(d, "interval_t1", q), f"{q}.interval_t1"),
+            "t2_line": line,
+            "interval_t2": None if iv2 is None else _interval(r, iv2, f"{q}.interval_t2"),
+            "n_models": r.integer(d, "n_models", q, 0),
+        }

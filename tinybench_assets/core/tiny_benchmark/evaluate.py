@@ -119,18 +119,13 @@ def estimate_from_artifact(
     art = load_artifact(artifact) if isinstance(artifact, (str, Path)) else artifact
     check_format(art)
     model = load_model(art, learned=False)  # every field checked
-    if isinstance(answers, (str, Path)):
-        answers = read_answers(answers)
-    if not isinstance(answers, dict):
-        raise AnswerError(f"answers must be a dict {{item: score}} or a file path, got {type(answers).__name__}")
-    if estimator is not None and estimator not in (*PER_SCENARIO, *JOINT, *SHRINKAGE):
-        raise AnswerError(
-            f"unknown estimator {estimator!r}; choose one of {', '.join((*PER_SCENARIO, *JOINT, *SHRINKAGE))}"
-        )
+    answers = _checked_answers(answers, estimator)
     Ya, answered, notes = _prepare_answers(art, answers, allow_missing, allow_extra)
     pick = "recommended_learned" if use_learned else "recommended"
     model, want, json_ok = _estimators(art, model, answered, estimator, pick, notes)
-    res = model.evaluate(Ya, {e for pair in want.values() for e in pair})
+    rules = {s: model.steps["frontier"].rule(model.n, s, "tinybench") if estimator is None else None for s in answered}
+    extra = {e for rule in rules.values() if rule is not None for e in (rule.position, rule.t1[1])}
+    res = model.evaluate(Ya, {e for pair in want.values() for e in pair} | extra)
     rows = []
     for s in answered:
         (e1, e2), d = want[s], art["scenarios"][s]
@@ -140,23 +135,66 @@ def estimate_from_artifact(
         if estimator is None and pick == "recommended_learned" and e1 == d[pick]["t1"]:
             # the served estimator's selection-aware interval, where the artifact has one
             lo, up = model.steps["served"].predict(model.n, s, "tinybench", r1["estimate"], (lo, up))
-        rows.append(
-            {
-                "scenario": s,
-                "estimator": e1,
-                "estimator_t2": e2,
-                "answered": int(np.isfinite(Ya[s]).sum()),
-                "n_anchors": len(d["anchors"]["items"]),
-                "estimate": float(r1["estimate"][0]),
-                "lower": float(lo[0]),
-                "upper": float(up[0]),
-                **{k: float(r2[k][0]) for k in ("estimate_t2", "lower_t2", "upper_t2")},
-                "source": src[0] if src[0] == src[1] else "+".join(src),
-            }
-        )
+        row = {
+            "scenario": s,
+            "estimator": e1,
+            "estimator_t2": e2,
+            "answered": int(np.isfinite(Ya[s]).sum()),
+            "n_anchors": len(d["anchors"]["items"]),
+            "estimate": float(r1["estimate"][0]),
+            "lower": float(lo[0]),
+            "upper": float(up[0]),
+            **{k: float(r2[k][0]) for k in ("estimate_t2", "lower_t2", "upper_t2")},
+            "source": src[0] if src[0] == src[1] else "+".join(src),
+        }
+        rows.append(_beyond_board(row, rules[s], res, s, notes))
+    if any(r["source"] == "json (beyond the board)" for r in rows):
+        notes.append(ADAPTIVE_HINT)
     df = pd.DataFrame(rows, columns=COLUMNS)
     df.attrs["notes"] = notes
     df.attrs["leaderboard"] = art.get("leaderboard")
     df.attrs["n"] = art["n"]
     df.attrs["clustering"] = art["clustering"]
     return df
+
+
+def _checked_answers(answers, estimator: str | None) -> dict:
+    """The answers as {item: score} (a path is read with :func:`read_answers`); AnswerError for anything else or an
+    unknown ``estimator``."""
+    if isinstance(answers, (str, Path)):
+        answers = read_answers(answers)
+    if not isinstance(answers, dict):
+        raise AnswerError(f"answers must be a dict {{item: score}} or a file path, got {type(answers).__name__}")
+    if estimator is not None and estimator not in (*PER_SCENARIO, *JOINT, *SHRINKAGE):
+        raise AnswerError(
+            f"unknown estimator {estimator!r}; choose one of {', '.join((*PER_SCENARIO, *JOINT, *SHRINKAGE))}"
+        )
+    return answers
+
+
+ADAPTIVE_HINT = (
+    "a model beyond the board is estimated more closely by an adaptive test, item by item, where you can run one "
+    "(`tinybench adaptive`; docs/estimate.md, 'A model stronger than the board')"
+)
+
+
+def _beyond_board(row: dict, rule, res: dict, s: str, notes: list) -> dict:
+    """``row`` with the frontier ``rule``'s estimate, interval and full score where the model's position (its
+    ``rule.position`` estimate) is at or above the rule's threshold, and a note saying so; else ``row``."""
+    if rule is None:
+        return row
+    pos = res[(s, rule.position)]["estimate"]
+    if not rule.beyond(pos)[0]:
+        return row
+    x = res[(s, rule.t1[1])]["estimate"]
+    lo, up = rule.interval.predict(x)
+    e2, lo2, up2 = rule.t2(x)
+    notes.append(
+        f"{s}: the answers place this model beyond the board's models (its {rule.position} estimate "
+        f"{100 * float(pos[0]):.1f} % is at or above {100 * rule.threshold:.1f} %, where the board's strongest models "
+        f"start): served {rule.t1[1]} with the interval made for such models"
+    )
+    out = {**row, "estimator": rule.t1[1], "estimator_t2": rule.t1[1], "source": "json (beyond the board)"}
+    out.update(estimate=float(x[0]), lower=float(lo[0]), upper=float(up[0]))
+    out.update(estimate_t2=float(e2[0]), lower_t2=float(lo2[0]), upper_t2=float(up2[0]))
+    return out

@@ -67,6 +67,10 @@ def _scenario_entry(st: dict, lay, c: str, n: int, s: str, texts: dict, selected
         st["selector"].to_dict(c, n, s, json_names, st["served"] if selected else None),
         st["calibrators"].to_dict(c, n, s, names),
     )
+    if selected and "frontier" in st:  # the rule for a model beyond the board (estimation/frontier.py), if any
+        rule = st["frontier"].to_dict(n, s)
+        if rule is not None:
+            entry["recommended_learned"]["frontier"] = rule
     return {k: entry[k] for k in BLOCK_KEYS}, json_names, set(names) - json_names
 
 

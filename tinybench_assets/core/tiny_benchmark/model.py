@@ -13,6 +13,7 @@ from ..estimation.bank import AnswerBank
 from ..estimation.base_estimates import feature_width
 from ..estimation.calibrators import Calibrators
 from ..estimation.chain import calibrated, estimates
+from ..estimation.frontier import Frontier
 from ..estimation.irt_fits import IRTFits
 from ..estimation.lambdas import Lambdas
 from ..estimation.learned import LearnedRegressors
@@ -159,6 +160,7 @@ class ArtifactModel:
             "stacks": Stacks.from_dict(d, c, n, keep=lambda s, name: name in self.json_names(s)),
             "calibrators": Calibrators.from_dict(d, c, n),
             "served": ServedIntervals.from_dict(d, n),
+            "frontier": Frontier.from_dict(d, n),
         }
         self.anchor_sets = {s: self.steps["anchors"].sets_[(c, n, s)] for s in order}
         if self.shrinkage is not None:

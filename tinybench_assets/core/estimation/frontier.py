@@ -1,0 +1,230 @@
+"""Estimates for a model beyond the board: the estimator and intervals served when a model's anchor answers place it
+above the training models.
+
+A team's new model is usually stronger than the leaderboard it is compared with, and that is where estimators
+learned from the board break: regressors and isotonic maps cannot predict past the range they were trained on, and an
+estimator chosen and calibrated on validation models like the training ones is biased low there, its interval too
+narrow (openllm, the strongest 5 % held out, n = 30: served T1 bias -2.7 points, 90 % coverage 0.67).
+
+The training split holds the strongest share of the training models out of the fit as validation models
+(:class:`~.training.TrainingSplit`, ``frontier_share``), so the validation models include models beyond the fit
+models' range, as a new strong model is beyond the training models'. Per (budget, scenario, served estimator):
+
+* a model's *position* in a scenario is its ``irt`` estimate there (the scenario's own IRT fit, its own anchors):
+  monotone in ability, it carries the scale past the training range, and it says beyond the board *in this
+  scenario* (a model may lead the board on one benchmark and not on another);
+* the *threshold* is the ``1 - share`` quantile of the positions of the validation models drawn like the board
+  (not those held out for their strength); a model at or above it is *beyond the board*;
+* the candidates are the estimators that can leave the training range (``EXTRAPOLATING``): the anchor mean and the
+  IRT estimators with the tutorial's lambda. The learned ones cannot (a tree is constant past its last split, the
+  answer bank is a mean over training models, a stack leans on both), nor can gp-IRT with its lambda tuned on
+  models like the board's. Of the served clustering's candidates (tinybench_own: those reading only the scenario's
+  anchors), the one with the lowest MAE on the validation models beyond the threshold serves such models;
+* its T1 interval is the conformal interval of out-of-selection residuals (the choice re-run on all folds of those
+  models but one, scored on that fold, as :mod:`.served_intervals` does for the whole board), unscaled: the binomial
+  scale narrows an interval near a score of 1, just where a model beyond the board is least known;
+* the full score (T2) is a least-squares line from that estimate, fitted on the same models (a line extrapolates
+  where an isotonic map is flat), with the conformal interval of its out-of-fold residuals.
+
+:class:`Frontier` is the predictor's last step; :func:`~.inference.estimate_table` applies it to the served rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..calibration import ConformalInterval
+from ..json_floats import enc, to_dict_or_none
+from .names import PER_SCENARIO
+from .served_intervals import SERVED_FOLDS, validation_folds
+from .training import FRONTIER_SHARE, Layout
+
+POSITION = {"tinybench": "irt", "tinybench_own": "irt"}  # the estimate that places a model on the board
+# the estimators that can estimate past the training models' range (module docstring)
+EXTRAPOLATING = ("anchor", "irt", "pirt", "gpirt", "irt_joint", "pirt_joint", "gpirt_joint")
+FRONTIER_FRACTION = 0.05  # the backtest's frontier split: the strongest 5 % of the models as its test side
+MIN_FRONTIER_MODELS = 20  # validation models beyond the threshold needed to serve a frontier rule
+
+
+class FrontierRule:
+    """The rule of one (n, scenario, served estimator): ``position`` (estimator) and ``threshold``, the ``t1``
+    estimator (clustering, name), its T1 interval ``interval``, the T2 line ``t2_line`` (intercept, slope) with its
+    ``interval_t2``, and ``n_models`` (validation models beyond the threshold it was fitted on)."""
+
+    def __init__(self, position, threshold, t1, interval, t2_line, interval_t2, n_models):
+        self.position, self.threshold, self.t1 = position, float(threshold), tuple(t1)
+        self.interval, self.t2_line, self.interval_t2 = interval, t2_line, interval_t2
+        self.n_models = int(n_models)
+
+    def beyond(self, position: np.ndarray) -> np.ndarray:
+        """(M,) bool: models at or above the threshold (NaN positions are not). Both are compared rounded to 8
+        decimals: a model that answers every anchor sits exactly at the top position, which a batched and a single
+        ability estimate reach within float noise."""
+        p = np.asarray(position, dtype=float)
+        return np.isfinite(p) & (np.round(p, 8) >= np.round(self.threshold, 8))
+
+    def t2(self, x: np.ndarray) -> tuple:
+        """(estimate_t2, lower_t2, upper_t2) from T1 estimates ``x``, clipped to [0, 1] (NaN without a T2 line)."""
+        if self.t2_line is None:
+            nan = np.full(len(x), np.nan)
+            return nan, nan, nan
+        e2 = np.clip(self.t2_line[0] + self.t2_line[1] * np.asarray(x, dtype=float), 0.0, 1.0)
+        lo, up = self.interval_t2.predict(e2)
+        return e2, lo, up
+
+    def to_dict(self) -> dict:
+        return {
+            "position": self.position,
+            "threshold": enc(self.threshold),
+            "t1": {"clustering": self.t1[0], "estimator": self.t1[1]},
+            "interval_t1": self.interval.to_dict(),
+            "t2_line": None if self.t2_line is None else [enc(v) for v in self.t2_line],
+            "interval_t2": to_dict_or_none(self.interval_t2),
+            "n_models": self.n_models,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "FrontierRule":
+        line = d.get("t2_line")
+        iv2 = d.get("interval_t2")
+        return cls(
+            d["position"],
+            d["threshold"],
+            (d["t1"]["clustering"], d["t1"]["estimator"]),
+            ConformalInterval.from_dict(d["interval_t1"]),
+            None if line is None else (float(line[0]), float(line[1])),
+            None if iv2 is None else ConformalInterval.from_dict(iv2),
+            d["n_models"],
+        )
+
+
+class Frontier:
+    """Step 12: the rules for models beyond the board (module docstring).
+
+    Parameters: ``alpha``, ``interval_scale``, ``seed``, ``share`` (the quantile of the board's positions above which
+    a model is beyond it). Fitted attribute: ``rules_`` ({(n, scenario, selector): :class:`FrontierRule`}).
+    """
+
+    def __init__(self, alpha: float = 0.1, seed: int = 0, share=FRONTIER_SHARE):
+        self.alpha, self.seed, self.share = alpha, seed, share
+        self.interval_scale = "none"  # module docstring
+
+    def fit(self, data, done) -> None:
+        """A rule per (n, scenario, selector) from the validation outputs, where enough validation models lie beyond
+        the board."""
+        self.rules_ = {}
+        if data.strong is None or not data.strong.any() or self.share <= 0:
+            return
+        folds = validation_folds(len(data.T1v), done["split"].val_groups_, self.seed + 1)
+        for (n, s, name), sel in done["selector"].selection_.items():
+            c = sel["t1"][0]
+            full = data.val.get((c, n), ({}, {}))[0]
+            pos = full.get((s, POSITION[name]))
+            if pos is None:
+                continue
+            own = {
+                e: x
+                for (ss, e), x in full.items()
+                if ss == s and e in EXTRAPOLATING and (name == "tinybench" or e in PER_SCENARIO)
+            }
+            rule = self._fit_rule(own, pos, data.T1v[s].to_numpy(), data.T2v[s].to_numpy(), data.strong, folds)
+            if rule is not None:
+                rule.position, rule.t1 = POSITION[name], (c, rule.t1[1])
+                self.rules_[(n, s, name)] = rule
+
+    def _fit_rule(self, est: dict, pos, t1, t2, strong, folds) -> FrontierRule | None:
+        """The rule of one scenario from its validation estimates ``est`` ({estimator: (V,)}, the candidates), the
+        position (V,), truth (V,) and full scores (V,), the strong mask and the folds (V,)."""
+        board = np.isfinite(pos) & ~strong
+        if board.sum() < MIN_FRONTIER_MODELS:
+            return None
+        threshold = float(np.quantile(pos[board], 1 - self.share))
+        rows = np.isfinite(pos) & (np.round(pos, 8) >= np.round(threshold, 8)) & np.isfinite(t1)
+        if rows.sum() < MIN_FRONTIER_MODELS:
+            return None
+        cands = {e: x for e, x in est.items() if np.isfinite(x[rows]).all()}
+        if not cands:
+            return None
+        best = _lowest_mae(cands, t1, rows)
+        xs, ts = [], []
+        for f in range(SERVED_FOLDS):  # the choice made without fold f, scored on fold f
+            inside, out = rows & (folds != f), rows & (folds == f)
+            if out.any() and inside.any():
+                pick = _lowest_mae(cands, t1, inside)
+                xs.append(cands[pick][out])
+                ts.append(t1[out])
+        interval = ConformalInterval(self.alpha, self.interval_scale).fit(np.concatenate(xs), np.concatenate(ts))
+        line, iv2 = self._t2_line(cands[best], t2, rows, folds)
+        return FrontierRule(None, threshold, (None, best), interval, line, iv2, int(rows.sum()))
+
+    def _t2_line(self, x, t2, rows, folds):
+        ok = rows & np.isfinite(x) & np.isfinite(t2)
+        if ok.sum() < MIN_FRONTIER_MODELS:
+            return None, None
+        oof = np.full(len(x), np.nan)
+        for f in range(SERVED_FOLDS):
+            inside, out = ok & (folds != f), ok & (folds == f)
+            if out.any() and inside.sum() >= 3:
+                a, b = _line(x[inside], t2[inside])
+                oof[out] = a + b * x[out]
+        a, b = _line(x[ok], t2[ok])
+        got = ok & np.isfinite(oof)
+        iv = ConformalInterval(self.alpha, self.interval_scale).fit(np.clip(oof[got], 0, 1), t2[got])
+        return (float(a), float(b)), iv
+
+    def rule(self, n: int, s: str, name: str) -> FrontierRule | None:
+        return self.rules_.get((n, s, name))
+
+    def to_dict(self, n: int, s: str, name: str = "tinybench") -> dict | None:
+        """The rule of (n, s, name) as the artifact stores it, or None without one."""
+        return to_dict_or_none(self.rules_.get((n, s, name)))
+
+    @classmethod
+    def from_dict(cls, blocks: dict, n: int, name: str = "tinybench") -> "Frontier":
+        """A fitted step of budget n from scenario blocks ({scenario: {"recommended_learned": {"frontier":
+        :meth:`to_dict`'s, decoded}}}); a block without a rule has none."""
+        step = cls()
+        step.rules_ = {
+            (n, s, name): FrontierRule.from_dict(b["recommended_learned"]["frontier"])
+            for s, b in blocks.items()
+            if b.get("recommended_learned", {}).get("frontier") is not None
+        }
+        return step
+
+
+def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """(intercept, slope) of the least-squares line of y on x; flat (the mean of y) when x does not vary."""
+    var = float(np.var(x))
+    b = float(np.mean((x - x.mean()) * (y - y.mean())) / var) if var > 1e-12 else 0.0
+    return float(y.mean() - b * x.mean()), b
+
+
+def _lowest_mae(cands: dict, truth: np.ndarray, rows: np.ndarray) -> str:
+    """The candidate with the lowest MAE on ``rows`` (ties: the first in ``cands``' order)."""
+    maes = {e: float(np.mean(np.abs(x[rows] - truth[rows]))) for e, x in cands.items()}
+    return min(maes, key=maes.get)
+
+
+def board_strength(matrix) -> np.ndarray:
+    """(models,) each model's mean pool accuracy over the scenarios it answered (balance-weighted, NaN for none):
+    what ranks the models for the frontier split."""
+    t1 = Layout.of(matrix).pool_accuracy(matrix.scores).to_numpy()
+    out = np.full(len(t1), np.nan)
+    seen = ~np.isnan(t1).all(1)
+    out[seen] = np.nanmean(t1[seen], axis=1)
+    return out
+
+
+def frontier_split(strength, fraction: float, seed: int, exclude=None, max_train_models=None):
+    """(training rows, test rows): the ``fraction`` of the models with the highest ``strength`` (ties by row) as the
+    test side, every other model (with a strength, not in ``exclude``; a seeded sample of ``max_train_models``) as
+    training; so every test model is at least as strong as every training model."""
+    strength = np.asarray(strength, dtype=float)
+    ok = np.isfinite(strength) & (True if exclude is None else ~np.asarray(exclude, dtype=bool))
+    rows = np.flatnonzero(ok)
+    order = rows[np.argsort(-strength[rows], kind="stable")]
+    k = max(1, int(round(fraction * len(rows))))
+    test, train = np.sort(order[:k]), np.sort(order[k:])
+    if max_train_models is not None and len(train) > max_train_models:
+        train = np.sort(np.random.default_rng(20_000 + seed).choice(train, max_train_models, replace=False))
+    return train, test

@@ -1,0 +1,137 @@
+"""A model stronger than the board (core/estimation/frontier.py): the frontier split holds out the strongest models,
+the training split keeps the strongest training models out of the fit, and the frontier rule, fitted on training
+models only, serves models beyond the board with an extrapolating estimator, its own interval and a note, the same
+from the predictor and from the artifact."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tinybench_assets.core import tiny_benchmark as tb
+from tinybench_assets.core.backtest import run_backtest, split_plan
+from tinybench_assets.core.estimation.frontier import EXTRAPOLATING, board_strength, frontier_split
+from tinybench_assets.core.estimation.training import TrainingSplit
+from tinybench_assets.core.predictor import AnchorPredictor
+from tinybench_assets_tests.test_core.test_backtest import FAST
+from tinybench_assets_tests.test_core.test_predictor_batch import openllm_slice
+
+torch.set_num_threads(1)
+
+
+def test_frontier_split_holds_out_the_strongest():
+    strength = np.array([0.5, 0.9, np.nan, 0.7, 0.95, 0.1, 0.8, 0.92, 0.3, 0.6])
+    exclude = np.zeros(10, dtype=bool)
+    exclude[4] = True  # the strongest, in the lockbox: on neither side
+    train, test = frontier_split(strength, 0.25, seed=0, exclude=exclude)
+    assert set(test) == {1, 7} and 4 not in train and 2 not in train  # round(0.25 * 8) = 2 of the 8 usable
+    assert strength[test].min() >= strength[train].max()
+    train2, _ = frontier_split(strength, 0.25, seed=0, exclude=exclude, max_train_models=3)
+    assert len(train2) == 3 and set(train2) <= set(train)
+    plan = split_plan(10, ("frontier",), 3, strength=strength, frontier_fraction=0.25, exclude=exclude)
+    assert len(plan) == 1 and plan[0][0] == "frontier"  # one split whatever n_splits: the test side is fixed
+    with pytest.raises(ValueError, match="strength"):
+        split_plan(10, ("frontier",))
+
+
+def test_training_split_moves_the_strongest_training_models_to_validation():
+    rm, full, train, _ = openllm_slice(("arc", "truthfulqa"), 200)
+    t1 = np.nanmean(TrainingSplit(frontier_share=0).fit(rm, None, train, None).T1v.to_numpy(), axis=1)
+    assert len(t1)  # frontier_share 0: the plain random share
+    split = TrainingSplit(frontier_share=0.1)
+    data = split.fit(rm, None, train, None)
+    strength = board_strength(rm)[train]
+    top = set(train[np.argsort(-strength, kind="stable")[: int(0.1 * len(train))]])
+    assert top <= set(split.val_rows_) and not top & set(split.fit_rows_)
+    assert split.n_strong_ == len(top) == int(data.strong.sum())
+    assert set(split.val_rows_[data.strong]) == top
+
+
+@pytest.fixture(scope="module")
+def frontier_fit():
+    """A predictor fitted on the weaker 95 % of a real openllm slice (arc, truthfulqa), and the strongest 5 %."""
+    rm, full, _, _ = openllm_slice(("arc", "truthfulqa"), 700)
+    train, test = frontier_split(board_strength(rm), 0.05, seed=0)
+    pred = AnchorPredictor(n_values=(10,), **{**FAST, "learned": False}).fit(rm, full, train)
+    return rm, full, train, test, pred
+
+
+@pytest.mark.timeout(600)
+def test_the_frontier_rule_serves_models_beyond_the_board(frontier_fit):
+    rm, _, train, test, pred = frontier_fit
+    fr = pred.named_steps["frontier"]
+    assert fr.rules_, "no frontier rule fitted"
+    for (n, s, name), rule in fr.rules_.items():
+        assert rule.t1[1] in EXTRAPOLATING and rule.n_models >= 20 and rule.position == "irt"
+        assert rule.t1[0] == pred.named_steps["selector"].selection_[(n, s, name)]["t1"][0]
+    est = pred.estimate(rm.scores[test], np.asarray(rm.models)[test])
+    served = est[est.estimator == "tinybench"]
+    beyond = served.source.str.startswith("beyond-board:")
+    assert beyond.mean() > 0.5  # most of the strongest 5 % are placed beyond the board
+    weak = pred.estimate(rm.scores[train[:50]], np.asarray(rm.models)[train[:50]])
+    assert weak[weak.estimator == "tinybench"].source.str.startswith("beyond-board:").mean() < 0.2
+    row = served[beyond].iloc[0]
+    rule = fr.rules_[(10, row.scenario, "tinybench")]
+    assert row.source == f"beyond-board:{rule.t1[0]}/{rule.t1[1]}"
+    lo, up = rule.interval.predict(np.array([row.estimate]))
+    assert (row.lower, row.upper) == pytest.approx((lo[0], up[0]))
+
+
+@pytest.mark.timeout(600)
+def test_the_frontier_rule_is_chosen_on_training_models_only(frontier_fit):
+    rm, full, train, test, pred = frontier_fit
+    changed = rm.scores.copy()
+    changed[test] = 1.0 - changed[test]  # the held-out models' answers never reach any choice
+    other = type(rm)(changed, rm.models, rm.items, rm.scenarios, rm.subscenarios)
+    pred2 = AnchorPredictor(n_values=(10,), **{**FAST, "learned": False}).fit(other, full, train)
+    a, b = pred.named_steps["frontier"].rules_, pred2.named_steps["frontier"].rules_
+    assert {k: r.to_dict() for k, r in a.items()} == {k: r.to_dict() for k, r in b.items()}
+
+
+@pytest.mark.timeout(600)
+def test_the_artifact_serves_the_frontier_rule_with_a_note(frontier_fit, tmp_path):
+    rm, _, _, test, pred = frontier_fit
+    tb.save_artifact(tb.export_tiny_benchmark(pred, leaderboard="openllm", n=10), None, tmp_path)
+    art = tb.load_artifact(tmp_path)
+    model = tb.load_model(art, learned=False)
+    rules = pred.named_steps["frontier"].rules_
+    assert {k: r.to_dict() for k, r in model.steps["frontier"].rules_.items()} == {
+        k: r.to_dict() for k, r in rules.items() if k[2] == "tinybench"
+    }
+    ref = pred.estimate(rm.scores[test], np.asarray(rm.models)[test], n_values=[10])
+    ref = ref[ref.estimator == "tinybench"]
+    model_name = ref[ref.source.str.startswith("beyond-board:")].model.iloc[0]
+    row = int(np.flatnonzero(np.asarray(rm.models) == model_name)[0])
+    answers = {
+        it: float(rm.scores[row, rm.items.index(it)])
+        for s in art["scenario_order"]
+        for it in art["scenarios"][s]["anchors"]["items"]
+    }
+    df = tb.estimate_from_artifact(art, answers)
+    mine = ref[ref.model == model_name].set_index("scenario")
+    notes = " ".join(df.attrs["notes"])
+    assert "beyond the board" in notes and "tinybench adaptive" in notes
+    for r in df.itertuples():
+        if mine.loc[r.scenario].source.startswith("beyond-board:"):
+            assert r.source == "json (beyond the board)" and r.scenario in notes
+            for col in ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2"):
+                assert getattr(r, col) == pytest.approx(mine.loc[r.scenario][col], abs=1e-9, nan_ok=True), col
+
+
+def test_a_corrupt_frontier_rule_is_refused_with_its_path(frontier_fit, tmp_path):
+    _, _, _, _, pred = frontier_fit
+    art = tb.export_tiny_benchmark(pred, leaderboard="openllm", n=10)
+    s = next(s for s in art["scenario_order"] if art["scenarios"][s]["recommended_learned"].get("frontier"))
+    art["scenarios"][s]["recommended_learned"]["frontier"]["t1"]["estimator"] = "gbm"
+    with pytest.raises(tb.ArtifactError, match=rf"scenarios\.{s}\.recommended_learned\.frontier\.t1\.estimator"):
+        tb.load_model(art, learned=False)
+
+
+@pytest.mark.timeout(600)
+def test_the_backtest_runs_a_frontier_split():
+    rm, full, _, _ = openllm_slice(("arc",), 300)
+    plan = split_plan(len(rm.models), ("frontier",), strength=board_strength(rm), frontier_fraction=0.1)
+    res = run_backtest(rm, full, splits=plan, predictor_params={"n_values": (10,), **FAST, "learned": False})
+    assert set(res.estimates.split_kind) == {"frontier"}
+    assert set(res.estimates.model) == set(np.asarray(rm.models)[plan[0][2]])
