@@ -14,7 +14,7 @@ from tinybench_assets import paths
 from tinybench_assets.core.groups import group_summary
 from tinybench_assets.io import plots
 
-__all__ = ["big_backtest", "predictor_params", "SUMMARY_COLUMNS", "CHART_ESTIMATORS"]
+__all__ = ["big_backtest", "frontier_metadata", "predictor_params", "SUMMARY_COLUMNS", "CHART_ESTIMATORS"]
 
 SUMMARY_COLUMNS = [
     "split_kind",
@@ -64,6 +64,7 @@ def predictor_params(config, device: str) -> dict:
         "device": device,
         "dim_candidates": tuple(config.dims),
         "joint_dim_candidates": tuple(config.joint_dims),
+        "frontier_share": config.frontier_share,
     }
 
 
@@ -75,6 +76,7 @@ def big_backtest(
     reference n)."""
     # lazy: loads torch and scikit-learn (~2.4 s) when the asset runs, not when the definitions load
     from tinybench_assets.core.backtest import reference_n, run_backtest, split_plan, summarize_by_kind
+    from tinybench_assets.core.estimation.frontier import board_strength
 
     try:
         plan = split_plan(
@@ -86,6 +88,8 @@ def big_backtest(
             groups=groups.to_numpy(),
             max_train_models=config.max_train_models or None,
             max_test_models=config.max_test_models or None,
+            strength=board_strength(matrix),
+            frontier_fraction=config.frontier_fraction,
         )
     except ValueError as e:
         raise dg.Failure(f"estimation_backtest: split_kinds {config.split_kinds}: {e}") from None
@@ -134,12 +138,46 @@ def big_backtest(
                     for k in config.split_kinds
                 }
             ),
+            **frontier_metadata(both, n_ref),
+            **_frontier_chart(board, both),
             "headline_split_kind": headline,
             "model_groups": dg.MetadataValue.json(group_summary(groups)),
             "splits": config.n_splits,
             "seconds": round(time.perf_counter() - t0, 1),
         }
     )
+
+
+def frontier_metadata(both: pd.DataFrame, n_ref: int) -> dict:
+    """The frontier split's figures at n_ref, where it ran: per scenario the served estimate's T1 MAE, bias and
+    coverage beside random items' and adaptive testing's (a table), and the served mean over random items' mean."""
+    fr = both[(both.split_kind == "frontier") & (both.n == n_ref)]
+    fr = fr[fr.clustering.isin(["selected", "random", "adaptive"])]
+    if fr.empty:
+        return {}
+    keep = fr[fr.estimator.isin(["tinybench", "tinybench_own", "random", "adaptive"])]
+    table = keep.pivot_table(index="scenario", columns="estimator", values=["mae_t1", "bias_t1", "coverage_t1"])
+    table.columns = [f"{est} {what.replace('_t1', '')}" for what, est in table.columns]
+    served, rnd = fr[fr.estimator == "tinybench"], fr[fr.estimator == "random"]
+    ratio = float(served.mae_t1.mean() / rnd.mae_t1.mean()) if len(served) and len(rnd) else float("nan")
+    return {
+        f"frontier_t1_points_at_n{n_ref}": dg.MetadataValue.md(table.round(3).to_markdown()),
+        f"frontier_tinybench_t1_mae_mean_n{n_ref}": float(served.mae_t1.mean()),
+        f"frontier_tinybench_t1_bias_mean_n{n_ref}": float(served.bias_t1.mean()),
+        f"frontier_coverage90_t1_min_n{n_ref}": float(served.coverage_t1.min()),
+        "frontier_ratio_vs_random_items": ratio,
+    }
+
+
+def _frontier_chart(board: str, both: pd.DataFrame) -> dict:
+    """T1 MAE against n on the frontier split (mean of scenarios): the served estimators, random items, adaptive."""
+    fr = both[(both.split_kind == "frontier") & both.clustering.isin(HEADLINE_CLUSTERINGS)]
+    wide = fr.groupby(["n", "estimator"]).mae_t1.mean().unstack("estimator")
+    wide = wide[[c for c in ("random", "tinybench_own", "tinybench", "adaptive") if c in wide]]
+    if wide.empty:
+        return {}
+    png = plots.error_vs_n(wide, title=f"{board}: the strongest models held out (frontier split), T1 MAE vs n")
+    return {"frontier_error_vs_n": dg.MetadataValue.md(plots.markdown_image(png, "frontier error vs n"))}
 
 
 def _charts(config, board: str, summary: pd.DataFrame, headline: str) -> dict:

@@ -103,8 +103,9 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
     # the adaptive column: tests of 10, 20, 30 items chosen by information, beside the static anchors
     adaptive = summary[summary.estimator == "adaptive"]
     assert set(adaptive["n"]) == {10, 20, 30} and adaptive["mae_t1"].notna().all()
-    # both split kinds, family-grouped (the headline) and random, with bootstrap intervals of every MAE
-    assert set(summary["split_kind"]) == {"grouped", "random"}
+    # both split kinds, family-grouped (the headline) and frontier (the strongest 5 % held out), with bootstrap
+    # intervals of every MAE
+    assert set(summary["split_kind"]) == {"grouped", "frontier"}
     ok = summary.dropna(subset=["mae_t1_lo"])
     assert len(ok) > 0.9 * len(summary) and ((ok.mae_t1_lo <= ok.mae_t1) & (ok.mae_t1 <= ok.mae_t1_hi)).all()
     # the UI's lambda table lists every scenario x n of the per-scenario fit (correctness anchors)
@@ -115,7 +116,8 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
     md = ev.asset_materialization.metadata
     assert "error_vs_n_arc" in md and "mae_t1_points_at_n10" in md
     assert md["headline_split_kind"].value == "grouped" and md["model_groups"].data["n_groups"] > 10
-    assert {"tinybench_t1_mae_mean_n10_grouped", "tinybench_t1_mae_mean_n10_random"} <= set(md)
+    assert {"tinybench_t1_mae_mean_n10_grouped", "tinybench_t1_mae_mean_n10_frontier"} <= set(md)
+    assert {"frontier_t1_points_at_n10", "frontier_ratio_vs_random_items", "frontier_error_vs_n"} <= set(md)
     # the console summary quotes the same budget as the UI (30 was not run here: the largest, 10)
     from tinybench_assets.io import reports
 
@@ -123,7 +125,7 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
     assert lines[0].split()[:5] == ["leaderboard", "split", "scenario", "estimator", "n"] and len(lines) > 1
     assert {ln.split()[4] for ln in lines[1:]} == {"10"} and {ln.split()[1] for ln in lines[1:]} == {
         "grouped",
-        "random",
+        "frontier",
     }
 
     # the exported tiny benchmark reproduces the asset's estimates for a held-out model, from its anchor answers only
