@@ -29,6 +29,16 @@ instances; never the project's data/), removed at the end (--keep leaves it):
   as tinybench_assets_tests/test_deploy/test_postgres.py): true when they are identical (floats to 1e-12; the largest
   difference is printed). False, with the reason, when no PostgreSQL binaries are installed (scripts/env.sh installs
   Debian's postgresql package).
+* **distributed** (``distributed``): the distributed profile through real processes
+  (tinybench_assets/testing/distributed.py, as tinybench_assets_tests/test_deploy/test_celery.py): a throwaway Redis
+  broker and PostgreSQL server, two Celery workers (``tinybench worker``, the default queue and ``gpu``), and
+  partition openllm.arc and leaderboard openllm of an openllm slice (40 models of arc) run through them and in one
+  process. ``steps`` / ``steps_on_workers``: steps run / run in a worker's pool process (the event log names the
+  worker); ``gpu_ops_on_gpu_worker``: the GPU ops, and only they, on the gpu worker; ``tables_equal_in_process``:
+  every stored row equal to the in-process run's (floats to 1e-12); ``worker_killed_recovered``: the gpu worker's
+  process SIGKILLed inside ``anchor_sets`` fails the run, the store keeps what it held, the re-execution from the
+  failure completes; ``seconds_workers`` / ``seconds_in_process``: the three runs' wall time each way. ``--only
+  distributed`` runs this part alone (about 2-4 minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -261,10 +271,61 @@ def postgres_parity(root: Path) -> dict:
         server.stop()
 
 
+DISTRIBUTED_KEYS = (
+    "steps",
+    "steps_on_workers",
+    "gpu_ops_on_gpu_worker",
+    "tables_equal_in_process",
+    "worker_killed_recovered",
+    "seconds_workers",
+    "seconds_in_process",
+)
+
+
+def distributed(root: Path) -> dict:
+    """The ``distributed`` figures and their details; every figure false / 0 with the reason when Redis or PostgreSQL
+    is not installed (scripts/env.sh installs both)."""
+    from tinybench_assets.testing.distributed import distributed_check
+    from tinybench_assets.testing.openllm_slice import write_openllm_slice
+    from tinybench_assets.testing.pg_server import PostgresMissing
+    from tinybench_assets.testing.redis_server import RedisMissing
+
+    incoming = write_openllm_slice(root / "incoming", n_models=40, scenarios=("arc",))
+    try:
+        return distributed_check(incoming, root / "run")
+    except (RedisMissing, PostgresMissing) as exc:
+        return {**dict.fromkeys(DISTRIBUTED_KEYS, 0), "details": {"problems": str(exc)}}
+
+
+def distributed_ok(d: dict) -> bool:
+    return bool(
+        d["steps"] > 0
+        and d["steps_on_workers"] == d["steps"]
+        and d["gpu_ops_on_gpu_worker"]
+        and d["tables_equal_in_process"]
+        and d["worker_killed_recovered"]
+    )
+
+
+def distributed_note(d: dict) -> str:
+    det = d.get("details", {})
+    if "problems" in det and isinstance(det["problems"], str):
+        return f"NOT RUN: {det['problems']}"
+    kill = det.get("kill", {})
+    return (
+        f"{det.get('tables')} tables, {det.get('rows')} rows compared, largest float difference "
+        f"{det.get('max_abs_float_diff')}; GPU steps {det.get('gpu_steps')}; kill: run {kill.get('run_status')}, "
+        f"failed {kill.get('failed_steps')}, store unchanged {kill.get('store_unchanged')}, re-execution "
+        f"{kill.get('rerun_success')} in {kill.get('seconds_rerun')} s; probes {det.get('probes')}"
+        + (f"; PROBLEMS {det['problems']}" if det.get("problems") else "")
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", help="write the figures here")
     ap.add_argument("--keep", action="store_true", help="keep the temporary project home")
+    ap.add_argument("--only", choices=["distributed"], help="run this part alone (its figure printed and written)")
     args = ap.parse_args(argv)
     home = Path(tempfile.mkdtemp(prefix="tinybench-reliability-"))
     for var, name in (
@@ -279,6 +340,22 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.pop("TINYBENCH_TRUST_PICKLE_DROPS", None)  # pickles off, as by default
     t0 = time.perf_counter()
     print(f"tinybench reliability benchmark in {home}", flush=True)
+    if args.only == "distributed":
+        try:
+            print("distributed profile (Celery workers) ...", flush=True)
+            dist = distributed(home / "distributed")
+        finally:
+            if not args.keep:
+                shutil.rmtree(home, ignore_errors=True)
+        figure = {k: dist[k] for k in DISTRIBUTED_KEYS}
+        print(
+            f"distributed {json.dumps(figure)}  {'ok' if distributed_ok(dist) else 'FAIL'}\n  {distributed_note(dist)}"
+        )
+        if args.json:
+            Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+            out = {"distributed": figure, "meta": run_meta(), "details": {"distributed": dist.get("details")}}
+            Path(args.json).write_text(json.dumps(out, indent=2, default=str) + "\n")
+        return 0 if distributed_ok(dist) else 1
     try:
         print("50-file drop ...", flush=True)
         drop = fifty_file_drop(home / "fifty")
@@ -288,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
         conc = concurrency(home)
         print("PostgreSQL profile ...", flush=True)
         pg = postgres_parity(home / "postgres")
+        print("distributed profile (Celery workers) ...", flush=True)
+        dist = distributed(home / "distributed")
     finally:
         if not args.keep:
             shutil.rmtree(home, ignore_errors=True)
@@ -300,6 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         "kill_recovery_ok": kill["kill_recovery_ok"],
         "concurrent_ok": conc["concurrent_ok"],
         "postgres_matches_duckdb": bool(pg["match"]),
+        "distributed": {k: dist[k] for k in DISTRIBUTED_KEYS},
         "seconds": round(time.perf_counter() - t0, 1),
     }
     checks = {
@@ -309,6 +389,7 @@ def main(argv: list[str] | None = None) -> int:
         "kill_recovery_ok": figures["kill_recovery_ok"],
         "concurrent_ok": figures["concurrent_ok"],
         "postgres_matches_duckdb": figures["postgres_matches_duckdb"],
+        "distributed": distributed_ok(dist),
         "files_quarantined": not drop["problems"] and not drop["pickle_code_ran"],
     }
     print()
@@ -327,6 +408,7 @@ def main(argv: list[str] | None = None) -> int:
             f"float difference {pg.get('max_abs_float_diff')}; PostgreSQL instance {pg.get('pg_instance')}; "
             f"seconds {pg.get('seconds')}" + (f"; PROBLEMS {pg['problems']}" if pg["problems"] else "")
         ),
+        "distributed": distributed_note(dist),
         "seconds": "the whole benchmark",
     }
     for k, v in figures.items():
@@ -339,7 +421,13 @@ def main(argv: list[str] | None = None) -> int:
                 {
                     **figures,
                     "meta": run_meta(),
-                    "details": {"fifty_file_drop": drop, "kill_recovery": kill, "concurrency": conc, "postgres": pg},
+                    "details": {
+                        "fifty_file_drop": drop,
+                        "kill_recovery": kill,
+                        "concurrency": conc,
+                        "postgres": pg,
+                        "distributed": dist.get("details"),
+                    },
                 },
                 indent=2,
                 default=str,

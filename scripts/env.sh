@@ -61,3 +61,9 @@ _apt_install chromium '[ -x /usr/bin/chromium ]' TINYBENCH_SKIP_CHROMIUM /usr/bi
 # reason.
 _apt_install postgresql 'command -v initdb >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null' \
   TINYBENCH_SKIP_POSTGRES "PostgreSQL's initdb"
+
+# Redis for the distributed profile's test (tinybench_assets_tests/test_deploy/test_celery.py: a throwaway broker,
+# redis-server on a temporary folder and a free loopback port, no system service): Debian's redis-server package.
+# TINYBENCH_SKIP_REDIS=1 skips this step; that test then fails with the reason.
+_apt_install redis-server 'command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ]' \
+  TINYBENCH_SKIP_REDIS "redis-server"

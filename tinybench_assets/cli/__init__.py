@@ -7,6 +7,7 @@ tinybench estimate           estimate a new model's accuracy from its answers to
 tinybench route              route questions to the model most likely to answer them (stored router, offline)
 tinybench adaptive           adaptive test of a new model on one scenario, item by item (next / answer / estimate / run)
 tinybench ui                 the Dagster UI (webserver and daemon) on the project's instance
+tinybench worker             a Celery worker of the distributed profile (deploy/README.md)
 """
 
 from __future__ import annotations
@@ -77,10 +78,12 @@ def main(argv: list[str] | None = None) -> int:
     from tinybench_assets.cli.estimate import add_parsers
     from tinybench_assets.cli.route import add_parsers as add_route_parsers
     from tinybench_assets.cli.ui import add_parsers as add_ui_parsers
+    from tinybench_assets.cli.worker import add_parsers as add_worker_parsers
 
     add_parsers(sub)
     add_adaptive_parsers(sub)
     add_route_parsers(sub)
     add_ui_parsers(sub)
+    add_worker_parsers(sub)
     args = parser.parse_args(argv)
     return args.func(args)
