@@ -15,7 +15,9 @@ Two ways to spread them over the cores:
   chain per :data:`CORES_PER_CHAIN` cores.
 
 Workers are spawned (no forked Dagster or torch state), die with run-all (Linux's parent-death signal), send their
-lines to run-all's console through a queue, and are stopped (SIGTERM, then SIGKILL) when run-all stops.
+lines to run-all's console through a queue, and are stopped (SIGTERM, then SIGKILL) when run-all stops. Their runs
+carry run-all's id (``run_units``' ``tags``), so run-all's feed prints what their steps log while they run
+(cli/run_feed.py).
 """
 
 from __future__ import annotations
@@ -71,20 +73,28 @@ def project_instance():
 
 
 def run_units(
-    units: list[Unit], force: bool = False, log_level: str = "WARNING", say=None, setup: tuple | None = None
+    units: list[Unit],
+    force: bool = False,
+    log_level: str = "WARNING",
+    say=None,
+    setup: tuple | None = None,
+    tags: dict | None = None,
 ) -> tuple[int, list[str]]:
     """Refresh each unit in turn (stale or missing assets only, unless ``force``), saying a line per unit; returns
     (materializations, failed partition keys). ``setup``: the caller's (definitions, instance, owner tags) to reuse;
-    built here when None (in a worker's own process)."""
+    built here when None (in a worker's own process). ``tags``: more tags for every run (run-all's id, which its
+    feed of the runs' log lines follows: cli/run_feed.py)."""
+    from tinybench_assets.cli.run_feed import echo
     from tinybench_assets.orchestration.refresh import refresh
 
-    say = say or (lambda line: print(line, flush=True))
+    say = say or echo
     if setup is None:
         from tinybench_assets.definitions import build_defs
         from tinybench_assets.orchestration.orphans import run_owner_tags
 
         setup = build_defs(), project_instance(), run_owner_tags()
     defs, instance, owner = setup
+    owner = {**owner, **(tags or {})}
     quiet = {"loggers": {"console": {"config": {"log_level": log_level}}}}
     failed, materialized = [], 0
     for job_name, key, label in units:
@@ -149,6 +159,8 @@ def run_parallel(
     import multiprocessing as mp
     import queue as queue_mod
 
+    from tinybench_assets.cli.run_feed import echo
+
     after = {k: set(v) & set(tasks) for k, v in (after or {}).items()}
     ctx = mp.get_context("spawn")
     inbox, results = [ctx.Queue() for _ in range(jobs)], ctx.Queue()
@@ -180,7 +192,7 @@ def run_parallel(
             except queue_mod.Empty:
                 for w, name in list(running.items()):  # a worker died (killed, out of memory) mid-task
                     if not workers[w].is_alive():
-                        print(f"  worker process {w} died while refreshing {name}", flush=True)
+                        echo(f"  worker process {w} died while refreshing {name}")
                         running.pop(w)
                         finished.add(name)
                         failed.append(name)
@@ -188,12 +200,12 @@ def run_parallel(
                 if not any(w.is_alive() for w in workers):  # nobody left to do the rest
                     lost = sorted(set(tasks) - finished)
                     if lost:
-                        print(f"  worker process(es) died; not finished: {lost}", flush=True)
+                        echo(f"  worker process(es) died; not finished: {lost}")
                     failed += lost
                     break
                 continue
             if msg[0] == "line":
-                print(msg[1], flush=True)
+                echo(msg[1])
                 continue
             _, wid, name, m, f = msg
             running.pop(wid, None)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from tinybench_assets import paths
+from tinybench_assets.cli.run_feed import echo  # stdlib only: cheap at start-up
 from tinybench_assets.cli.summary import summary
 
 # cli: lazy (see cli/__init__.py): subcommands import what they run inside their functions
@@ -138,10 +139,10 @@ def _ingest(defs, instance, store, force: bool, quiet: dict, owner: dict) -> boo
 
     pending = pending_drops(store, paths.incoming_dir())
     if not (pending or force or not store.partition_keys()):
-        print(f"  ingest   nothing new in {paths.incoming_dir()}", flush=True)
+        echo(f"  ingest   nothing new in {paths.incoming_dir()}")
         return True
     res = refresh(defs, instance, "ingest_landing", None, force=True, run_config=quiet, tags=owner)
-    print(f"  ingest   {'ok' if res.success else 'FAILED'} ({len(pending)} new or changed file(s))", flush=True)
+    echo(f"  ingest   {'ok' if res.success else 'FAILED'} ({len(pending)} new or changed file(s))")
     return res.success
 
 
@@ -151,6 +152,7 @@ def _refresh_boards(args, defs, instance, store, keys: list, chains: dict, owner
     0: one per core) with each leaderboard as soon as its scenarios are done, else one after another. Returns
     (materializations, failed keys)."""
     from tinybench_assets.cli.chains import CORES_PER_CHAIN, run_chains, run_scenario_phase
+    from tinybench_assets.cli.run_feed import RUN_ALL_TAG
     from tinybench_assets.core.parallel import resolve_jobs
     from tinybench_assets.orchestration.refresh import pending as stale_work
 
@@ -158,7 +160,8 @@ def _refresh_boards(args, defs, instance, store, keys: list, chains: dict, owner
     jobs = getattr(args, "jobs", 0) or max(1, resolve_jobs(0) // CORES_PER_CHAIN)
     jobs = resolve_jobs(jobs, len(chains))
     threads = getattr(args, "threads", 0) or (max(1, resolve_jobs(0) // jobs) if jobs > 1 else 0)
-    kw = {"force": force, "log_level": args.log_level}
+    # worker processes tag their runs with this run-all's id too, so its feed (cli/run_feed.py) prints their lines
+    kw = {"force": force, "log_level": args.log_level, "tags": {RUN_ALL_TAG: owner[RUN_ALL_TAG]}}
     setup = (defs, instance, owner)
     sjobs = getattr(args, "scenario_jobs", 0)
     busy = (
@@ -168,26 +171,25 @@ def _refresh_boards(args, defs, instance, store, keys: list, chains: dict, owner
     )
     sjobs = resolve_jobs(sjobs, len(busy)) if busy else 1
     if jobs > 1:
-        print(
-            f"  {len(chains)} leaderboards in {jobs} processes at once ({threads} thread(s) each): {', '.join(chains)}",
-            flush=True,
+        echo(
+            f"  {len(chains)} leaderboards in {jobs} processes at once ({threads} thread(s) each): {', '.join(chains)}"
         )
         return run_chains(chains, jobs, threads=threads, setup=setup, **kw)
     if sjobs > 1 and not getattr(args, "threads", 0):
-        print(
+        echo(
             f"  {len(busy)} scenario partition(s) to refresh in {sjobs} processes at once (1 thread each), each "
-            f"leaderboard as soon as its scenarios are done",
-            flush=True,
+            f"leaderboard as soon as its scenarios are done"
         )
         for k in keys:
             if k not in busy:
-                print(f"  scenario {k:<28} ok in {0:6.1f} s  (fresh, nothing to do)", flush=True)
+                echo(f"  scenario {k:<28} ok in {0:6.1f} s  (fresh, nothing to do)")
         return run_scenario_phase({b: [k for k in ks if k in busy] for b, ks in chains.items()}, sjobs, store, **kw)
     return run_chains(chains, 1, threads=threads, setup=setup, **kw)
 
 
 def _run_all(args: argparse.Namespace) -> int:
     from tinybench_assets.cli.chains import project_instance
+    from tinybench_assets.cli.run_feed import RunFeed, run_all_tags
     from tinybench_assets.definitions import build_defs
     from tinybench_assets.defs.partitions import register_partitions
     from tinybench_assets.io.drops import split_partition_key
@@ -199,22 +201,27 @@ def _run_all(args: argparse.Namespace) -> int:
     defs = build_defs()  # resources on the paths of this environment
     t0 = time.time()
     _seed(args)
-    # this process's pid, host and start time on every run it executes: a later start tells an orphan by them
-    owner = run_owner_tags()
+    # this process's pid, host and start time on every run it executes (a later start tells an orphan by them), and
+    # this run-all's id (its feed prints the lines its runs log: cli/run_feed.py)
+    feed_tags = run_all_tags()
+    owner = {**run_owner_tags(), **feed_tags}
     # the console shows warnings and errors only; every event still goes to the instance (the UI's run pages)
     quiet = {"loggers": {"console": {"config": {"log_level": args.log_level}}}}
     force = bool(getattr(args, "force", False))
     store = Store(paths.store_target())
-    if not _ingest(defs, instance, store, force, quiet, owner):
-        return 1
-    keys = store.partition_keys()
-    if args.only:
-        keys = [k for k in keys if any(k == o or k.startswith(o + ".") for o in args.only)]
-    register_partitions(instance, keys)
-    chains: dict[str, list[str]] = {}
-    for key in keys:
-        chains.setdefault(split_partition_key(key)[0], []).append(key)
-    materialized, failed = _refresh_boards(args, defs, instance, store, keys, chains, owner)
+    # the assets' lines and a heartbeat on the console as the runs log them (with --log-level INFO Dagster's console
+    # logger prints the lines itself: the feed adds only the heartbeat and the ends of long steps)
+    with RunFeed(instance, feed_tags, messages=args.log_level not in ("DEBUG", "INFO")):
+        if not _ingest(defs, instance, store, force, quiet, owner):
+            return 1
+        keys = store.partition_keys()
+        if args.only:
+            keys = [k for k in keys if any(k == o or k.startswith(o + ".") for o in args.only)]
+        register_partitions(instance, keys)
+        chains: dict[str, list[str]] = {}
+        for key in keys:
+            chains.setdefault(split_partition_key(key)[0], []).append(key)
+        materialized, failed = _refresh_boards(args, defs, instance, store, keys, chains, owner)
     bad_keys, bad_boards = [k for k in keys if k in failed], [b for b in chains if b in failed]
     skipped = skipped_assets(instance, t0)
     print(

@@ -104,6 +104,7 @@ def big_backtest(
         adaptive_n=tuple(config.adaptive_n),
         groups=groups.to_numpy(),
     )
+    t_splits = time.perf_counter() - t0  # the asset's reads, the plan and the splits: where the time goes
     estimates, headline = result.estimates, config.split_kinds[0]
     both = pd.concat(
         [sm.assign(split_kind=kind) for kind, sm in summarize_by_kind(estimates).items()], ignore_index=True
@@ -144,8 +145,39 @@ def big_backtest(
             "model_groups": dg.MetadataValue.json(group_summary(groups)),
             "splits": config.n_splits,
             "seconds": round(time.perf_counter() - t0, 1),
+            **backtest_times(result.timings, len(plan), t_splits, time.perf_counter() - t0),
         }
     )
+
+
+def backtest_times(timings: pd.DataFrame, n_splits: int, t_splits: float, total: float) -> dict:
+    """Where the backtest's time went: ``time_breakdown`` (the reads and the splits' fits, at once in worker
+    processes, against the summaries, store and charts after them) and ``split_step_seconds`` (a split's predictor
+    steps, :func:`split_step_seconds`)."""
+    return {
+        "time_breakdown": {
+            f"read responses, fit and score {n_splits} splits": round(t_splits, 1),
+            "summaries, store and charts": round(total - t_splits, 1),
+        },
+        "split_step_seconds": split_step_seconds(timings),
+    }
+
+
+def split_step_seconds(timings: pd.DataFrame) -> dict:
+    """{split kind: {predictor step: seconds}}: where a backtest split's time went (the mean over the splits of a
+    kind; ``adaptive`` is the adaptive column, ``estimate`` the estimates and truth after the fit)."""
+    out = {}
+    if timings is None or timings.empty:
+        return out
+    for kind, g in timings.groupby("split_kind") if "split_kind" in timings else [("all", timings)]:
+        steps = {
+            c[len("fit_") : -len("_seconds")]: round(float(g[c].mean()), 1)
+            for c in g.columns
+            if c.startswith("fit_") and c.endswith("_seconds") and c not in ("fit_seconds", "fit_total_seconds")
+        }
+        rest = float((g["total_seconds"] - g["fit_seconds"]).mean()) - steps.get("adaptive", 0.0)
+        out[str(kind)] = dict(sorted({**steps, "estimate": round(rest, 1)}.items(), key=lambda kv: -kv[1]))
+    return out
 
 
 def frontier_metadata(both: pd.DataFrame, n_ref: int) -> dict:

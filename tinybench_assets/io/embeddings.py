@@ -35,6 +35,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from tinybench_assets.progress import Progress
+
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 CACHE_DDL = """
 CREATE TABLE IF NOT EXISTS embedding_cache (
@@ -242,15 +244,19 @@ class Encoder:
             self._model = SentenceTransformer(self.model_path(), device=self.resolved_device())
         return self._model
 
-    def encode(self, texts: list[str], log=None, chunk: int = 1024) -> np.ndarray:
-        """Embeddings (n, dim), float32, unit norm. Logs progress every ``chunk`` texts."""
+    def encode(self, texts: list[str], log=None, chunk: int = 256) -> np.ndarray:
+        """Embeddings (n, dim), float32, unit norm. Encodes ``chunk`` texts at a time and logs how far it is
+        (``texts embedded: k of n``, ETA; at most every 10 s: :class:`~tinybench_assets.progress.Progress`).
+        Measured on the 2-core machine (float32, 1 thread, 1,024 RouterDC MMLU questions, ~16 texts/s): chunks of
+        256 took 60-63 s against 63-68 s for chunks of 1,024 (whose lines came a minute apart), and the embeddings
+        differ by at most 1.7e-7 (cosine >= 0.9999997: batches are sorted by length within a chunk)."""
         import torch
 
         model = self.load()
         device = self.resolved_device()
         batch = self.batch_size or (16 if device == "cpu" else 64)
         bf16 = self.resolved_precision() == "bfloat16"
-        out, t0 = [], time.perf_counter()
+        out, progress = [], Progress("texts embedded", len(texts), say=log)
         for s in range(0, len(texts), chunk):
             with torch.autocast(device_type=device.split(":")[0], dtype=torch.bfloat16, enabled=bf16):
                 part = model.encode(
@@ -261,9 +267,7 @@ class Encoder:
                     show_progress_bar=False,
                 )
             out.append(np.asarray(part, dtype=np.float32))
-            if log:
-                done = min(s + chunk, len(texts))
-                log(f"embedded {done}/{len(texts)} texts ({done / max(time.perf_counter() - t0, 1e-9):.0f} texts/s)")
+            progress.update(min(s + chunk, len(texts)))
         dim = (getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension)()
         return np.vstack(out) if out else np.zeros((0, dim), dtype=np.float32)
 

@@ -20,6 +20,7 @@ from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResour
 from tinybench_assets.io.drops import split_partition_key
 from tinybench_assets.io.store import Store, training_matrix
 from tinybench_assets.orchestration.versions import code_version
+from tinybench_assets.progress import Stopwatch
 
 GROUP = "estimation"
 CODE_VERSION = code_version("estimation")
@@ -156,26 +157,50 @@ def anchor_sets(
     torch_device: TorchDevice,
     model_store: ModelStore,
 ):
-    db, board, matrix, full, skip = board_inputs(context, store, config)
+    watch = Stopwatch(say=context.log.info)  # where the time went: the metadata's time_breakdown
+    with watch.part("read responses"):
+        db, board, matrix, full, skip = board_inputs(context, store, config)
     if skip is not None:
         yield dg.MaterializeResult(asset_key="anchor_sets", metadata=skip.metadata)
         yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata=skip.metadata)
         return
     t0 = time.perf_counter()
     kind = board_for(len(matrix.models), config, torch_device.resolve())
+    name = {"BigBoard": "AnchorPredictor", "SmallBoard": "SmallBoardPredictor"}.get(type(kind).__name__, "predictor")
+    context.log.info(
+        f"fitting the {name} on {len(matrix.models)} models x {len(matrix.items)} items (its steps' seconds are "
+        "logged when the fit ends)"
+    )
     fitted = kind.fit(db, board, matrix, full, board_groups(matrix, board, config).to_numpy())
     seconds = time.perf_counter() - t0
-    path = model_store.save_predictor(board, fitted.predictor)
-    db.replace_partition(fitted.tables, board, column="leaderboard")
+    _fit_steps(context.log.info, watch, fitted.predictor, seconds)
+    with watch.part("save predictor"):
+        path = model_store.save_predictor(board, fitted.predictor)
+    with watch.part("store tables"):
+        db.replace_partition(fitted.tables, board, column="leaderboard")
     yield dg.MaterializeResult(
         asset_key="anchor_sets",
         metadata={
             **fitted.anchor_meta,
+            **watch.metadata(),
             "fit_seconds": round(seconds, 1),
             "predictor_path": dg.MetadataValue.path(str(path)),
         },
     )
     yield dg.MaterializeResult(asset_key="gpirt_lambdas", metadata=fitted.lambda_meta)
+
+
+def _fit_steps(say, watch: Stopwatch, predictor, seconds: float) -> None:
+    """The predictor's fit in ``watch``, step by step where it timed its steps (``timings_``: AnchorPredictor), and
+    one line with each step's seconds."""
+    steps = {k: float(v) for k, v in (getattr(predictor, "timings_", None) or {}).items() if k != "total"}
+    for name, sec in steps.items():
+        watch.add(f"fit: {name}", sec)
+    watch.add("fit: other" if steps else "fit", max(0.0, seconds - sum(steps.values())))
+    big = sorted(((k, v) for k, v in steps.items() if v >= 0.5), key=lambda kv: -kv[1])
+    rest = len(steps) - len(big)
+    top = ", ".join([f"{k} {v:.1f} s" for k, v in big] + ([f"{rest} more under 0.5 s"] if rest else []))
+    say(f"predictor fitted in {seconds:.1f} s" + (f"; its steps: {top}" if top else ""))
 
 
 @dg.asset(
@@ -241,10 +266,10 @@ def estimation_backtest(
     torch_device: TorchDevice,
     model_store: ModelStore,
 ) -> dg.MaterializeResult:
+    t0 = time.perf_counter()  # the step's seconds and time_breakdown count the reads too
     db, board, matrix, full, skip = board_inputs(context, store, config)
     if skip is not None:
         return skip
-    t0 = time.perf_counter()
     groups = board_groups(matrix, board, config)
     context.log.info(f"model families for grouped splits: {group_summary(groups)}")
     kind = board_for(len(matrix.models), config, torch_device.resolve())

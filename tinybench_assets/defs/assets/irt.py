@@ -17,6 +17,7 @@ from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDev
 from tinybench_assets.io import plots
 from tinybench_assets.io.store import Store, training_matrix
 from tinybench_assets.orchestration.versions import code_version
+from tinybench_assets.progress import Stopwatch
 
 GROUP = "irt"
 CODE_VERSION = code_version("irt")
@@ -58,6 +59,7 @@ def fit_and_store(
     from tinybench_assets.core.irt.evaluate import heldout_scores
 
     t0 = time.perf_counter()
+    watch = Stopwatch(say=lambda line: context.log.info(f"{key}: {line}"))  # where the time went (metadata)
     split = split_models(matrix.models, config.test_fraction, config.seed, config.min_models_for_split)
     train = split == "train"
     Y = matrix.scores
@@ -70,18 +72,24 @@ def fit_and_store(
     context.log.info(
         f"{key}: choosing D among {list(config.dims)} on {int(train.sum())} training models x {Y.shape[1]} items"
     )
-    sel = select_dimension(Y[train], candidates=config.dims, seed=config.seed, device=device, fitter=config.fitter)
+    with watch.part("choose D"):
+        sel = select_dimension(Y[train], candidates=config.dims, seed=config.seed, device=device, fitter=config.fitter)
     context.log.info(f"{key}: D={sel.best_dim} chosen ({time.perf_counter() - t0:.1f}s); fitting the final model")
-    params = fit_irt(Y[train], dim=sel.best_dim, seed=config.seed, device=device, fitter=config.fitter)
-    held = (
-        heldout_scores(Y[~train], params.a, params.b, seed=config.seed, device=device)
-        if (~train).any()
-        else {"logloss": float("nan"), "accuracy": float("nan"), "score_mae": float("nan"), "n_models": 0}
-    )
+    with watch.part("final fit"):
+        params = fit_irt(Y[train], dim=sel.best_dim, seed=config.seed, device=device, fitter=config.fitter)
+    with watch.part("held-out scores"):
+        held = (
+            heldout_scores(Y[~train], params.a, params.b, seed=config.seed, device=device)
+            if (~train).any()
+            else {"logloss": float("nan"), "accuracy": float("nan"), "score_mae": float("nan"), "n_models": 0}
+        )
     seconds = time.perf_counter() - t0
     tables = fit_tables(matrix, scope, split, sel, params, held, config.seed, config.fitter, device, seconds)
-    db.replace_partition(tables, key)
-    return dg.MaterializeResult(metadata=_fit_metadata(key, matrix, scope, train, sel, params, held, device, t0))
+    with watch.part("store"):
+        db.replace_partition(tables, key)
+    with watch.part("plots"):
+        meta = _fit_metadata(key, matrix, scope, train, sel, params, held, device, t0)
+    return dg.MaterializeResult(metadata={**meta, "time_breakdown": watch.breakdown()})
 
 
 def _fit_metadata(

@@ -23,6 +23,7 @@ from tinybench_assets.defs.settings import ROUTER_GROUP as GROUP
 from tinybench_assets.defs.settings import RouterConfig
 from tinybench_assets.io.routing_reads import board_routing_data
 from tinybench_assets.orchestration.versions import code_version
+from tinybench_assets.progress import Stopwatch
 
 CODE_VERSION = code_version("router")
 
@@ -56,14 +57,21 @@ def leaderboard_router(
     model_store: ModelStore,
 ) -> dg.MaterializeResult:
     board, db, t0 = context.partition_key, store.get(), time.perf_counter()
-    E, Y, models, task, test, encoder, left_out, scenarios, texts = board_routing_data(db, board)
+    watch = Stopwatch(say=context.log.info, start=t0)  # where the time went: the metadata's time_breakdown
+    with watch.part("read inputs"):
+        E, Y, models, task, test, encoder, left_out, scenarios, texts = board_routing_data(db, board)
     if skipped := report.skipped_metadata(scenarios, models, left_out):
         return dg.MaterializeResult(metadata=skipped)
     device = torch_device.resolve()
+    t_fit = watch.clock()
     fit = report.fit_board_router(E, Y, task, test, texts, models, config, device, context.log.info)
-    db.replace_partition(report.board_tables(fit, t0), board)
-    path = model_store.save_board_router(board, report.board_router_file(board, fit, scenarios, encoder))
-    return dg.MaterializeResult(metadata=report.board_metadata(board, fit, scenarios, left_out, path, t0))
+    watch.add("cross-validation (router choice)", fit.sel.seconds)
+    watch.add("surface features, fit, guard and test scores", watch.clock() - t_fit - fit.sel.seconds)
+    with watch.part("store and save router"):
+        db.replace_partition(report.board_tables(fit, t0), board)
+        path = model_store.save_board_router(board, report.board_router_file(board, fit, scenarios, encoder))
+    meta = report.board_metadata(board, fit, scenarios, left_out, path, t0)
+    return dg.MaterializeResult(metadata={**meta, **watch.metadata()})
 
 
 leaderboard_assets = [leaderboard_router]

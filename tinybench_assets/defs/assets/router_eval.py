@@ -15,6 +15,7 @@ from tinybench_assets.defs.settings import ROUTER_GROUP as GROUP
 from tinybench_assets.defs.settings import RouterConfig
 from tinybench_assets.io.routing_reads import partition_rows
 from tinybench_assets.orchestration.versions import code_version
+from tinybench_assets.progress import Stopwatch
 
 CODE_VERSION = code_version("router")
 
@@ -43,23 +44,30 @@ def router_accuracy(
     model_store: ModelStore,
 ) -> dg.MaterializeResult:
     key, db, t0 = context.partition_key, store.get(), time.perf_counter()
+    watch = Stopwatch(say=context.log.info, start=t0)  # where the time went: the metadata's time_breakdown
     if partition_rows(db, "question_embeddings", key, "item").empty:
         return dg.MaterializeResult(metadata={"skipped": "no questions embedded (see question_embeddings)"})
-    d, device = report.RoutingInputs.read(db, key), torch_device.resolve()
+    with watch.part("read inputs"):
+        d, device = report.RoutingInputs.read(db, key), torch_device.resolve()
     Etr, Ytr, gtr = d.train
-    sel = select_router(Etr, Ytr, groups=gtr, device=device, **config.selection(), log=context.log.info)
-    scores = report.score_routers(d, sel, config, device)
-    tut = report.tutorial_accuracy(db, key, list(d.scored[2]), d.models, d.scored[1], d.prior)
-    tables = report.accuracy_tables(d, sel, scores, tut, config, t0)
-    gap_tables, gap_meta = report.gap_report_part(d, sel, scores, config)
-    cost = report.cost_part(db, d, sel, scores, config)
-    db.replace_partition({**tables, **gap_tables, **cost.tables}, key)
-    path = model_store.save_router(key, report.served_router_file(d, sel, scores, cost, config))
+    with watch.part("cross-validation (router choice)"):
+        sel = select_router(Etr, Ytr, groups=gtr, device=device, **config.selection(), log=context.log.info)
+    with watch.part("fit and score on test questions"):
+        scores = report.score_routers(d, sel, config, device)
+    with watch.part("tutorial p-IRT and reports"):
+        tut = report.tutorial_accuracy(db, key, list(d.scored[2]), d.models, d.scored[1], d.prior)
+        tables = report.accuracy_tables(d, sel, scores, tut, config, t0)
+        gap_tables, gap_meta = report.gap_report_part(d, sel, scores, config)
+    with watch.part("cost report"):
+        cost = report.cost_part(db, d, sel, scores, config)
+    with watch.part("store and save router"):
+        db.replace_partition({**tables, **gap_tables, **cost.tables}, key)
+        path = model_store.save_router(key, report.served_router_file(d, sel, scores, cost, config))
     return dg.MaterializeResult(
         metadata={
             **report.accuracy_metadata(d, sel, scores, tut, tables["router_summary"]),
             "router_file": dg.MetadataValue.path(str(path)),
-            "seconds": round(time.perf_counter() - t0, 1),
+            **watch.metadata(),
             **({"families_sat_out": dg.MetadataValue.json(sel.sat_out)} if sel.sat_out else {}),
             **gap_meta,
             **cost.meta,

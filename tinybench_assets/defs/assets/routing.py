@@ -24,6 +24,7 @@ from tinybench_assets.io import plots
 from tinybench_assets.io.embeddings import bf16_probe_timings, embed_cached, text_key
 from tinybench_assets.io.routing_reads import irt_fit, load_embeddings, partition_questions, partition_rows
 from tinybench_assets.orchestration.versions import code_version
+from tinybench_assets.progress import Stopwatch
 
 CODE_VERSION = code_version("router")
 
@@ -72,13 +73,17 @@ def _skip(reason: str) -> dg.MaterializeResult:
 def question_embeddings(
     context: dg.AssetExecutionContext, store: StoreResource, encoder: EncoderResource
 ) -> dg.MaterializeResult:
-    key, db = context.partition_key, store.get()
-    q = partition_questions(db, key)
+    key, db, watch = context.partition_key, store.get(), Stopwatch()
+    with watch.part("read questions"):
+        q = partition_questions(db, key)
     if reason := routable(q):
         return _skip(reason)
     q = q[q["text"].notna()].reset_index(drop=True)
     enc = encoder.get()
+    t_embed = watch.clock()
     E, st = embed_cached(db, enc, q["text"].tolist(), log=context.log.info)
+    watch.add("encode", st["seconds"])
+    watch.add("embedding cache lookup and write", watch.clock() - t_embed - st["seconds"])
     table = pd.DataFrame(
         {
             "item": q["item"],
@@ -87,10 +92,12 @@ def question_embeddings(
             "encoder": enc.encoder_id,
         }
     )
-    db.replace_partition({"question_embeddings": table}, key)
+    with watch.part("store table"):
+        db.replace_partition({"question_embeddings": table}, key)
     context.log.info(f"{key}: {st['texts']} texts, {st['embedded']} embedded now, {st['cached']} from the cache")
     return dg.MaterializeResult(
         metadata={
+            **watch.metadata(),
             "questions": st["texts"],
             "train": int((table["split"] != "test").sum()),
             "test": int((table["split"] == "test").sum()),
