@@ -761,6 +761,31 @@ SECTIONS = (
                 "true",
                 lambda d: get(d, "postgres_matches_duckdb") is True,
             ),
+            Figure(
+                "Celery workers (Redis, a gpu queue): steps on workers, GPU ops on the gpu worker, tables equal, a "
+                "SIGKILLed worker recovered",
+                lambda d: get(d, "distributed"),
+                lambda v: (
+                    f"{v['steps_on_workers']}/{v['steps']} steps, "
+                    + ", ".join(
+                        k
+                        for k in ("gpu_ops_on_gpu_worker", "tables_equal_in_process", "worker_killed_recovered")
+                        if v[k]
+                    )
+                ),
+                "all, true",
+                lambda d: (
+                    get(d, "distributed/steps_on_workers") == get(d, "distributed/steps")
+                    and all(
+                        get(d, f"distributed/{k}")
+                        for k in ("gpu_ops_on_gpu_worker", "tables_equal_in_process", "worker_killed_recovered")
+                    )
+                ),
+                lambda d: (
+                    f"{get(d, 'distributed/seconds_workers'):.1f} s through the workers against "
+                    f"{get(d, 'distributed/seconds_in_process'):.1f} s in one process"
+                ),
+            ),
         ),
     ),
 )
