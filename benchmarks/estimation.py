@@ -1,8 +1,8 @@
 """Benchmark: accuracy estimation from anchor items on the Open LLM Leaderboard data.
 
-Runs :func:`tinybench_assets.core.backtest.run_backtest` on ``openllm/`` (arc, gsm8k, mmlu,
+Runs :func:`tinybench_assets.core.estimation.backtest.run_backtest` on ``openllm/`` (arc, gsm8k, mmlu,
 truthfulqa) over seeded train/test splits of models -- family-GROUPED splits (whole families of fine-tunes
-and merges to one side, core/groups.py; the headline) and random ones -- and prints, per scenario, the MAE in
+and merges to one side, core/estimation/groups.py; the headline) and random ones -- and prints, per scenario, the MAE in
 accuracy points of every estimator at n = 10, 20, 30, 50, with 95 % bootstrap intervals over test models,
 against
 
@@ -13,7 +13,7 @@ plus 90%-interval coverage, the own-budget (this scenario's n answers) and joint
 estimates side by side, and adaptive tests (n = 10, 15, 20, 30 items; the answer bank and the IRT model, the
 served one chosen per n on validation models) beside the static anchors. Test models are never used for fitting, choosing D, lambda, the estimator or the calibration.
 
-The LOCKBOX: a fixed grouped share of the models (core/groups.lockbox_mask, ~9 %) is in no development split;
+The LOCKBOX: a fixed grouped share of the models (core/estimation/groups.lockbox_mask, ~9 %) is in no development split;
 the last line fits on every other model and tests on it, once. Never tune anything on that line.
 
 Usage::
@@ -35,7 +35,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tinybench_assets.core.backtest import run_backtest  # noqa: E402
+from tinybench_assets.core.estimation.backtest import run_backtest  # noqa: E402
 from tinybench_assets.core.responses import ResponseMatrix  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -158,11 +158,11 @@ def main(argv=None) -> int:
 
     import torch
 
-    from tinybench_assets.core.backtest import split_plan, summarize_by_kind
+    from tinybench_assets.core.estimation.backtest import split_plan, summarize_by_kind
     from tinybench_assets.core.estimation.frontier import FRONTIER_FRACTION, board_strength
 
     torch.set_num_threads(args.threads)  # the serial case (--threads 1); workers set their own one thread
-    from tinybench_assets.core.groups import group_summary, lockbox_mask, model_groups
+    from tinybench_assets.core.estimation.groups import group_summary, lockbox_mask, model_groups
 
     t0 = time.perf_counter()
     data_dir = args.data_dir or default_data_dir()
@@ -171,7 +171,8 @@ def main(argv=None) -> int:
     box = lockbox_mask(groups)
     gsum = group_summary(pd.Series(groups))
     print(
-        f"model families (org x base arch/size, core/groups.py): {gsum['n_groups']} groups for {gsum['n_models']} models, "
+        f"model families (org x base arch/size, core/estimation/groups.py): {gsum['n_groups']} groups for "
+        f"{gsum['n_models']} models, "
         f"{gsum['singletons']} singletons; largest: {gsum['largest']}"
     )
     print(f"lockbox: {int(box.sum())} models of {len(np.unique(groups[box]))} groups, in no development split")

@@ -1,14 +1,14 @@
 """Benchmark: tiny benchmarks for SMALL leaderboards (12, 25, 40 models) on the Open LLM Leaderboard data.
 
-For each size and seed, whole model families (core/groups.py; the lockbox excluded from everything) are drawn at
-random until the small board holds about that many models. :class:`SmallBoardPredictor` is fitted on those models
-only (leave-family-out CV inside it chooses D, the estimators, lambdas, intervals and T2 maps). Test models are a
+For each size and seed, whole model families (core/estimation/groups.py; the lockbox excluded from everything) are
+drawn at random until the small board holds about that many models. :class:`SmallBoardPredictor` is fitted on those
+models only (leave-family-out CV inside it chooses D, the estimators, lambdas, intervals and T2 maps). Test models are a
 seeded sample of models from the OTHER families; each is scored from its answers to the n = 30 anchors of every
 scenario (every other answer is blanked before predict sees it) and compared with
 
 * T1: its balance-weighted accuracy on the scenario's whole item pool (the estimate's 90 % interval: coverage), and
 * the random-items baseline: 30 uniformly random items per scenario, balance-weighted mean
-  (``core/estimators.random_estimate``), and T2: the real full-benchmark score.
+  (``core/estimation/estimators.random_estimate``), and T2: the real full-benchmark score.
 
 Nothing is tuned on the test models. Only models with all four scenarios take part (board and test).
 
@@ -43,10 +43,10 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from estimation import SCENARIOS, aggregate_table, default_data_dir, load_openllm  # noqa: E402
 
-from tinybench_assets.core import estimators as est  # noqa: E402
+from tinybench_assets.core.estimation import estimators as est  # noqa: E402
+from tinybench_assets.core.estimation.groups import lockbox_mask, model_groups  # noqa: E402
 from tinybench_assets.core.estimation.small_board import SmallBoardPredictor  # noqa: E402
 from tinybench_assets.core.estimation.training import full_scores_wide  # noqa: E402
-from tinybench_assets.core.groups import lockbox_mask, model_groups  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)

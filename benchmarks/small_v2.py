@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from tinybench_assets.core import estimators as est
+from tinybench_assets.core.estimation import estimators as est
 from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
 from tinybench_assets.core.responses import ResponseMatrix
 

@@ -8,7 +8,7 @@
 Two methods (``--method``; ``auto``, the default, takes ``bank`` when the store holds the scenario's binarized
 answers of at least 20 models, else ``irt``):
 
-* ``bank``: the leaderboard's own answers are the prior (core/adaptive_bank.py): each step asks the item that
+* ``bank``: the leaderboard's own answers are the prior (core/estimation/adaptive_bank.py): each step asks the item that
   most shrinks the expected posterior variance of the accuracy on the unasked items, the estimate is the asked
   answers plus the unasked items' posterior mean answers. Its settings are tuned on the leaderboard's models
   (whole families held out as validation models, never the tested model) by the first command, in about a
@@ -96,7 +96,7 @@ def _bank(key: str, items: list[str]):
 
 
 def _session(args, key, items, a, b, w, state: dict | None):
-    from tinybench_assets.core.adaptive import AdaptiveSession
+    from tinybench_assets.core.estimation.adaptive import AdaptiveSession
 
     state = state or {}
     max_items = args.max_items if args.max_items is not None else state.get("max_items", 30)
@@ -115,8 +115,8 @@ def _session(args, key, items, a, b, w, state: dict | None):
             )
         method = "bank" if bank is not None else "irt"
     if method == "bank":
-        from tinybench_assets.core.adaptive_bank import BankSession, bank_matrix, tune_bank
-        from tinybench_assets.core.groups import model_groups
+        from tinybench_assets.core.estimation.adaptive_bank import BankSession, bank_matrix, tune_bank
+        from tinybench_assets.core.estimation.groups import model_groups
 
         Y = bank.to_numpy(float)
         params = state.get("bank_params")

@@ -64,7 +64,7 @@ def _interval(lo: float, up: float) -> str:
 def budget(estimator: str) -> str:
     """``own`` when the estimator reads only the scenario's own anchors, ``joint`` when it also reads the other
     scenarios' anchors (the whole tiny benchmark's answers)."""
-    from tinybench_assets.core.predictor import JOINT, PER_SCENARIO
+    from tinybench_assets.core.estimation.predictor import JOINT, PER_SCENARIO
 
     if estimator in JOINT:
         return "joint"

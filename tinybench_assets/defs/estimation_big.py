@@ -1,5 +1,6 @@
 """estimation_backtest of a leaderboard with models to hold out (:class:`.estimation_boards.BigBoard`): seeded
-splits of its own (core/backtest.py), a fresh AnchorPredictor per split, the summary tables and the charts."""
+splits of its own (core/estimation/backtest.py), a fresh AnchorPredictor per split, the summary tables and the
+charts."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import dagster as dg
 import pandas as pd
 
 from tinybench_assets import paths
-from tinybench_assets.core.groups import group_summary
+from tinybench_assets.core.estimation.groups import group_summary
 from tinybench_assets.io import plots
 
 __all__ = ["big_backtest", "frontier_metadata", "predictor_params", "SUMMARY_COLUMNS", "CHART_ESTIMATORS"]
@@ -75,7 +76,7 @@ def big_backtest(
     the asset's metadata (error against n per scenario, coverage of the served intervals, the table at the
     reference n)."""
     # lazy: loads torch and scikit-learn (~2.4 s) when the asset runs, not when the definitions load
-    from tinybench_assets.core.backtest import reference_n, run_backtest, split_plan, summarize_by_kind
+    from tinybench_assets.core.estimation.backtest import reference_n, run_backtest, split_plan, summarize_by_kind
     from tinybench_assets.core.estimation.frontier import board_strength
 
     try:

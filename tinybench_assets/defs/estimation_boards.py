@@ -47,7 +47,7 @@ class BigBoard:
 
     def fit(self, db, board: str, matrix, full: pd.DataFrame, groups: np.ndarray) -> Fitted:
         # lazy: loads torch and scikit-learn (~2.5 s)
-        from tinybench_assets.core.predictor import AnchorPredictor
+        from tinybench_assets.core.estimation.predictor import AnchorPredictor
 
         split = db.model_split(board)
         train = np.array([split.get(m) == "train" for m in matrix.models])

@@ -12,7 +12,7 @@ from tinybench_assets import paths
 from tinybench_assets.io import model_files
 from tinybench_assets.io.drop_types import split_partition_key
 from tinybench_assets.io.embeddings import Encoder
-from tinybench_assets.io.model_files import MissingModelError, UnsafeNameError  # noqa: F401 - raised by ModelStore
+from tinybench_assets.io.model_files import MissingModelError, OutdatedModelError, UnsafeNameError  # noqa: F401
 from tinybench_assets.io.store import Store
 
 # Every asset that writes to the results store runs in this pool; dagster.yaml limits it to one at a time (DuckDB takes
@@ -76,12 +76,12 @@ class ModelStore(dg.ConfigurableResource):
     def load_pickle(self, board: str, name: str, made_by: str = "the asset that writes it"):
         """Unpickle a model this pipeline saved (trusted: unpickling runs code, so never point ``root`` at files from
         elsewhere; shareable results go through the pickle-free tiny benchmark). MissingModelError, naming the file and
-        ``made_by`` (the asset to materialize first), when it is not there."""
+        ``made_by`` (the asset to materialize first), when it is not there; OutdatedModelError, naming the file and
+        the asset that rebuilds it, when it was pickled by an older tinybench whose modules or classes have moved."""
         path = self.path(board, name)
         if not path.is_file():
             raise MissingModelError(f"no saved model {path} for leaderboard {board!r}: materialize {made_by} first")
-        with open(path, "rb") as fh:
-            return pickle.load(fh)
+        return model_files.read_pickle(path, board, made_by)
 
     def save_router(self, key: str, served) -> Path:
         """Save a scenario partition's ``core.routing.served.ServedRouter`` (arrays and JSON in one .npz, no pickle)

@@ -13,6 +13,7 @@ model is never read or written outside ``<root>/<leaderboard>/``.
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 from ..atomic import atomic_write  # noqa: F401 - ModelStore saves through it
@@ -26,6 +27,11 @@ class UnsafeNameError(ValueError):
 
 class MissingModelError(FileNotFoundError):
     """A saved model that is not there (yet): its message names the file and the asset that writes it."""
+
+
+class OutdatedModelError(ValueError):
+    """A saved model pickled by an older tinybench: it names a module or class of the package that is no longer
+    there (a module moved, a class renamed). Its message names the file and the asset that rebuilds it."""
 
 
 def safe_name(value: str, what: str = "name") -> str:
@@ -68,3 +74,30 @@ def model_folder(root: str | Path, board: str) -> Path:
 def model_path(root: str | Path, board: str, name: str) -> Path:
     """``<root>/<board>/<name>`` (both checked by ``safe_name``)."""
     return model_folder(root, board) / safe_name(name, "file name")
+
+
+class _ModelUnpickler(pickle.Unpickler):
+    """``pickle.Unpickler`` that turns a missing ``tinybench_assets`` module or class into OutdatedModelError."""
+
+    def __init__(self, fh, path: Path, board: str, made_by: str):
+        super().__init__(fh)
+        self.path, self.board, self.made_by = path, board, made_by
+
+    def find_class(self, module: str, name: str):
+        try:
+            return super().find_class(module, name)
+        except (ImportError, AttributeError) as exc:
+            if module.split(".")[0] != "tinybench_assets":
+                raise
+            raise OutdatedModelError(
+                f"saved model {self.path} for leaderboard {self.board!r} was written by an older tinybench: it names "
+                f"{module}.{name}, which this version does not have; rebuild it by materializing {self.made_by} "
+                "(or `tinybench run-all`)"
+            ) from exc
+
+
+def read_pickle(path: Path, board: str, made_by: str):
+    """The object pickled in ``path`` (one of the pipeline's own, trusted files); OutdatedModelError naming the file
+    and ``made_by`` (the asset that rebuilds it) when it names a module or class of the package that is gone."""
+    with open(path, "rb") as fh:
+        return _ModelUnpickler(fh, Path(path), board, made_by).load()

@@ -10,7 +10,7 @@ import pytest
 
 from tinybench_assets import paths
 from tinybench_assets.cli import main
-from tinybench_assets.core.adaptive import AdaptiveSession, item_gain, map_abilities, simulate
+from tinybench_assets.core.estimation.adaptive import AdaptiveSession, item_gain, map_abilities, simulate
 from tinybench_assets.io.store import Store
 
 

@@ -1,5 +1,5 @@
-"""Bank-adaptive testing (core/adaptive_bank.py): the leaderboard's own answers as the prior, tuned on validation
-models; the session asks what the batch simulation asks; `tinybench adaptive --method bank` on a store."""
+"""Bank-adaptive testing (core/estimation/adaptive_bank.py): the leaderboard's own answers as the prior, tuned on
+validation models; the session asks what the batch simulation asks; `tinybench adaptive --method bank` on a store."""
 
 from __future__ import annotations
 
@@ -11,7 +11,13 @@ import pytest
 
 from tinybench_assets import paths
 from tinybench_assets.cli import main
-from tinybench_assets.core.adaptive_bank import BankAdaptive, BankSession, bank_matrix, simulate_bank, tune_bank
+from tinybench_assets.core.estimation.adaptive_bank import (
+    BankAdaptive,
+    BankSession,
+    bank_matrix,
+    simulate_bank,
+    tune_bank,
+)
 from tinybench_assets.io.store import Store
 
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from tinybench_assets.core.anchors import AnchorSelector, forward_select, item_features, select_anchors
-from tinybench_assets.core.estimators import anchor_estimate
+from tinybench_assets.core.estimation.anchors import AnchorSelector, forward_select, item_features, select_anchors
+from tinybench_assets.core.estimation.estimators import anchor_estimate
 from tinybench_assets.core.responses import ResponseMatrix
 from tinybench_assets_tests.conftest import synthetic_2pl
 

@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from tinybench_assets.core.backtest import run_backtest, summarize
+from tinybench_assets.core.estimation.backtest import run_backtest, summarize
+from tinybench_assets.core.estimation.predictor import AnchorPredictor, split_models
 from tinybench_assets.core.irt import item_curve
-from tinybench_assets.core.predictor import AnchorPredictor, split_models
 from tinybench_assets.core.responses import ResponseMatrix
 from tinybench_assets_tests.conftest import SHARED, _need_shared
 
@@ -164,7 +164,7 @@ def test_backtest_on_a_real_slice():
 
 
 def test_reference_n_is_30_when_run_else_the_largest():
-    from tinybench_assets.core.backtest import reference_n
+    from tinybench_assets.core.estimation.backtest import reference_n
 
     assert reference_n([10, 20, 30, 50]) == 30
     assert reference_n([50, 10]) == 50 and reference_n((5,)) == 5

@@ -1,6 +1,7 @@
 """Boards without families (issue 51): ids the reader generated, and a board the family rule puts in one family, give
-one family per model (core/subsets/voters.py, core/groups.py); a MAGI search trial whose objectives are not finite is
-pruned, never chosen while another trial scored, and no trial reaches optuna as NaN (core/subsets/optimizer.py)."""
+one family per model (core/subsets/voters.py, core/estimation/groups.py); a MAGI search trial whose objectives are not
+finite is pruned, never chosen while another trial scored, and no trial reaches optuna as NaN
+(core/subsets/optimizer.py)."""
 
 import logging
 
@@ -9,7 +10,7 @@ import optuna
 import pandas as pd
 import pytest
 
-from tinybench_assets.core.groups import group_summary, grouped_test_mask, model_groups
+from tinybench_assets.core.estimation.groups import group_summary, grouped_test_mask, model_groups
 from tinybench_assets.core.subsets import SubsetParams, build_subset, optimizer, prepare
 from tinybench_assets.core.subsets.optimizer import search_method, unscored_trials
 from tinybench_assets.core.subsets.rankings import rank_mean_score

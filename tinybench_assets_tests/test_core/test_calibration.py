@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tinybench_assets.core.calibration import (
+from tinybench_assets.core.estimation.calibration import (
     ConformalInterval,
     IsotonicCalibrator,
     conformal_quantile,

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 import torch
 
-from tinybench_assets.core.backtest import bootstrap_mae_ci, run_backtest, split_plan
-from tinybench_assets.core.groups import grouped_test_mask, lockbox_mask, model_groups
-from tinybench_assets.core.predictor import AnchorPredictor, split_models
+from tinybench_assets.core.estimation.backtest import bootstrap_mae_ci, run_backtest, split_plan
+from tinybench_assets.core.estimation.groups import grouped_test_mask, lockbox_mask, model_groups
+from tinybench_assets.core.estimation.predictor import AnchorPredictor, split_models
 from tinybench_assets.core.responses import ResponseMatrix
 from tinybench_assets_tests.test_core.test_backtest import FAST, _world
 

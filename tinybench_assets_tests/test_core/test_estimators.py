@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from tinybench_assets.core import estimators as E
+from tinybench_assets.core.estimation import estimators as E
 from tinybench_assets.core.irt import item_curve
 from tinybench_assets.core.responses import ResponseMatrix
 

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from tinybench_assets.core import tiny_benchmark as tb
-from tinybench_assets.core.backtest import run_backtest, split_plan
+from tinybench_assets.core.estimation.backtest import run_backtest, split_plan
 from tinybench_assets.core.estimation.frontier import EXTRAPOLATING, board_strength, frontier_split
+from tinybench_assets.core.estimation.predictor import AnchorPredictor
 from tinybench_assets.core.estimation.training import TrainingSplit
-from tinybench_assets.core.predictor import AnchorPredictor
 from tinybench_assets_tests.test_core.test_backtest import FAST
 from tinybench_assets_tests.test_core.test_predictor_batch import openllm_slice
 

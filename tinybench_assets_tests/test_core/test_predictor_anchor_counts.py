@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from tinybench_assets.core import estimators as est
-from tinybench_assets.core.predictor import AnchorPredictor, split_models
+from tinybench_assets.core.estimation import estimators as est
+from tinybench_assets.core.estimation.predictor import AnchorPredictor, split_models
 from tinybench_assets_tests.test_core.test_backtest import _world
 
 torch.set_num_threads(1)

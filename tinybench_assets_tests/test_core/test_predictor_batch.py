@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from tinybench_assets.core.predictor import AnchorPredictor
+from tinybench_assets.core.estimation.predictor import AnchorPredictor
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
 from tinybench_assets_tests.conftest import SHARED, _need_shared
 from tinybench_assets_tests.test_core.test_backtest import FAST, _world

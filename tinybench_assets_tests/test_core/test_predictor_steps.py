@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tinybench_assets.core import tiny_benchmark as tb
-from tinybench_assets.core.predictor import AnchorPredictor
+from tinybench_assets.core.estimation.predictor import AnchorPredictor
 from tinybench_assets_tests.test_core.test_backtest import FAST
 from tinybench_assets_tests.test_core.test_predictor_batch import openllm_slice
 from tinybench_assets_tests.test_core.test_tiny_benchmark import anchor_block

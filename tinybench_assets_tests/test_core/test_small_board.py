@@ -16,8 +16,8 @@ import pytest
 import torch
 
 from tinybench_assets.core import tiny_benchmark as tb
-from tinybench_assets.core.calibration import conformal_quantile
 from tinybench_assets.core.estimation.bank import BANK_EPS, bank_values, posterior_means, soft_answers
+from tinybench_assets.core.estimation.calibration import conformal_quantile
 from tinybench_assets.core.estimation.small_board import PRED_COLS, SmallBoardPredictor
 from tinybench_assets.core.estimation.small_choice import BANK, Rule, choose, choose_scenario, fold_gain
 from tinybench_assets.core.estimation.small_folds import base_estimates, family_folds

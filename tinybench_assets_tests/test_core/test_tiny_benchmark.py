@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from tinybench_assets.core import tiny_benchmark as tb
-from tinybench_assets.core.predictor import AnchorPredictor, split_models
+from tinybench_assets.core.estimation.predictor import AnchorPredictor, split_models
 from tinybench_assets.core.tiny_benchmark import AnswerError, ArtifactError
 from tinybench_assets_tests.test_core.test_backtest import _world
 

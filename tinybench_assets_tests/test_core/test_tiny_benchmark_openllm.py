@@ -16,7 +16,7 @@ import torch
 from tinybench_assets import paths
 from tinybench_assets.core import tiny_benchmark as tb
 from tinybench_assets.core.estimation.base_estimates import features
-from tinybench_assets.core.predictor import AnchorPredictor, split_models
+from tinybench_assets.core.estimation.predictor import AnchorPredictor, split_models
 from tinybench_assets.core.responses import ResponseMatrix
 from tinybench_assets_tests.test_core.test_tiny_benchmark import COLS, anchor_block, answers_of
 

@@ -6,7 +6,13 @@ import pickle
 import pytest
 
 from tinybench_assets.defs.resources import ModelStore
-from tinybench_assets.io.model_files import MissingModelError, UnsafeNameError, atomic_write, safe_name
+from tinybench_assets.io.model_files import (
+    MissingModelError,
+    OutdatedModelError,
+    UnsafeNameError,
+    atomic_write,
+    safe_name,
+)
 
 
 def test_paths_and_default_root(tmp_path, monkeypatch):
@@ -55,6 +61,43 @@ def test_missing_model_names_the_file_and_the_asset_to_materialize(tmp_path):
         ms.load_predictor("openllm")
     with pytest.raises(FileNotFoundError):  # MissingModelError is a FileNotFoundError
         ms.load_pickle("openllm", "other.pkl")
+
+
+@pytest.mark.parametrize(
+    "module, name",
+    [
+        ("tinybench_assets.core.predictor", "AnchorPredictor"),  # a module that is no longer there
+        ("tinybench_assets.core.estimation.predictor", "NoSuchPredictor"),  # a class that is no longer there
+    ],
+)
+def test_an_outdated_predictor_pickle_says_how_to_rebuild_it(tmp_path, module, name):
+    """A predictor.pkl whose classes moved (the predictor pickled as tinybench_assets.core.predictor.AnchorPredictor
+    before core/estimation/ held it) fails with the predictor's own rebuild message, not a raw ModuleNotFoundError."""
+    from tinybench_assets.core.estimation.predictor import REBUILD
+
+    ms = ModelStore(root=str(tmp_path))
+    path = ms.path("openllm", "predictor.pkl")
+    path.parent.mkdir(parents=True)
+    path.write_bytes(f"c{module}\n{name}\n)\x81.".encode())  # GLOBAL, EMPTY_TUPLE, NEWOBJ: an instance of the class
+    with pytest.raises(OutdatedModelError, match=rf"{path.name}.*'openllm'.*{module}\.{name}") as err:
+        ms.load_predictor("openllm")
+    assert REBUILD in str(err.value) and isinstance(err.value, ValueError)
+    path.write_bytes(b"cno_such_package.mod\nThing\n.")  # a module outside the package: pickle's own error
+    with pytest.raises(ModuleNotFoundError):
+        ms.load_predictor("openllm")
+
+
+def test_a_predictor_pickled_today_loads_from_core_estimation(tmp_path):
+    from tinybench_assets.core.estimation.predictor import REBUILD, AnchorPredictor
+
+    ms = ModelStore(root=str(tmp_path))
+    ms.save_predictor("openllm", AnchorPredictor(n_values=(5,)))
+    assert b"tinybench_assets.core.estimation.predictor" in ms.path("openllm", "predictor.pkl").read_bytes()
+    loaded = ms.load_predictor("openllm")
+    assert type(loaded) is AnchorPredictor and loaded.n_values == (5,)
+    with pytest.raises(ValueError, match="not fitted") as err:  # unfitted: the same rebuild message
+        _ = loaded.named_steps
+    assert REBUILD in str(err.value)
 
 
 @pytest.mark.parametrize("board", ["../evil", "a/b", "a\\b", "..", ".", "", "a\0b", "x..y"])

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .. import estimators as est
-from ..anchors import AnchorSelector
 from ..json_floats import enc, enc_list
+from . import estimators as est
+from .anchors import AnchorSelector
 
 
 @dataclass

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import estimators as est
 from ..irt import item_curve
+from . import estimators as est
 from .anchor_sets import linear_score
 
 

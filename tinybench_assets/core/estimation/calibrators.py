@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..calibration import ConformalInterval, StoredIsotonicMap, cross_fitted_isotonic
 from ..json_floats import to_dict_or_none
+from .calibration import ConformalInterval, StoredIsotonicMap, cross_fitted_isotonic
 
 
 class Calibrators:

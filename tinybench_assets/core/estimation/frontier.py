@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..calibration import ConformalInterval
 from ..json_floats import enc, to_dict_or_none
+from .calibration import ConformalInterval
 from .names import PER_SCENARIO
 from .served_intervals import SERVED_FOLDS, validation_folds
 from .training import FRONTIER_SHARE, Layout

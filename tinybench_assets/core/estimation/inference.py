@@ -66,7 +66,7 @@ def beyond_board(rule, cache, c, s, cols, source) -> np.ndarray:
 
 def estimate_table(steps, lay, Y, models, n_values, include_random: bool, random_seed: int) -> pd.DataFrame:
     """One row per model x scenario x (clustering, estimator) x n, then the served rows (see
-    :meth:`~tinybench_assets.core.predictor.AnchorPredictor.estimate`). Y (M, I_all) float; models (M,)."""
+    :meth:`~tinybench_assets.core.estimation.predictor.AnchorPredictor.estimate`). Y (M, I_all) float; models (M,)."""
     anchors = steps["anchors"]
     frames = []
     for n in n_values:

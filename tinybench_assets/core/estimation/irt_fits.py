@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import estimators as est
 from ..irt import estimate_ability, fit_irt, item_curve, select_dimension
 from ..json_floats import enc, enc_list, enc_matrix
 from ..parallel import run_tasks
+from . import estimators as est
 
 
 def select_and_fit(Y, candidates, seed, device, irt_options):

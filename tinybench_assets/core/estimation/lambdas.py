@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .. import estimators as est
 from ..json_floats import enc
+from . import estimators as est
 
 FITS = (("sep", ""), ("joint", "_joint"))
 

@@ -1,4 +1,4 @@
-"""Estimator names of :class:`~tinybench_assets.core.predictor.AnchorPredictor` (see its module docstring)."""
+"""Estimator names of :class:`~.predictor.AnchorPredictor` (see its module docstring)."""
 
 from __future__ import annotations
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..calibration import ConformalInterval
 from ..json_floats import to_dict_or_none
-from ..splits import model_unit
+from .calibration import ConformalInterval
 from .selection import choose
+from .splits import model_unit
 
 SERVED_FOLDS = 5
 

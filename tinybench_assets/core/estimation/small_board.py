@@ -1,6 +1,6 @@
 """Tiny benchmarks for small leaderboards (10-49 models), validated by leave-family-out cross-validation.
 
-The big-board path (:class:`~tinybench_assets.core.predictor.AnchorPredictor`) holds out a share of the models;
+The big-board path (:class:`~.predictor.AnchorPredictor`) holds out a share of the models;
 with 10-49 models there is nothing to spare, so :class:`SmallBoardPredictor` cross-validates instead and serves
 everything through the tiny-benchmark artifact::
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .. import estimators as est
+from . import estimators as est
 from .shrinkage import SHRINKAGE
 from .small_intervals import fold_isotonic, pooled_half_widths, symmetric_interval, widest
 

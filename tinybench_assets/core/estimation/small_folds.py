@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from .. import estimators as est
-from ..anchors import select_anchors
 from ..irt import IRTParams, estimate_ability, fit_irt, item_curve
+from . import estimators as est
 from .anchor_sets import AnchorSet
+from .anchors import select_anchors
 from .bank import BANK_EPS, bank_arrays
 from .bank import bank_estimates as bank_estimates_of
 from .shrinkage import SHRINKAGE, ShrinkagePrior

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..calibration import ConformalInterval, IsotonicCalibrator, _scale, conformal_quantile
+from .calibration import ConformalInterval, IsotonicCalibrator, _scale, conformal_quantile
 
 __all__ = [
     "MIN_T2",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import estimators as est
 from ..json_floats import enc_list
+from . import estimators as est
 from .names import STACKS
 
 

@@ -13,9 +13,9 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from .. import estimators as est
-from ..groups import grouped_test_mask
 from ..json_floats import enc_list
+from . import estimators as est
+from .groups import grouped_test_mask
 
 MIN_VALIDATION_MODELS = 10  # per scenario, for grouped validation (else the random share)
 # share of the training models, the strongest by mean pool accuracy, held out of the fit as validation models too: the

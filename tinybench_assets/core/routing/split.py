@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tinybench_assets.core.splits import model_unit
+from tinybench_assets.core.estimation.splits import model_unit
 
 TEST_FRACTION = 0.2
 MIN_SELF_SPLIT_QUESTIONS = 500

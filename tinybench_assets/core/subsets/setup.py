@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from tinybench_assets.core.splits import model_unit
+from tinybench_assets.core.estimation.splits import model_unit
 from tinybench_assets.core.subsets.padding import pad_subset, padded_penalty
 from tinybench_assets.core.subsets.penalty import loo_masks, subset_scores, voter_penalty
 from tinybench_assets.core.subsets.rankings import Ranking, subset_mask

@@ -1,4 +1,4 @@
-"""Export a fitted :class:`~tinybench_assets.core.predictor.AnchorPredictor` as a self-contained tiny
+"""Export a fitted :class:`~tinybench_assets.core.estimation.predictor.AnchorPredictor` as a self-contained tiny
 benchmark, and estimate a NEW model's accuracy from its answers to the anchors, offline.
 
 This is tinyBenchmarks' ``evaluate()`` for any leaderboard tinybench has learned: a model answers the

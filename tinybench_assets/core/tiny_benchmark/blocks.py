@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..calibration import StoredIsotonicMap
+from ..estimation.calibration import StoredIsotonicMap
 from ..estimation.names import STACKS
 from ..estimation.shrinkage import SHRINKAGE
 from .format import JSON_BASE, LEARNED_BASE

@@ -1,4 +1,4 @@
-"""Export a fitted :class:`~tinybench_assets.core.predictor.AnchorPredictor` as a tiny benchmark: the
+"""Export a fitted :class:`~tinybench_assets.core.estimation.predictor.AnchorPredictor` as a tiny benchmark: the
 JSON-serializable dict laid out in :mod:`.format`, plus (key ``_trees``) the learned regressors of its
 (clustering, n) as the numeric arrays of :mod:`.trees` (saved with :func:`.files.save_artifact`). Every step writes
 its own part of a scenario's block (its ``to_dict``); this module merges them and adds the header and the trees."""

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 
 from tinybench_assets import paths
+from tinybench_assets.core.estimation.groups import group_summary, model_groups
 from tinybench_assets.core.estimation.table import ESTIMATE_COLUMNS, estimate_errors
-from tinybench_assets.core.groups import group_summary, model_groups
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
 from tinybench_assets.core.subsets.voters import read_aggregate
 from tinybench_assets.defs import estimation_small as small
@@ -81,7 +81,8 @@ class BacktestConfig(EstimationConfig):
 
 
 def board_groups(matrix: ResponseMatrix, board: str, config: EstimationConfig) -> pd.Series:
-    """The family key per model of the leaderboard (core/groups.py), from the aggregate CSV when there is one."""
+    """The family key per model of the leaderboard (core/estimation/groups.py), from the aggregate CSV when there is
+    one."""
     return model_groups(matrix.models, read_aggregate(paths.aggregate_csv(board, config.aggregate_csv)))
 
 

@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 
 from tinybench_assets import paths
+from tinybench_assets.core.estimation.splits import split_models
 from tinybench_assets.core.irt_tables import fit_tables
 from tinybench_assets.core.responses import ResponseMatrix, concat_scenarios
-from tinybench_assets.core.splits import split_models
 from tinybench_assets.defs.cards import card
 from tinybench_assets.defs.partitions import leaderboard_partitions, scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, StoreResource, TorchDevice

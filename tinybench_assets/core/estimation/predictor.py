@@ -29,7 +29,7 @@ gbm / gbm_joint    observed anchors + a gradient-boosted regressor (trained on f
                    balance-weighted accuracy of the unseen items from the anchor answers and theta;
                    ``gbm`` reads the scenario's anchors only, ``gbm_joint`` all scenarios' anchors
 bank_joint         observed anchors + the posterior mean, over the fit models given all scenarios' anchor
-                   answers, of their accuracy on the unseen items (:mod:`.estimation.bank`)
+                   answers, of their accuracy on the unseen items (:mod:`.bank`)
 stack / stack_own  convex combination (weights >= 0, sum 1) of the estimators in ``STACKS`` fitted on
                    validation models (out-of-fold for its own validation error); stack_own combines
                    only estimators that read the scenario's own anchors
@@ -42,7 +42,7 @@ Every row also carries ``estimate_t2``: the full-benchmark score, an isotonic ma
 validation models from the estimate (for gbm / gbm_joint: from a regressor trained on fit models
 to predict the full score directly) to their real full score; and conformal intervals for both. The
 served estimators' (tinybench, tinybench_own) T1 intervals allow for their selection: their residuals are
-taken out of selection, across folds of the validation models (:mod:`.estimation.served_intervals`).
+taken out of selection, across folds of the validation models (:mod:`.served_intervals`).
 
 The predictor is a chain of named steps (:attr:`AnchorPredictor.named_steps`), each a small object of
 :mod:`tinybench_assets.core.estimation` that owns its fitted state: ``fit`` is a loop over them, every step reading
@@ -57,30 +57,23 @@ import time
 import numpy as np
 import pandas as pd
 
+from ..parallel import resolve_jobs, worker_pool
+from ..responses import ResponseMatrix
 from . import estimators as est
-from .estimation.anchor_sets import AnchorSet, AnchorSets
-from .estimation.bank import AnswerBank
-from .estimation.calibrators import Calibrators
-from .estimation.chain import ValidationOutputs
-from .estimation.frontier import Frontier
-from .estimation.inference import estimate_table
-from .estimation.irt_fits import IRTFits
-from .estimation.lambdas import Lambdas
-from .estimation.learned import LearnedRegressors
-from .estimation.names import JOINT, LEARNED, PER_SCENARIO, SELECTED, STACKS
-from .estimation.selection import Selector
-from .estimation.served_intervals import ServedIntervals
-from .estimation.stacks import Stacks
-from .estimation.training import (
-    FRONTIER_SHARE,
-    MIN_VALIDATION_MODELS,
-    Layout,
-    TrainingSplit,
-    full_scores_wide,
-    split_models,
-)
-from .parallel import resolve_jobs, worker_pool
-from .responses import ResponseMatrix
+from .anchor_sets import AnchorSet, AnchorSets
+from .bank import AnswerBank
+from .calibrators import Calibrators
+from .chain import ValidationOutputs
+from .frontier import Frontier
+from .inference import estimate_table
+from .irt_fits import IRTFits
+from .lambdas import Lambdas
+from .learned import LearnedRegressors
+from .names import JOINT, LEARNED, PER_SCENARIO, SELECTED, STACKS
+from .selection import Selector
+from .served_intervals import ServedIntervals
+from .stacks import Stacks
+from .training import FRONTIER_SHARE, MIN_VALIDATION_MODELS, Layout, TrainingSplit, full_scores_wide, split_models
 
 __all__ = [
     "AnchorPredictor",
@@ -127,7 +120,7 @@ class AnchorPredictor:
     n_jobs : worker processes (one thread each) for the independent IRT fits and learned regressors; 1 = all in
         this process (the backtest's split workers), 0 = the CPU cores. Same seeds, same fits either way.
     frontier_share : the strongest share of the training models held out of the fit as validation models, and the
-        share of the board's positions above which a model is served the frontier rule (:mod:`.estimation.frontier`);
+        share of the board's positions above which a model is served the frontier rule (:mod:`.frontier`);
         0 = no frontier rule.
 
     Fitted attributes: ``steps_`` ({name: fitted step}, in fit order; :attr:`named_steps`), ``timings_`` (seconds
@@ -215,7 +208,7 @@ class AnchorPredictor:
         full_scores : long (model, scenario, full_benchmark_score) or wide (models x scenarios) table of
             real full-benchmark scores; optional (T2 columns are NaN without it).
         train : row indices (or bool mask) of the training models; default all rows.
-        groups : a family key per row of ``matrix`` (:func:`~tinybench_assets.core.groups.model_groups`): the
+        groups : a family key per row of ``matrix`` (:func:`~tinybench_assets.core.estimation.groups.model_groups`): the
             validation models are then whole families held out of the fit models, so that lambdas, the estimator
             choice and the conformal intervals are tuned for models of families the fit has not seen (as a
             grouped test split and a new model family are). None: a random share of the training models.

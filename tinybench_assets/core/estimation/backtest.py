@@ -1,7 +1,7 @@
 """Backtest of the anchor estimators over seeded train/test splits of models.
 
 For every split the models are divided into training and test models; an
-:class:`~tinybench_assets.core.predictor.AnchorPredictor` is fitted on the training models only
+:class:`~tinybench_assets.core.estimation.predictor.AnchorPredictor` is fitted on the training models only
 (IRT fits, D, anchors, lambdas, calibration, intervals, choice of estimator) and then estimates every
 test model from its anchor answers. Errors are measured against
 
@@ -20,12 +20,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from ..parallel import init_worker
+from ..responses import ResponseMatrix
 from .backtest_adaptive import adaptive_rows
-from .estimation.frontier import FRONTIER_FRACTION, frontier_split
+from .frontier import FRONTIER_FRACTION, frontier_split
 from .groups import grouped_test_mask
-from .parallel import init_worker
 from .predictor import AnchorPredictor, full_scores_wide, split_models
-from .responses import ResponseMatrix
 
 
 @dataclass
@@ -126,7 +126,7 @@ def summarize_by_kind(estimates: pd.DataFrame) -> dict[str, pd.DataFrame]:
 
 def _split_indices(n_models, k, test_fraction, seed, max_train_models, max_test_models, groups=None, exclude=None):
     """Training and test rows of split k: a seeded random split of models, or with ``groups`` (str per model)
-    a grouped one (whole groups to one side, :func:`~tinybench_assets.core.groups.grouped_test_mask`). Rows
+    a grouped one (whole groups to one side, :func:`~tinybench_assets.core.estimation.groups.grouped_test_mask`). Rows
     where ``exclude`` is True (the lockbox) are on neither side."""
     split_seed = seed + k
     if groups is None:
@@ -273,7 +273,7 @@ def run_backtest(
     predictor_params : keyword arguments of :class:`AnchorPredictor` (its ``seed`` is set per split).
     log : optional callable taking one line of progress (split k of n, its models, elapsed time); ``verbose``
         prints the same lines.
-    groups : a family key per model (str, shape (n_models,), :func:`~tinybench_assets.core.groups.model_groups`):
+    groups : a family key per model (str, shape (n_models,), :func:`~.groups.model_groups`):
         seeded splits are grouped (whole families to one side; None: random model splits), and every split's
         predictor holds out whole families as its validation models (see :meth:`AnchorPredictor.fit`).
     exclude : bool per model; those models (the lockbox) are in no split, neither training nor test.

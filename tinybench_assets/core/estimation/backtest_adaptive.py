@@ -1,6 +1,6 @@
 """The backtest's adaptive column: adaptive tests of a split's test models, simulated from their real answers, each
 method tuned and the served one chosen on the split predictor's validation models (:func:`adaptive_rows`, which
-:func:`~tinybench_assets.core.backtest.run_backtest` calls per split with ``adaptive_n``)."""
+:func:`~tinybench_assets.core.estimation.backtest.run_backtest` calls per split with ``adaptive_n``)."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..irt import fit_irt
+from ..responses import ResponseMatrix
 from .adaptive import AdaptiveEstimator, simulate
 from .adaptive_bank import BankAdaptive, bank_matrix
-from .irt import fit_irt
 from .predictor import AnchorPredictor
-from .responses import ResponseMatrix
 
 
 @dataclass
@@ -121,10 +121,10 @@ def adaptive_rows(
     """Adaptive tests of the test models (simulated from their real answers), two methods side by side, each tuned
     and the served one chosen per n on the predictor's VALIDATION models:
 
-    * IRT-adaptive (core/adaptive.py) on each scenario's IRT: the predictor's own fit (its D was chosen for
+    * IRT-adaptive (estimation/adaptive.py) on each scenario's IRT: the predictor's own fit (its D was chosen for
       static anchors) and fits at ``extra_dims`` on the same fit models (D = 2 asks better adaptive questions
       than D = 10 on openllm); D and the end estimator chosen on validation;
-    * bank-adaptive (core/adaptive_bank.py; ``bank``): the training models' own answers as the prior, tuned on
+    * bank-adaptive (estimation/adaptive_bank.py; ``bank``): the training models' own answers as the prior, tuned on
       validation models against a bank of the fit models, then run on a bank of all training models.
 
     Rows as :meth:`AnchorPredictor.estimate` returns (clustering "adaptive"; estimators ``adaptive`` (served: the

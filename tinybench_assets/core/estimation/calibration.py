@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.isotonic import IsotonicRegression
 
-from .json_floats import enc, enc_list
+from ..json_floats import enc, enc_list
 
 
 def _clean(*arrays):

@@ -9,7 +9,7 @@ items the posterior weight of j is the product of those likelihoods (uniform pri
   still-unasked items (``eps_select``; ties to the lower index);
 * estimate: the balance-weighted accuracy with the asked items' real answers and, for every unasked item, its
   posterior mean answer ``sum_j pi_j B[j, i]`` (``eps_estimate``; like p-IRT, exact when every item is asked);
-* interval: split-conformal (:class:`~tinybench_assets.core.calibration.ConformalInterval`) on validation models.
+* interval: split-conformal (:class:`~.calibration.ConformalInterval`) on validation models.
 
 ``eps_select`` and ``eps_estimate`` are chosen per test length on VALIDATION models (:class:`BankAdaptive`), never
 on the models it then estimates. Measured on the Open LLM Leaderboard (benchmarks/estimation.py, grouped splits):
@@ -24,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 from .adaptive import ItemSession
+from .bank import log_tables, soft_answers
 from .calibration import ConformalInterval
-from .estimation.bank import log_tables, soft_answers
 from .estimators import weighted_accuracy
 from .groups import grouped_test_mask
 
@@ -256,7 +256,7 @@ def _nearest(params: dict, n: int) -> dict:
 
 class BankSession(ItemSession):
     """One model's bank-adaptive test, item by item (same interface as
-    :class:`~tinybench_assets.core.adaptive.AdaptiveSession`).
+    :class:`~tinybench_assets.core.estimation.adaptive.AdaptiveSession`).
 
     B : (N, I) the bank (:func:`bank_matrix` of the leaderboard's answers); items : (I,) ids; w : (I,) balance
     weights; params : :func:`tune_bank`'s choices per n (the test uses the eps_select chosen for ``max_items`` and,

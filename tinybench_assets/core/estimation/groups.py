@@ -34,8 +34,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..subsets.voters import model_families, one_family_each
 from .splits import model_unit
-from .subsets.voters import model_families, one_family_each
 
 LOCKBOX_KEY = "lockbox"
 
