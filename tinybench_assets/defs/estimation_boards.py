@@ -45,14 +45,16 @@ class BigBoard:
     def __init__(self, config, device: str):
         self.config, self.device = config, device
 
-    def fit(self, db, board: str, matrix, full: pd.DataFrame, groups: np.ndarray) -> Fitted:
+    def fit(self, db, board: str, matrix, full: pd.DataFrame, groups: np.ndarray, log=None) -> Fitted:
+        """``log``: optional callable taking a line, said as each of the predictor's steps ends."""
         # lazy: loads torch and scikit-learn (~2.5 s)
         from tinybench_assets.core.estimation.predictor import AnchorPredictor
 
         split = db.model_split(board)
         train = np.array([split.get(m) == "train" for m in matrix.models])
+        said = None if log is None else (lambda n, s, k, t: log(f"predictor step {n} done in {s:.1f} s ({k} of {t})"))
         pred = AnchorPredictor(**big.predictor_params(self.config, self.device), n_jobs=self.config.n_jobs).fit(
-            matrix, full, np.flatnonzero(train), groups=groups
+            matrix, full, np.flatnonzero(train), groups=groups, progress=said
         )
         anchors, lambdas, selection = pred.anchor_table(), pred.lambdas, pred.selection
         tables = {
@@ -123,7 +125,8 @@ class SmallBoard:
     def __init__(self, config, device: str):
         self.config, self.device = config, device
 
-    def fit(self, db, board: str, matrix, full: pd.DataFrame, groups: np.ndarray) -> Fitted:
+    def fit(self, db, board: str, matrix, full: pd.DataFrame, groups: np.ndarray, log=None) -> Fitted:
+        """``log`` is accepted for the big board's interface; the small board's fit logs nothing per step."""
         pred, _ = small.fit_small(matrix, full, groups, self.config, self.device)
         tables = small.anchor_tables(pred)
         meta = {

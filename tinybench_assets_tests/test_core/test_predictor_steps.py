@@ -125,3 +125,14 @@ def test_the_artifact_rebuilds_the_same_steps(tmp_path):
             atol=1e-12,
             err_msg=f"{s}/{e}",
         )
+
+
+def test_the_fit_reports_each_step_as_it_ends():
+    rm, full, train, _ = openllm_slice(("arc", "truthfulqa"), 160)
+    heard = []
+    pred = AnchorPredictor(n_values=(10,), **{**FAST, "learned": False}).fit(
+        rm, full, train, progress=lambda *a: heard.append(a)
+    )
+    assert [h[0] for h in heard] == ORDER == list(pred.named_steps)
+    assert [h[2] for h in heard] == list(range(1, len(ORDER) + 1)) and {h[3] for h in heard} == {len(ORDER)}
+    assert all(h[1] == pytest.approx(pred.timings_[h[0]]) for h in heard)

@@ -119,9 +119,8 @@ class AnchorPredictor:
     irt_options : extra ``fit_irt`` options.
     n_jobs : worker processes (one thread each) for the independent IRT fits and learned regressors; 1 = all in
         this process (the backtest's split workers), 0 = the CPU cores. Same seeds, same fits either way.
-    frontier_share : the strongest share of the training models held out of the fit as validation models, and the
-        share of the board's positions above which a model is served the frontier rule (:mod:`.frontier`);
-        0 = no frontier rule.
+    frontier_share : the strongest share of the training models, held out of the fit for the rule of a model beyond
+        the board, and the top share of positions that rule serves (:mod:`.frontier`; 0 = none).
 
     Fitted attributes: ``steps_`` ({name: fitted step}, in fit order; :attr:`named_steps`), ``timings_`` (seconds
     per step and in total) and ``n_jobs_`` (worker processes used).
@@ -198,7 +197,7 @@ class AnchorPredictor:
         }
 
     def fit(
-        self, matrix: ResponseMatrix, full_scores: pd.DataFrame | None = None, train=None, groups=None
+        self, matrix: ResponseMatrix, full_scores: pd.DataFrame | None = None, train=None, groups=None, progress=None
     ) -> "AnchorPredictor":
         """Fit every step on the training models.
 
@@ -212,6 +211,7 @@ class AnchorPredictor:
             validation models are then whole families held out of the fit models, so that lambdas, the estimator
             choice and the conformal intervals are tuned for models of families the fit has not seen (as a
             grouped test split and a new model family are). None: a random share of the training models.
+        progress : optional callable(step name, seconds, steps done, steps in all), called as each step's fit ends.
         """
         t0 = time.perf_counter()
         steps = self.make_steps()
@@ -219,7 +219,7 @@ class AnchorPredictor:
         data = split.fit(matrix, full_scores, train, groups)  # the fit and validation models' answers and truth
         self.steps_, self.timings_ = {"split": split}, {"split": time.perf_counter() - t0}
         self.n_jobs_ = resolve_jobs(self.n_jobs, len(data.layout.scenarios) + 1)
-        _fit_chain(steps, data, self.steps_, self.timings_, self.n_jobs_)
+        _fit_chain(steps, data, self.steps_, self.timings_, self.n_jobs_, progress)
         self.timings_["total"] = time.perf_counter() - t0
         return self
 
@@ -303,17 +303,24 @@ def _scenario_counts(scenario_n: dict | None, n_values: tuple) -> dict:
     return out
 
 
-def _fit_chain(steps: dict, data, fitted: dict, timings: dict, n_jobs: int) -> None:
+def _fit_chain(steps: dict, data, fitted: dict, timings: dict, n_jobs: int, progress=None) -> None:
     """Fit ``steps`` ({name: unfitted step}) in order on ``data`` (a FitData) inside a pool of ``n_jobs`` worker
     processes, where the IRT fits and the learned regressors run. Each step reads the data and the steps fitted
-    before it (``fitted``) and sets only its own state; it then joins ``fitted``, and its seconds ``timings``."""
+    before it (``fitted``) and sets only its own state; it then joins ``fitted``, and its seconds ``timings``;
+    ``progress`` (see :meth:`AnchorPredictor.fit`) hears of it."""
+    total = len(fitted) + len(steps)
+    for k, name in enumerate(fitted, start=1):  # the steps fitted before the chain (the split)
+        if progress is not None:
+            progress(name, timings[name], k, total)
     with worker_pool(n_jobs) as pool:
         data.pool = pool
-        for name, step in steps.items():
+        for k, (name, step) in enumerate(steps.items(), start=len(fitted) + 1):
             ts = time.perf_counter()
             step.fit(data, fitted)
             fitted[name] = step
             timings[name] = time.perf_counter() - ts
+            if progress is not None:
+                progress(name, timings[name], k, total)
 
 
 def _answer_rows(Y, models, items: list) -> tuple[np.ndarray, np.ndarray]:

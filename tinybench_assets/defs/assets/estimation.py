@@ -168,11 +168,8 @@ def anchor_sets(
     t0 = time.perf_counter()
     kind = board_for(len(matrix.models), config, torch_device.resolve())
     name = {"BigBoard": "AnchorPredictor", "SmallBoard": "SmallBoardPredictor"}.get(type(kind).__name__, "predictor")
-    context.log.info(
-        f"fitting the {name} on {len(matrix.models)} models x {len(matrix.items)} items (its steps' seconds are "
-        "logged when the fit ends)"
-    )
-    fitted = kind.fit(db, board, matrix, full, board_groups(matrix, board, config).to_numpy())
+    context.log.info(f"fitting the {name} on {len(matrix.models)} models x {len(matrix.items)} items")
+    fitted = kind.fit(db, board, matrix, full, board_groups(matrix, board, config).to_numpy(), log=context.log.info)
     seconds = time.perf_counter() - t0
     _fit_steps(context.log.info, watch, fitted.predictor, seconds)
     with watch.part("save predictor"):
