@@ -63,6 +63,13 @@ class FrontierRule:
         p = np.asarray(position, dtype=float)
         return np.isfinite(p) & (np.round(p, 8) >= np.round(self.threshold, 8))
 
+    def serve(self, x: np.ndarray) -> dict:
+        """The served columns of T1 estimates ``x`` (M,) of the rule's estimator: {estimate, lower, upper, estimate_t2,
+        lower_t2, upper_t2: (M,)}, the T1 interval and the full score from the rule's own fits."""
+        lo, up = self.interval.predict(x)
+        e2, lo2, up2 = self.t2(x)
+        return {"estimate": x, "lower": lo, "upper": up, "estimate_t2": e2, "lower_t2": lo2, "upper_t2": up2}
+
     def t2(self, x: np.ndarray) -> tuple:
         """(estimate_t2, lower_t2, upper_t2) from T1 estimates ``x``, clipped to [0, 1] (NaN without a T2 line)."""
         if self.t2_line is None:
@@ -101,8 +108,8 @@ class FrontierRule:
 class Frontier:
     """Step 12: the rules for models beyond the board (module docstring).
 
-    Parameters: ``alpha``, ``interval_scale``, ``seed``, ``share`` (the quantile of the board's positions above which
-    a model is beyond it). Fitted attribute: ``rules_`` ({(n, scenario, selector): :class:`FrontierRule`}).
+    Parameters: ``alpha``, ``seed``, ``share`` (the quantile of the board's positions above which a model is beyond
+    it); its intervals are unscaled (module docstring). Fitted attribute: ``rules_`` ({(n, scenario, selector): :class:`FrontierRule`}).
     """
 
     def __init__(self, alpha: float = 0.1, seed: int = 0, share=FRONTIER_SHARE):

@@ -44,24 +44,19 @@ def _served_frames(steps, lay, models, n, cache) -> list:
     return frames
 
 
-def beyond_board(rule, cache, c, s, cols, source) -> np.ndarray:
+def beyond_board(rule, cache, c, s, cols, source) -> None:
     """Serve the frontier ``rule`` (:class:`~.frontier.FrontierRule`) to the models its position places beyond the
     board: their estimate, interval and full score in ``cols`` and their ``source`` ("beyond-board:c/e") are replaced
-    in place. ``cache``: the calibrated estimates {(clustering, scenario, estimator): columns}. Returns the (M,) mask."""
+    in place. ``cache``: the calibrated estimates {(clustering, scenario, estimator): columns}."""
     pos = cache.get((c, s, rule.position))
     x = cache.get((rule.t1[0], s, rule.t1[1]))
     if pos is None or x is None:
-        return np.zeros(len(source), dtype=bool)
+        return
     out = rule.beyond(pos["estimate"])
     if out.any():
-        e = x["estimate"]
-        lo, up = rule.interval.predict(e)
-        e2, lo2, up2 = rule.t2(e)
-        for k, v in (("estimate", e), ("lower", lo), ("upper", up), ("estimate_t2", e2), ("lower_t2", lo2)):
+        for k, v in rule.serve(x["estimate"]).items():
             cols[k] = np.where(out, v, cols[k])
-        cols["upper_t2"] = np.where(out, up2, cols["upper_t2"])
         source[out] = f"beyond-board:{rule.t1[0]}/{rule.t1[1]}"
-    return out
 
 
 def estimate_table(steps, lay, Y, models, n_values, include_random: bool, random_seed: int) -> pd.DataFrame:

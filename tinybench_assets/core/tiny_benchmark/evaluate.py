@@ -186,15 +186,11 @@ def _beyond_board(row: dict, rule, res: dict, s: str, notes: list) -> dict:
     pos = res[(s, rule.position)]["estimate"]
     if not rule.beyond(pos)[0]:
         return row
-    x = res[(s, rule.t1[1])]["estimate"]
-    lo, up = rule.interval.predict(x)
-    e2, lo2, up2 = rule.t2(x)
+    served = rule.serve(res[(s, rule.t1[1])]["estimate"])
     notes.append(
         f"{s}: the answers place this model beyond the board's models (its {rule.position} estimate "
         f"{100 * float(pos[0]):.1f} % is at or above {100 * rule.threshold:.1f} %, where the board's strongest models "
         f"start): served {rule.t1[1]} with the interval made for such models"
     )
     out = {**row, "estimator": rule.t1[1], "estimator_t2": rule.t1[1], "source": "json (beyond the board)"}
-    out.update(estimate=float(x[0]), lower=float(lo[0]), upper=float(up[0]))
-    out.update(estimate_t2=float(e2[0]), lower_t2=float(lo2[0]), upper_t2=float(up2[0]))
-    return out
+    return {**out, **{k: float(v[0]) for k, v in served.items()}}
