@@ -70,7 +70,7 @@ def main(argv=None) -> int:
     from tinybench_assets.core.routing import evaluate_routing, route
     from tinybench_assets.core.routing.routers import model_accuracy
     from tinybench_assets.core.routing.saved import load_router
-    from tinybench_assets.defs.assets import irt, responses, router_board, router_eval, routing
+    from tinybench_assets.defs.assets import encoders, irt, responses, router_board, router_eval, routing
     from tinybench_assets.defs.partitions import register_partitions
     from tinybench_assets.defs.resources import EncoderResource, LandingResource, ModelStore, StoreResource, TorchDevice
     from tinybench_assets.io.store import Store
@@ -98,6 +98,11 @@ def main(argv=None) -> int:
     quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
     t0 = time.perf_counter()
     assert dg.materialize([responses.landing_ingest], instance=instance, resources=res, run_config=quiet).success
+    ts = time.perf_counter()  # as the ingest job does: the static encoder, distilled once for this artifacts folder
+    r = dg.materialize([encoders.static_encoder], instance=instance, resources=res, run_config=quiet)
+    assert r.success
+    static_s, static_md = time.perf_counter() - ts, r.asset_materializations_for_node("static_encoder")[0].metadata
+    print(f"static_encoder: {static_md['built'].value} ({static_s:.1f} s)", flush=True)
     register_partitions(instance, BENCHMARKS.values())
     up = [responses.raw_responses, responses.response_matrix, responses.binarized_responses, irt.irt_model]
     for key in BENCHMARKS.values():
@@ -106,7 +111,7 @@ def main(argv=None) -> int:
     print(f"upstream (ingest, matrices, IRT on training questions): {upstream_s:.1f} s", flush=True)
 
     stage = [*routing.scenario_assets, router_eval.router_accuracy]
-    t1, embedded, encode_s, step_s = time.perf_counter(), 0, 0.0, {}
+    t1, embedded, encode_s, step_s, chosen = time.perf_counter(), 0, 0.0, {}, {}
     for name, key in BENCHMARKS.items():
         ts = time.perf_counter()
         r = dg.materialize(stage, partition_key=key, instance=instance, resources=res, run_config=quiet)
@@ -115,12 +120,19 @@ def main(argv=None) -> int:
         md = r.asset_materializations_for_node("question_embeddings")[0].metadata
         embedded += md["embedded_now"].value
         encode_s += md["encode_seconds"].value
-        print(f"router stage {key}: {step_s[name]:.1f} s ({md['embedded_now'].value} texts embedded)", flush=True)
+        chosen[name] = {"encoder": md["encoder"].value, "encoder_rule": md["encoder_rule"].value}
+        print(
+            f"router stage {key}: {step_s[name]:.1f} s ({md['embedded_now'].value} texts embedded; "
+            f"{md['encoder'].value}: {md['encoder_rule'].value})",
+            flush=True,
+        )
     for board in BOARDS:
         ts = time.perf_counter()
-        assert dg.materialize(
+        r = dg.materialize(
             [router_board.leaderboard_router], partition_key=board, instance=instance, resources=res, run_config=quiet
-        ).success, board
+        )
+        assert r.success, board
+        chosen[f"board_{board}"] = r.asset_materializations_for_node("leaderboard_router")[0].metadata["encoder"].value
         step_s[f"board_{board}"] = time.perf_counter() - ts
         print(f"leaderboard router {board}: {step_s[f'board_{board}']:.1f} s", flush=True)
     stage_s = time.perf_counter() - t1
@@ -150,6 +162,7 @@ def main(argv=None) -> int:
             "best_single_model": str(m.best_single_model),
             "n_test": int(m.n_test),
             "stage_seconds": round(step_s[name], 1),
+            **chosen[name],
         }
         print(
             f"{name:<14}{m.served_router:<14}{100 * m.router_acc:8.2f}{100 * m.best_single_acc:8.2f}{100 * m.oracle_acc:8.2f}"
@@ -281,6 +294,7 @@ def main(argv=None) -> int:
         "ood_test_share": float(mac.ood_test_share),
         "per_task": per,
         "stage_seconds": round(step_s["board_routerdc"], 1),
+        "encoder": chosen["board_routerdc"],
     }
     print(f"\nRouterDC mixed traffic (leaderboard router {mac.served_router}, no scenario label; test questions, %):")
     print(f"  {'task':<16}{'router':>8}{'best1':>8}{'per-task':>10}{'oracle':>8}{'n':>6}")
@@ -428,6 +442,12 @@ def main(argv=None) -> int:
         "second_run_embedded": int(second),
         "seconds": round(stage_s, 1),
         "upstream_seconds": round(upstream_s, 1),
+        "static_encoder_seconds": round(static_s, 1),
+        "static_encoder": {
+            "built": static_md["built"].value,
+            "encoder_id": static_md["encoder_id"].value,
+            "distil_seconds": static_md["distil_seconds"].value,
+        },
         "embedded_first_run": int(embedded),
         "device": args.device,
         "threads": args.threads,

@@ -10,7 +10,8 @@ The router is the one ``router_accuracy`` saved for partition ``BOARD.SCENARIO``
 (``$TINYBENCH_ARTIFACTS/BOARD/router_SCENARIO.npz``; ``--router FILE`` overrides it); without ``--scenario``, the one
 ``leaderboard_router`` saved for the leaderboard (``$TINYBENCH_ARTIFACTS/BOARD/router.npz``), which also flags a
 question unlike every training question as out of distribution and sends it to the model it trusts most overall. Questions are embedded
-with the encoder recorded in the router (the packaged all-MiniLM-L6-v2, no hub access) and routed exactly as
+with the encoder recorded in the router (the packaged all-MiniLM-L6-v2, or the static encoder distilled from it, found
+by its id under ``$TINYBENCH_ARTIFACTS/encoders``; no hub access) and routed exactly as
 the asset routes its test questions: argmax of P(correct) with the router's margin and the tie-break by
 training accuracy. No DuckDB store is read. Bad input exits with code 2 and a one-line error on stderr.
 """
@@ -89,12 +90,18 @@ def check_device(device: str) -> None:
 
 def _encoder(meta: dict, path: Path, device: str, threads: int):
     from tinybench_assets.io.embeddings import DEFAULT_MODEL, Encoder
+    from tinybench_assets.io.static_encoder import PREFIX, StaticEncoder, StaticEncoderMissing, find_static_encoder
 
     check_device(device)
+    if meta["encoder"].startswith(PREFIX):  # the distilled static encoder, found by its id under the artifacts folder
+        try:
+            return StaticEncoder(find_static_encoder(meta["encoder"]))
+        except StaticEncoderMissing as e:
+            raise UsageError(f"router {path}: {e}") from None
     if meta["encoder"] != PACKAGED_ENCODER:
         raise UsageError(
             f"router {path} was trained on {meta['encoder']} embeddings; only the packaged "
-            f"{PACKAGED_ENCODER} encoder can embed questions offline here"
+            f"{PACKAGED_ENCODER} encoder and the static encoder distilled from it can embed questions offline here"
         )
     return Encoder(DEFAULT_MODEL, device=device, num_threads=threads)
 

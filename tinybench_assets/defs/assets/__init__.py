@@ -2,7 +2,17 @@
 
 import dagster as dg
 
-from tinybench_assets.defs.assets import estimation, irt, prices, responses, router_board, router_eval, routing, subsets
+from tinybench_assets.defs.assets import (
+    encoders,
+    estimation,
+    irt,
+    prices,
+    responses,
+    router_board,
+    router_eval,
+    routing,
+    subsets,
+)
 
 #: what the UI's stale badge on a leaderboard partition means, on every leaderboard asset's page
 STALE_BADGE_NOTE = (
@@ -15,7 +25,7 @@ STALE_BADGE_NOTE = (
     "`tinybench/reason` tag."
 )
 
-unpartitioned_assets = [responses.landing_ingest]
+unpartitioned_assets = [responses.landing_ingest, *encoders.encoder_assets]
 scenario_assets = [
     responses.raw_responses,
     responses.response_matrix,

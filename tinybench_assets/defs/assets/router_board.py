@@ -7,6 +7,8 @@ with the hashed character n-grams of core/routing/surface.py beside it, ``Router
 chosen by the scenario routers' cross-validation and gate (``RouterConfig``). Its candidates are the models that
 answered every routable scenario; the others are named in the metadata. Test questions only report: per scenario the
 router beside the best single model overall, the per-scenario best model (which needs the label) and the oracle.
+The scenarios' questions are in one embedding space: their encoder where every scenario has the same one, else the
+static encoder's (question_embeddings chooses per scenario; the static one embeds the whole board in seconds).
 The saved router (``<board>/router.npz``) carries its training questions' embeddings, so ``tinybench route`` flags a
 question unlike all of them (core/routing/guard.py) and sends it to the model the router trusts most overall.
 """
@@ -21,7 +23,9 @@ from tinybench_assets.defs.partitions import leaderboard_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, ModelStore, StoreResource, TorchDevice
 from tinybench_assets.defs.settings import ROUTER_GROUP as GROUP
 from tinybench_assets.defs.settings import RouterConfig
+from tinybench_assets.io.embeddings import embed_cached
 from tinybench_assets.io.routing_reads import board_routing_data
+from tinybench_assets.io.static_encoder import StaticEncoder
 from tinybench_assets.orchestration.versions import code_version
 from tinybench_assets.progress import Stopwatch
 
@@ -62,6 +66,12 @@ def leaderboard_router(
         E, Y, models, task, test, encoder, left_out, scenarios, texts = board_routing_data(db, board)
     if skipped := report.skipped_metadata(scenarios, models, left_out):
         return dg.MaterializeResult(metadata=skipped)
+    if E is None:  # the scenarios chose different encoders: every question in the static encoder's space
+        with watch.part("static embeddings (scenarios' encoders differ)"):
+            context.log.info(f"{board}: scenarios embedded with {encoder[len('mixed: ') :]}; one space: static")
+            static = StaticEncoder.ensure(log=context.log.info)
+            E, _ = embed_cached(db, static, texts, log=context.log.info)
+            encoder = static.encoder_id
     device = torch_device.resolve()
     t_fit = watch.clock()
     fit = report.fit_board_router(E, Y, task, test, texts, models, config, device, context.log.info)
@@ -71,7 +81,7 @@ def leaderboard_router(
         db.replace_partition(report.board_tables(fit, t0), board)
         path = model_store.save_board_router(board, report.board_router_file(board, fit, scenarios, encoder))
     meta = report.board_metadata(board, fit, scenarios, left_out, path, t0)
-    return dg.MaterializeResult(metadata={**meta, **watch.metadata()})
+    return dg.MaterializeResult(metadata={**meta, "encoder": encoder, **watch.metadata()})
 
 
 leaderboard_assets = [leaderboard_router]

@@ -17,6 +17,7 @@ from tinybench_assets.core.routing.knn import imputed_test_params
 from tinybench_assets.core.routing.routers import pirt_table
 from tinybench_assets.core.routing.split import MIN_SELF_SPLIT_QUESTIONS
 from tinybench_assets.defs.cards import card
+from tinybench_assets.defs.encoder_pick import pick_encoder
 from tinybench_assets.defs.partitions import scenario_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, EncoderResource, StoreResource
 from tinybench_assets.defs.settings import ROUTER_GROUP as GROUP
@@ -61,11 +62,13 @@ def _skip(reason: str) -> dg.MaterializeResult:
     code_version=CODE_VERSION,
     pool=DUCKDB_POOL,
     partitions_def=scenario_partitions,
-    deps=["binarized_responses"],
+    deps=["binarized_responses", "static_encoder"],
     **card(
         "Question embeddings",
-        "Sentence embeddings (all-MiniLM-L6-v2, offline) of every question of a scenario "
-        "with text and a test split, cached in DuckDB by hash of (encoder, text): a re-run or a new drop embeds "
+        "Sentence embeddings of every question of a scenario with text and a test split, offline: the packaged "
+        "all-MiniLM-L6-v2 or the static encoder distilled from it (static_encoder), chosen per scenario on training "
+        "questions (MiniLM for few questions or where a kNN check on a training sample shows it pays; "
+        "`encoder_rule` says why). Cached in the store by hash of (encoder, text): a re-run or a new drop embeds "
         "only new texts. The run's log shows texts done / to do.",
         kinds=("python", "torch", "duckdb"),
     ),
@@ -79,7 +82,11 @@ def question_embeddings(
     if reason := routable(q):
         return _skip(reason)
     q = q[q["text"].notna()].reset_index(drop=True)
-    enc = encoder.get()
+    q["split"] = q["split"].fillna("train")
+    t_pick = watch.clock()
+    pick = pick_encoder(db, key, q, encoder, log=context.log.info)
+    watch.add("encoder choice (training sample)", watch.clock() - t_pick)
+    enc = pick.encoder
     t_embed = watch.clock()
     E, st = embed_cached(db, enc, q["text"].tolist(), log=context.log.info)
     watch.add("encode", st["seconds"])
@@ -87,14 +94,16 @@ def question_embeddings(
     table = pd.DataFrame(
         {
             "item": q["item"],
-            "split": q["split"].fillna("train"),
+            "split": q["split"],
             "text_key": [text_key(enc.cache_id, t) for t in q["text"]],
             "encoder": enc.encoder_id,
         }
     )
     with watch.part("store table"):
         db.replace_partition({"question_embeddings": table}, key)
-    context.log.info(f"{key}: {st['texts']} texts, {st['embedded']} embedded now, {st['cached']} from the cache")
+    context.log.info(
+        f"{key}: {st['texts']} texts with {enc.encoder_id}, {st['embedded']} embedded now, {st['cached']} from the cache"
+    )
     return dg.MaterializeResult(
         metadata={
             **watch.metadata(),
@@ -104,13 +113,14 @@ def question_embeddings(
             "split": "landed with the questions"
             if q["split_source"].iloc[0] == "landed"
             else "none landed: tinybench's own (seeded, stratified by subscenario, 20 % test)",
-            "embedded_now": st["embedded"],
+            "embedded_now": st["embedded"] + pick.embedded,
             "from_cache": st["cached"],
-            "encode_seconds": round(st["seconds"], 2),
+            "encode_seconds": round(st["seconds"] + pick.seconds, 2),
             "texts_per_s": dg.MetadataValue.float(float(st["texts_per_s"]))
             if st["embedded"]
             else dg.MetadataValue.text("n/a (all cached)"),
             "encoder": enc.encoder_id,
+            **pick.metadata(),
             "precision": enc.resolved_precision(),
             "dim": int(E.shape[1]),
             "threads": enc.num_threads,
