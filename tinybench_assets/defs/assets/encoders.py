@@ -29,10 +29,7 @@ class StaticEncoderConfig(dg.Config):
 def scenarios_needing(db) -> dict:
     """{leaderboard.scenario: questions with text} of the landed scenarios whose encoder choice reads the static
     encoder (empty before anything landed)."""
-    try:
-        df = db.query("SELECT leaderboard, scenario, count(text) AS n FROM items GROUP BY 1, 2 ORDER BY 1, 2")
-    except Exception:  # no items table yet: nothing landed
-        return {}
+    df = db.query("SELECT leaderboard, scenario, count(text) AS n FROM items GROUP BY 1, 2 ORDER BY 1, 2")
     return {f"{r.leaderboard}.{r.scenario}": int(r.n) for r in df.itertuples() if r.n > FEW_QUESTIONS}
 
 
