@@ -41,7 +41,7 @@ def scenarios_needing(db) -> dict:
         "Static encoder",
         "A model2vec static embedding distilled from the packaged all-MiniLM-L6-v2 (256 PCA dimensions, offline), "
         "stored under the artifacts folder's encoders/ with its recipe and content hash; its encoder id "
-        "(static:<name>@<hash>) keys the embedding cache. About 100x faster than MiniLM; question_embeddings "
+        "(static:<name>@<hash>) keys the embedding cache. 24-100x faster than MiniLM on 2 cores; question_embeddings "
         "chooses between the two per scenario. Built once; its data version is the recipe.",
         kinds=("python", "torch"),
     ),
