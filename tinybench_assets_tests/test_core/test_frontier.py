@@ -1,17 +1,19 @@
 """A model stronger than the board (core/estimation/frontier.py): the frontier split holds out the strongest models,
-the training split keeps the strongest training models out of the fit, and the frontier rule, fitted on training
-models only, serves models beyond the board with an extrapolating estimator, its own interval and a note, the same
+the training split marks the strongest training models, the frontier probe refits without them, and the frontier
+rule, fitted on training models only, serves models beyond the board with an extrapolating estimator, its own interval and a note, the same
 from the predictor and from the artifact."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
 from tinybench_assets.core import tiny_benchmark as tb
 from tinybench_assets.core.estimation.backtest import run_backtest, split_plan
 from tinybench_assets.core.estimation.frontier import EXTRAPOLATING, board_strength, frontier_split
+from tinybench_assets.core.estimation.frontier_probe import FrontierProbe
 from tinybench_assets.core.estimation.predictor import AnchorPredictor
 from tinybench_assets.core.estimation.training import TrainingSplit
 from tinybench_assets_tests.test_core.test_backtest import FAST
@@ -35,17 +37,26 @@ def test_frontier_split_holds_out_the_strongest():
         split_plan(10, ("frontier",))
 
 
-def test_training_split_moves_the_strongest_training_models_to_validation():
+def test_training_split_marks_the_strongest_training_models_and_the_probe_fits_without_them():
     rm, full, train, _ = openllm_slice(("arc", "truthfulqa"), 200)
-    t1 = np.nanmean(TrainingSplit(frontier_share=0).fit(rm, None, train, None).T1v.to_numpy(), axis=1)
-    assert len(t1)  # frontier_share 0: the plain random share
+    plain = TrainingSplit(frontier_share=0)
+    data0 = plain.fit(rm, None, train, None)
+    assert not data0.strong.any() and not data0.strong_fit.any()
     split = TrainingSplit(frontier_share=0.1)
     data = split.fit(rm, None, train, None)
+    # the split itself does not depend on the share: the served fit keeps every training model it had
+    assert list(split.fit_rows_) == list(plain.fit_rows_) and list(split.val_rows_) == list(plain.val_rows_)
     strength = board_strength(rm)[train]
     top = set(train[np.argsort(-strength, kind="stable")[: int(0.1 * len(train))]])
-    assert top <= set(split.val_rows_) and not top & set(split.fit_rows_)
-    assert split.n_strong_ == len(top) == int(data.strong.sum())
-    assert set(split.val_rows_[data.strong]) == top
+    assert set(split.strong_rows_) == top and split.n_strong_ == len(top)
+    assert set(split.fit_rows_[data.strong_fit]) | set(split.val_rows_[data.strong]) == top
+    assert data.strong_fit.any()
+    probe = FrontierProbe.probe_data(data)
+    assert len(probe.Yf) == len(data.Yf) - data.strong_fit.sum() and len(probe.Yv) == len(data.Yv) + data.strong_fit.sum()
+    assert probe.strong.sum() == len(top) and len(probe.T1v) == len(probe.Yv) == len(probe.T2v)
+    fitted_strong = data.Yf[data.strong_fit]
+    assert np.array_equal(probe.Yv[len(data.Yv) :], fitted_strong, equal_nan=True)
+    assert not any(np.array_equal(r, f, equal_nan=True) for r in probe.Yf for f in fitted_strong[:3])
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +76,10 @@ def test_the_frontier_rule_serves_models_beyond_the_board(frontier_fit):
     for (n, s, name), rule in fr.rules_.items():
         assert rule.t1[1] in EXTRAPOLATING and rule.n_models >= 20 and rule.position == "irt"
         assert rule.t1[0] == pred.named_steps["selector"].selection_[(n, s, name)]["t1"][0]
+    probe, split = pred.named_steps["probe"], pred.named_steps["split"]
+    assert probe.n_fit_ < split.n_fit_ and probe.n_strong_ == split.n_strong_ and probe.seconds_ > 0
+    assert set(probe.worst_) == {(c, 10) for c in FAST.get("clusterings", ("correctness", "forward"))}
+    assert (probe.table_.estimator.isin(EXTRAPOLATING)).all() and (probe.table_.n_models >= 20).all()
     est = pred.estimate(rm.scores[test], np.asarray(rm.models)[test])
     served = est[est.estimator == "tinybench"]
     beyond = served.source.str.startswith("beyond-board:")
@@ -76,6 +91,47 @@ def test_the_frontier_rule_serves_models_beyond_the_board(frontier_fit):
     assert row.source == f"beyond-board:{rule.t1[0]}/{rule.t1[1]}"
     lo, up = rule.interval.predict(np.array([row.estimate]))
     assert (row.lower, row.upper) == pytest.approx((lo[0], up[0]))
+
+
+@pytest.mark.timeout(600)
+def test_the_served_fit_does_not_depend_on_the_frontier_share(frontier_fit):
+    """The probe fits beside the served fit: without a frontier share every estimator of the board's models is the
+    same; the served rows differ only for models beyond the board, or where the probe broke a tie of clusterings."""
+    rm, full, train, test, pred = frontier_fit
+    plain = AnchorPredictor(n_values=(10,), **{**FAST, "learned": False, "frontier_share": 0}).fit(rm, full, train)
+    assert not plain.named_steps["frontier"].rules_ and pred.named_steps["frontier"].rules_
+    assert not plain.named_steps["probe"].worst_
+    pd.testing.assert_frame_equal(plain.validation, pred.validation)
+    rows = np.concatenate([test, train[:40]])
+    key = ["model", "scenario", "clustering", "estimator", "n"]
+    a = pred.estimate(rm.scores[rows], np.asarray(rm.models)[rows]).set_index(key).sort_index()
+    b = plain.estimate(rm.scores[rows], np.asarray(rm.models)[rows]).set_index(key).sort_index()
+    each = a.index.get_level_values("clustering") != "selected"
+    pd.testing.assert_frame_equal(a[each], b[each])
+    if plain.selection.equals(pred.selection):
+        same = ~each & ~a.source.astype(str).str.startswith("beyond-board:")
+        assert (~same & ~each).any() and same.any()
+        pd.testing.assert_frame_equal(a[same], b[same])
+
+
+def test_the_probe_breaks_a_tie_of_clusterings_only():
+    from tinybench_assets.core.estimation.selection import TIE, choose
+
+    def table(mae_b):
+        return pd.DataFrame(
+            [
+                {"clustering": c, "scenario": s, "estimator": "irt", "val_mae_t1": m, "val_mae_t2": np.nan}
+                for c, m in (("a", 0.020), ("b", mae_b))
+                for s in ("x", "y")
+            ]
+        )
+
+    worst = {"a": 1.6, "b": 0.9}  # "a" fails beyond the board, "b" holds
+    tie = choose(table(0.020 * (1 + TIE / 2)), ["x", "y"], worst)
+    assert tie[("x", "tinybench")]["t1"][0] == "b"
+    apart = choose(table(0.020 * (1 + 2 * TIE)), ["x", "y"], worst)
+    assert apart[("x", "tinybench")]["t1"][0] == "a"
+    assert choose(table(0.020 * (1 + TIE / 2)), ["x", "y"])[("x", "tinybench")]["t1"][0] == "a"  # no probe
 
 
 @pytest.mark.timeout(600)

@@ -6,25 +6,28 @@ learned from the board break: regressors and isotonic maps cannot predict past t
 estimator chosen and calibrated on validation models like the training ones is biased low there, its interval too
 narrow (openllm, the strongest 5 % held out, n = 30: served T1 bias -2.7 points, 90 % coverage 0.67).
 
-The training split holds the strongest share of the training models out of the fit as validation models
-(:class:`~.training.TrainingSplit`, ``frontier_share``), so the validation models include models beyond the fit
-models' range, as a new strong model is beyond the training models'. Per (budget, scenario, served estimator):
+The rule is chosen and calibrated on the frontier probe (:mod:`.frontier_probe`, the step before the selector): the
+predictor's IRT fits, anchors and validation outputs refitted without the strongest share of the training models,
+which join the validation models, so they lie beyond the probe's fit models as a new strong model lies beyond the
+training models. The served fit keeps every training model. Per (budget, scenario, served estimator):
 
 * a model's *position* in a scenario is its ``irt`` estimate there (the scenario's own IRT fit, its own anchors):
   monotone in ability, it carries the scale past the training range, and it says beyond the board *in this
   scenario* (a model may lead the board on one benchmark and not on another);
-* the *threshold* is the ``1 - share`` quantile of the positions of the validation models drawn like the board
-  (not those held out for their strength); a model at or above it is *beyond the board*;
+* the *threshold* is the ``1 - share`` quantile of the positions of the validation models drawn like the board (not
+  among the strongest share): in the probe, where the rule is fitted on the validation models at or above it, and
+  in the served fit, where a model at or above it is *beyond the board*;
 * the candidates are the estimators that can leave the training range (``EXTRAPOLATING``): the anchor mean and the
   IRT estimators with the tutorial's lambda. The learned ones cannot (a tree is constant past its last split, the
   answer bank is a mean over training models, a stack leans on both), nor can gp-IRT with its lambda tuned on
   models like the board's. Of the served clustering's candidates (tinybench_own: those reading only the scenario's
-  anchors), the one with the lowest MAE on the validation models beyond the threshold serves such models;
+  anchors), the one with the lowest MAE on the probe's validation models beyond its threshold serves such models;
 * its T1 interval is the conformal interval of out-of-selection residuals (the choice re-run on all folds of those
   models but one, scored on that fold, as :mod:`.served_intervals` does for the whole board), unscaled: the binomial
   scale narrows an interval near a score of 1, just where a model beyond the board is least known;
 * the full score (T2) is a least-squares line from that estimate, fitted on the same models (a line extrapolates
-  where an isotonic map is flat), with the conformal interval of its out-of-fold residuals.
+  where an isotonic map is flat), with the conformal interval of its out-of-fold residuals, widened to the T1
+  interval carried through the line (plus those margins).
 
 :class:`Frontier` is the predictor's last step; :func:`~.inference.estimate_table` applies it to the served rows.
 """
@@ -35,15 +38,13 @@ import numpy as np
 
 from ..json_floats import enc, to_dict_or_none
 from .calibration import ConformalInterval
+from .frontier_probe import EXTRAPOLATING, MIN_FRONTIER_MODELS, POSITION, at_or_above, beyond, threshold
 from .names import PER_SCENARIO
 from .served_intervals import SERVED_FOLDS, validation_folds
 from .training import FRONTIER_SHARE, Layout
 
-POSITION = {"tinybench": "irt", "tinybench_own": "irt"}  # the estimate that places a model on the board
-# the estimators that can estimate past the training models' range (module docstring)
-EXTRAPOLATING = ("anchor", "irt", "pirt", "gpirt", "irt_joint", "pirt_joint", "gpirt_joint")
 FRONTIER_FRACTION = 0.05  # the backtest's frontier split: the strongest 5 % of the models as its test side
-MIN_FRONTIER_MODELS = 20  # validation models beyond the threshold needed to serve a frontier rule
+__all__ = ["EXTRAPOLATING", "MIN_FRONTIER_MODELS", "Frontier", "FrontierRule", "board_strength", "frontier_split"]
 
 
 class FrontierRule:
@@ -57,27 +58,31 @@ class FrontierRule:
         self.n_models = int(n_models)
 
     def beyond(self, position: np.ndarray) -> np.ndarray:
-        """(M,) bool: models at or above the threshold (NaN positions are not). Both are compared rounded to 8
-        decimals: a model that answers every anchor sits exactly at the top position, which a batched and a single
-        ability estimate reach within float noise."""
-        p = np.asarray(position, dtype=float)
-        return np.isfinite(p) & (np.round(p, 8) >= np.round(self.threshold, 8))
+        """(M,) bool: models at or above the threshold (NaN positions are not; :func:`~.frontier_probe.at_or_above`)."""
+        return at_or_above(position, self.threshold)
 
     def serve(self, x: np.ndarray) -> dict:
         """The served columns of T1 estimates ``x`` (M,) of the rule's estimator: {estimate, lower, upper, estimate_t2,
         lower_t2, upper_t2: (M,)}, the T1 interval and the full score from the rule's own fits."""
         lo, up = self.interval.predict(x)
-        e2, lo2, up2 = self.t2(x)
+        e2, lo2, up2 = self.t2(x, lo, up)
         return {"estimate": x, "lower": lo, "upper": up, "estimate_t2": e2, "lower_t2": lo2, "upper_t2": up2}
 
-    def t2(self, x: np.ndarray) -> tuple:
-        """(estimate_t2, lower_t2, upper_t2) from T1 estimates ``x``, clipped to [0, 1] (NaN without a T2 line)."""
+    def t2(self, x: np.ndarray, lo=None, up=None) -> tuple:
+        """(estimate_t2, lower_t2, upper_t2) from T1 estimates ``x``, clipped to [0, 1] (NaN without a T2 line). With
+        the T1 interval (``lo``, ``up``), the T2 interval also spans that interval carried through the line, with
+        the line's own conformal margins: beyond the board the line's input is as uncertain as the T1 estimate, more
+        than on the models the line was fitted on."""
         if self.t2_line is None:
             nan = np.full(len(x), np.nan)
             return nan, nan, nan
-        e2 = np.clip(self.t2_line[0] + self.t2_line[1] * np.asarray(x, dtype=float), 0.0, 1.0)
-        lo, up = self.interval_t2.predict(e2)
-        return e2, lo, up
+        a, b = self.t2_line
+        e2 = np.clip(a + b * np.asarray(x, dtype=float), 0.0, 1.0)
+        lo2, up2 = self.interval_t2.predict(e2)
+        if lo is not None:
+            lo2 = np.clip(np.minimum(lo2, a + b * np.asarray(lo, dtype=float) + (lo2 - e2)), 0.0, 1.0)
+            up2 = np.clip(np.maximum(up2, a + b * np.asarray(up, dtype=float) + (up2 - e2)), 0.0, 1.0)
+        return e2, lo2, up2
 
     def to_dict(self) -> dict:
         return {
@@ -106,10 +111,12 @@ class FrontierRule:
 
 
 class Frontier:
-    """Step 12: the rules for models beyond the board (module docstring).
+    """Step 13: the rules for models beyond the board (module docstring).
 
     Parameters: ``alpha``, ``seed``, ``share`` (the quantile of the board's positions above which a model is beyond
-    it); its intervals are unscaled (module docstring). Fitted attribute: ``rules_`` ({(n, scenario, selector): :class:`FrontierRule`}).
+    it); its intervals are unscaled (module docstring). Fitted attributes: ``rules_`` ({(n, scenario, selector):
+    :class:`FrontierRule`}) and ``table_`` (one row per rule: its estimator, its out-of-selection MAE on the probe's
+    models beyond its board and their count).
     """
 
     def __init__(self, alpha: float = 0.1, seed: int = 0, share=FRONTIER_SHARE):
@@ -117,37 +124,42 @@ class Frontier:
         self.interval_scale = "none"  # module docstring
 
     def fit(self, data, done) -> None:
-        """A rule per (n, scenario, selector) from the validation outputs, where enough validation models lie beyond
-        the board."""
-        self.rules_ = {}
-        if data.strong is None or not data.strong.any() or self.share <= 0:
+        """A rule per (n, scenario, selector) from the probe's validation outputs (``data.probe``, the probe step's
+        output), where enough of its validation models lie beyond its board; the threshold that serves it from the
+        served validation outputs."""
+        self.rules_, self.table_ = {}, []
+        if data.probe is None or self.share <= 0:
             return
-        folds = validation_folds(len(data.T1v), done["split"].val_groups_, self.seed + 1)
+        probe, groups = data.probe
+        folds = validation_folds(len(probe.T1v), groups, self.seed + 1)
         for (n, s, name), sel in done["selector"].selection_.items():
             c = sel["t1"][0]
-            full = data.val.get((c, n), ({}, {}))[0]
-            pos = full.get((s, POSITION[name]))
-            if pos is None:
+            full = probe.val.get((c, n), ({}, {}))[0]
+            served = data.val.get((c, n), ({}, {}))[0].get((s, POSITION))
+            if (s, POSITION) not in full or served is None:
                 continue
             own = {
                 e: x
                 for (ss, e), x in full.items()
                 if ss == s and e in EXTRAPOLATING and (name == "tinybench" or e in PER_SCENARIO)
             }
-            rule = self._fit_rule(own, pos, data.T1v[s].to_numpy(), data.T2v[s].to_numpy(), data.strong, folds)
-            if rule is not None:
-                rule.position, rule.t1 = POSITION[name], (c, rule.t1[1])
-                self.rules_[(n, s, name)] = rule
+            t1, t2 = probe.T1v[s].to_numpy(), probe.T2v[s].to_numpy()
+            rows = beyond(full[(s, POSITION)], probe.strong, t1, self.share)
+            fitted = self._fit_rule(own, rows, t1, t2, folds)
+            thr = threshold(served, data.strong, self.share)
+            if fitted is None or thr is None:
+                continue
+            rule, rule_mae = fitted
+            self.table_.append(dict(n=n, scenario=s, selector=name, estimator=rule.t1[1], mae=rule_mae,
+                                   n_models=rule.n_models))
+            rule.position, rule.threshold, rule.t1 = POSITION, thr, (c, rule.t1[1])
+            self.rules_[(n, s, name)] = rule
 
-    def _fit_rule(self, est: dict, pos, t1, t2, strong, folds) -> FrontierRule | None:
-        """The rule of one scenario from its validation estimates ``est`` ({estimator: (V,)}, the candidates), the
-        position (V,), truth (V,) and full scores (V,), the strong mask and the folds (V,)."""
-        board = np.isfinite(pos) & ~strong
-        if board.sum() < MIN_FRONTIER_MODELS:
-            return None
-        threshold = float(np.quantile(pos[board], 1 - self.share))
-        rows = np.isfinite(pos) & (np.round(pos, 8) >= np.round(threshold, 8)) & np.isfinite(t1)
-        if rows.sum() < MIN_FRONTIER_MODELS:
+    def _fit_rule(self, est: dict, rows, t1, t2, folds) -> tuple | None:
+        """(the rule of one scenario, its out-of-selection MAE) from its probe estimates ``est`` ({estimator: (V,)},
+        the candidates), the models beyond the probe's board ``rows`` (V,) bool or None, truth (V,), full scores (V,)
+        and folds (V,)."""
+        if rows is None:
             return None
         cands = {e: x for e, x in est.items() if np.isfinite(x[rows]).all()}
         if not cands:
@@ -160,9 +172,10 @@ class Frontier:
                 pick = _lowest_mae(cands, t1, inside)
                 xs.append(cands[pick][out])
                 ts.append(t1[out])
-        interval = ConformalInterval(self.alpha, self.interval_scale).fit(np.concatenate(xs), np.concatenate(ts))
+        x, t = np.concatenate(xs), np.concatenate(ts)
+        interval = ConformalInterval(self.alpha, self.interval_scale).fit(x, t)
         line, iv2 = self._t2_line(cands[best], t2, rows, folds)
-        return FrontierRule(None, threshold, (None, best), interval, line, iv2, int(rows.sum()))
+        return FrontierRule(None, np.nan, (None, best), interval, line, iv2, int(rows.sum())), _mae(x, t, None)
 
     def _t2_line(self, x, t2, rows, folds):
         ok = rows & np.isfinite(x) & np.isfinite(t2)
@@ -204,6 +217,12 @@ def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     var = float(np.var(x))
     b = float(np.mean((x - x.mean()) * (y - y.mean())) / var) if var > 1e-12 else 0.0
     return float(y.mean() - b * x.mean()), b
+
+
+def _mae(x: np.ndarray, truth: np.ndarray, rows) -> float:
+    """MAE of x on ``rows`` (None: all) where both are finite; NaN where none is."""
+    ok = np.isfinite(x) & np.isfinite(truth) & (True if rows is None else rows)
+    return float(np.mean(np.abs(x[ok] - truth[ok]))) if ok.any() else float("nan")
 
 
 def _lowest_mae(cands: dict, truth: np.ndarray, rows: np.ndarray) -> str:

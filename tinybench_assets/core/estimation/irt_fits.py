@@ -17,6 +17,11 @@ def select_and_fit(Y, candidates, seed, device, irt_options):
     return sel, fit_irt(Y, dim=sel.best_dim, seed=seed, device=device, **irt_options)
 
 
+def fit_at(Y, dim, seed, device, irt_options):
+    """A 2PL at a given D on Y (M, I), no selection: (None, params)."""
+    return None, fit_irt(Y, dim=int(dim), seed=seed, device=device, **irt_options)
+
+
 class ItemParams:
     """Item parameters of one 2PL fit read back from an artifact: ``a`` (I, D), ``b`` (I,)."""
 
@@ -32,9 +37,11 @@ class IRTFits:
     """Step 2: a 2PL per scenario and one over all scenarios ("joint"), each at the D chosen on the fit models.
 
     Parameters: ``dim_candidates`` / ``joint_dim_candidates`` (D tried per scenario / jointly), ``seed``, ``device``
-    (torch device of the IRT engine), ``irt_options`` (extra ``fit_irt`` options).
+    (torch device of the IRT engine), ``irt_options`` (extra ``fit_irt`` options), ``dims`` ({scenario | "joint": D}:
+    fit at these D without choosing; the frontier probe refits at the served fits' D).
 
-    Fitted attributes: ``dim_selection_`` ({scenario | "joint": :class:`~..irt.select.DimensionSelection`}),
+    Fitted attributes: ``dim_selection_`` ({scenario | "joint": :class:`~..irt.select.DimensionSelection`, None
+    where ``dims`` gave D}),
     ``params_`` ({scenario | "joint": fitted 2PL with ``a`` (I, D) and ``b`` (I,)}), ``b_`` ({(fit, scenario):
     the tutorial's b}, fit in {"sep", "joint"}) and ``v_`` ({scenario: mean item variance}).
     """
@@ -46,9 +53,11 @@ class IRTFits:
         seed: int = 0,
         device: str = "cpu",
         irt_options: dict | None = None,
+        dims: dict | None = None,
     ):
         self.dim_candidates, self.joint_dim_candidates = tuple(dim_candidates), tuple(joint_dim_candidates)
         self.seed, self.device, self.irt_options = seed, device, dict(irt_options or {})
+        self.dims = None if dims is None else dict(dims)
 
     @classmethod
     def from_dict(cls, blocks: dict, order: list, device: str = "cpu") -> "IRTFits":
@@ -81,13 +90,16 @@ class IRTFits:
         tasks, keys = [], []
         for s in lay.scenarios:
             Ys = Yf[:, lay.cols[s]]
-            tasks.append((Ys[~np.isnan(Ys).all(1)], self.dim_candidates, self.seed, self.device, self.irt_options))
+            dims = self.dim_candidates if self.dims is None else self.dims[s]
+            tasks.append((Ys[~np.isnan(Ys).all(1)], dims, self.seed, self.device, self.irt_options))
             keys.append(s)
         if len(lay.scenarios) > 1:
-            tasks.append((Yf, self.joint_dim_candidates, self.seed, self.device, self.irt_options))
+            dims = self.joint_dim_candidates if self.dims is None else self.dims["joint"]
+            tasks.append((Yf, dims, self.seed, self.device, self.irt_options))
             keys.append("joint")
         # independent tasks: in the pool's workers when there is one, the joint fit and the largest scenarios first
-        done_fits = run_tasks(select_and_fit, tasks, data.pool, first=lambda k: (keys[k] != "joint", -tasks[k][0].size))
+        fn = select_and_fit if self.dims is None else fit_at
+        done_fits = run_tasks(fn, tasks, data.pool, first=lambda k: (keys[k] != "joint", -tasks[k][0].size))
         self.dim_selection_, self.params_ = {}, {}
         for k in range(len(tasks)):  # scenarios in order, then joint
             self.dim_selection_[keys[k]], self.params_[keys[k]] = done_fits[k]

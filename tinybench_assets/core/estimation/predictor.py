@@ -65,6 +65,7 @@ from .bank import AnswerBank
 from .calibrators import Calibrators
 from .chain import ValidationOutputs
 from .frontier import Frontier
+from .frontier_probe import FrontierProbe
 from .inference import estimate_table
 from .irt_fits import IRTFits
 from .lambdas import Lambdas
@@ -107,8 +108,7 @@ class AnchorPredictor:
     clusterings : anchor clusterings to prepare ("correctness", "irt", "forward").
     dim_candidates, joint_dim_candidates : D tried by :func:`select_dimension` per scenario / jointly.
     val_fraction : share of training models held out as validation models.
-    n_init : KMeans restarts.
-    alpha : interval miscoverage (0.1 -> 90% intervals).
+    n_init : KMeans restarts. alpha : interval miscoverage (0.1 -> 90% intervals).
     interval_scale : "binomial" or "none" (see :class:`ConformalInterval`).
     learned : fit the learned estimators (gbm, gbm_joint: gradient-boosted; bank_joint: the answer bank).
     max_fit_models : subsample the fit models to at most this many (speed); None = all.
@@ -119,8 +119,8 @@ class AnchorPredictor:
     irt_options : extra ``fit_irt`` options.
     n_jobs : worker processes (one thread each) for the independent IRT fits and learned regressors; 1 = all in
         this process (the backtest's split workers), 0 = the CPU cores. Same seeds, same fits either way.
-    frontier_share : the strongest share of the training models, held out of the fit for the rule of a model beyond
-        the board, and the top share of positions that rule serves (:mod:`.frontier`; 0 = none).
+    frontier_share : the strongest share of the training models, which the frontier probe refits without, and the
+        top share of positions the rule for a model beyond the board serves (:mod:`.frontier_probe`; 0 = none).
 
     Fitted attributes: ``steps_`` ({name: fitted step}, in fit order; :attr:`named_steps`), ``timings_`` (seconds
     per step and in total) and ``n_jobs_`` (worker processes used).
@@ -191,6 +191,7 @@ class AnchorPredictor:
             "lambdas": Lambdas(self.lambda_grid),
             "stacks": Stacks(self.seed),
             "calibrators": Calibrators(self.alpha, self.interval_scale, self.seed),
+            "probe": FrontierProbe(self.frontier_share),
             "selector": Selector(),
             "served": ServedIntervals(self.alpha, self.interval_scale, self.seed),
             "frontier": Frontier(self.alpha, self.seed, self.frontier_share),
@@ -226,7 +227,7 @@ class AnchorPredictor:
     # ================================================================== the fitted predictor
     @property
     def named_steps(self) -> dict:
-        """{name: fitted step}: split, irt, anchors, learned, bank, validation, lambdas, stacks, calibrators,
+        """{name: fitted step}: split, irt, anchors, learned, bank, validation, lambdas, stacks, calibrators, probe,
         selector, served, frontier."""
         if "steps_" not in vars(self):
             raise ValueError(

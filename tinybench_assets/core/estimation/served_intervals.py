@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..json_floats import to_dict_or_none
 from .calibration import ConformalInterval
-from .selection import choose
+from .selection import beyond_scores, choose
 from .splits import model_unit
 
 SERVED_FOLDS = 5
@@ -34,7 +34,7 @@ def validation_folds(n_val: int, groups, seed: int) -> np.ndarray:
 
 
 class ServedIntervals:
-    """Step 11: selection-aware T1 intervals of the served estimators (module docstring).
+    """Step 12: selection-aware T1 intervals of the served estimators (module docstring).
 
     Parameters: ``alpha``, ``interval_scale``, ``seed``. Fitted attribute: ``intervals_`` ({(n, scenario, selector):
     ConformalInterval}).
@@ -91,7 +91,7 @@ class ServedIntervals:
                 vn = pd.DataFrame(rows)
                 if set(vn.scenario) != set(scenarios):
                     continue
-                for (s, name), d in choose(vn, scenarios).items():
+                for (s, name), d in choose(vn, scenarios, beyond_scores(done, n)).items():
                     c, e = d["t1"]
                     x, t = val_t1[(c, n, s, e)], truth[s]
                     ok = (folds == f) & np.isfinite(x) & np.isfinite(t)

@@ -18,9 +18,9 @@ from . import estimators as est
 from .groups import grouped_test_mask
 
 MIN_VALIDATION_MODELS = 10  # per scenario, for grouped validation (else the random share)
-# share of the training models, the strongest by mean pool accuracy, held out of the fit as validation models too: the
-# validation then holds models beyond the fit models' range, as a new model stronger than the board is beyond the
-# training models' (the frontier step, :mod:`.frontier`, chooses and calibrates on them)
+# share of the training models, the strongest by mean pool accuracy, that the frontier step's probe holds out of its
+# own fit (:mod:`.frontier_probe`): its validation then holds models beyond its fit models' range, as a new model
+# stronger than the board is beyond the training models'
 FRONTIER_SHARE = 0.05
 
 
@@ -102,7 +102,8 @@ class Layout:
 class FitData:
     """What flows through the predictor's fit: the layout, the fit models' answers Yf (F, I_all) and full scores T2f
     (F, scenarios), the validation models' answers Yv (V, I_all), T1 truth T1v and full scores T2v (V, scenarios), the
-    worker pool of the independent fits, and the validation outputs the steps add as they fit: ``val`` {(clustering,
+    worker pool of the independent fits, the frontier probe's output ``probe`` (:mod:`.frontier_probe`), and the
+    validation outputs the steps add as they fit: ``val`` {(clustering,
     n): (estimates {(scenario, estimator): (V,)}, full-score inputs {(scenario, estimator): (V,)})} (clustering
     "random": the random baseline) and ``records`` (one validation-MAE row per clustering, n, scenario, estimator)."""
 
@@ -112,9 +113,11 @@ class FitData:
     T1v: pd.DataFrame
     T2f: pd.DataFrame
     T2v: pd.DataFrame
-    strong: np.ndarray | None = None  # (V,) bool: validation models held out for their strength (the frontier share)
+    strong: np.ndarray | None = None  # (V,) bool: validation models among the strongest share of the training models
+    strong_fit: np.ndarray | None = None  # (F,) bool: fit models among that share (the frontier probe's validation)
     pool: object = None
     val: dict = field(default_factory=dict)
+    probe: object = None  # the frontier probe's output: (its FitData, its validation models' families or None)
     records: list = field(default_factory=list)
 
 
@@ -123,13 +126,13 @@ class TrainingSplit:
 
     Parameters: ``val_fraction`` (share of training models held out as validation models), ``seed``,
     ``max_fit_models`` (subsample the fit models to at most this many; None = all), ``frontier_share`` (the strongest
-    share of the training models by mean pool accuracy over the scenarios, moved from the fit models to the
-    validation models whatever their family: the models the frontier step calibrates on; 0 = none).
+    share of the training models by mean pool accuracy over the scenarios, marked in :class:`FitData` for the
+    frontier step, whose probe fits without them; 0 = none). The split itself does not depend on it.
 
     Fitted attributes: ``layout_`` (:class:`Layout`), ``validation_split_`` ("grouped" or "random"), ``n_fit_``,
-    ``n_val_``, ``n_strong_`` (validation models held out for their strength), ``val_groups_`` (family of each
-    validation model, None for a random split), ``val_rows_``, ``fit_rows_`` and ``strong_rows_`` (rows of the
-    matrix; the strong rows are validation rows, their families may have fit models as a new strong model's may).
+    ``n_val_``, ``n_strong_`` (fit and validation models in the strongest share), ``val_groups_`` and
+    ``fit_groups_`` (family of each validation / fit model, None for a random split), ``val_rows_``, ``fit_rows_``
+    and ``strong_rows_`` (rows of the matrix).
     """
 
     def __init__(
@@ -164,33 +167,37 @@ class TrainingSplit:
             if min(per_scen) >= MIN_VALIDATION_MODELS and (~is_val).sum() >= MIN_VALIDATION_MODELS:
                 fit_rel, val_rel = np.flatnonzero(~is_val), np.flatnonzero(is_val)
                 self.validation_split_ = "grouped"
-        fit_rel, val_rel, strong = self._strongest_to_validation(t1_all, fit_rel, val_rel)
         if self.max_fit_models is not None and len(fit_rel) > self.max_fit_models:
             fit_rel = np.sort(np.random.default_rng(self.seed + 1).choice(fit_rel, self.max_fit_models, replace=False))
-        self.n_fit_, self.n_val_, self.n_strong_ = len(fit_rel), len(val_rel), int(strong.sum())
-        # family of each validation model (None: random validation): the served intervals' folds follow families
-        self.val_groups_ = (
-            None if self.validation_split_ != "grouped" else np.asarray(groups, dtype=object)[rows][val_rel]
-        )
-        self.val_rows_ = rows[
-            val_rel
-        ]  # rows of ``matrix`` used as validation models (adaptive calibration reuses them)
+        strong_fit, strong = self._strongest(t1_all, fit_rel, val_rel)
+        self.n_fit_, self.n_val_, self.n_strong_ = len(fit_rel), len(val_rel), int(strong_fit.sum() + strong.sum())
+        # family of each validation / fit model (None: random validation): the intervals' folds follow families
+        fam = None if self.validation_split_ != "grouped" else np.asarray(groups, dtype=object)[rows]
+        self.val_groups_ = None if fam is None else fam[val_rel]
+        self.fit_groups_ = None if fam is None else fam[fit_rel]
+        self.val_rows_ = rows[val_rel]  # rows of ``matrix`` used as validation models (adaptive calibration reuses them)
         self.fit_rows_ = rows[fit_rel]
-        self.strong_rows_ = rows[val_rel[strong]]  # validation rows held out for their strength, whatever their family
+        self.strong_rows_ = np.sort(np.concatenate([rows[fit_rel[strong_fit]], rows[val_rel[strong]]]))
         frame = partial(pd.DataFrame, columns=lay.scenarios)
         return FitData(
-            lay, Y[fit_rel], Y[val_rel], frame(t1_all[val_rel]), frame(t2[fit_rel]), frame(t2[val_rel]), strong
+            lay,
+            Y[fit_rel],
+            Y[val_rel],
+            frame(t1_all[val_rel]),
+            frame(t2[fit_rel]),
+            frame(t2[val_rel]),
+            strong,
+            strong_fit,
         )
 
-    def _strongest_to_validation(self, t1, fit_rel, val_rel) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(fit rows, validation rows, strong (V,) bool): the ``frontier_share`` of the training rows with the highest
-        mean pool accuracy (``t1`` (M, S), NaN where a model lacks a scenario) moved from the fit to the validation
-        rows, kept only while the fit keeps at least ``MIN_VALIDATION_MODELS`` models."""
+    def _strongest(self, t1, fit_rel, val_rel) -> tuple[np.ndarray, np.ndarray]:
+        """(strong fit (F,) bool, strong validation (V,) bool): the fit and validation rows among the
+        ``frontier_share`` of the training rows with the highest mean pool accuracy (``t1`` (M, S), NaN where a model
+        lacks a scenario); none while the fit would keep fewer than ``MIN_VALIDATION_MODELS`` models without them."""
         n_top = int(np.floor(self.frontier_share * len(t1)))
         strength = np.nanmean(np.where(np.isnan(t1).all(1, keepdims=True), -np.inf, t1), axis=1)
         top = np.argsort(-strength, kind="stable")[:n_top]
-        moved = np.intersect1d(fit_rel, top)
-        if n_top == 0 or len(fit_rel) - len(moved) < MIN_VALIDATION_MODELS:
-            return fit_rel, val_rel, np.zeros(len(val_rel), dtype=bool)
-        val_rel = np.sort(np.concatenate([val_rel, moved]))
-        return np.setdiff1d(fit_rel, moved), val_rel, np.isin(val_rel, top)
+        strong_fit, strong = np.isin(fit_rel, top), np.isin(val_rel, top)
+        if n_top == 0 or len(fit_rel) - strong_fit.sum() < MIN_VALIDATION_MODELS:
+            return np.zeros(len(fit_rel), dtype=bool), np.zeros(len(val_rel), dtype=bool)
+        return strong_fit, strong

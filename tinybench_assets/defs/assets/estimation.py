@@ -59,8 +59,8 @@ class EstimationConfig(dg.Config):
     # worker processes (one thread each) for the predictor's independent IRT fits and learned regressors:
     # 0 = the CPU cores. Measured on 2 cores: a fit's threads scale poorly (116 s with 2 threads, 130 s with 1).
     n_jobs: int = 0
-    # the strongest share of the training models held out of the fit as validation models, on which the rule for a
-    # model beyond the board is chosen and calibrated (core/estimation/frontier.py); 0 = no such rule
+    # the strongest share of the training models, which a probe fit leaves out to choose and calibrate the rule for a
+    # model beyond the board (core/estimation/frontier_probe.py); 0 = no such rule
     frontier_share: float = 0.05
 
 
