@@ -28,6 +28,7 @@ ORDER = [
     "lambdas",
     "stacks",
     "calibrators",
+    "probe",
     "selector",
     "served",
     "frontier",
