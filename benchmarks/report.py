@@ -556,13 +556,15 @@ SECTIONS = (
                 secs,
                 "< 300 s",
                 lambda d: get(d, "seconds") < 300,
-                lambda d: "encoders chosen on training questions: "
-                + ", ".join(
-                    f"{n} {'static' if str(d[n].get('encoder', '')).startswith('static:') else 'MiniLM'}"
-                    for n in ("mmlu", "arc_challenge", "gsm8k", "mbpp", "routellm_mmlu", "routellm_gsm8k")
-                    if n in d
-                )
-                + f"; RouterDC leaderboard router {'static' if str(get(d, 'routerdc_mixed/encoder')).startswith('static:') else 'MiniLM'}",
+                lambda d: (
+                    "encoders chosen on training questions: "
+                    + ", ".join(
+                        f"{n} {'static' if str(d[n].get('encoder', '')).startswith('static:') else 'MiniLM'}"
+                        for n in ("mmlu", "arc_challenge", "gsm8k", "mbpp", "routellm_mmlu", "routellm_gsm8k")
+                        if n in d
+                    )
+                    + f"; RouterDC leaderboard router {'static' if str(get(d, 'routerdc_mixed/encoder')).startswith('static:') else 'MiniLM'}"
+                ),
             ),
             Figure(
                 "static encoder distilled from MiniLM, once per store (the ingest job, before the stage)",

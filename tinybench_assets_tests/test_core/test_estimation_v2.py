@@ -205,7 +205,9 @@ def test_grouped_validation_holds_out_whole_families():
     split = pred.named_steps["split"]
     assert split.validation_split_ == "grouped" and 0.1 < len(split.val_rows_) / len(train) < 0.45
     # whole families; the strongest training models are only marked (the frontier probe fits without them)
-    assert len(split.strong_rows_) == int(0.05 * len(train)) and not set(groups[split.fit_rows_]) & set(groups[split.val_rows_])
+    assert len(split.strong_rows_) == int(0.05 * len(train)) and not set(groups[split.fit_rows_]) & set(
+        groups[split.val_rows_]
+    )
     assert set(split.fit_rows_) | set(split.val_rows_) <= set(train)
     plain = AnchorPredictor(n_values=(10,), **FAST).fit(rm, full, train).named_steps["split"]
     assert plain.validation_split_ == "random" and set(groups[plain.fit_rows_]) & set(groups[plain.val_rows_])

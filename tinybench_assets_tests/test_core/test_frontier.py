@@ -52,7 +52,9 @@ def test_training_split_marks_the_strongest_training_models_and_the_probe_fits_w
     assert set(split.fit_rows_[data.strong_fit]) | set(split.val_rows_[data.strong]) == top
     assert data.strong_fit.any()
     probe = FrontierProbe.probe_data(data)
-    assert len(probe.Yf) == len(data.Yf) - data.strong_fit.sum() and len(probe.Yv) == len(data.Yv) + data.strong_fit.sum()
+    assert (
+        len(probe.Yf) == len(data.Yf) - data.strong_fit.sum() and len(probe.Yv) == len(data.Yv) + data.strong_fit.sum()
+    )
     assert probe.strong.sum() == len(top) and len(probe.T1v) == len(probe.Yv) == len(probe.T2v)
     fitted_strong = data.Yf[data.strong_fit]
     assert np.array_equal(probe.Yv[len(data.Yv) :], fitted_strong, equal_nan=True)

@@ -150,8 +150,9 @@ class Frontier:
             if fitted is None or thr is None:
                 continue
             rule, rule_mae = fitted
-            self.table_.append(dict(n=n, scenario=s, selector=name, estimator=rule.t1[1], mae=rule_mae,
-                                   n_models=rule.n_models))
+            self.table_.append(
+                dict(n=n, scenario=s, selector=name, estimator=rule.t1[1], mae=rule_mae, n_models=rule.n_models)
+            )
             rule.position, rule.threshold, rule.t1 = POSITION, thr, (c, rule.t1[1])
             self.rules_[(n, s, name)] = rule
 

@@ -120,10 +120,17 @@ class FrontierProbe:
                 if r is None:
                     continue
                 maes = {e: _mae(full[(s, e)], t1, r) for e in EXTRAPOLATING if (s, e) in full}
-                e = min(maes, key=lambda k: (np.nan_to_num(maes[k], nan=np.inf)))
+                e = min(maes, key=lambda k: np.nan_to_num(maes[k], nan=np.inf))
                 rows.append(
-                    dict(clustering=c, n=n, scenario=s, estimator=e, mae=maes[e],
-                         random_mae=_mae(rand[(s, "random")], t1, r), n_models=int(r.sum()))
+                    dict(
+                        clustering=c,
+                        n=n,
+                        scenario=s,
+                        estimator=e,
+                        mae=maes[e],
+                        random_mae=_mae(rand[(s, "random")], t1, r),
+                        n_models=int(r.sum()),
+                    )
                 )
         self.table_ = pd.DataFrame(rows)
         if len(self.table_):

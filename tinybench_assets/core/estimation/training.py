@@ -175,7 +175,9 @@ class TrainingSplit:
         fam = None if self.validation_split_ != "grouped" else np.asarray(groups, dtype=object)[rows]
         self.val_groups_ = None if fam is None else fam[val_rel]
         self.fit_groups_ = None if fam is None else fam[fit_rel]
-        self.val_rows_ = rows[val_rel]  # rows of ``matrix`` used as validation models (adaptive calibration reuses them)
+        self.val_rows_ = rows[
+            val_rel
+        ]  # rows of ``matrix`` used as validation models (adaptive calibration reuses them)
         self.fit_rows_ = rows[fit_rel]
         self.strong_rows_ = np.sort(np.concatenate([rows[fit_rel[strong_fit]], rows[val_rel[strong]]]))
         frame = partial(pd.DataFrame, columns=lay.scenarios)
