@@ -115,8 +115,7 @@ class Frontier:
 
     Parameters: ``alpha``, ``seed``, ``share`` (the quantile of the board's positions above which a model is beyond
     it); its intervals are unscaled (module docstring). Fitted attributes: ``rules_`` ({(n, scenario, selector):
-    :class:`FrontierRule`}) and ``table_`` (one row per rule: its estimator, its out-of-selection MAE on the probe's
-    models beyond its board and their count).
+    :class:`FrontierRule`}).
     """
 
     def __init__(self, alpha: float = 0.1, seed: int = 0, share=FRONTIER_SHARE):
@@ -127,7 +126,7 @@ class Frontier:
         """A rule per (n, scenario, selector) from the probe's validation outputs (``data.probe``, the probe step's
         output), where enough of its validation models lie beyond its board; the threshold that serves it from the
         served validation outputs."""
-        self.rules_, self.table_ = {}, []
+        self.rules_ = {}
         if data.probe is None or self.share <= 0:
             return
         probe, groups = data.probe
@@ -145,21 +144,16 @@ class Frontier:
             }
             t1, t2 = probe.T1v[s].to_numpy(), probe.T2v[s].to_numpy()
             rows = beyond(full[(s, POSITION)], probe.strong, t1, self.share)
-            fitted = self._fit_rule(own, rows, t1, t2, folds)
+            rule = self._fit_rule(own, rows, t1, t2, folds)
             thr = threshold(served, data.strong, self.share)
-            if fitted is None or thr is None:
+            if rule is None or thr is None:
                 continue
-            rule, rule_mae = fitted
-            self.table_.append(
-                dict(n=n, scenario=s, selector=name, estimator=rule.t1[1], mae=rule_mae, n_models=rule.n_models)
-            )
             rule.position, rule.threshold, rule.t1 = POSITION, thr, (c, rule.t1[1])
             self.rules_[(n, s, name)] = rule
 
-    def _fit_rule(self, est: dict, rows, t1, t2, folds) -> tuple | None:
-        """(the rule of one scenario, its out-of-selection MAE) from its probe estimates ``est`` ({estimator: (V,)},
-        the candidates), the models beyond the probe's board ``rows`` (V,) bool or None, truth (V,), full scores (V,)
-        and folds (V,)."""
+    def _fit_rule(self, est: dict, rows, t1, t2, folds) -> FrontierRule | None:
+        """The rule of one scenario from its probe estimates ``est`` ({estimator: (V,)}, the candidates), the models
+        beyond the probe's board ``rows`` (V,) bool or None, truth (V,), full scores (V,) and folds (V,)."""
         if rows is None:
             return None
         cands = {e: x for e, x in est.items() if np.isfinite(x[rows]).all()}
@@ -173,10 +167,9 @@ class Frontier:
                 pick = _lowest_mae(cands, t1, inside)
                 xs.append(cands[pick][out])
                 ts.append(t1[out])
-        x, t = np.concatenate(xs), np.concatenate(ts)
-        interval = ConformalInterval(self.alpha, self.interval_scale).fit(x, t)
+        interval = ConformalInterval(self.alpha, self.interval_scale).fit(np.concatenate(xs), np.concatenate(ts))
         line, iv2 = self._t2_line(cands[best], t2, rows, folds)
-        return FrontierRule(None, np.nan, (None, best), interval, line, iv2, int(rows.sum())), _mae(x, t, None)
+        return FrontierRule(None, np.nan, (None, best), interval, line, iv2, int(rows.sum()))
 
     def _t2_line(self, x, t2, rows, folds):
         ok = rows & np.isfinite(x) & np.isfinite(t2)
@@ -218,12 +211,6 @@ def _line(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     var = float(np.var(x))
     b = float(np.mean((x - x.mean()) * (y - y.mean())) / var) if var > 1e-12 else 0.0
     return float(y.mean() - b * x.mean()), b
-
-
-def _mae(x: np.ndarray, truth: np.ndarray, rows) -> float:
-    """MAE of x on ``rows`` (None: all) where both are finite; NaN where none is."""
-    ok = np.isfinite(x) & np.isfinite(truth) & (True if rows is None else rows)
-    return float(np.mean(np.abs(x[ok] - truth[ok]))) if ok.any() else float("nan")
 
 
 def _lowest_mae(cands: dict, truth: np.ndarray, rows: np.ndarray) -> str:
