@@ -12,7 +12,7 @@ import torch
 
 from tinybench_assets.core import tiny_benchmark as tb
 from tinybench_assets.core.estimation.backtest import run_backtest, split_plan
-from tinybench_assets.core.estimation.frontier import EXTRAPOLATING, board_strength, frontier_split
+from tinybench_assets.core.estimation.frontier import EXTRAPOLATING, FrontierRule, board_strength, frontier_split
 from tinybench_assets.core.estimation.frontier_probe import FrontierProbe
 from tinybench_assets.core.estimation.predictor import AnchorPredictor
 from tinybench_assets.core.estimation.training import TrainingSplit
@@ -92,7 +92,16 @@ def test_the_frontier_rule_serves_models_beyond_the_board(frontier_fit):
     rule = fr.rules_[(10, row.scenario, "tinybench")]
     assert row.source == f"beyond-board:{rule.t1[0]}/{rule.t1[1]}"
     lo, up = rule.interval.predict(np.array([row.estimate]))
-    assert (row.lower, row.upper) == pytest.approx((lo[0], up[0]))
+    pos = est[(est.model == row.model) & (est.scenario == row.scenario) & (est.estimator == rule.position)]
+    pos = pos[pos.clustering == rule.t1[0]].estimate.to_numpy()
+    plo, pup = rule.interval_position.predict(pos)
+    # the chosen estimate's interval and the position's own, each symmetric (module docstring)
+    assert (row.lower, row.upper) == pytest.approx((min(lo[0], plo[0]), max(up[0], pup[0])))
+    assert row.lower <= row.estimate <= row.upper
+    for iv in (rule.interval, rule.interval_position):
+        assert iv.symmetric and iv.q_lo_ == -iv.q_hi_ > -1
+    back = FrontierRule.from_dict(rule.to_dict())
+    assert back.interval_position.to_dict() == rule.interval_position.to_dict()
 
 
 @pytest.mark.timeout(600)

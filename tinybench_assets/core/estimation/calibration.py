@@ -127,8 +127,9 @@ class ConformalInterval:
     With residuals ``r = truth - estimate`` scaled by ``s(estimate)`` (``scale="binomial"``:
     ``sqrt(e (1 - e)) + floor``, so an estimate near 0 or 1 gets a narrower interval; ``"none"``:
     constant width), the interval is ``[e + q_lo * s(e), e + q_hi * s(e)]`` with q_lo, q_hi the
-    alpha/2 and 1 - alpha/2 conformal quantiles of the scaled residuals, clipped to [lo, hi].
-    Marginal coverage >= 1 - alpha holds for new models exchangeable with the validation models.
+    alpha/2 and 1 - alpha/2 conformal quantiles of the scaled residuals, clipped to [lo, hi]; ``symmetric``:
+    ``q_hi = -q_lo`` = the 1 - alpha conformal quantile of the absolute scaled residuals (for models whose error's
+    direction the held-out ones need not share). Marginal coverage >= 1 - alpha holds for new models exchangeable with the validation models.
 
     Methods
     -------
@@ -140,12 +141,17 @@ class ConformalInterval:
     floor: float = 0.05
     lo: float = 0.0
     hi: float = 1.0
+    symmetric: bool = False
 
     def fit(self, estimate: np.ndarray, truth: np.ndarray) -> "ConformalInterval":
         e, t = _clean(estimate, truth)
         if len(e) < 2:
             raise ValueError("conformal interval needs at least 2 finite (estimate, truth) pairs")
         z = (t - e) / _scale(e, self.scale, self.floor)
+        if self.symmetric:
+            self.q_hi_ = conformal_quantile(np.abs(z), 1.0 - self.alpha)
+            self.q_lo_, self.n_ = -self.q_hi_, len(e)
+            return self
         # lower end: the -(alpha/2)-quantile taken as the complement of the upper quantile of -z
         self.q_lo_ = -conformal_quantile(-z, 1.0 - self.alpha / 2)
         self.q_hi_ = conformal_quantile(z, 1.0 - self.alpha / 2)
@@ -161,7 +167,7 @@ class ConformalInterval:
 
     def to_dict(self) -> dict:
         """The fitted interval as the artifact stores it (:meth:`from_dict` reads it back)."""
-        return {
+        out = {
             "alpha": float(self.alpha),
             "scale": self.scale,
             "floor": float(self.floor),
@@ -171,11 +177,12 @@ class ConformalInterval:
             "q_hi": enc(self.q_hi_),
             "n": int(self.n_),
         }
+        return {**out, "symmetric": True} if self.symmetric else out  # artifacts without the field stay as they were
 
     @classmethod
     def from_dict(cls, d: dict) -> "ConformalInterval":
         """A fitted interval from :meth:`to_dict`'s fields, decoded (q_lo, q_hi as floats; ``n`` optional)."""
-        ci = cls(alpha=d["alpha"], scale=d["scale"], floor=d["floor"], lo=d["lo"], hi=d["hi"])
+        ci = cls(d["alpha"], d["scale"], d["floor"], d["lo"], d["hi"], bool(d.get("symmetric", False)))
         ci.q_lo_, ci.q_hi_, ci.n_ = float(d["q_lo"]), float(d["q_hi"]), int(d.get("n", 0))
         return ci
 

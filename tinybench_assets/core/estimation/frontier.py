@@ -23,8 +23,14 @@ training models. The served fit keeps every training model. Per (budget, scenari
   models like the board's. Of the served clustering's candidates (tinybench_own: those reading only the scenario's
   anchors), the one with the lowest MAE on the probe's validation models beyond its threshold serves such models;
 * its T1 interval is the conformal interval of out-of-selection residuals (the choice re-run on all folds of those
-  models but one, scored on that fold, as :mod:`.served_intervals` does for the whole board), unscaled: the binomial
-  scale narrows an interval near a score of 1, just where a model beyond the board is least known;
+  models but one, scored on that fold, as :mod:`.served_intervals` does for the whole board), unscaled (the binomial
+  scale narrows an interval near a score of 1, just where a model beyond the board is least known) and symmetric
+  (the absolute residuals): the probe's models lie just beyond its board, a new model may lie further, and the
+  direction of their errors need not carry there (openllm's main-job frontier split, truthfulqa: the probe's
+  estimators erred high, the frontier models' low);
+* the T1 interval also spans the position's own interval (the scenario's IRT estimate with its symmetric conformal
+  interval on the same models): beyond the board the estimators disagree and no model the board holds says which
+  is right, so where the chosen estimate leaves the scale's own reading the interval covers both;
 * the full score (T2) is a least-squares line from that estimate, fitted on the same models (a line extrapolates
   where an isotonic map is flat), with the conformal interval of its out-of-fold residuals, widened to the T1
   interval carried through the line (plus those margins).
@@ -49,22 +55,27 @@ __all__ = ["EXTRAPOLATING", "MIN_FRONTIER_MODELS", "Frontier", "FrontierRule", "
 
 class FrontierRule:
     """The rule of one (n, scenario, served estimator): ``position`` (estimator) and ``threshold``, the ``t1``
-    estimator (clustering, name), its T1 interval ``interval``, the T2 line ``t2_line`` (intercept, slope) with its
-    ``interval_t2``, and ``n_models`` (validation models beyond the threshold it was fitted on)."""
+    estimator (clustering, name), its T1 interval ``interval``, the position's own ``interval_position`` (or None),
+    the T2 line ``t2_line`` (intercept, slope) with its ``interval_t2``, and ``n_models`` (validation models beyond
+    the threshold it was fitted on)."""
 
-    def __init__(self, position, threshold, t1, interval, t2_line, interval_t2, n_models):
+    def __init__(self, position, threshold, t1, interval, t2_line, interval_t2, n_models, interval_position=None):
         self.position, self.threshold, self.t1 = position, float(threshold), tuple(t1)
         self.interval, self.t2_line, self.interval_t2 = interval, t2_line, interval_t2
-        self.n_models = int(n_models)
+        self.n_models, self.interval_position = int(n_models), interval_position
 
     def beyond(self, position: np.ndarray) -> np.ndarray:
         """(M,) bool: models at or above the threshold (NaN positions are not; :func:`~.frontier_probe.at_or_above`)."""
         return at_or_above(position, self.threshold)
 
-    def serve(self, x: np.ndarray) -> dict:
+    def serve(self, x: np.ndarray, position: np.ndarray | None = None) -> dict:
         """The served columns of T1 estimates ``x`` (M,) of the rule's estimator: {estimate, lower, upper, estimate_t2,
-        lower_t2, upper_t2: (M,)}, the T1 interval and the full score from the rule's own fits."""
+        lower_t2, upper_t2: (M,)}, the T1 interval (spanning the ``position`` estimates' own interval too, where
+        both are known) and the full score from the rule's own fits."""
         lo, up = self.interval.predict(x)
+        if position is not None and self.interval_position is not None:
+            plo, pup = self.interval_position.predict(position)
+            lo, up = np.fmin(lo, plo), np.fmax(up, pup)
         e2, lo2, up2 = self.t2(x, lo, up)
         return {"estimate": x, "lower": lo, "upper": up, "estimate_t2": e2, "lower_t2": lo2, "upper_t2": up2}
 
@@ -90,6 +101,7 @@ class FrontierRule:
             "threshold": enc(self.threshold),
             "t1": {"clustering": self.t1[0], "estimator": self.t1[1]},
             "interval_t1": self.interval.to_dict(),
+            "interval_position": to_dict_or_none(self.interval_position),
             "t2_line": None if self.t2_line is None else [enc(v) for v in self.t2_line],
             "interval_t2": to_dict_or_none(self.interval_t2),
             "n_models": self.n_models,
@@ -98,7 +110,7 @@ class FrontierRule:
     @classmethod
     def from_dict(cls, d: dict) -> "FrontierRule":
         line = d.get("t2_line")
-        iv2 = d.get("interval_t2")
+        iv2, ivp = d.get("interval_t2"), d.get("interval_position")
         return cls(
             d["position"],
             d["threshold"],
@@ -107,6 +119,7 @@ class FrontierRule:
             None if line is None else (float(line[0]), float(line[1])),
             None if iv2 is None else ConformalInterval.from_dict(iv2),
             d["n_models"],
+            None if ivp is None else ConformalInterval.from_dict(ivp),
         )
 
 
@@ -144,16 +157,17 @@ class Frontier:
             }
             t1, t2 = probe.T1v[s].to_numpy(), probe.T2v[s].to_numpy()
             rows = beyond(full[(s, POSITION)], probe.strong, t1, self.share)
-            rule = self._fit_rule(own, rows, t1, t2, folds)
+            rule = self._fit_rule(own, rows, t1, t2, folds, full[(s, POSITION)])
             thr = threshold(served, data.strong, self.share)
             if rule is None or thr is None:
                 continue
             rule.position, rule.threshold, rule.t1 = POSITION, thr, (c, rule.t1[1])
             self.rules_[(n, s, name)] = rule
 
-    def _fit_rule(self, est: dict, rows, t1, t2, folds) -> FrontierRule | None:
+    def _fit_rule(self, est: dict, rows, t1, t2, folds, position) -> FrontierRule | None:
         """The rule of one scenario from its probe estimates ``est`` ({estimator: (V,)}, the candidates), the models
-        beyond the probe's board ``rows`` (V,) bool or None, truth (V,), full scores (V,) and folds (V,)."""
+        beyond the probe's board ``rows`` (V,) bool or None, truth (V,), full scores (V,), folds (V,) and the
+        position estimates (V,)."""
         if rows is None:
             return None
         cands = {e: x for e, x in est.items() if np.isfinite(x[rows]).all()}
@@ -167,9 +181,15 @@ class Frontier:
                 pick = _lowest_mae(cands, t1, inside)
                 xs.append(cands[pick][out])
                 ts.append(t1[out])
-        interval = ConformalInterval(self.alpha, self.interval_scale).fit(np.concatenate(xs), np.concatenate(ts))
+        interval = self._interval().fit(np.concatenate(xs), np.concatenate(ts))
+        ok = rows & np.isfinite(position)
+        at_position = self._interval().fit(position[ok], t1[ok]) if ok.sum() >= MIN_FRONTIER_MODELS else None
         line, iv2 = self._t2_line(cands[best], t2, rows, folds)
-        return FrontierRule(None, np.nan, (None, best), interval, line, iv2, int(rows.sum()))
+        return FrontierRule(None, np.nan, (None, best), interval, line, iv2, int(rows.sum()), at_position)
+
+    def _interval(self) -> ConformalInterval:
+        """An unfitted T1 interval of the rule (module docstring: unscaled, symmetric)."""
+        return ConformalInterval(self.alpha, self.interval_scale, symmetric=True)
 
     def _t2_line(self, x, t2, rows, folds):
         ok = rows & np.isfinite(x) & np.isfinite(t2)

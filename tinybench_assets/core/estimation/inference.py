@@ -54,7 +54,7 @@ def beyond_board(rule, cache, c, s, cols, source) -> None:
         return
     out = rule.beyond(pos["estimate"])
     if out.any():
-        for k, v in rule.serve(x["estimate"]).items():
+        for k, v in rule.serve(x["estimate"], pos["estimate"]).items():
             cols[k] = np.where(out, v, cols[k])
         source[out] = f"beyond-board:{rule.t1[0]}/{rule.t1[1]}"
 

@@ -22,6 +22,11 @@ def _interval(r: Reader, d: dict, path: str) -> dict:
     fields = {k: r.number(d, k, path, finite=True) for k in ("alpha", "floor", "lo", "hi")}
     fields.update(scale=r.text(d, "scale", path, ("binomial", "none")), q_lo=r.number(d, "q_lo", path))
     fields.update(q_hi=r.number(d, "q_hi", path), n=r.integer(d, "n", path, 0) if "n" in d else 0)
+    sym = d.get("symmetric", False)
+    if not isinstance(sym, bool):
+        r.fail(f"{path}.symmetric", "expected true or false")
+    if sym:  # an artifact from before the field reads as not symmetric (to_dict wrote none)
+        fields["symmetric"] = True
     return fields
 
 
@@ -197,6 +202,7 @@ class ScenarioBlocks:
         if line is not None and not np.isfinite(np.asarray(line, dtype=float)).all():
             r.fail(f"{q}.t2_line", "expected finite numbers")
         iv2 = r.obj(d, "interval_t2", q, nullable=True)
+        ivp = r.obj(d, "interval_position", q, nullable=True) if "interval_position" in d else None
         return {
             "position": r.text(d, "position", q, names),
             "threshold": r.number(d, "threshold", q, finite=True),
@@ -207,5 +213,6 @@ class ScenarioBlocks:
             "interval_t1": _interval(r, r.obj(d, "interval_t1", q), f"{q}.interval_t1"),
             "t2_line": line,
             "interval_t2": None if iv2 is None else _interval(r, iv2, f"{q}.interval_t2"),
+            "interval_position": None if ivp is None else _interval(r, ivp, f"{q}.interval_position"),
             "n_models": r.integer(d, "n_models", q, 0),
         }
