@@ -80,16 +80,17 @@ def run_all(env: dict, *args: str) -> tuple[float, str]:
     return seconds, proc.stdout
 
 
-def big_board(env: dict, home: Path) -> tuple[dict, float, list]:
-    """Drop a new one-scenario board (openllm's arc files, as landed, under a new board name) and run run-all until
-    it has its tiny benchmark: ({name, models, items}, seconds, its run's materializations)."""
+def big_board(env: dict, home: Path, arc: Path) -> tuple[dict, float, list]:
+    """Drop a new one-scenario board (openllm's arc files, as landed, rows reversed, under a new board name) and run
+    run-all until it has its tiny benchmark: ({name, models, items}, seconds, its run's materializations)."""
     import dagster as dg
     import pandas as pd
 
-    src, dst = home / "data" / "incoming" / "openllm", home / "data" / "incoming" / BIG_BOARD
+    src, dst = arc.parent, home / "data" / "incoming" / BIG_BOARD
     dst.mkdir(parents=True)
-    for f in sorted(src.glob("arc.*")):
-        shutil.copy(f, dst / f.name)
+    for f in sorted(src.glob("arc.*.parquet")):
+        # the rows in reverse order: a file whose bytes were ingested before is skipped as landed, whatever its folder
+        pd.read_parquet(f).iloc[::-1].to_parquet(dst / f.name, index=False)
     df = pd.read_parquet(dst / "arc.responses.parquet", columns=["model", "item"])
     t0 = time.time()
     seconds, _ = run_all(env, "--no-seed")
@@ -163,11 +164,11 @@ def main(argv=None) -> int:
         drop_mats = materializations_since(instance, t_drop0)
         drop_parts = sorted({p for a, p in drop_mats if a not in ("landing_ingest", "raw_responses") and p})
 
-        big, big_seconds, big_mats = big_board(env, home)
+        big, big_seconds, big_mats = big_board(env, home, arc)
         big_parts = sorted({p for a, p in big_mats if p and p.split(".")[0] == big["name"]})
         big_assets = {a for a, p in big_mats if p and p.split(".")[0] == big["name"]}
         if "tiny_benchmark" not in big_assets:
-            raise SystemExit(f"the big board did not reach its tiny benchmark: {sorted(big_assets)}")
+            print(f"!! the big board did not reach its tiny benchmark: {sorted(big_assets)}", file=sys.stderr)
 
         recs = instance.fetch_materializations(
             dg.AssetRecordsFilter(
@@ -234,6 +235,7 @@ def main(argv=None) -> int:
             "one_drop_reread_only": sorted({p for a, p in drop_mats if a == "raw_responses"} - set(drop_parts)),
             "big_board": {"models": big["models"], "items": big["items"], "seconds": round(big_seconds, 1)},
             "big_board_materializations": len(big_mats),
+            "big_board_tiny_benchmark": "tiny_benchmark" in big_assets,
             "big_board_partitions": big_parts,
             "reference": REFERENCE,
             "bars": BARS,
