@@ -503,8 +503,8 @@ SECTIONS = (
                 "RouteLLM MMLU: APGR",
                 at("routellm/mmlu/apgr"),
                 lambda v: f"{v:.3f}",
-                ">= 0.63",
-                lambda d: get(d, "routellm/mmlu/apgr") >= 0.63,
+                ">= 0.70 (held while the encoder got faster)",
+                lambda d: get(d, "routellm/mmlu/apgr") >= 0.70,
                 lambda d: (
                     f"95 % interval [{get(d, 'routellm/mmlu/apgr_lo'):.3f}, {get(d, 'routellm/mmlu/apgr_hi'):.3f}]"
                     f"; {get(d, 'routellm/mmlu/n_test')} test questions; RouteLLM's best router with MMLU "

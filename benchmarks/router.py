@@ -387,10 +387,13 @@ def main(argv=None) -> int:
     )
     from tinybench_assets.core.routing.routers import KNNIRTRouter
     from tinybench_assets.core.routing.select import make_router
+    from tinybench_assets.defs.router_report import RoutingInputs
+    from tinybench_assets.defs.settings import RouterConfig
     from tinybench_assets.io.routing_reads import question_groups
 
     for name, key in BENCHMARKS.items():
-        emb, E, Y, models, test = routing_data(store, key)
+        d_ = RoutingInputs.read(store, key, RouterConfig().surface_features)  # the router's inputs, as the asset's
+        emb, E, Y, models, test = d_.emb, d_.E, d_.Y, d_.models, d_.test
         prior = model_accuracy(Y[~test])
         best = int(np.argmax(prior))
         ok = ~np.isnan(Y[test]).any(axis=1)

@@ -31,9 +31,11 @@ from tinybench_assets.core.routing.families import base_family, same_config, sim
 from tinybench_assets.core.routing.gap import gap_report
 from tinybench_assets.core.routing.routers import EnsembleRouter, model_accuracy
 from tinybench_assets.core.routing.served import ServedRouter
+from tinybench_assets.core.routing.surface import SurfaceFeatures
 from tinybench_assets.defs.router_cost_report import CostPart, cost_file_meta, cost_part
 from tinybench_assets.io import plots, router_plots
-from tinybench_assets.io.routing_reads import partition_rows, question_groups, routing_data
+from tinybench_assets.io.routing_reads import partition_questions, partition_rows, question_groups, routing_data
+from tinybench_assets.io.static_encoder import PREFIX as STATIC_PREFIX
 from tinybench_assets.io.store import Store
 
 __all__ = [
@@ -121,16 +123,35 @@ class RoutingInputs:
     groups: np.ndarray
     prior: np.ndarray
     best: int
+    surface: SurfaceFeatures | None = None  # joined to E (questions embedded with the static encoder)
 
     @classmethod
-    def read(cls, db: Store, key: str) -> RoutingInputs:
+    def read(cls, db: Store, key: str, surface_features: int = 0) -> RoutingInputs:
+        """``surface_features`` > 0: where the questions were embedded with the static encoder (a bag of token
+        vectors), the texts' hashed character n-grams (core/routing/surface.py) are joined to the embeddings: RouteLLM
+        MMLU training-CV APGR 0.668 -> 0.685, test 0.696 -> 0.712, cross-fitted 0.692 (MiniLM 0.690)."""
         emb, E, Y, models, test = routing_data(db, key)
+        surface = None
+        if surface_features > 0 and len(emb) and str(emb["encoder"].iloc[0]).startswith(STATIC_PREFIX):
+            text = partition_questions(db, key).set_index("item")["text"]
+            surface = SurfaceFeatures(surface_features)
+            E = surface.join(E, text.reindex(emb["item"]).fillna("").astype(str).tolist())
         complete = ~np.isnan(Y[test]).any(axis=1)
         if not complete.any():
             raise dg.Failure(f"{key}: no test question has an answer from every model; nothing to score routing on")
         prior = model_accuracy(Y[~test])
         return cls(
-            key, emb, E, Y, models, test, complete, question_groups(db, key, emb["item"]), prior, int(np.argmax(prior))
+            key,
+            emb,
+            E,
+            Y,
+            models,
+            test,
+            complete,
+            question_groups(db, key, emb["item"]),
+            prior,
+            int(np.argmax(prior)),
+            surface,
         )
 
     @cached_property
@@ -300,6 +321,7 @@ def served_router_file(d: RoutingInputs, sel, sc: Scores, cost: CostPart, config
             "prior": [float(x) for x in d.prior],
             **file_meta,
             "encoder": str(d.emb["encoder"].iloc[0]),
+            "surface": d.surface.params() if d.surface is not None else None,  # tinybench route joins them too
             "created": pd.Timestamp.now().isoformat(),
         },
     )

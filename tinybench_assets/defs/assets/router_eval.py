@@ -48,7 +48,7 @@ def router_accuracy(
     if partition_rows(db, "question_embeddings", key, "item").empty:
         return dg.MaterializeResult(metadata={"skipped": "no questions embedded (see question_embeddings)"})
     with watch.part("read inputs"):
-        d, device = report.RoutingInputs.read(db, key), torch_device.resolve()
+        d, device = report.RoutingInputs.read(db, key, config.surface_features), torch_device.resolve()
     Etr, Ytr, gtr = d.train
     with watch.part("cross-validation (router choice)"):
         sel = select_router(Etr, Ytr, groups=gtr, device=device, **config.selection(), log=context.log.info)
