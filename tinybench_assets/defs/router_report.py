@@ -34,7 +34,7 @@ from tinybench_assets.core.routing.served import ServedRouter
 from tinybench_assets.core.routing.surface import SurfaceFeatures
 from tinybench_assets.defs.router_cost_report import CostPart, cost_file_meta, cost_part
 from tinybench_assets.io import plots, router_plots
-from tinybench_assets.io.routing_reads import partition_questions, partition_rows, question_groups, routing_data
+from tinybench_assets.io.routing_reads import partition_rows, question_groups, question_texts, routing_data
 from tinybench_assets.io.static_encoder import PREFIX as STATIC_PREFIX
 from tinybench_assets.io.store import Store
 
@@ -133,9 +133,8 @@ class RoutingInputs:
         emb, E, Y, models, test = routing_data(db, key)
         surface = None
         if surface_features > 0 and len(emb) and str(emb["encoder"].iloc[0]).startswith(STATIC_PREFIX):
-            text = partition_questions(db, key).set_index("item")["text"]
             surface = SurfaceFeatures(surface_features)
-            E = surface.join(E, text.reindex(emb["item"]).fillna("").astype(str).tolist())
+            E = surface.join(E, question_texts(db, key, emb["item"]))
         complete = ~np.isnan(Y[test]).any(axis=1)
         if not complete.any():
             raise dg.Failure(f"{key}: no test question has an answer from every model; nothing to score routing on")

@@ -74,6 +74,13 @@ def cost_matrix(db: Store, key: str, items, models) -> np.ndarray | None:
     return None if C.isna().any().any() else C.to_numpy(dtype=float)
 
 
+def question_texts(db: Store, key: str, items) -> list[str]:
+    """The landed texts of a scenario partition's ``items``, in their order ("" where none landed)."""
+    board, scenario = split_partition_key(key)
+    text = db.item_texts(board, scenario).drop_duplicates("item").set_index("item")["text"]
+    return text.reindex(list(items)).fillna("").astype(str).tolist()
+
+
 def board_routing_data(db: Store, board: str):
     """Every embedded scenario of a leaderboard stacked: (E, Y over the candidate models, models, scenario per
     question, test mask, the encoder the questions were embedded with, {model left out: why}, [scenarios], texts).
@@ -85,8 +92,7 @@ def board_routing_data(db: Store, board: str):
             emb, E, Y, models, test = routing_data(db, key)
             scenario = split_partition_key(key)[1]
             parts.append((scenario, emb, E, Y, models, test))
-            text = db.item_texts(board, scenario).drop_duplicates("item").set_index("item")["text"]
-            texts.extend(text.reindex(emb["item"]).fillna("").astype(str).tolist())
+            texts.extend(question_texts(db, key, emb["item"]))
     scenarios = [p[0] for p in parts]
     everywhere = set.intersection(*[set(p[4]) for p in parts]) if parts else set()
     models = [m for m in dict.fromkeys(m for p in parts for m in p[4]) if m in everywhere]

@@ -135,15 +135,19 @@ def test_scenario_routers_read_surface_features_beside_static_embeddings(monkeyp
         return emb, E, np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), ["a", "b"], np.array([False, False, True])
 
     monkeypatch.setattr(rr, "routing_data", data)
-    monkeypatch.setattr(
-        rr, "partition_questions", lambda db, key: pd.DataFrame({"item": items[::-1], "text": texts[::-1]})
-    )
+
+    class Landed:  # the store's landed items, in another order than the embeddings' (question_texts aligns them)
+        @staticmethod
+        def item_texts(board, scenario):
+            assert (board, scenario) == ("b", "s")
+            return pd.DataFrame({"item": items[::-1], "text": texts[::-1]})
+
     monkeypatch.setattr(rr, "question_groups", lambda db, key, it: np.array(["g"] * len(it)))
-    d = rr.RoutingInputs.read(None, "b.s", 64)
+    d = rr.RoutingInputs.read(Landed(), "b.s", 64)
     if encoder.startswith(static.PREFIX):
         assert d.surface is not None and d.E.shape == (3, 4 + 64)
         assert np.allclose(d.E, SurfaceFeatures(64).join(E, texts))  # each text beside its own embedding
         assert np.allclose(router_input(d.surface.params(), E, texts), d.E)  # as tinybench route rebuilds it
     else:
         assert d.surface is None and np.array_equal(d.E, E)
-    assert rr.RoutingInputs.read(None, "b.s", 0).surface is None  # surface_features 0: the embeddings alone
+    assert rr.RoutingInputs.read(Landed(), "b.s", 0).surface is None  # surface_features 0: the embeddings alone

@@ -129,7 +129,8 @@ class ConformalInterval:
     constant width), the interval is ``[e + q_lo * s(e), e + q_hi * s(e)]`` with q_lo, q_hi the
     alpha/2 and 1 - alpha/2 conformal quantiles of the scaled residuals, clipped to [lo, hi]; ``symmetric``:
     ``q_hi = -q_lo`` = the 1 - alpha conformal quantile of the absolute scaled residuals (for models whose error's
-    direction the held-out ones need not share). Marginal coverage >= 1 - alpha holds for new models exchangeable with the validation models.
+    direction the held-out ones need not share). Marginal coverage >= 1 - alpha holds for new models exchangeable
+    with the validation models.
 
     Methods
     -------

@@ -57,7 +57,7 @@ class FrontierRule:
     """The rule of one (n, scenario, served estimator): ``position`` (estimator) and ``threshold``, the ``t1``
     estimator (clustering, name), its T1 interval ``interval``, the position's own ``interval_position`` (or None),
     the T2 line ``t2_line`` (intercept, slope) with its ``interval_t2``, and ``n_models`` (validation models beyond
-    the threshold it was fitted on)."""
+    the threshold it was fitted on). ``interval_position`` is None only in artifacts written before it existed."""
 
     def __init__(self, position, threshold, t1, interval, t2_line, interval_t2, n_models, interval_position=None):
         self.position, self.threshold, self.t1 = position, float(threshold), tuple(t1)
@@ -182,8 +182,7 @@ class Frontier:
                 xs.append(cands[pick][out])
                 ts.append(t1[out])
         interval = self._interval().fit(np.concatenate(xs), np.concatenate(ts))
-        ok = rows & np.isfinite(position)
-        at_position = self._interval().fit(position[ok], t1[ok]) if ok.sum() >= MIN_FRONTIER_MODELS else None
+        at_position = self._interval().fit(position[rows], t1[rows])  # rows: finite positions, MIN_FRONTIER_MODELS+
         line, iv2 = self._t2_line(cands[best], t2, rows, folds)
         return FrontierRule(None, np.nan, (None, best), interval, line, iv2, int(rows.sum()), at_position)
 

@@ -39,7 +39,7 @@ def scenarios_needing(db) -> dict:
     deps=["landing_ingest"],
     **card(
         "Static encoder",
-        "A model2vec static embedding distilled from the packaged all-MiniLM-L6-v2 (256 PCA dimensions, offline), "
+        "A model2vec static embedding distilled from the packaged all-MiniLM-L6-v2 (384 PCA dimensions, no SIF, offline), "
         "stored under the artifacts folder's encoders/ with its recipe and content hash; its encoder id "
         "(static:<name>@<hash>) keys the embedding cache. 24-100x faster than MiniLM on 2 cores; question_embeddings "
         "chooses between the two per scenario. Built once; its data version is the recipe.",
