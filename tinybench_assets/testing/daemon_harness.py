@@ -5,6 +5,7 @@ artifacts, and ``tinybench run-all`` as a user runs it, in a subprocess with the
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -212,10 +213,10 @@ class DaemonProject(InstanceRecords):
         raise TimeoutError(f"{sensor}: fewer than {n} ticks in {timeout_s:.0f} s; daemon log:\n{self.tail()}")
 
 
-def queue_runs(project: DaemonProject, job_name: str, n: int) -> list[str]:
-    """Submit ``n`` runs of ``job_name`` to the daemon's run queue at once, as the UI's Launch button does; returns
-    their run ids. They launch as the "duckdb" pool frees up (two at a time), the rest waiting in the queue."""
-
+@contextlib.contextmanager
+def _workspace(project: DaemonProject):
+    """(request context, code location, repository) of the project's workspace.yaml, loaded as the daemon loads it
+    (the project's environment set meanwhile)."""
     saved = dict(os.environ)
     os.environ.update(project.env())
     try:
@@ -223,25 +224,42 @@ def queue_runs(project: DaemonProject, job_name: str, n: int) -> list[str]:
         with WorkspaceProcessContext(project.instance, target) as ctx:
             ws = ctx.create_request_context()
             location = ws.get_code_location("tinybench")
-            repo = next(iter(location.get_repositories().values()))
-            job = repo.get_full_job(job_name)
-            ids = []
-            for _ in range(n):
-                run = _create_run(
-                    instance=project.instance,
-                    code_location=location,
-                    remote_repo=repo,
-                    remote_job=job,
-                    run_config={},
-                    tags={"tinybench/test": "queued"},
-                    op_selection=None,
-                    run_id=None,
-                )
-                ids.append(project.instance.submit_run(run.run_id, ws).run_id)
-            return ids
+            yield ws, location, next(iter(location.get_repositories().values()))
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def queue_runs(project: DaemonProject, job_name: str, n: int) -> list[str]:
+    """Submit ``n`` runs of ``job_name`` to the daemon's run queue at once, as the UI's Launch button does; returns
+    their run ids. They launch as the "duckdb" pool frees up (two at a time), the rest waiting in the queue."""
+    with _workspace(project) as (ws, location, repo):
+        job = repo.get_full_job(job_name)
+        ids = []
+        for _ in range(n):
+            run = _create_run(
+                instance=project.instance,
+                code_location=location,
+                remote_repo=repo,
+                remote_job=job,
+                run_config={},
+                tags={"tinybench/test": "queued"},
+                op_selection=None,
+                run_id=None,
+            )
+            ids.append(project.instance.submit_run(run.run_id, ws).run_id)
+        return ids
+
+
+def stop_schedules(project: DaemonProject) -> list[str]:
+    """Stop the project's schedules in its instance, as the UI's toggle does (the daemon then ticks none); returns
+    their names. The nightly schedules (03:00, 03:15, 04:00) launch runs of their own when a test happens to run
+    then: a test of what the refresh sensor launches stops them first."""
+    with _workspace(project) as (_, _, repo):
+        schedules = list(repo.get_schedules())
+        for sch in schedules:
+            project.instance.stop_schedule(sch.get_remote_origin_id(), sch.selector_id, sch)
+        return [sch.name for sch in schedules]
 
 
 #: columns two projects cannot share: wall times, creation stamps and absolute paths (and every ``*_at`` / ``*seconds`` column)

@@ -33,6 +33,7 @@ from tinybench_assets.testing.daemon_harness import (
     assert_same_tables,
     orphan_failures,
     queue_runs,
+    stop_schedules,
     store_tables,
     write_slice,
 )
@@ -72,6 +73,9 @@ def test_the_daemon_path_alone_beside_run_all_and_through_faults(tmp_path):
     p = DaemonProject(tmp_path / "project")
     # 9 models (the same in both scenarios) < 10: the estimation assets skip with a note (benchmarks/daemon.py runs them)
     write_slice(p.incoming, n_models=9, routerdc_records=30, common_models=True)
+    # every run below is the refresh sensor's: the nightly schedules would add their own when the suite runs at 03:00,
+    # 03:15 or 04:00 (a suite started at 03:14 failed so); test_sensor.py evaluates them
+    assert len(stop_schedules(p)) == 3
     try:
         # drop files: the daemon alone brings everything up to date
         p.start()
