@@ -47,26 +47,34 @@ def _run_all(env: dict, *args: str) -> str:
 
 
 def _sigkill_mid_chain(env: dict, log_path) -> list:
-    """Start `run-all --jobs 2`, SIGKILL it once a chain's scenario run has started; returns the runs then STARTED."""
+    """Start `run-all --jobs 2`, SIGKILL it once a chain's scenario run exists (created, starting or started: each
+    carries its process's pid tag); returns those runs as they stand after the kill, all still live."""
+    statuses = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED]
     with open(log_path, "w") as log:  # a file, not a pipe: Dagster's log-mirroring helpers may hold a pipe open
         proc = subprocess.Popen(
             rd.run_all_cmd("--jobs", "2"), env=env, cwd=rd.ROOT, stdout=log, stderr=subprocess.STDOUT
         )
-        instance, live = rd.instance_for(env), []
-        deadline = time.monotonic() + 180
+        instance, live, t0 = rd.instance_for(env), [], time.monotonic()
         try:
-            while not live and time.monotonic() < deadline and proc.poll() is None:
-                live = instance.get_runs(
-                    dg.RunsFilter(job_name="refresh_scenario", statuses=[dg.DagsterRunStatus.STARTED])
-                )
-                time.sleep(0.05)
-            assert live and proc.poll() is None, "no chain run started before run-all ended"
+            while not live and time.monotonic() < t0 + 180 and proc.poll() is None:
+                runs = instance.get_runs(dg.RunsFilter(job_name="refresh_scenario", statuses=statuses))
+                live = [r for r in runs if PID_TAG in r.tags]
+                time.sleep(0.02)
+            rc = proc.poll()
+            assert live and rc is None, (
+                f"no chain run seen live in {time.monotonic() - t0:.0f} s; run-all's exit code {rc}; "
+                f"its runs {[(r.job_name, r.status.value) for r in instance.get_runs()]}; "
+                f"its output: {log_path.read_text()[-3000:]}"
+            )
             proc.send_signal(signal.SIGKILL)
             proc.wait(timeout=60)
         finally:
             if proc.poll() is None:
                 proc.kill()
     assert proc.pid not in {int(r.tags[PID_TAG]) for r in live}
+    live = [instance.get_run_by_id(r.run_id) for r in live]  # a run may have finished between the poll and the kill
+    live = [r for r in live if r.status in statuses]
+    assert live, "every chain run seen live finished before the kill"
     return live
 
 
