@@ -9,6 +9,7 @@ readers form no import circle; ``io.drops`` re-exports every name, so ``from tin
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,6 +109,13 @@ def split_partition_key(key: str) -> tuple[str, str]:
     if not scenario:
         raise ValueError(f"partition key {key!r} is not of the form leaderboard.scenario")
     return leaderboard, scenario
+
+
+def drop_ids(sha256: str, leaderboard: str) -> tuple[str, str]:
+    """The two ids a drop of these bytes may carry in the ``drops`` table: the sha256 itself (the first leaderboard to
+    land the bytes) and the sha256 bound to ``leaderboard`` (the same bytes landed by another leaderboard since: a
+    copy in another board's folder is that board's data, not a file landed before)."""
+    return sha256, hashlib.sha256(f"{sha256}\0leaderboard\0{leaderboard}".encode()).hexdigest()
 
 
 # ---------------------------------------------------------------------- sidecars and duplicates

@@ -50,6 +50,7 @@ from .drop_types import (  # re-exported: importers write ``from tinybench_asset
     DropError,
     clean_name,
     dedupe_responses,
+    drop_ids,
     partition_key,
     sidecar_path,
     split_partition_key,
@@ -81,6 +82,7 @@ __all__ = [
     "read_drop",
     "routerdc_scenario",
     "sidecar_path",
+    "drop_ids",
     "split_partition_key",
 ]
 

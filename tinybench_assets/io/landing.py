@@ -15,6 +15,7 @@ from tinybench_assets.io.drops import sidecar_path
 
 from .drops import DropError, drop_sha256, file_sha256, landing_files, leaderboard_of, read_drop
 from .store import Store
+from .store_writes import lands
 
 log = logging.getLogger(__name__)
 
@@ -98,15 +99,18 @@ def _cached_sha(path: Path) -> str:
 
 
 def pending_drops(store: Store, incoming: Path | str) -> list[str]:
-    """Landing files (relative paths) whose bytes the store has not ingested yet: what an ingest would read."""
+    """Landing files (relative paths) that would land (:func:`~tinybench_assets.io.store_writes.lands`: bytes new to
+    their leaderboard, or a file reverted to a version superseded since): what an ingest would read."""
     incoming = Path(incoming)
     out = []
     for path in landing_files(incoming):
         try:
-            sha = _cached_sha(path)
+            sha, board = _cached_sha(path), leaderboard_of(path, incoming)
         except FileNotFoundError:
             continue
-        if store.drop_status(sha) is None:
+        except DropError:  # a folder name without usable characters: the ingest quarantines it
+            board = None
+        if board is None or lands(store.stored_drop(sha, board), str(path.relative_to(incoming))):
             out.append(str(path.relative_to(incoming)))
     return out
 
@@ -120,7 +124,8 @@ def ingest_landing(
 ) -> IngestReport:
     """Ingest every new or changed drop under ``incoming`` (one transaction per drop).
 
-    Idempotent: a file whose bytes were ingested before is skipped. A bad file is moved to
+    Idempotent: a file whose bytes its leaderboard holds is skipped (the same bytes in another leaderboard's folder
+    land there too; a file reverted to a version superseded since lands again). A bad file is moved to
     ``quarantine_dir`` with an error report, and the other files still ingest. The rows a reader rejected from a file
     that lands (``Drop.rejected``) are written beside the quarantined files (:func:`write_rejected`), counted in
     ``report.rejected`` and noted. ``trust_pickles``: see
@@ -141,7 +146,7 @@ def ingest_landing(
             sha = drop_sha256(path) if bad is None else None  # with a matrix's sidecar, the bytes of both
         except FileNotFoundError:  # moved away by a concurrent run
             continue
-        if sha is not None and store.drop_status(sha) is not None:
+        if sha is not None and not lands(store.stored_drop(sha, board), rel):
             report.skipped.append(rel)
             continue
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .drops import split_partition_key
+from .drops import drop_ids, split_partition_key
 from .matrix_queries import MatrixQueries
 
 
@@ -31,10 +31,15 @@ class StoreQueries(MatrixQueries):
         return self.query(f'SELECT {columns} FROM "{table}" WHERE {where}', params)
 
     # ------------------------------------------------------------------ drops and landing
-    def drop_status(self, sha256: str) -> str | None:
-        """``active`` / ``superseded`` for a drop stored before (by the sha256 of its bytes), None for a new one."""
-        df = self.query("SELECT status FROM drops WHERE drop_id = ?", [sha256])
-        return None if df.empty else str(df["status"].iloc[0])
+    def stored_drop(self, sha256: str, leaderboard: str) -> tuple[str, str] | None:
+        """``(status, path)`` of the drop of these bytes the leaderboard stored before (``active`` / ``superseded``;
+        the ids: :func:`~tinybench_assets.io.drop_types.drop_ids`), None for bytes new to it: the same bytes copied
+        into another leaderboard's folder are new there."""
+        ids = drop_ids(sha256, leaderboard)
+        df = self.query(
+            "SELECT status, path FROM drops WHERE drop_id IN (?, ?) AND leaderboard = ?", [*ids, leaderboard]
+        )
+        return None if df.empty else (str(df["status"].iloc[0]), str(df["path"].iloc[0]))
 
     def active_drops(self) -> pd.DataFrame:
         """The active drops in landing order: columns ``drop_id, seq, partitions`` (comma-separated scenario keys)."""

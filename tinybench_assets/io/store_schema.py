@@ -8,7 +8,7 @@ created by ``Store.replace_partition`` from the first frame written to it.
 SCHEMA = """
 CREATE SEQUENCE IF NOT EXISTS drop_seq START 1;
 CREATE TABLE IF NOT EXISTS drops (
-    drop_id VARCHAR PRIMARY KEY,          -- sha256 of the file's bytes
+    drop_id VARCHAR PRIMARY KEY,          -- sha256 of the file's bytes (bound to the leaderboard: drop_ids)
     seq BIGINT NOT NULL,                  -- ingestion order; later drops win on conflicting cells
     path VARCHAR NOT NULL,                -- landing path, relative to the landing folder
     leaderboard VARCHAR NOT NULL,

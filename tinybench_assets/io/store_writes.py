@@ -11,7 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .backend import NULL_TYPE, StoreBackend
-from .drops import Drop, partition_key, split_partition_key
+from .drops import Drop, drop_ids, partition_key, split_partition_key
 from .price_drops import PRICE_VALUES
 
 #: the tables that hold a drop's landed rows (a superseded version's rows are removed from each)
@@ -76,14 +76,39 @@ def _supersede(con, relpath: str, leaderboard: str) -> None:
         con.execute("UPDATE drops SET status = 'superseded' WHERE drop_id = ?", [old_id])
 
 
-def _insert_drop_row(con, drop: Drop, relpath: str) -> None:
+def _landing_id(con, drop: Drop, relpath: str) -> str | None:
+    """The id the drop lands under (:func:`~tinybench_assets.io.drop_types.drop_ids`): the sha256 of its bytes, or, when
+    another leaderboard landed the same bytes first, the sha256 bound to this leaderboard. None when the leaderboard
+    holds these bytes already (:func:`lands`). A file reverted to a version the leaderboard stored there and has
+    superseded since lands again under that version's id: its old ``drops`` row goes here (its landed rows went when
+    it was superseded)."""
+    for drop_id in drop_ids(drop.sha256, drop.leaderboard):
+        row = con.execute("SELECT leaderboard, status, path FROM drops WHERE drop_id = ?", [drop_id]).fetchone()
+        if row is None:
+            return drop_id
+        if row[0] == drop.leaderboard:
+            if not lands((row[1], row[2]), relpath):
+                return None
+            con.execute("DELETE FROM drops WHERE drop_id = ?", [drop_id])
+            return drop_id
+    raise AssertionError(f"drop id {drop_id} bound to leaderboard {drop.leaderboard!r} is stored for {row[0]!r}")
+
+
+def lands(stored: tuple[str, str] | None, relpath: str) -> bool:
+    """Whether a file at ``relpath`` lands, given the ``(status, path)`` its leaderboard stored for its bytes
+    (``Store.stored_drop``): bytes new to the leaderboard, or a version superseded at this very path (the file
+    reverted). The same bytes active, or an older version copied to another path, are held already."""
+    return stored is None or (stored[0] == "superseded" and stored[1] == relpath)
+
+
+def _insert_drop_row(con, drop: Drop, relpath: str, drop_id: str) -> None:
     """The drop's ``drops`` row: active, numbered by ``drop_seq`` (landing order)."""
     seq = con.execute("SELECT nextval('drop_seq')").fetchone()[0]
     con.execute(
         "INSERT INTO drops (drop_id, seq, path, leaderboard, format, kind, n_rows, partitions, status, ingested_at, notes) "
         "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', now(), ?)",
         [
-            drop.sha256,
+            drop_id,
             seq,
             relpath,
             drop.leaderboard,
@@ -110,19 +135,21 @@ class StoreWrites(StoreBackend):
     """Transactional writes on the tinybench tables (mixed into ``Store``)."""
 
     def ingest_drop(self, drop: Drop, relpath: str) -> bool:
-        """Store one validated drop in one transaction. Returns False if the same bytes were ingested before.
+        """Store one validated drop in one transaction. Returns False if its leaderboard holds these bytes already
+        (:func:`lands`).
 
         A new version of a path supersedes the old one: the old version's landed rows are removed
         in the same transaction, so the store never holds half of either.
         """
         with self.transaction() as con:
             self.lock(con, "tinybench:ingest")  # drops land one at a time (their seq and supersession)
-            if con.execute("SELECT 1 FROM drops WHERE drop_id = ?", [drop.sha256]).fetchone():
+            drop_id = _landing_id(con, drop, relpath)
+            if drop_id is None:
                 return False
             _supersede(con, relpath, drop.leaderboard)
-            _insert_drop_row(con, drop, relpath)
+            _insert_drop_row(con, drop, relpath, drop_id)
             for attr, name, sql in DROP_FRAME_INSERTS:
-                self._insert_frame(con, name, getattr(drop, attr), drop.sha256, sql)
+                self._insert_frame(con, name, getattr(drop, attr), drop_id, sql)
             _register_scenarios(con, drop)
         return True
 

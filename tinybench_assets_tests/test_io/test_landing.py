@@ -106,6 +106,66 @@ def test_changed_file_supersedes_old_version(landing):
     assert status == ["superseded", "active"]
 
 
+def test_the_same_bytes_in_another_leaderboards_folder_land_there_too(landing):
+    """A drop's identity is its bytes on its leaderboard: a copy placed in another board's folder is that board's data
+    (pending, ingested, its own partitions), while a second copy on the same board is skipped as before; the first
+    board's rows and drop id are unchanged."""
+    from tinybench_assets.io.landing import pending_drops
+
+    store = Store(landing["db"])
+    ingest_landing(store, landing["incoming"], landing["quarantine"])
+    first = store.query("SELECT drop_id, leaderboard FROM drops WHERE path = 'openllm/arc.responses.parquet'")
+    arc_rows = _counts(store)["landed_responses"]
+    src = landing["incoming"] / "openllm" / "arc.responses.parquet"
+    (landing["incoming"] / "mirror").mkdir()
+    (landing["incoming"] / "mirror" / "arc.parquet").write_bytes(src.read_bytes())
+    (landing["incoming"] / "openllm" / "arc_copy.parquet").write_bytes(src.read_bytes())
+    assert pending_drops(store, landing["incoming"]) == ["mirror/arc.parquet"]
+    report = ingest_landing(store, landing["incoming"], landing["quarantine"])
+    assert report.ingested == ["mirror/arc.parquet"] and "openllm/arc_copy.parquet" in report.skipped
+    assert pending_drops(store, landing["incoming"]) == []
+    assert "mirror.arc" in store.partition_keys()
+    n_arc = len(pd.read_parquet(src))
+    assert _counts(store)["landed_responses"] == arc_rows + n_arc
+    drops = store.query(
+        "SELECT drop_id, leaderboard, status FROM drops "
+        "WHERE path IN ('openllm/arc.responses.parquet', 'mirror/arc.parquet') ORDER BY seq"
+    )
+    assert drops["leaderboard"].tolist() == ["openllm", "mirror"] and set(drops["status"]) == {"active"}
+    assert drops["drop_id"].iloc[0] == first["drop_id"].iloc[0] != drops["drop_id"].iloc[1]
+    assert store.consolidate_responses("mirror.arc") == store.consolidate_responses("openllm.arc") == n_arc
+    again = ingest_landing(store, landing["incoming"], landing["quarantine"])
+    assert again.ingested == [] and "mirror/arc.parquet" in again.skipped
+
+
+def test_a_file_reverted_to_a_superseded_version_lands_again(landing):
+    """v1 -> v2 -> v1 again: the store holds v1's answers (the same drop id, one row, active, landed last), v2 is
+    superseded; an older version copied to another path of the board stays held (skipped, as before)."""
+    from tinybench_assets.io.landing import pending_drops
+
+    store = Store(landing["db"])
+    ingest_landing(store, landing["incoming"], landing["quarantine"])
+    path = landing["incoming"] / "openllm" / "arc.responses.parquet"
+    v1 = path.read_bytes()
+    df = pd.read_parquet(path)
+    df.assign(score=1 - df["score"]).to_parquet(path, index=False)
+    assert ingest_landing(store, landing["incoming"], landing["quarantine"]).ingested == [
+        "openllm/arc.responses.parquet"
+    ]
+    path.write_bytes(v1)
+    (landing["incoming"] / "openllm" / "old_arc.parquet").write_bytes(v1)
+    assert pending_drops(store, landing["incoming"]) == ["openllm/arc.responses.parquet"]
+    report = ingest_landing(store, landing["incoming"], landing["quarantine"])
+    assert report.ingested == ["openllm/arc.responses.parquet"] and "openllm/old_arc.parquet" in report.skipped
+    assert pending_drops(store, landing["incoming"]) == []
+    store.consolidate_responses("openllm.arc")
+    mean = store.query("SELECT avg(score) AS m FROM responses WHERE partition_key = 'openllm.arc'")["m"].iloc[0]
+    assert abs(mean - df["score"].mean()) < 1e-9
+    rows = store.query("SELECT drop_id, status FROM drops WHERE path = 'openllm/arc.responses.parquet' ORDER BY seq")
+    assert rows["status"].tolist() == ["superseded", "active"] and rows["drop_id"].nunique() == 2
+    assert ingest_landing(store, landing["incoming"], landing["quarantine"]).ingested == []
+
+
 def test_later_drop_wins_per_cell(landing):
     store = Store(landing["db"])
     ingest_landing(store, landing["incoming"], landing["quarantine"])
