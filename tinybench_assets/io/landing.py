@@ -15,7 +15,6 @@ from tinybench_assets.io.drops import sidecar_path
 
 from .drops import DropError, drop_sha256, file_sha256, landing_files, leaderboard_of, read_drop
 from .store import Store
-from .store_writes import lands
 
 log = logging.getLogger(__name__)
 
@@ -98,9 +97,29 @@ def _cached_sha(path: Path) -> str:
     return _SHA_CACHE[marks]
 
 
+#: what a landing file is to its leaderboard's store (:func:`landing_action`)
+LAND, HELD, RENAMED = "land", "held", "renamed"
+
+
+def landing_action(stored: tuple[str, str, str] | None, relpath: str, incoming: Path) -> str:
+    """What the file at ``relpath`` is, given the ``(drop_id, status, path)`` its leaderboard stored for its bytes
+    (``Store.stored_drop``):
+
+    - ``land``: bytes new to the leaderboard, or a version it has superseded since (the file reverted, an older version
+      put back under any name): its rows went when it was superseded, so it lands again;
+    - ``renamed``: the bytes active under another name whose file is gone from the landing folder: the stored version
+      takes this name (its rows stay), so that a later change of this file supersedes it;
+    - ``held``: the bytes active under this name, or beside another file with the same bytes (a copy).
+    """
+    if stored is None or stored[1] == "superseded":
+        return LAND
+    if stored[2] != relpath and not (incoming / stored[2]).exists():
+        return RENAMED
+    return HELD
+
+
 def pending_drops(store: Store, incoming: Path | str) -> list[str]:
-    """Landing files (relative paths) that would land (:func:`~tinybench_assets.io.store_writes.lands`: bytes new to
-    their leaderboard, or a file reverted to a version superseded since): what an ingest would read."""
+    """Landing files (relative paths) an ingest would act on (:func:`landing_action`: to land, or a renamed file)."""
     incoming = Path(incoming)
     out = []
     for path in landing_files(incoming):
@@ -110,8 +129,9 @@ def pending_drops(store: Store, incoming: Path | str) -> list[str]:
             continue
         except DropError:  # a folder name without usable characters: the ingest quarantines it
             board = None
-        if board is None or lands(store.stored_drop(sha, board), str(path.relative_to(incoming))):
-            out.append(str(path.relative_to(incoming)))
+        rel = str(path.relative_to(incoming))
+        if board is None or landing_action(store.stored_drop(sha, board), rel, incoming) != HELD:
+            out.append(rel)
     return out
 
 
@@ -124,8 +144,9 @@ def ingest_landing(
 ) -> IngestReport:
     """Ingest every new or changed drop under ``incoming`` (one transaction per drop).
 
-    Idempotent: a file whose bytes its leaderboard holds is skipped (the same bytes in another leaderboard's folder
-    land there too; a file reverted to a version superseded since lands again). A bad file is moved to
+    Idempotent: a file whose bytes its leaderboard holds active is skipped (:func:`landing_action`: the same bytes in
+    another leaderboard's folder land there too; a version superseded since lands again; a renamed file's stored
+    version takes its new name). A bad file is moved to
     ``quarantine_dir`` with an error report, and the other files still ingest. The rows a reader rejected from a file
     that lands (``Drop.rejected``) are written beside the quarantined files (:func:`write_rejected`), counted in
     ``report.rejected`` and noted. ``trust_pickles``: see
@@ -146,7 +167,12 @@ def ingest_landing(
             sha = drop_sha256(path) if bad is None else None  # with a matrix's sidecar, the bytes of both
         except FileNotFoundError:  # moved away by a concurrent run
             continue
-        if sha is not None and not lands(store.stored_drop(sha, board), rel):
+        stored = store.stored_drop(sha, board) if sha is not None else None
+        action = landing_action(stored, rel, incoming) if sha is not None else LAND
+        if action == RENAMED:
+            store.rename_drop(stored[0], rel)
+            log.info("%s: the version landed as %s, whose file is gone, now goes by this name", rel, stored[2])
+        if action != LAND:
             report.skipped.append(rel)
             continue
         try:

@@ -31,15 +31,15 @@ class StoreQueries(MatrixQueries):
         return self.query(f'SELECT {columns} FROM "{table}" WHERE {where}', params)
 
     # ------------------------------------------------------------------ drops and landing
-    def stored_drop(self, sha256: str, leaderboard: str) -> tuple[str, str] | None:
-        """``(status, path)`` of the drop of these bytes the leaderboard stored before (``active`` / ``superseded``;
-        the ids: :func:`~tinybench_assets.io.drop_types.drop_ids`), None for bytes new to it: the same bytes copied
-        into another leaderboard's folder are new there."""
+    def stored_drop(self, sha256: str, leaderboard: str) -> tuple[str, str, str] | None:
+        """``(drop_id, status, path)`` of the version with these bytes the leaderboard stored before (``active`` /
+        ``superseded``; the ids: :func:`~tinybench_assets.io.drop_types.drop_ids`), None for bytes new to it: the same
+        bytes copied into another leaderboard's folder are new there."""
         ids = drop_ids(sha256, leaderboard)
         df = self.query(
-            "SELECT status, path FROM drops WHERE drop_id IN (?, ?) AND leaderboard = ?", [*ids, leaderboard]
+            "SELECT drop_id, status, path FROM drops WHERE drop_id IN (?, ?) AND leaderboard = ?", [*ids, leaderboard]
         )
-        return None if df.empty else (str(df["status"].iloc[0]), str(df["path"].iloc[0]))
+        return None if df.empty else tuple(str(df[c].iloc[0]) for c in ("drop_id", "status", "path"))
 
     def active_drops(self) -> pd.DataFrame:
         """The active drops in landing order: columns ``drop_id, seq, partitions`` (comma-separated scenario keys)."""

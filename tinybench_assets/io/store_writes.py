@@ -76,49 +76,39 @@ def _supersede(con, relpath: str, leaderboard: str) -> None:
         con.execute("UPDATE drops SET status = 'superseded' WHERE drop_id = ?", [old_id])
 
 
-def _landing_id(con, drop: Drop, relpath: str) -> str | None:
-    """The id the drop lands under (:func:`~tinybench_assets.io.drop_types.drop_ids`): the sha256 of its bytes, or, when
-    another leaderboard landed the same bytes first, the sha256 bound to this leaderboard. None when the leaderboard
-    holds these bytes already (:func:`lands`). A file reverted to a version the leaderboard stored there and has
-    superseded since lands again under that version's id: its old ``drops`` row goes here (its landed rows went when
-    it was superseded)."""
+def _landing_id(con, drop: Drop) -> tuple[str, bool] | None:
+    """``(id, stored before)`` the drop lands under (:func:`~tinybench_assets.io.drop_types.drop_ids`): the sha256 of
+    its bytes, or, when another leaderboard landed the same bytes first, the sha256 bound to this leaderboard. A version
+    the leaderboard stored and has superseded since (a file reverted, an older version put back under any name) lands
+    again under its id (its landed rows went when it was superseded). None when the leaderboard holds these bytes
+    active: nothing to land."""
     for drop_id in drop_ids(drop.sha256, drop.leaderboard):
-        row = con.execute("SELECT leaderboard, status, path FROM drops WHERE drop_id = ?", [drop_id]).fetchone()
+        row = con.execute("SELECT leaderboard, status FROM drops WHERE drop_id = ?", [drop_id]).fetchone()
         if row is None:
-            return drop_id
+            return drop_id, False
         if row[0] == drop.leaderboard:
-            if not lands((row[1], row[2]), relpath):
-                return None
-            con.execute("DELETE FROM drops WHERE drop_id = ?", [drop_id])
-            return drop_id
+            return None if row[1] == "active" else (drop_id, True)
     raise AssertionError(f"drop id {drop_id} bound to leaderboard {drop.leaderboard!r} is stored for {row[0]!r}")
 
 
-def lands(stored: tuple[str, str] | None, relpath: str) -> bool:
-    """Whether a file at ``relpath`` lands, given the ``(status, path)`` its leaderboard stored for its bytes
-    (``Store.stored_drop``): bytes new to the leaderboard, or a version superseded at this very path (the file
-    reverted). The same bytes active, or an older version copied to another path, are held already."""
-    return stored is None or (stored[0] == "superseded" and stored[1] == relpath)
-
-
-def _insert_drop_row(con, drop: Drop, relpath: str, drop_id: str) -> None:
-    """The drop's ``drops`` row: active, numbered by ``drop_seq`` (landing order)."""
+def _write_drop_row(con, drop: Drop, relpath: str, drop_id: str, stored_before: bool) -> None:
+    """The drop's ``drops`` row: active, numbered by ``drop_seq`` (landing order); a version stored before gets its row
+    back, updated in place (no delete and insert of one key in a transaction: DuckDB before 1.2 refuses it)."""
     seq = con.execute("SELECT nextval('drop_seq')").fetchone()[0]
-    con.execute(
-        "INSERT INTO drops (drop_id, seq, path, leaderboard, format, kind, n_rows, partitions, status, ingested_at, notes) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', now(), ?)",
-        [
-            drop_id,
-            seq,
-            relpath,
-            drop.leaderboard,
-            drop.format,
-            drop.kind,
-            drop.n_rows,
-            ",".join(drop.partition_keys()),
-            "\n".join(drop.notes) or None,
-        ],
-    )
+    values = [seq, relpath, drop.leaderboard, drop.format, drop.kind, drop.n_rows, ",".join(drop.partition_keys())]
+    notes = "\n".join(drop.notes) or None
+    if stored_before:
+        con.execute(
+            "UPDATE drops SET seq = ?, path = ?, leaderboard = ?, format = ?, kind = ?, n_rows = ?, partitions = ?, "
+            "status = 'active', ingested_at = now(), notes = ? WHERE drop_id = ?",
+            [*values, notes, drop_id],
+        )
+    else:
+        con.execute(
+            "INSERT INTO drops (drop_id, seq, path, leaderboard, format, kind, n_rows, partitions, status, ingested_at, "
+            "notes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'active', now(), ?)",
+            [drop_id, *values, notes],
+        )
 
 
 def _register_scenarios(con, drop: Drop) -> None:
@@ -135,23 +125,29 @@ class StoreWrites(StoreBackend):
     """Transactional writes on the tinybench tables (mixed into ``Store``)."""
 
     def ingest_drop(self, drop: Drop, relpath: str) -> bool:
-        """Store one validated drop in one transaction. Returns False if its leaderboard holds these bytes already
-        (:func:`lands`).
+        """Store one validated drop in one transaction. Returns False if its leaderboard holds these bytes active.
 
         A new version of a path supersedes the old one: the old version's landed rows are removed
         in the same transaction, so the store never holds half of either.
         """
         with self.transaction() as con:
             self.lock(con, "tinybench:ingest")  # drops land one at a time (their seq and supersession)
-            drop_id = _landing_id(con, drop, relpath)
-            if drop_id is None:
+            found = _landing_id(con, drop)
+            if found is None:
                 return False
+            drop_id, stored_before = found
             _supersede(con, relpath, drop.leaderboard)
-            _insert_drop_row(con, drop, relpath, drop_id)
+            _write_drop_row(con, drop, relpath, drop_id, stored_before)
             for attr, name, sql in DROP_FRAME_INSERTS:
                 self._insert_frame(con, name, getattr(drop, attr), drop_id, sql)
             _register_scenarios(con, drop)
         return True
+
+    def rename_drop(self, drop_id: str, relpath: str) -> None:
+        """A stored version's file now goes by ``relpath`` (its old name is gone from the landing folder): a later change
+        of that file supersedes it."""
+        with self.transaction() as con:
+            con.execute("UPDATE drops SET path = ? WHERE drop_id = ?", [relpath, drop_id])
 
     def record_quarantine(self, relpath: str, sha256: str | None, error: str, moved_to: str | None) -> None:
         with self.transaction() as con:

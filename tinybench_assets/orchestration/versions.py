@@ -108,7 +108,8 @@ def _digest(rows) -> str:
 
 
 def landing_version(store) -> str:
-    """Content version of everything landed: the active drops (sha256 of their bytes) in landing order."""
+    """Content version of everything landed: the active drops (their ids: the sha256 of their bytes, bound to the
+    leaderboard where another landed them first) in landing order."""
     df = store.active_drops()[["drop_id", "seq"]]
     return _digest(df.itertuples(index=False))
 

@@ -138,32 +138,66 @@ def test_the_same_bytes_in_another_leaderboards_folder_land_there_too(landing):
     assert again.ingested == [] and "mirror/arc.parquet" in again.skipped
 
 
-def test_a_file_reverted_to_a_superseded_version_lands_again(landing):
-    """v1 -> v2 -> v1 again: the store holds v1's answers (the same drop id, one row, active, landed last), v2 is
-    superseded; an older version copied to another path of the board stays held (skipped, as before)."""
+def _arc_mean(store: Store) -> float:
+    store.consolidate_responses("openllm.arc")
+    return store.query("SELECT avg(score) AS m FROM responses WHERE partition_key = 'openllm.arc'")["m"].iloc[0]
+
+
+def test_a_superseded_version_put_back_lands_again_under_any_name(landing):
+    """v1 -> v2 -> v1 again: the store holds v1's answers (its drop id and row back, active, landed last), v2 is
+    superseded; v2 put back under another name lands again too (its rows went when it was superseded)."""
     from tinybench_assets.io.landing import pending_drops
 
     store = Store(landing["db"])
     ingest_landing(store, landing["incoming"], landing["quarantine"])
     path = landing["incoming"] / "openllm" / "arc.responses.parquet"
-    v1 = path.read_bytes()
-    df = pd.read_parquet(path)
+    v1, df = path.read_bytes(), pd.read_parquet(path)
     df.assign(score=1 - df["score"]).to_parquet(path, index=False)
+    v2 = path.read_bytes()
     assert ingest_landing(store, landing["incoming"], landing["quarantine"]).ingested == [
         "openllm/arc.responses.parquet"
     ]
     path.write_bytes(v1)
-    (landing["incoming"] / "openllm" / "old_arc.parquet").write_bytes(v1)
     assert pending_drops(store, landing["incoming"]) == ["openllm/arc.responses.parquet"]
-    report = ingest_landing(store, landing["incoming"], landing["quarantine"])
-    assert report.ingested == ["openllm/arc.responses.parquet"] and "openllm/old_arc.parquet" in report.skipped
+    assert ingest_landing(store, landing["incoming"], landing["quarantine"]).ingested == [
+        "openllm/arc.responses.parquet"
+    ]
     assert pending_drops(store, landing["incoming"]) == []
-    store.consolidate_responses("openllm.arc")
-    mean = store.query("SELECT avg(score) AS m FROM responses WHERE partition_key = 'openllm.arc'")["m"].iloc[0]
-    assert abs(mean - df["score"].mean()) < 1e-9
+    assert abs(_arc_mean(store) - df["score"].mean()) < 1e-9
     rows = store.query("SELECT drop_id, status FROM drops WHERE path = 'openllm/arc.responses.parquet' ORDER BY seq")
     assert rows["status"].tolist() == ["superseded", "active"] and rows["drop_id"].nunique() == 2
+    (landing["incoming"] / "openllm" / "arc_v2.parquet").write_bytes(v2)
+    assert pending_drops(store, landing["incoming"]) == ["openllm/arc_v2.parquet"]
+    assert ingest_landing(store, landing["incoming"], landing["quarantine"]).ingested == ["openllm/arc_v2.parquet"]
+    assert abs(_arc_mean(store) - (1 - df["score"].mean())) < 1e-9  # landed last: it wins every cell
+    assert set(store.query("SELECT status FROM drops")["status"]) == {"active"}
     assert ingest_landing(store, landing["incoming"], landing["quarantine"]).ingested == []
+
+
+def test_a_renamed_file_keeps_its_rows_and_a_later_change_supersedes_them(landing):
+    """A landed file renamed in the landing folder: nothing lands again, the stored version takes the new name (an
+    ingest runs for it), and a later change of the renamed file supersedes it; putting it back lands it again."""
+    from tinybench_assets.io.landing import pending_drops
+
+    store = Store(landing["db"])
+    ingest_landing(store, landing["incoming"], landing["quarantine"])
+    before = _counts(store)
+    path = landing["incoming"] / "openllm" / "arc.responses.parquet"
+    renamed = path.with_name("arc_renamed.parquet")
+    a, df = path.read_bytes(), pd.read_parquet(path)
+    path.rename(renamed)
+    assert pending_drops(store, landing["incoming"]) == ["openllm/arc_renamed.parquet"]
+    report = ingest_landing(store, landing["incoming"], landing["quarantine"])
+    assert report.ingested == [] and "openllm/arc_renamed.parquet" in report.skipped
+    assert pending_drops(store, landing["incoming"]) == [] and _counts(store) == before
+    assert store.query("SELECT count(*) AS n FROM drops WHERE path = 'openllm/arc_renamed.parquet'")["n"].iloc[0] == 1
+    df.assign(score=1 - df["score"]).to_parquet(renamed, index=False)
+    assert ingest_landing(store, landing["incoming"], landing["quarantine"]).ingested == ["openllm/arc_renamed.parquet"]
+    assert abs(_arc_mean(store) - (1 - df["score"].mean())) < 1e-9  # the old version is superseded, not beside it
+    renamed.write_bytes(a)
+    assert ingest_landing(store, landing["incoming"], landing["quarantine"]).ingested == ["openllm/arc_renamed.parquet"]
+    assert abs(_arc_mean(store) - df["score"].mean()) < 1e-9
+    assert pending_drops(store, landing["incoming"]) == []
 
 
 def test_later_drop_wins_per_cell(landing):
