@@ -80,17 +80,17 @@ def run_all(env: dict, *args: str) -> tuple[float, str]:
     return seconds, proc.stdout
 
 
-def big_board(env: dict, home: Path, arc: Path) -> tuple[dict, float, list]:
-    """Drop a new one-scenario board (openllm's arc files, as landed, rows reversed, under a new board name) and run
-    run-all until it has its tiny benchmark: ({name, models, items}, seconds, its run's materializations)."""
+def big_board(env: dict, home: Path) -> tuple[dict, float, list]:
+    """Drop a new one-scenario board (openllm's arc files, as landed, copied under a new board name: the same bytes
+    land on each board) and run run-all until it has its tiny benchmark: ({name, models, items}, seconds, its run's
+    materializations)."""
     import dagster as dg
     import pandas as pd
 
-    src, dst = arc.parent, home / "data" / "incoming" / BIG_BOARD
+    src, dst = home / "data" / "incoming" / "openllm", home / "data" / "incoming" / BIG_BOARD
     dst.mkdir(parents=True)
-    for f in sorted(src.glob("arc.*.parquet")):
-        # the rows in reverse order: a file whose bytes were ingested before is skipped as landed, whatever its folder
-        pd.read_parquet(f).iloc[::-1].to_parquet(dst / f.name, index=False)
+    for f in sorted(src.glob("arc.*")):
+        shutil.copy(f, dst / f.name)
     df = pd.read_parquet(dst / "arc.responses.parquet", columns=["model", "item"])
     t0 = time.time()
     seconds, _ = run_all(env, "--no-seed")
@@ -164,7 +164,7 @@ def main(argv=None) -> int:
         drop_mats = materializations_since(instance, t_drop0)
         drop_parts = sorted({p for a, p in drop_mats if a not in ("landing_ingest", "raw_responses") and p})
 
-        big, big_seconds, big_mats = big_board(env, home, arc)
+        big, big_seconds, big_mats = big_board(env, home)
         big_parts = sorted({p for a, p in big_mats if p and p.split(".")[0] == big["name"]})
         big_assets = {a for a, p in big_mats if p and p.split(".")[0] == big["name"]}
         if "tiny_benchmark" not in big_assets:

@@ -168,7 +168,7 @@ def ingest_landing(
         except FileNotFoundError:  # moved away by a concurrent run
             continue
         stored = store.stored_drop(sha, board) if sha is not None else None
-        action = landing_action(stored, rel, incoming) if sha is not None else LAND
+        action = landing_action(stored, rel, incoming)  # LAND where nothing is stored (a bad file: quarantined below)
         if action == RENAMED:
             store.rename_drop(stored[0], rel)
             log.info("%s: the version landed as %s, whose file is gone, now goes by this name", rel, stored[2])
