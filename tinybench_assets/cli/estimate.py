@@ -102,42 +102,24 @@ def format_table(df, art: dict, source: str = "") -> str:
     return "\n".join(lines)
 
 
-def _budget_artifact(args, art: dict, answers: dict) -> tuple[dict, list[str]]:
-    """The artifact of the largest prepared budget the answers cover (a small board's export), else ``art``."""
-    from tinybench_assets.core.tiny_benchmark import load_artifact
-    from tinybench_assets.core.tiny_benchmark.budgets import budget_for_answers, load_budgets
-
-    budgets = load_budgets(_artifact_path(args))
-    if budgets is None:
-        return art, []
-    folder = budget_for_answers(budgets, answers)
-    if folder is None:
-        return art, []
-    chosen = load_artifact(folder)
-    note = []
-    if int(chosen["n"]) != int(art["n"]):
-        note.append(f"answers cover the prepared budget n={chosen['n']}: scored with its anchors")
-    return chosen, note
-
-
 def estimate_cmd(args: argparse.Namespace) -> int:
     from tinybench_assets.cli.answers import read_model_answers
-    from tinybench_assets.core.tiny_benchmark import AnswerError, ArtifactError, estimate_from_artifact
+    from tinybench_assets.core.tiny_benchmark import AnswerError, ArtifactError
+    from tinybench_assets.io.evaluation_rows import estimate_answers
 
     try:
-        art = _load(args)
+        folder = _artifact_path(args)
         answers = read_model_answers(args.answers)
-        art, notes = _budget_artifact(args, art, answers)
-        df = estimate_from_artifact(
-            art,
+        art, df = estimate_answers(
+            folder,
             answers,
             use_learned=not args.no_learned,
             estimator=args.estimator,
             allow_missing=args.allow_missing,
-            allow_extra=args.allow_extra or bool(notes),
+            allow_extra=args.allow_extra,
         )
-        df.attrs["notes"] = notes + df.attrs.get("notes", [])
-    except (ArtifactError, AnswerError, UsageError) as e:
+        saved = _save(args, art) if args.save else None
+    except (ArtifactError, AnswerError, UsageError, OSError) as e:
         print(f"tinybench estimate: error: {e}", file=sys.stderr)
         return 2
     if args.json:
@@ -165,7 +147,41 @@ def estimate_cmd(args: argparse.Namespace) -> int:
         )
     else:
         print(format_table(df, art, f", {len(answers)} answers from {args.answers}"))
+    if saved is not None:
+        print(
+            f"saved to {saved}: the refresh sensor (or `tinybench run-all --no-seed`) keeps this evaluation in the "
+            "evaluations table and re-estimates it when the tiny benchmark changes",
+            file=sys.stderr,
+        )
     return 0
+
+
+def _save(args, art: dict) -> Path:
+    """``--save``: copy the answers (a file, or a harness samples folder) into the evaluations landing folder
+    ``<incoming>/evaluations/<leaderboard>/<model><suffix>``, where the ``model_evaluation`` asset picks them up."""
+    import shutil
+
+    from tinybench_assets.io.drop_types import clean_name
+    from tinybench_assets.io.evaluation_files import evaluations_dir, model_name
+
+    board = art.get("leaderboard") or args.leaderboard
+    if not board:
+        raise UsageError("--save needs the tiny benchmark's leaderboard (give --leaderboard NAME)")
+    src = Path(args.answers)
+    try:
+        model = clean_name(args.model) if args.model else model_name(src)
+    except ValueError:
+        raise UsageError(f"--model {args.model!r} gives no model name (use letters a-z, digits, _ or -)") from None
+    folder = evaluations_dir(paths.incoming_dir()) / clean_name(board)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / (model if src.is_dir() else model + src.suffix.lower())
+    if src.is_dir():
+        shutil.copytree(src, target, dirs_exist_ok=True)
+    else:
+        tmp = target.with_name(target.name + ".part")  # a partial upload the listing skips, renamed when whole
+        shutil.copyfile(src, tmp)
+        tmp.replace(target)
+    return target
 
 
 def _budget_anchors(args, art: dict):
@@ -308,6 +324,13 @@ def add_parsers(sub) -> None:
     p.add_argument("--estimator", help="force one estimator (e.g. gpirt, pirt_joint, gbm_joint)")
     p.add_argument("--allow-missing", action="store_true", help="allow a scenario with some anchors unanswered")
     p.add_argument("--allow-extra", action="store_true", help="ignore answered pool items that are not anchors")
+    p.add_argument(
+        "--save",
+        action="store_true",
+        help="also copy the answers into the evaluations landing folder (<incoming>/evaluations/<leaderboard>/), "
+        "where the model_evaluation asset keeps the estimates and refreshes them",
+    )
+    p.add_argument("--model", help="with --save: the model's name (default: the answers file's stem)")
     p.set_defaults(func=estimate_cmd)
     p = sub.add_parser(
         "anchors",

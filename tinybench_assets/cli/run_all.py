@@ -222,6 +222,13 @@ def _run_all(args: argparse.Namespace) -> int:
         for key in keys:
             chains.setdefault(split_partition_key(key)[0], []).append(key)
         materialized, failed = _refresh_boards(args, defs, instance, store, keys, chains, owner)
+        if not args.only:  # then each evaluation whose answers or leaderboard's tiny benchmark changed
+            from tinybench_assets.orchestration.evaluations import refresh_evaluations
+
+            done, bad = refresh_evaluations(
+                defs, instance, paths.incoming_dir(), skip_boards=failed, log=echo, run_config=quiet, tags=owner
+            )
+            materialized, failed = materialized + done, [*failed, *bad]
     bad_keys, bad_boards = [k for k in keys if k in failed], [b for b in chains if b in failed]
     skipped = skipped_assets(instance, t0)
     print(

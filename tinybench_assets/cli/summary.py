@@ -33,4 +33,10 @@ def summary(args: argparse.Namespace) -> int:
             from tinybench_assets.io import reports
 
             print(reports.render(store, table))
+    from tinybench_assets.io import reports
+
+    print(
+        "\nevaluations (latest per model, accuracy points; `tinybench estimate --save` or data/incoming/evaluations/):"
+    )
+    print(reports.evaluations_report(store))
     return 0

@@ -1,8 +1,8 @@
-"""Jobs: ingest the landing folder; refresh one scenario partition; refresh one leaderboard."""
+"""Jobs: ingest the landing folder; refresh one scenario partition; refresh one leaderboard; refresh one evaluation."""
 
 import dagster as dg
 
-from tinybench_assets.defs.assets import leaderboard_assets, scenario_assets, unpartitioned_assets
+from tinybench_assets.defs.assets import evaluation_assets, leaderboard_assets, scenario_assets, unpartitioned_assets
 
 ingest_job = dg.define_asset_job(
     "ingest_landing",
@@ -24,3 +24,10 @@ if leaderboard_assets:
     jobs.append(leaderboard_job)
 else:  # pragma: no cover - before leaderboard assets exist
     leaderboard_job = None
+evaluation_job = dg.define_asset_job(
+    "refresh_evaluation",
+    selection=dg.AssetSelection.assets(*evaluation_assets),
+    description="A new model's evaluation (leaderboard/model): its estimates from the answers in the evaluations "
+    "landing folder, on its leaderboard's tiny benchmark.",
+)
+jobs.append(evaluation_job)

@@ -1,11 +1,15 @@
-"""Partitions: one dynamic key per leaderboard scenario (``openllm.mmlu``), one per leaderboard."""
+"""Partitions: one dynamic key per leaderboard scenario (``openllm.mmlu``), one per leaderboard, one per evaluated model
+(``openllm/mymodel``: a file in the evaluations landing folder, io/evaluation_files.py)."""
 
 import dagster as dg
 
 from tinybench_assets.io.drops import split_partition_key
+from tinybench_assets.orchestration.evaluations import EVALUATION_PARTITIONS
 
 scenario_partitions = dg.DynamicPartitionsDefinition(name="scenarios")
 leaderboard_partitions = dg.DynamicPartitionsDefinition(name="leaderboards")
+#: registered by the refresh decision's callers (orchestration/evaluations.py: register_evaluations)
+evaluation_partitions = dg.DynamicPartitionsDefinition(name=EVALUATION_PARTITIONS)
 
 
 def register_partitions(instance: dg.DagsterInstance, keys) -> list[str]:

@@ -1,6 +1,7 @@
 """Nightly schedules: the same refresh decision as ``tinybench run-all`` and the refresh sensor
 (``refresh_plan.decide``), one schedule per job (a schedule targets one job), so the project catches up even with the
-sensor turned off: 03:00 ingest new drops, 03:15 the stale scenario partitions, 04:00 the stale leaderboards."""
+sensor turned off: 03:00 ingest new drops, 03:15 the stale scenario partitions, 04:00 the stale leaderboards, 04:30
+the stale evaluations."""
 
 import time
 
@@ -8,9 +9,15 @@ import dagster as dg
 
 from tinybench_assets.defs.jobs import jobs
 from tinybench_assets.defs.resources import LandingResource, StoreResource
-from tinybench_assets.orchestration.refresh_plan import INGEST_JOB, LEADERBOARD_JOB, SCENARIO_JOB, decide
+from tinybench_assets.orchestration.refresh_plan import (
+    EVALUATION_JOB,
+    INGEST_JOB,
+    LEADERBOARD_JOB,
+    SCENARIO_JOB,
+    decide,
+)
 
-CRON = {INGEST_JOB: "0 3 * * *", SCENARIO_JOB: "15 3 * * *", LEADERBOARD_JOB: "0 4 * * *"}
+CRON = {INGEST_JOB: "0 3 * * *", SCENARIO_JOB: "15 3 * * *", LEADERBOARD_JOB: "0 4 * * *", EVALUATION_JOB: "30 4 * * *"}
 
 
 def stale_schedule(job) -> dg.ScheduleDefinition:

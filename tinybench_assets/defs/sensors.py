@@ -13,6 +13,7 @@ import dagster as dg
 from tinybench_assets.defs.jobs import jobs
 from tinybench_assets.defs.partitions import register_partitions
 from tinybench_assets.defs.resources import LandingResource, StoreResource
+from tinybench_assets.orchestration.evaluations import register_evaluations
 from tinybench_assets.orchestration.orphans import free_pool_slots, mark_orphaned_runs
 from tinybench_assets.orchestration.refresh_plan import decide
 
@@ -58,7 +59,8 @@ def runs_ended_since(instance: dg.DagsterInstance, since: float) -> bool:
     description="Refreshes the project when leaderboard data arrives, asking the question `tinybench run-all` asks "
     "(tinybench_assets/orchestration/refresh_plan.py): new or changed files in the landing folder -> one ingest run (bad files are "
     "quarantined there); then, per scenario partition, one run of just its stale or missing assets (a drop refreshes "
-    "its own partitions); then each leaderboard whose scenarios are done. Runs are tagged with why "
+    "its own partitions); then each leaderboard whose scenarios are done; then each evaluation (a file in "
+    "data/incoming/evaluations/<leaderboard>/) whose leaderboard is done and whose answers or tiny benchmark changed. Runs are tagged with why "
     "(tinybench/reason). No run while one is live for the same partition or while a `tinybench run-all` holds the "
     "project's lock; a failing state is retried once, then left until its inputs or code change. It decides when a "
     "landing file or a run of the project changed, and every TINYBENCH_SENSOR_INTERVAL_S seconds (default 30); "
@@ -84,6 +86,8 @@ def refresh_sensor(context: dg.SensorEvaluationContext, landing: LandingResource
     decision = decide(context.repository_def, context.instance, store.get(), landing.incoming_path)
     if decision.new_partitions:
         register_partitions(context.instance, decision.new_partitions)
+    if decision.new_evaluations:
+        register_evaluations(context.instance, decision.new_evaluations)
     if not decision.work:
         return dg.SkipReason(
             "nothing stale or missing" + (f"; {'; '.join(decision.waiting)[:1000]}" if decision.waiting else "")

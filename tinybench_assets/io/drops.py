@@ -55,6 +55,7 @@ from .drop_types import (  # re-exported: importers write ``from tinybench_asset
     sidecar_path,
     split_partition_key,
 )
+from .evaluation_files import FOLDER as EVALUATIONS_FOLDER
 from .routerdc_drops import routerdc_scenario  # re-exported, as the drop_types names
 from .table_layout import table_layout
 
@@ -136,7 +137,9 @@ def landing_files(incoming: Path) -> list[Path]:
         return []
     found = [p for p in incoming.glob("*") if p.is_file()] + [p for p in incoming.glob("*/*") if p.is_file()]
     found += [p for p in incoming.glob("*/*/samples_*.jsonl") if p.is_file() and harness_drops.is_harness_file(p)]
-    return sorted(p for p in found if is_drop_candidate(p))
+    # the evaluations folder holds new models' answers (io/evaluation_files.py), never a leaderboard's drops
+    evaluations = incoming / EVALUATIONS_FOLDER
+    return sorted(p for p in found if is_drop_candidate(p) and not p.is_relative_to(evaluations))
 
 
 # ---------------------------------------------------------------------- entry point

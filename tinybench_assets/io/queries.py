@@ -72,6 +72,45 @@ class StoreQueries(MatrixQueries):
         """How many files were quarantined so far."""
         return int(self.query("SELECT count(*) AS n FROM quarantine")["n"].iloc[0])
 
+    def board_drop_ids(self, board: str) -> list[str]:
+        """The leaderboard's active drop ids, sorted (a tiny benchmark's version names them)."""
+        return sorted(
+            self.query("SELECT drop_id FROM drops WHERE leaderboard = ? AND status = 'active'", [board])["drop_id"]
+        )
+
+    def evaluations(self, board: str | None = None, model: str | None = None, latest: bool = True) -> pd.DataFrame:
+        """Rows of the ``evaluations`` table: the latest evaluation of each model (``latest``; else its whole history,
+        superseded rows too), of one leaderboard and model where given; oldest first."""
+        where, params = ["TRUE"], []
+        for col, val in (("leaderboard", board), ("model", model)):
+            if val is not None:
+                where.append(f"{col} = ?")
+                params.append(val)
+        if latest:
+            where.append("NOT superseded")
+        return self.query(
+            f"SELECT * FROM evaluations WHERE {' AND '.join(where)} ORDER BY leaderboard, model, evaluated_at, scenario",
+            params,
+        )
+
+    def board_accuracies(self, board: str) -> dict[str, list[float]]:
+        """{scenario: the leaderboard's models' accuracies on its pool} (``matrix_models``), where an evaluated model
+        would rank."""
+        df = self.query(
+            "SELECT partition_key, accuracy FROM matrix_models WHERE position(CAST(? AS VARCHAR) || '.' IN "
+            "partition_key) = 1 AND accuracy IS NOT NULL",
+            [board],
+        )
+        return {split_partition_key(k)[1]: g["accuracy"].tolist() for k, g in df.groupby("partition_key")}
+
+    def quarantined_evaluations(self) -> pd.DataFrame:
+        """Evaluation files quarantined so far (``evaluations/<leaderboard>/...``): columns ``path, error,
+        quarantined_to, quarantined_at``, the latest first."""
+        return self.query(
+            "SELECT path, error, quarantined_to, quarantined_at FROM quarantine "
+            "WHERE position('evaluations/' IN path) = 1 ORDER BY quarantined_at DESC"
+        )
+
     def binarize_rule(self, key: str) -> str | None:
         """The binarization rule the drops declared for a scenario partition, or None when it is not registered."""
         df = self.query("SELECT binarize_rule FROM scenarios WHERE partition_key = ?", [key])

@@ -67,3 +67,23 @@ def render(store: Store, table: str) -> str:
         ci = pd.Series([_interval(lo, hi) for lo, hi in zip(df.pop("mae_t1_lo"), df.pop("mae_t1_hi"))], index=df.index)
         df.insert(df.columns.get_loc("mae_t1_pts") + 1, "ci95_t1", ci)
     return df.to_string(index=False)
+
+
+def evaluations_report(store: Store) -> str:
+    """The latest evaluation of each model (estimate and 90 % interval in points per scenario, the tiny benchmark's
+    version), and the evaluation files quarantined with their one-line reason."""
+    lines = []
+    df = store.evaluations()
+    if df.empty:
+        lines.append("(no evaluation: drop a model's answers into data/incoming/evaluations/<leaderboard>/)")
+    else:
+        df = df.assign(
+            **{c: (100 * df[c].astype(float)).round(1) for c in ("estimate", "lower", "upper", "estimate_t2")},
+            version=df["tiny_benchmark_version"].str[:8],
+        )
+        cols = ["leaderboard", "model", "scenario", "estimate", "lower", "upper", "estimate_t2", "estimator"]
+        lines.append(df[[*cols, "n_answers", "anchors_missing", "version"]].to_string(index=False))
+    bad = store.quarantined_evaluations()
+    for r in bad.head(20).itertuples(index=False):
+        lines.append(f"quarantined {r.path}: {str(r.error).splitlines()[0][:300]}")
+    return "\n".join(lines)

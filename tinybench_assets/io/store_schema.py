@@ -132,4 +132,15 @@ ALTER TABLE backtest_summary ADD COLUMN IF NOT EXISTS mae_t1_lo DOUBLE;  -- 95 %
 ALTER TABLE backtest_summary ADD COLUMN IF NOT EXISTS mae_t1_hi DOUBLE;
 ALTER TABLE backtest_summary ADD COLUMN IF NOT EXISTS mae_t2_lo DOUBLE;
 ALTER TABLE backtest_summary ADD COLUMN IF NOT EXISTS mae_t2_hi DOUBLE;
+CREATE TABLE IF NOT EXISTS evaluations (  -- a new model's estimates (model_evaluation), one version after another
+    leaderboard VARCHAR NOT NULL, model VARCHAR NOT NULL, scenario VARCHAR NOT NULL,
+    estimate DOUBLE, lower DOUBLE, upper DOUBLE, estimate_t2 DOUBLE, lower_t2 DOUBLE, upper_t2 DOUBLE,
+    estimator VARCHAR, estimator_t2 VARCHAR, source VARCHAR,
+    n_answers INTEGER NOT NULL, n_anchors INTEGER NOT NULL, anchors_missing INTEGER NOT NULL, notes VARCHAR,
+    answers_path VARCHAR NOT NULL, answers_sha256 VARCHAR NOT NULL,
+    tiny_benchmark_version VARCHAR NOT NULL,  -- of artifact_sha256 and drop_ids (io/evaluation_rows.py)
+    artifact_sha256 VARCHAR NOT NULL, drop_ids VARCHAR NOT NULL,  -- the leaderboard's active drops, comma-separated
+    superseded BOOLEAN NOT NULL,  -- a later evaluation of the same leaderboard and model replaced these rows
+    evaluated_at TIMESTAMP NOT NULL
+);
 """

@@ -153,6 +153,23 @@ class StoreWrites(StoreBackend):
         with self.transaction() as con:
             con.execute("INSERT INTO quarantine VALUES (?, ?, ?, ?, now())", [relpath, sha256, error, moved_to])
 
+    def write_evaluation(self, leaderboard: str, model: str, rows: pd.DataFrame) -> None:
+        """Add one evaluation's rows (``io.evaluation_rows.EVALUATION_COLUMNS``) and mark the model's earlier rows on
+        the leaderboard superseded, in one transaction: the history stays."""
+        with self.transaction() as con:
+            self.lock(con, f"evaluations:{leaderboard}/{model}")
+            con.execute(
+                "UPDATE evaluations SET superseded = TRUE WHERE leaderboard = ? AND model = ? AND NOT superseded",
+                [leaderboard, model],
+            )
+            if len(rows):
+                cols = ", ".join(f'"{c}"' for c in rows.columns)
+                with self.frame(con, "eval_df", rows, like="evaluations"):
+                    con.execute(
+                        f"INSERT INTO evaluations ({cols}, superseded, evaluated_at) SELECT {cols}, FALSE, now() "
+                        "FROM eval_df"
+                    )
+
     def consolidate_responses(self, key: str) -> int:
         """Rebuild ``responses`` for one partition from the active drops; the latest drop wins per cell."""
         leaderboard, scenario = split_partition_key(key)

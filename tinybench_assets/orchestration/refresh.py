@@ -34,6 +34,9 @@ from tinybench_assets.orchestration.versions import partition_version, prices_ve
 CONTENT_VERSIONED = frozenset({"landing_ingest", "raw_responses", "model_prices"})
 #: the scenario-partitioned ones, which read landing_ingest: fresh after an ingest that left their content as it was
 SCENARIO_CONTENT = ("raw_responses", "model_prices")
+#: a new model's evaluation: its data version is its answers file's content hash (:func:`answers_version`), which
+#: Dagster does not observe; a changed file makes it stale
+EVALUATION_ASSET = "model_evaluation"
 
 
 @dataclass
@@ -50,10 +53,23 @@ class RefreshResult:
 
 
 def leaderboard_of_key(partition: str | None) -> str | None:
-    """The leaderboard a scenario (``openllm.arc``) or leaderboard (``openllm``) partition key belongs to."""
+    """The leaderboard a scenario (``openllm.arc``), leaderboard (``openllm``) or evaluation (``openllm/mymodel``)
+    partition key belongs to."""
+    if partition is not None and "/" in partition:  # an evaluation: <leaderboard>/<model>
+        return partition.split("/", 1)[0]
     if partition is None or "." not in partition:  # unpartitioned, or a leaderboard key
         return partition
     return split_partition_key(partition)[0]
+
+
+def answers_version(key: str, incoming=None) -> str | None:
+    """The data version ``model_evaluation`` would report for evaluation partition ``key`` now (its answers' content
+    hash, as the asset reports it), None when its file is gone from the landing folder."""
+    from tinybench_assets import paths
+    from tinybench_assets.io.evaluation_files import evaluation_file
+
+    ev = evaluation_file(incoming or paths.incoming_dir(), key)
+    return None if ev is None else ev.sha256()[:16]
 
 
 def own_cause(cause, partition: str | None) -> bool:
@@ -141,6 +157,11 @@ def assess(
                     out.why[k] = f"{what} changed (content version {landed})"
             if status == StaleStatus.STALE and k not in out.why:
                 out.why[k] = "; ".join(sorted({_cause_text(c) for c in causes})) or "stale"
+        if status != StaleStatus.MISSING and part is not None and k.to_user_string() == EVALUATION_ASSET:
+            now = answers_version(part)
+            if now is not None and resolver.get_current_data_version(k, part).value != now:
+                status = StaleStatus.STALE
+                out.why[k] = f"its answers file changed (content version {now})"
         out.status[k] = status
     return out
 

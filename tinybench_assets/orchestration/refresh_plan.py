@@ -29,6 +29,7 @@ import dagster as dg
 
 from tinybench_assets import paths
 from tinybench_assets.io.drops import split_partition_key
+from tinybench_assets.orchestration.evaluations import EVALUATION_JOB, EVALUATION_PARTITIONS
 from tinybench_assets.orchestration.live_runs import live_runs
 from tinybench_assets.orchestration.orphans import process_start_time
 from tinybench_assets.orchestration.refresh import explain, repository, resolver_for
@@ -76,6 +77,7 @@ class Decision:
     work: list[Work] = field(default_factory=list)
     waiting: list[str] = field(default_factory=list)  # what is not requested now, and why
     new_partitions: list[str] = field(default_factory=list)  # scenario keys the instance does not know yet
+    new_evaluations: list[str] = field(default_factory=list)  # evaluation keys (board/model) it does not know yet
     live: int = 0  # runs queued, starting or started now, of either path
 
 
@@ -129,7 +131,7 @@ def decide(defs, instance: dg.DagsterInstance, store, incoming: Path | str) -> D
     drops = pending_drops(store, incoming)
     if drops:
         return _ingest_decision(out, instance, Path(incoming), drops)
-    return _partition_decision(out, defs, instance, store, live)
+    return _partition_decision(out, defs, instance, store, live, Path(incoming))
 
 
 def _ingest_decision(out: Decision, instance, incoming: Path, drops) -> Decision:
@@ -164,16 +166,26 @@ def _ingest_decision(out: Decision, instance, incoming: Path, drops) -> Decision
     return out
 
 
-def _partition_decision(out: Decision, defs, instance, store, live: dict) -> Decision:
-    """Every scenario partition with stale or missing assets, and each leaderboard once its scenario partitions
-    have nothing to do; the larger leaderboards first."""
+def _partition_decision(out: Decision, defs, instance, store, live: dict, incoming: Path) -> Decision:
+    """Every scenario partition with stale or missing assets, each leaderboard once its scenario partitions have
+    nothing to do, and each evaluation (a file in the evaluations landing folder) once its leaderboard has nothing to
+    do; the larger leaderboards first."""
+    from tinybench_assets.io.evaluation_files import evaluation_files  # lazy, as io.landing above
+
     repo = repository(defs)
     resolver = resolver_for(instance, repo.asset_graph)
     keys = store.partition_keys()
     known = set(instance.get_dynamic_partitions("scenarios"))
     out.new_partitions = [k for k in keys if k not in known]
     landed = landing_version(store)
-    versions = {d: code_version(d) for d in ("ingest", "irt", "estimation", "router", "magi")}
+    versions = {d: code_version(d) for d in ("ingest", "irt", "estimation", "router", "magi", "evaluations")}
+    evaluations: dict[str, list] = {}
+    for ev in evaluation_files(incoming):
+        evaluations.setdefault(ev.leaderboard, []).append(ev)
+    known_evaluations = set(instance.get_dynamic_partitions(EVALUATION_PARTITIONS))
+    out.new_evaluations = [
+        e.partition for evs in evaluations.values() for e in evs if e.partition not in known_evaluations
+    ]
     boards: dict[str, list[str]] = {}
     for k in keys:
         boards.setdefault(split_partition_key(k)[0], []).append(k)
@@ -183,12 +195,13 @@ def _partition_decision(out: Decision, defs, instance, store, live: dict) -> Dec
     # rank by landed response cells: the larger leaderboard's runs first (0 = smallest)
     size = {b: r for r, b in enumerate(sorted(boards, key=lambda b: (cells.get(b, 0), b), reverse=False))}
 
-    def consider(job: str, part: str, priority: int) -> bool:
-        """Adds the partition's work (if any); True when it has work or a live run."""
+    def consider(job: str, part: str, priority: int, content: str = "") -> bool:
+        """Adds the partition's work (if any); True when it has work or a live run. ``content``: a version of what the
+        partition reads beyond the store (an evaluation's answers file), part of its state."""
         if (job, part) in live:
             out.waiting.append(f"{job} {part}: a run is live ({live[(job, part)][0].run_id})")
             return True
-        if part in out.new_partitions:
+        if part in out.new_partitions or part in out.new_evaluations:
             todo = set(repo.get_job(job).asset_layer.selected_asset_keys)  # not a partition yet: all of it
             why = {k: "new partition" for k in todo}
         else:
@@ -196,7 +209,7 @@ def _partition_decision(out: Decision, defs, instance, store, live: dict) -> Dec
         if not todo:
             return False
         names = sorted(k.to_user_string() for k in todo)
-        state = _digest(job, part, *names, landed, *sorted(versions.items()))
+        state = _digest(job, part, *names, landed, *sorted(versions.items()), content)
         attempt = failed_attempts(instance, state)
         if attempt >= MAX_ATTEMPTS:
             out.waiting.append(
@@ -208,13 +221,20 @@ def _partition_decision(out: Decision, defs, instance, store, live: dict) -> Dec
         out.work.append(Work(job, part, names, reason, state, attempt, priority))
         return True
 
-    for board, parts in sorted(boards.items()):
+    for board in sorted(set(boards) | set(evaluations)):
+        parts = boards.get(board, [])
         busy = [consider(SCENARIO_JOB, p, size[board]) for p in sorted(parts)]
-        if LEADERBOARD_JOB not in jobs:
-            continue
-        if any(busy):
+        if LEADERBOARD_JOB not in jobs or not parts:
+            board_busy = any(busy)
+        elif any(busy):
             out.waiting.append(f"{LEADERBOARD_JOB} {board}: waits for its scenario partitions")
+            board_busy = True
         else:
-            consider(LEADERBOARD_JOB, board, LEADERBOARD_PRIORITY + size[board])
+            board_busy = consider(LEADERBOARD_JOB, board, LEADERBOARD_PRIORITY + size[board])
+        if board_busy and evaluations.get(board):
+            out.waiting.append(f"{EVALUATION_JOB} {board}/*: waits for its leaderboard's refresh")
+        elif EVALUATION_JOB in jobs:
+            for ev in evaluations.get(board, []):
+                consider(EVALUATION_JOB, ev.partition, -1, ev.sha256())
     out.work.sort(key=lambda w: -w.priority)  # stable: partitions in name order within a priority
     return out

@@ -73,6 +73,14 @@ SOURCES = {
         "core/irt/*.py",
     ),
     "encoder": ("defs/assets/encoders.py", "io/static_encoder.py"),
+    "evaluations": (
+        "defs/assets/evaluations.py",
+        "defs/evaluation_report.py",
+        "io/evaluation_*.py",
+        "cli/answers.py",
+        "io/harness_drops.py",
+        "core/tiny_benchmark/*.py",
+    ),
     "magi": (
         "defs/assets/subsets.py",
         "defs/magi_report.py",

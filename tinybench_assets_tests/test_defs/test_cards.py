@@ -8,7 +8,7 @@ import time
 
 from tinybench_assets.defs.cards import card, owners
 
-PIPELINE_GROUPS = {"ingest", "irt", "estimation", "router", "magi"}
+PIPELINE_GROUPS = {"ingest", "irt", "estimation", "router", "magi", "evaluations"}
 
 
 def test_every_asset_has_group_title_description_and_owner():

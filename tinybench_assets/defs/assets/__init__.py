@@ -5,6 +5,7 @@ import dagster as dg
 from tinybench_assets.defs.assets import (
     encoders,
     estimation,
+    evaluations,
     irt,
     prices,
     responses,
@@ -44,4 +45,5 @@ leaderboard_assets = dg.map_asset_specs(
         *subsets.leaderboard_assets,
     ],
 )
-all_assets = unpartitioned_assets + scenario_assets + leaderboard_assets
+evaluation_assets = evaluations.evaluation_assets
+all_assets = unpartitioned_assets + scenario_assets + leaderboard_assets + evaluation_assets
