@@ -192,3 +192,22 @@ def test_cli_usage_errors(board, capsys, tmp_path, monkeypatch):
     with pytest.raises(SystemExit):
         main(["anchors", "--artifact", "x", "--leaderboard", "y"])
     capsys.readouterr()
+
+
+def test_estimate_save_lands_the_answers_in_the_evaluations_folder(board, capsys, tmp_path):
+    from pathlib import Path
+
+    from tinybench_assets import paths
+
+    f = write_csv(tmp_path / "My Model.csv", board["answers"])
+    rc, out, err = run(capsys, "estimate", "--artifact", str(board["folder"]), "--answers", str(f), "--save")
+    saved = Path(paths.incoming_dir()) / "evaluations" / "sim" / "my_model.csv"
+    assert rc == 0 and saved.read_bytes() == f.read_bytes() and f"saved to {saved}" in err
+    rc, _, err = run(
+        capsys, "estimate", "--artifact", str(board["folder"]), "--answers", str(f), "--save", "--model", "x y"
+    )
+    assert rc == 0 and (saved.parent / "x_y.csv").exists()
+    # nothing is saved when the answers cannot be estimated
+    bad = write_csv(tmp_path / "bad.csv", {k: 3 for k in board["answers"]})
+    rc, _, err = run(capsys, "estimate", "--artifact", str(board["folder"]), "--answers", str(bad), "--save")
+    assert rc == 2 and "outside [0, 1]" in err and not (saved.parent / "bad.csv").exists()
