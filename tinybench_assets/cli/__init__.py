@@ -5,6 +5,8 @@ tinybench summary            print what the DuckDB store holds
 tinybench anchors            list the anchor items of an exported tiny benchmark
 tinybench estimate           estimate a new model's accuracy from its answers to the anchors
 tinybench route              route questions to the model most likely to answer them (stored router, offline)
+tinybench calibrate          calibrate a router's threshold on your own questions (share to the strongest model)
+tinybench serve              the routers behind an OpenAI-compatible endpoint (/v1/chat/completions, /v1/route)
 tinybench adaptive           adaptive test of a new model on one scenario, item by item (next / answer / estimate / run)
 tinybench ui                 the Dagster UI (webserver and daemon) on the project's instance
 tinybench worker             a Celery worker of the distributed profile (deploy/README.md)
@@ -75,14 +77,18 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("summary", help="print what the store holds")
     p.set_defaults(func=summary)
     from tinybench_assets.cli.adaptive import add_parsers as add_adaptive_parsers
+    from tinybench_assets.cli.calibrate import add_parsers as add_calibrate_parsers
     from tinybench_assets.cli.estimate import add_parsers
     from tinybench_assets.cli.route import add_parsers as add_route_parsers
+    from tinybench_assets.cli.serve import add_parsers as add_serve_parsers
     from tinybench_assets.cli.ui import add_parsers as add_ui_parsers
     from tinybench_assets.cli.worker import add_parsers as add_worker_parsers
 
     add_parsers(sub)
     add_adaptive_parsers(sub)
     add_route_parsers(sub)
+    add_calibrate_parsers(sub)
+    add_serve_parsers(sub)
     add_ui_parsers(sub)
     add_worker_parsers(sub)
     args = parser.parse_args(argv)

@@ -5,6 +5,7 @@
     tinybench route --leaderboard routerdc --scenario mmlu --questions questions.csv [--json] [--output routes.csv]
     tinybench route --leaderboard routerbench --scenario mbpp --objective quality_at_min_cost --tolerance 1 "..."
     tinybench route --leaderboard routerbench --scenario mbpp --max-cost 0.001 "..."
+    tinybench route --leaderboard routellm --scenario mmlu --threshold strong30 "..."   (a calibrated threshold)
 
 The router is the one ``router_accuracy`` saved for partition ``BOARD.SCENARIO``
 (``$TINYBENCH_ARTIFACTS/BOARD/router_SCENARIO.npz``; ``--router FILE`` overrides it); without ``--scenario``, the one
@@ -28,6 +29,7 @@ from pathlib import Path
 from tinybench_assets import paths
 from tinybench_assets.cli.errors import UsageError
 from tinybench_assets.cli.questions import clean_question, read_questions
+from tinybench_assets.cli.route_policy import cost_policy, threshold_policy
 
 # cli: lazy (see cli/__init__.py): subcommands import what they run inside their functions
 
@@ -122,75 +124,42 @@ def _offline_and_quiet():
             hf_logging.enable_progress_bar()
 
 
-def saved_points(cost: dict) -> list:
-    """The router file's training-CV operating points (core.routing.cost.OperatingPoint) of its served family. A file
-    written before cascades were served holds a lambda sweep and the best single model's figures instead."""
-    from tinybench_assets.core.routing.cost import OperatingPoint, Policy
-
-    if "points" in cost:
-        pts = cost["points"]
-        return [
-            OperatingPoint(Policy(k, None if v is None else float(v)), float(a), float(c), "")
-            for k, v, a, c in zip(pts["policy"], pts["value"], pts["cv_acc"], pts["cv_cost"])
-        ]
-    sw, (acc, c) = cost["sweep"], cost["best_single"]
-    return [OperatingPoint(Policy("single"), float(acc), float(c), "")] + [
-        OperatingPoint(Policy("lambda", float(v)), float(a), float(k), "")
-        for v, a, k in zip(sw["lambda"], sw["cv_acc"], sw["cv_cost"])
-    ]
-
-
-def saved_policy(cost: dict):
-    """The router file's served cost policy (old files: ``lambda``, None for the best single model)."""
-    from tinybench_assets.core.routing.cost import Policy
-
-    if "policy" in cost:
-        return Policy(cost["policy"], None if cost["value"] is None else float(cost["value"]))
-    return Policy("single") if cost["lambda"] is None else Policy("lambda", float(cost["lambda"]))
-
-
-def cost_policy(
-    meta: dict, objective: str | None, tolerance: float | None, max_cost: float | None, min_accuracy: float | None
-) -> tuple[str, object, str]:
-    """(objective, policy, rule) to route with; policy None: the accuracy objective (argmax of P with the router's
-    margin), else a core.routing.cost.Policy. Without flags: the router file's own choice (its cost objective where
-    costs landed, else accuracy). A cost objective re-chooses among the file's training-CV operating points (no data
-    read): ``tolerance`` and ``min_accuracy`` in accuracy points, ``max_cost`` in the drop's cost unit per question."""
-    from tinybench_assets.core.routing.cost import OBJECTIVES, pick_point
-
-    cost = meta.get("cost")
-    if objective is None:
-        objective = (
-            "max_cost"
-            if max_cost is not None
-            else "min_accuracy"
-            if min_accuracy is not None
-            else (cost["objective"] if cost else "accuracy")
-        )
-    if objective not in OBJECTIVES:
-        raise UsageError(f"--objective {objective}: one of {', '.join(OBJECTIVES)}")
-    if objective == "accuracy":
-        return objective, None, "argmax of P(correct)"
-    if not cost:
+def decide(served, enc, questions: list[tuple[str, str]], policy=None) -> tuple[list[dict], object, object]:
+    """The routing decision of ``tinybench route`` and of the server: (one result dict per question, P, ood) for
+    (id, text) pairs, embedded with ``enc`` and routed by ``served`` with ``policy`` (None: accuracy)."""
+    texts = [t for _, t in questions]
+    try:
+        with _offline_and_quiet():
+            E = enc.encode(texts)
+        X = served.inputs(E, texts)  # the text's form beside the embedding, where trained so
+    except (OSError, RuntimeError) as e:
         raise UsageError(
-            f"--objective {objective}: router {meta.get('partition', '?')} was trained without costs "
-            "(no per-question costs landed); only --objective accuracy"
+            f"cannot embed the questions: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
+        ) from None
+    P, picks, ood = route_questions(served, X, policy)
+    meta = served.meta
+    models = list(meta["models"])
+    model_cost = (meta.get("cost") or {}).get("model_cost")
+    results = []
+    for i, ((ident, text), row, pick) in enumerate(zip(questions, P, picks)):
+        order = sorted(range(len(models)), key=lambda j: (-row[j], j))
+        results.append(
+            {
+                "id": ident,
+                "question": text,
+                "chosen_model": models[int(pick)],
+                "expected_accuracy": float(row[int(pick)]),
+                **({"out_of_distribution": bool(ood[i])} if ood is not None else {}),
+                **({"expected_cost": float(model_cost[int(pick)])} if model_cost else {}),
+                "p": {models[j]: float(row[j]) for j in order},
+            }
         )
-    if objective == "max_cost" and max_cost is None:
-        raise UsageError("--objective max_cost needs --max-cost")
-    if objective == "min_accuracy" and min_accuracy is None:
-        raise UsageError("--objective min_accuracy needs --min-accuracy")
-    tol = cost.get("tolerance", 0.01) if tolerance is None else tolerance / 100
-    if objective == cost["objective"] == "quality_at_min_cost" and abs(tol - cost.get("tolerance", 0.01)) < 1e-12:
-        return objective, saved_policy(cost), cost["rule"]
-    point = pick_point(
-        saved_points(cost),
-        objective,
-        tolerance=tol,
-        max_cost=max_cost,
-        min_accuracy=None if min_accuracy is None else min_accuracy / 100,
-    )
-    return objective, point.policy, point.rule
+    return results, P, ood
+
+
+def json_rows(results: list[dict]) -> list[dict]:
+    """The results as ``--json`` prints them (question text cut to JSON_TEXT_CHARS)."""
+    return [{**r, "question": _short(r["question"], JSON_TEXT_CHARS)} for r in results]
 
 
 def route_questions(served, E, policy=None):
@@ -268,35 +237,19 @@ def route_cmd(args: argparse.Namespace) -> int:
         path, served = _load_router(args)
         meta = served.meta
         enc = _encoder(meta, path, args.device, args.threads)
-        try:
-            with _offline_and_quiet():
-                E = enc.encode([t for _, t in questions])
-            E = served.inputs(E, [t for _, t in questions])  # the text's form beside the embedding, where trained so
-        except (OSError, RuntimeError) as e:
-            raise UsageError(
-                f"cannot embed the questions: {str(e).splitlines()[0] if str(e) else type(e).__name__}"
-            ) from None
-        objective, chosen, rule = cost_policy(meta, args.objective, args.tolerance, args.max_cost, args.min_accuracy)
-        P, picks, ood = route_questions(served, E, chosen)
+        if args.threshold is not None:
+            extra = {"--tolerance": args.tolerance, "--max-cost": args.max_cost, "--min-accuracy": args.min_accuracy}
+            objective, chosen, rule = threshold_policy(path, served, args.threshold, args.objective, extra)
+        else:
+            objective, chosen, rule = cost_policy(
+                meta, args.objective, args.tolerance, args.max_cost, args.min_accuracy
+            )
+        results, P, ood = decide(served, enc, questions, chosen)
     except UsageError as e:
         print(f"tinybench route: error: {e}", file=sys.stderr)
         return 2
     models = list(meta["models"])
     model_cost = (meta.get("cost") or {}).get("model_cost")
-    results = []
-    for i, ((ident, text), row, pick) in enumerate(zip(questions, P, picks)):
-        order = sorted(range(len(models)), key=lambda j: (-row[j], j))
-        results.append(
-            {
-                "id": ident,
-                "question": text,
-                "chosen_model": models[int(pick)],
-                "expected_accuracy": float(row[int(pick)]),
-                **({"out_of_distribution": bool(ood[i])} if ood is not None else {}),
-                **({"expected_cost": float(model_cost[int(pick)])} if model_cost else {}),
-                "p": {models[j]: float(row[j]) for j in order},
-            }
-        )
     policy = {"objective": objective, "policy": chosen, "rule": rule}
     if args.output:
         import pandas as pd
@@ -317,8 +270,7 @@ def route_cmd(args: argparse.Namespace) -> int:
             df[f"p_{m}"] = P[:, j]
         df.to_csv(args.output, index=False)
     if args.json:
-        out = [{**r, "question": _short(r["question"], JSON_TEXT_CHARS)} for r in results]
-        print(json.dumps(out, indent=1, ensure_ascii=False))
+        print(json.dumps(json_rows(results), indent=1, ensure_ascii=False))
         if args.output:
             print(f"tinybench route: {len(results)} route(s) written to {args.output}", file=sys.stderr)
     else:
@@ -368,6 +320,11 @@ def add_parsers(sub) -> None:
     )
     p.add_argument("--max-cost", type=float, help="max_cost: mean cost per question allowed (the drop's cost unit)")
     p.add_argument("--min-accuracy", type=float, help="min_accuracy: accuracy (percent) to reach at the least cost")
+    p.add_argument(
+        "--threshold",
+        help="route by a threshold instead of an objective: a number, or the name of one saved by tinybench "
+        "calibrate (the cheapest model other than the strongest with P(correct) >= it, else the strongest)",
+    )
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"), help="encoder device (default cpu)")
     p.add_argument(
         "--threads", type=int, default=2, help="torch CPU threads for the encoder (default 2; 0 = torch default)"

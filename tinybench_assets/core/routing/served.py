@@ -78,8 +78,8 @@ class ServedRouter:
         """(P (n, M), picks (n,), out-of-distribution flags (n,) or None) for the router's inputs ``X``
         (:meth:`inputs`). ``policy`` None routes as ``router_accuracy`` routes its test questions (argmax P with the
         margin, ties to the better training accuracy); a core.routing.cost.Policy routes with each model priced at its
-        mean training cost. A guarded router (the leaderboard's) flags questions unlike every training question and
-        sends them to the model with the best training accuracy."""
+        mean training cost, as does a core.routing.threshold.ThresholdPolicy. A guarded router (the leaderboard's) flags
+        questions unlike every training question and sends them to the model with the best training accuracy."""
         P = np.asarray(self.router.predict_proba(X), dtype=float)
         if P.shape != (len(X), len(self.models)):
             raise RouterFileError(f"router gives P of shape {P.shape}, expected ({len(X)}, {len(self.models)})")
@@ -87,6 +87,8 @@ class ServedRouter:
         if policy is None:
             picks = route(P, prior, margin=float(self.meta.get("margin", 0.0)))
         else:
-            picks = policy.picks(P, np.asarray(self.meta["cost"]["model_cost"], dtype=float), prior)
+            # no costs landed: None (a threshold policy then orders the models by training accuracy)
+            cost = (self.meta.get("cost") or {}).get("model_cost")
+            picks = policy.picks(P, None if cost is None else np.asarray(cost, dtype=float), prior)
         ood = self.router.novelty(X)[1] if hasattr(self.router, "novelty") else None
         return P, picks if ood is None else np.where(ood, int(np.argmax(prior)), picks), ood
