@@ -70,10 +70,10 @@ def evaluation_metadata(db: Store, leaderboard: str, model: str, rows: pd.DataFr
     board = db.board_accuracies(leaderboard)
     history = db.evaluations(leaderboard, model, latest=False)
     table = rows[["scenario", "estimate", "lower", "upper", "estimate_t2", "estimator", "n_answers"]].copy()
-    table["rank_on_board"] = [
-        "#{} of {}".format(*board_rank(e, board.get(s, []))) if pd.notna(e) else "-"
-        for s, e in zip(rows["scenario"], rows["estimate"])
+    ranks = [
+        board_rank(e, board.get(s, [])) if pd.notna(e) else (0, 0) for s, e in zip(rows["scenario"], rows["estimate"])
     ]
+    table["rank_on_board"] = [f"#{r} of {n}" if n else "-" for r, n in ranks]
     for c in ("estimate", "lower", "upper", "estimate_t2"):
         table[c] = (100 * table[c].astype(float)).round(1)
     png = evaluation_picture(model, rows, board, history)

@@ -38,7 +38,8 @@ def evaluation_picture(model: str, latest: pd.DataFrame, board: dict, history: p
                 capsize=3,
             )
             rank, n = board_rank(r.estimate, acc)
-            ax.annotate(f"#{rank} of {n}", (100 * r.estimate, y + 0.3), fontsize=7, ha="center")
+            if n:
+                ax.annotate(f"#{rank} of {n}", (100 * r.estimate, y + 0.3), fontsize=7, ha="center")
     ax.set_yticks(range(len(scen)), scen)
     ax.set_ylim(-0.7, len(scen) - 0.3)
     ax.invert_yaxis()

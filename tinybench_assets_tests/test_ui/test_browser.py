@@ -10,7 +10,8 @@ paths pointing there, and checks what a user sees:
 * the asset graph (every group expanded) draws a node for every asset of the Definitions and an edge for every
   dependency, read off the page's SVG (node boxes and edge end points);
 * irt_model's Partitions tab lists the scenario partitions; its Overview shows the latest materialization's
-  metadata, and each Markdown plot opens as an <img> that really loaded (naturalWidth > 0);
+  metadata, and each Markdown plot opens as an <img> that really loaded (naturalWidth > 0); so does model_evaluation's
+  (the evaluation's picture), whose Partitions tab lists the evaluation;
 * the Checks tab of every materialized asset with checks shows each check and its latest result;
 * raw_responses materialized from the UI (Materialize, one partition picked, Launch 1 run) finishes: the run
   page says Success.
@@ -53,6 +54,7 @@ from tinybench_assets_tests.test_ui.browser_helpers import (
 )
 
 POPULATED = "openllm.arc"  # materialized by populate.py
+EVALUATED = "openllm/held-out"  # model_evaluation's partition, materialized by populate.py
 UI_PARTITION = "openllm.mmlu"  # landed, materialized from the UI by the test
 UI_ASSET = "raw_responses"
 PLOT_ASSET = "irt_model"
@@ -261,42 +263,49 @@ def test_dagster_ui_in_chromium(ui_store, webserver, browser, capsys):
         shots.append(shots_dir / "asset_graph_crop.png")
         timings["graph"] = time.time() - t
 
-        # ---- 2. a partitioned asset: partitions, latest metadata, plots rendered as images
+        # ---- 2. partitioned assets: partitions, latest metadata, plots rendered as images
+        def plots_load(asset_key: str, partition: str, also: tuple = ()) -> list[str]:
+            asset = graphql(base, ASSET_QUERY, {"path": [asset_key]})["assetNodeOrError"]
+            latest = asset["assetMaterializations"][0]
+            assert latest["partition"] == partition
+            plots = [
+                e["label"]
+                for e in latest["metadataEntries"]
+                if e["__typename"] == "MarkdownMetadataEntry" and "data:image/png" in (e.get("mdStr") or "")
+            ]
+            assert plots, f"{asset_key}'s latest materialization has no PNG plot in its metadata"
+            page.goto(f"{base}/assets/{asset_key}?view=partitions")
+            for key in asset["partitionKeys"]:
+                expect(page.get_by_text(key, exact=True).first).to_be_visible()
+            assert {partition, *also} <= set(asset["partitionKeys"])
+            shot(f"{asset_key}_partitions")
+            page.goto(f"{base}/assets/{asset_key}")
+            expect(page.get_by_text(partition, exact=True).first).to_be_visible()  # latest materialization's partition
+            table = page.locator("table").filter(has=page.get_by_text(plots[0], exact=True)).first  # the metadata
+            for entry in latest["metadataEntries"]:
+                expect(table.get_by_text(entry["label"], exact=True).first).to_be_visible()
+            shot(f"{asset_key}_metadata")
+            for i, label in enumerate(plots):
+                row = table.locator("tr").filter(has=page.get_by_text(label, exact=True))
+                row.get_by_text("[Show Markdown]").click()
+                dialog = page.get_by_role("dialog")
+                img = dialog.locator("img").first
+                expect(img).to_be_visible()
+                img.evaluate("e => e.complete ? null : new Promise(r => { e.onload = r; e.onerror = r; })")
+                width = img.evaluate("e => e.naturalWidth")
+                assert width > 0, f"plot {label!r} of {asset_key} did not load as an image"
+                if i == 0:
+                    shot(f"{asset_key}_plot", dialog)
+                dialog.get_by_role("button", name="Close").click()
+                expect(dialog).to_be_hidden()
+            return plots
+
         t = time.time()
-        asset = graphql(base, ASSET_QUERY, {"path": [PLOT_ASSET]})["assetNodeOrError"]
-        latest = asset["assetMaterializations"][0]
-        assert latest["partition"] == POPULATED
-        plots = [
-            e["label"]
-            for e in latest["metadataEntries"]
-            if e["__typename"] == "MarkdownMetadataEntry" and "data:image/png" in (e.get("mdStr") or "")
-        ]
-        assert plots, f"{PLOT_ASSET}'s latest materialization has no PNG plot in its metadata"
-        page.goto(f"{base}/assets/{PLOT_ASSET}?view=partitions")
-        for key in asset["partitionKeys"]:
-            expect(page.get_by_text(key, exact=True).first).to_be_visible()
-        assert POPULATED in asset["partitionKeys"] and UI_PARTITION in asset["partitionKeys"]
-        shot(f"{PLOT_ASSET}_partitions")
-        page.goto(f"{base}/assets/{PLOT_ASSET}")
-        expect(page.get_by_text(POPULATED, exact=True).first).to_be_visible()  # latest materialization's partition
-        table = page.locator("table").filter(has=page.get_by_text(plots[0], exact=True)).first  # the metadata table
-        for entry in latest["metadataEntries"]:
-            expect(table.get_by_text(entry["label"], exact=True).first).to_be_visible()
-        shot(f"{PLOT_ASSET}_metadata")
-        for i, label in enumerate(plots):
-            row = table.locator("tr").filter(has=page.get_by_text(label, exact=True))
-            row.get_by_text("[Show Markdown]").click()
-            dialog = page.get_by_role("dialog")
-            img = dialog.locator("img").first
-            expect(img).to_be_visible()
-            img.evaluate("e => e.complete ? null : new Promise(r => { e.onload = r; e.onerror = r; })")
-            width = img.evaluate("e => e.naturalWidth")
-            assert width > 0, f"plot {label!r} of {PLOT_ASSET} did not load as an image"
-            if i == 0:
-                shot(f"{PLOT_ASSET}_plot", dialog)
-            dialog.get_by_role("button", name="Close").click()
-            expect(dialog).to_be_hidden()
+        plots_load(PLOT_ASSET, POPULATED, also=(UI_PARTITION,))
         timings["asset_page"] = time.time() - t
+        t = time.time()
+        assert "evaluation" in plots_load("model_evaluation", EVALUATED)  # the evaluation's picture
+        timings["evaluation_page"] = time.time() - t
 
         # ---- 3. the checks tab of every materialized asset that has checks: each check and its result
         t = time.time()
