@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 
+from .batcher import DecisionBatcher
 from .errors import ServingError, bad_request
 from .names import parse_model
 from .registry import RouterRegistry
@@ -55,9 +56,10 @@ async def _json_body(request) -> dict:
 def build_app(registry: RouterRegistry, forwarder=None):
     """The application; ``forwarder`` (serving/proxy.py's ``Forwarder``) None serves ``/v1/route`` only."""
     from starlette.applications import Starlette
-    from starlette.concurrency import run_in_threadpool
     from starlette.responses import JSONResponse
     from starlette.routing import Route
+
+    batcher = DecisionBatcher(registry)
 
     def error(e: ServingError) -> JSONResponse:
         return JSONResponse(e.body(), status_code=e.status)
@@ -70,9 +72,7 @@ def build_app(registry: RouterRegistry, forwarder=None):
                 raise bad_request("question: empty question text", "question")
         else:
             text = last_user_text(body)
-        if name.router_id not in registry.loaded:  # loading (encoder, first call) off the event loop
-            return name, await run_in_threadpool(registry.decide, name, text)
-        return name, registry.decide(name, text)
+        return name, await batcher.decide(name, text)
 
     async def route(request):
         try:

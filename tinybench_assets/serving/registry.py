@@ -100,20 +100,19 @@ class RouterRegistry:
 
     def decide(self, name: RouterName, text: str) -> dict:
         """The decision for one question: ``tinybench route --json``'s row, with the router and its policy."""
+        return self.decide_many(name, [text])[0]
+
+    def decide_many(self, name: RouterName, texts: list[str]) -> list[dict]:
+        """The decisions for questions of separate requests (each its own id ``1``), in one ``decide`` call."""
         from tinybench_assets.cli.errors import UsageError
         from tinybench_assets.cli.route import decide, json_rows
 
         router = self.get(name)
         try:
             objective, policy, rule = self.policy(router, name)
-            results, _, _ = decide(router.served, router.encoder, [("1", text)], policy)
+            results, _, _ = decide(router.served, router.encoder, [(str(i), t) for i, t in enumerate(texts)], policy)
         except UsageError as e:
             raise bad_request(str(e), "model") from None
         label = policy.label() if policy is not None else "argmax of P(correct)"
-        return {
-            "router": name.router_id,
-            "objective": objective,
-            "policy": label,
-            "rule": rule,
-            **json_rows(results)[0],
-        }
+        head = {"router": name.router_id, "objective": objective, "policy": label, "rule": rule}
+        return [{**head, **row, "id": "1"} for row in json_rows(results)]

@@ -11,6 +11,7 @@ import json
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx2
@@ -50,6 +51,9 @@ class FakeUpstream(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", free_port()), _Handler)
         self.thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
+
+    def handle_error(self, request, client_address):  # a client that gave up on a slow answer: not a failure here
+        pass
 
     @property
     def url(self) -> str:
@@ -229,6 +233,18 @@ def test_server_routes_forwards_calibrates_and_survives_faults(project, capsys, 
                     )
                     assert list(got["p"]) == list(w["p"])
                     np.testing.assert_allclose([got["p"][m] for m in w["p"]], list(w["p"].values()), rtol=0, atol=1e-9)
+            # concurrent requests are decided together (one batch), each as it is alone
+            alone = {
+                r["id"]: post("/v1/route", json={"model": ROUTER, "question": texts[r["id"]]}).json() for r in sample
+            }
+            with ThreadPoolExecutor(len(sample)) as pool:
+                together = pool.map(
+                    lambda r: c.post("/v1/route", json={"model": ROUTER, "question": texts[r["id"]]}), sample
+                )
+                for r, resp in zip(sample, list(together)):
+                    assert resp.json()["chosen_model"] == alone[r["id"]]["chosen_model"]
+                    got, want = resp.json()["p"], alone[r["id"]]["p"]
+                    np.testing.assert_allclose([got[m] for m in want], list(want.values()), rtol=0, atol=1e-9)
             # streaming passes the upstream's server-sent events through
             q = texts[sample[0]["id"]]
             resp = post(

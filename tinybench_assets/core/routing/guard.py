@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .knn import nearest, normalize_rows
+from .knn import nearest, normalize_rows, unit_rows
 from .routers import BaseRouter
 
 OOD_QUANTILE = 0.01
@@ -47,7 +47,7 @@ class GuardedRouter(BaseRouter):
 
     def novelty(self, E) -> tuple[np.ndarray, np.ndarray]:
         """(similarity of each question's most similar training question (n,), out-of-distribution flag (n,))."""
-        _, sim = nearest(E, self.ref_.astype(np.float32), 1)
+        _, sim = nearest(E, self.ref_, 1, ref_unit=unit_rows(self.ref_))  # as normalize_rows(ref_ as float32)
         top = sim[:, 0].astype(float)
         return top, top < float(self.threshold_)
 

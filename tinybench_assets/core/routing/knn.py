@@ -10,6 +10,7 @@ its ``k`` most similar training questions. ``weighting`` generalises the mean:
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,20 +26,59 @@ def normalize_rows(E: np.ndarray) -> np.ndarray:
     return E / np.where(norm > 0, norm, 1.0)
 
 
-def nearest(E_query: np.ndarray, E_ref: np.ndarray, k: int, *, chunk: int = 2048) -> tuple[np.ndarray, np.ndarray]:
+_UNIT: dict[int, tuple] = {}
+_LAST: list = [None]  # (weak reference to a query array, the reference rows' unit array, their similarities)
+MEMO_ROWS = 256
+
+
+def unit_rows(E_ref: np.ndarray) -> np.ndarray:
+    """``normalize_rows(E_ref)`` of a fitted router's reference rows, computed once per array and kept while the array
+    lives: a router would normalize its training rows again at every prediction (RouteLLM's MMLU router: 11,000 x
+    1,408 floats, three times per question, most of a one-question decision). The array must not change after it is
+    first seen here (fitted routers' arrays do not)."""
+    key = id(E_ref)
+    hit = _UNIT.get(key)
+    if hit is not None and hit[0]() is E_ref:
+        return hit[1]
+    unit = normalize_rows(E_ref)
+    _UNIT[key] = (weakref.ref(E_ref, lambda _, k=key: _UNIT.pop(k, None)), unit)
+    return unit
+
+
+def _similarities(E_query, Q, R, ref_unit):
+    """``Q @ R.T``; for a few queries against a fitted router's rows (``ref_unit`` given) the last result is reused
+    when the same query array comes again: an ensemble's kNN members (vote, shrunk vote, task vote) share their
+    training rows, so one decision computes the similarities once instead of three times (bitwise the same)."""
+    if ref_unit is None:
+        return Q @ R.T
+    last = _LAST[0]
+    if last is not None and last[0]() is E_query and last[1] is ref_unit:
+        return last[2]
+    S = Q @ R.T
+    try:
+        _LAST[0] = (weakref.ref(E_query), ref_unit, S)
+    except TypeError:  # a query that is not an ndarray (a list): nothing to remember it by
+        pass
+    return S
+
+
+def nearest(
+    E_query: np.ndarray, E_ref: np.ndarray, k: int, *, chunk: int = 2048, ref_unit: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """The k most cosine-similar reference rows of every query row.
 
     Parameters
     ----------
     E_query : (n, d) embeddings; E_ref : (m, d) embeddings (need not be normalized).
     k : neighbours per query (capped at m).
+    ref_unit : ``normalize_rows(E_ref)`` when the caller has it (``unit_rows``), else computed here.
 
     Returns
     -------
     idx : (n, k) int -- reference row indices, most similar first (ties: lower index first).
     sim : (n, k) float32 -- their cosine similarities.
     """
-    Q, R = normalize_rows(E_query), normalize_rows(E_ref)
+    Q, R = normalize_rows(E_query), normalize_rows(E_ref) if ref_unit is None else ref_unit
     m = R.shape[0]
     if m == 0:
         raise ValueError("no reference rows to take neighbours from")
@@ -46,7 +86,7 @@ def nearest(E_query: np.ndarray, E_ref: np.ndarray, k: int, *, chunk: int = 2048
     idx = np.empty((Q.shape[0], k), dtype=np.int64)
     sim = np.empty((Q.shape[0], k), dtype=np.float32)
     for s in range(0, Q.shape[0], chunk):
-        S = Q[s : s + chunk] @ R.T  # (c, m)
+        S = _similarities(E_query, Q, R, ref_unit) if Q.shape[0] <= MEMO_ROWS else Q[s : s + chunk] @ R.T  # (c, m)
         if k < m:
             part = np.argpartition(-S, k - 1, axis=1)[:, :k]
         else:
@@ -94,6 +134,7 @@ def impute_item_params(
     k: int = 20,
     weighting: str = "uniform",
     temperature: float = 0.05,
+    ref_unit: np.ndarray | None = None,
 ) -> ImputedParams:
     """Discrimination and difficulty of unseen questions from their k nearest training questions.
 
@@ -104,7 +145,7 @@ def impute_item_params(
     if a_train.shape[0] != len(E_train):
         a_train = a_train.reshape(len(E_train), -1)
     b_train = np.asarray(b_train, dtype=np.float64)
-    idx, sim = nearest(E_query, E_train, k)
+    idx, sim = nearest(E_query, E_train, k, ref_unit=ref_unit)  # ref_unit: see nearest
     w = neighbour_weights(sim, weighting, temperature)
     a = np.einsum("nk,nkd->nd", w, a_train[idx])
     b = np.einsum("nk,nk->n", w, b_train[idx])

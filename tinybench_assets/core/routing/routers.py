@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .knn import impute_item_params, nearest, neighbour_weights, normalize_rows
+from .knn import impute_item_params, nearest, neighbour_weights, normalize_rows, unit_rows
 
 
 def model_accuracy(Y: np.ndarray) -> np.ndarray:
@@ -89,7 +89,7 @@ class KNNVoteRouter(BaseRouter):
         return self
 
     def predict_proba(self, E):
-        idx, sim = nearest(E, self.E_, self.k)
+        idx, sim = nearest(E, self.E_, self.k, ref_unit=unit_rows(self.E_))
         return vote_proba(idx, sim, self.Y_, self.acc_, self.k, self.weighting, self.shrink)
 
 
@@ -136,7 +136,7 @@ class KNNIRTRouter(BaseRouter):
         return self
 
     def impute(self, E):
-        return impute_item_params(E, self.E_, self.a_, self.b_, self.k, self.weighting)
+        return impute_item_params(E, self.E_, self.a_, self.b_, self.k, self.weighting, ref_unit=unit_rows(self.E_))
 
     def predict_proba(self, E):
         imp = self.impute(E)

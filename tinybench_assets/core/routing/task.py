@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .knn import nearest, neighbour_weights, normalize_rows
+from .knn import nearest, neighbour_weights, normalize_rows, unit_rows
 from .routers import BaseRouter
 
 TASK_SMOOTHING = 10.0
@@ -97,7 +97,7 @@ class TaskRouter(BaseRouter):
         return self
 
     def predict_proba(self, E):
-        idx, sim = nearest(E, self.E_, self.k) if self.k > 0 else (None, None)
+        idx, sim = nearest(E, self.E_, self.k, ref_unit=unit_rows(self.E_)) if self.k > 0 else (None, None)
         return task_vote(idx, sim, self.Y_, self.recognise(E), self.task_acc_, self.k, self.shrink)
 
     def recognise(self, E) -> np.ndarray:
