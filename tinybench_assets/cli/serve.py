@@ -1,12 +1,12 @@
 """``tinybench serve``: the stored routers behind an OpenAI-compatible endpoint (tinybench_assets/serving/).
 
-    tinybench serve --upstreams upstreams.yaml [--host 127.0.0.1] [--port 8000] [--preload]
+    tinybench serve --upstreams upstreams.yaml [--host 127.0.0.1] [--port 8000] [--preload [ROUTER ...]]
 
 Applications call ``POST /v1/chat/completions`` with ``model`` = ``router:<leaderboard>[/<scenario>][?options]``;
 the last user message is routed and the request forwarded to the chosen model's upstream (the YAML maps each model
 to a base URL, the upstream's model name and the variable holding its key). ``POST /v1/route`` gives the decision
-only. Routers are read from the artifacts folder (no DuckDB store), each loaded once (``--preload``: all of them at
-start-up; else on first use). Without ``--upstreams`` only the decisions are served.
+only. Routers are read from the artifacts folder (no DuckDB store), each loaded once (``--preload``: at start-up; else on
+first use). Without ``--upstreams`` only the decisions are served.
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def serve_cmd(args: argparse.Namespace) -> int:
                 raise UsageError(str(e)) from None
         registry = RouterRegistry(device=args.device, threads=args.threads)
         found = registry.available()
-        if args.preload:
-            for rid in found:
+        if args.preload is not None:
+            for rid in args.preload or found:
                 try:
                     registry.get(parse_model(rid))
                 except ServingError as e:
@@ -89,7 +89,12 @@ def add_parsers(sub) -> None:
     p.add_argument("--upstreams", help="YAML file: each model's base_url, upstream model name and api_key_env")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    p.add_argument("--preload", action="store_true", help="load every router (and its encoder) at start-up")
+    p.add_argument(
+        "--preload",
+        nargs="*",
+        metavar="ROUTER",
+        help="load these routers (e.g. router:routellm/mmlu; none named: every router) and their encoders at start-up",
+    )
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"), help="encoder device (default cpu)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads for a MiniLM encoder (default 1)")
     p.add_argument("--log-level", default="warning", choices=("debug", "info", "warning", "error"))

@@ -45,16 +45,23 @@ def unit_rows(E_ref: np.ndarray) -> np.ndarray:
     return unit
 
 
+def _product(Q: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """``Q @ R.T``, a lone query row through the matrix product as well: numpy's vector product rounds differently
+    (up to 5e-8 in float32), and a question must get the same similarities alone as in a batch (the server decides
+    a question alone or among others; ``tinybench route`` a file at once)."""
+    return (np.vstack([Q, Q]) @ R.T)[:1] if Q.shape[0] == 1 else Q @ R.T
+
+
 def _similarities(E_query, Q, R, ref_unit):
     """``Q @ R.T``; for a few queries against a fitted router's rows (``ref_unit`` given) the last result is reused
     when the same query array comes again: an ensemble's kNN members (vote, shrunk vote, task vote) share their
     training rows, so one decision computes the similarities once instead of three times (bitwise the same)."""
     if ref_unit is None:
-        return Q @ R.T
+        return _product(Q, R)
     last = _LAST[0]
     if last is not None and last[0]() is E_query and last[1] is ref_unit:
         return last[2]
-    S = Q @ R.T
+    S = _product(Q, R)
     try:
         _LAST[0] = (weakref.ref(E_query), ref_unit, S)
     except TypeError:  # a query that is not an ndarray (a list): nothing to remember it by
@@ -86,7 +93,7 @@ def nearest(
     idx = np.empty((Q.shape[0], k), dtype=np.int64)
     sim = np.empty((Q.shape[0], k), dtype=np.float32)
     for s in range(0, Q.shape[0], chunk):
-        S = _similarities(E_query, Q, R, ref_unit) if Q.shape[0] <= MEMO_ROWS else Q[s : s + chunk] @ R.T  # (c, m)
+        S = _similarities(E_query, Q, R, ref_unit) if Q.shape[0] <= MEMO_ROWS else _product(Q[s : s + chunk], R)
         if k < m:
             part = np.argpartition(-S, k - 1, axis=1)[:, :k]
         else:
