@@ -154,6 +154,23 @@ def test_threshold_rule_and_calibration_on_three_models():
     assert not calibrate_cost(big, prior, cost, max_cost=0.5).met
 
 
+def test_lone_question_gets_its_batch_similarities():
+    """A question's neighbours and similarities alone equal its row of a batch (bitwise), with the reference rows
+    normalized once (unit_rows) or each call, and through the memo an ensemble's kNN members share."""
+    from tinybench_assets.core.routing.knn import nearest, normalize_rows, unit_rows
+
+    g = np.random.default_rng(3)
+    R, Q = normalize_rows(g.normal(size=(3000, 300))), g.normal(size=(9, 300)).astype(np.float32)
+    idx, sim = nearest(Q, R, 20)
+    for i in range(len(Q)):
+        for unit in (None, unit_rows(R)):
+            q = Q[i : i + 1].copy()
+            for _ in range(2):  # the second call is served by the memo
+                a, s = nearest(q, R, 20, ref_unit=unit)
+                assert np.array_equal(a[0], idx[i]) and np.array_equal(s[0], sim[i])
+    assert unit_rows(R) is unit_rows(R) and np.array_equal(unit_rows(R), normalize_rows(R))
+
+
 def test_model_names():
     n = parse_model("router:routellm/mmlu?objective=quality_at_min_cost&threshold=0.4")
     assert (n.board, n.scenario, n.objective, n.threshold, n.router_id) == (

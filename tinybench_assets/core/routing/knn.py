@@ -93,7 +93,8 @@ def nearest(
     idx = np.empty((Q.shape[0], k), dtype=np.int64)
     sim = np.empty((Q.shape[0], k), dtype=np.float32)
     for s in range(0, Q.shape[0], chunk):
-        S = _similarities(E_query, Q, R, ref_unit) if Q.shape[0] <= MEMO_ROWS else _product(Q[s : s + chunk], R)
+        one = Q.shape[0] <= min(chunk, MEMO_ROWS)  # a few queries, one chunk: the memo may serve them
+        S = _similarities(E_query, Q, R, ref_unit) if one else _product(Q[s : s + chunk], R)
         if k < m:
             part = np.argpartition(-S, k - 1, axis=1)[:, :k]
         else:
