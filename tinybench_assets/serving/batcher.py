@@ -21,13 +21,16 @@ class DecisionBatcher:
         self.registry, self.max_batch = registry, int(max_batch)
         self._pending: dict[RouterName, list] = {}
         self._running: set[RouterName] = set()
+        self._tasks: set[asyncio.Task] = set()
 
     async def decide(self, name: RouterName, text: str) -> dict:
         fut = asyncio.get_running_loop().create_future()
         self._pending.setdefault(name, []).append((text, fut))
         if name not in self._running:
             self._running.add(name)
-            asyncio.get_running_loop().create_task(self._drain(name))
+            task = asyncio.get_running_loop().create_task(self._drain(name))
+            self._tasks.add(task)  # the loop keeps only a weak reference to a task
+            task.add_done_callback(self._tasks.discard)
         return await fut
 
     async def _drain(self, name: RouterName) -> None:
