@@ -186,6 +186,37 @@ def test_model_names():
             parse_model(bad)
 
 
+def test_calibrate_and_threshold_errors(project, capsys, monkeypatch, tmp_path):
+    """Bad input to calibrate and to route --threshold: exit 2, one line naming the problem; a threshold saved for
+    another version of the router is refused."""
+    monkeypatch.setenv("TINYBENCH_ARTIFACTS", str(project["root"] / "artifacts"))
+    board = ["--leaderboard", "routellm", "--scenario", "mmlu", "--threads", "1"]
+    q = ["--questions", str(project["halves"][0])]
+    for argv, match in (
+        (["calibrate", *board, *q], "give --strong-share X (0 to 1) or --max-cost C"),
+        (["calibrate", *board, *q, "--strong-share", "1.5"], "a share between 0 and 1"),
+        (["calibrate", *board, *q, "--max-cost", "0.01"], "trained without costs"),
+        (["calibrate", *board, *q, "--strong-share", "0.2", "--name", "9lives"], "threshold name '9lives'"),
+        (["route", *board, "--threshold", "nosuch", "x?"], "no threshold named 'nosuch'"),
+        (["route", *board, "--threshold", "0.5", "--objective", "accuracy", "x?"], "takes no objective accuracy"),
+        (["route", *board, "--threshold", "0.5", "--tolerance", "1", "x?"], "drop --tolerance"),
+    ):
+        capsys.readouterr()
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and match in err, err
+    # a threshold saved for another version of the router file is refused
+    router = project["root"] / "artifacts" / "routellm" / "router_mmlu.npz"
+    copy = tmp_path / "router_mmlu.npz"
+    copy.write_bytes(router.read_bytes())
+    assert main(["calibrate", "--router", str(copy), *q, "--strong-share", "0.2", "--threads", "1"]) == 0
+    assert (tmp_path / "router_mmlu.threshold.strong20.json").is_file()
+    copy.write_bytes(router.read_bytes() + b"\0")  # not the file it was calibrated on
+    capsys.readouterr()
+    assert main(["route", "--router", str(copy), "--threshold", "strong20", "--threads", "1", "x?"]) == 2
+    assert "calibrated on another version" in capsys.readouterr().err
+
+
 def write_upstreams(path, fakes) -> None:
     lines = ["timeout_s: 1.5", "models:"]
     for model, (fake, env) in fakes.items():
