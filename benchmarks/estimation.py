@@ -35,7 +35,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tinybench_assets.core.estimation.backtest import run_backtest  # noqa: E402
+from tinybench_assets.core.estimation.backtest import run_backtest, summarize_by_kind  # noqa: E402
 from tinybench_assets.core.responses import ResponseMatrix  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -94,15 +94,17 @@ def ci(summ: pd.DataFrame, est: str, tgt: str, n: int, clustering=None) -> str:
     return f"{s[f'mae_{tgt}'].mean():.2f} [{s[f'mae_{tgt}_lo'].mean():.2f}, {s[f'mae_{tgt}_hi'].mean():.2f}]"
 
 
-def frontier_figures(sm: pd.DataFrame, n: int = 30) -> tuple[dict, float, dict]:
+FRONTIER_KEYS = ("mae_t1", "bias_t1", "coverage_t1", "mae_t2", "coverage_t2")
+
+
+def frontier_figures(sm: pd.DataFrame, n: int = 30, keys=FRONTIER_KEYS) -> tuple[dict, float, dict]:
     """The frontier split's contract at n: ({scenario: {estimator: {mae_t1, bias_t1, coverage_t1, mae_t2,
     coverage_t2}}}, the served mean T1 MAE over random items', the issue's bars {name: bool})."""
     at = sm[(sm.n == n) & sm.estimator.isin(FRONTIER_ESTIMATORS)]
     at = at[at.clustering.isin(["selected", "random", "adaptive"])]
-    keys = ("mae_t1", "bias_t1", "coverage_t1", "mae_t2", "coverage_t2")
     out: dict = {}
     for r in at.itertuples(index=False):
-        out.setdefault(r.scenario, {})[r.estimator] = {k: round(float(getattr(r, k)), 4) for k in keys}
+        out.setdefault(r.scenario, {})[r.estimator] = {k: _num(getattr(r, k)) for k in keys}
     served = {s: d["tinybench"] for s, d in out.items()}
     rnd = {s: d["random"] for s, d in out.items()}
     ratio = float(np.mean([v["mae_t1"] for v in served.values()]) / np.mean([v["mae_t1"] for v in rnd.values()]))
@@ -114,6 +116,44 @@ def frontier_figures(sm: pd.DataFrame, n: int = 30) -> tuple[dict, float, dict]:
         "frontier_coverage_t2_each>=0.85": all(v["coverage_t2"] >= 0.85 for v in served.values()),
     }
     return out, round(ratio, 4), bars
+
+
+def _num(x) -> float | None:
+    """A figure rounded for the JSON (None where it cannot be measured: no such models)."""
+    return round(float(x), 4) if np.isfinite(x) else None
+
+
+def twin_free_figures(e_all: pd.DataFrame) -> dict:
+    """Issue 58: the share of test models with a twin among their split's training models, per scenario (grouped and
+    random splits), and the headlines on the twin-free test models: the frontier split's contract (with bias_t2) and
+    its bars, the grouped n = 30 joint T1 MAE."""
+    one = e_all.drop_duplicates(["split", "model", "scenario"])
+    dev = one[one.split_kind.isin(["grouped", "random"])]
+    share = {s: round(float(dev[dev.scenario == s].twin.mean()), 4) for s in SCENARIOS}
+    fr = one[one.split_kind == "frontier"]
+    share_frontier = {s: round(float(fr[fr.scenario == s].twin.mean()), 4) for s in SCENARIOS}
+    free = summarize_by_kind(e_all[~e_all.twin.astype(bool)])
+    ftf, ratio, _ = frontier_figures(free["frontier"], keys=(*FRONTIER_KEYS, "bias_t2"))
+    served = [d["tinybench"] for d in ftf.values()]
+    mean_bias_t2 = float(np.mean([v["bias_t2"] for v in served if v["bias_t2"] is not None]))
+    g = free["grouped"]
+    g30 = float(g[(g.n == 30) & (g.estimator == "tinybench")].mae_t1.mean())
+    bars = {
+        "frontier_twin_free_mean_ratio<=0.6": ratio <= 0.6,
+        "frontier_twin_free_coverage_t1_each>=0.85": all((v["coverage_t1"] or 0) >= 0.85 for v in served),
+        "frontier_twin_free_coverage_t2_each>=0.85": all((v["coverage_t2"] or 0) >= 0.85 for v in served),
+        "frontier_twin_free_mean_bias_t2_within_2": abs(mean_bias_t2) <= 2.0,
+    }
+    return {
+        "twin_share": share,
+        "twin_share_frontier": share_frontier,
+        "frontier_twin_free": ftf,
+        "frontier_twin_free_mean_ratio": ratio,
+        "frontier_twin_free_mean_bias_t2": round(mean_bias_t2, 4),
+        "frontier_twin_free_models": {s: int((~fr[fr.scenario == s].twin.astype(bool)).sum()) for s in SCENARIOS},
+        "grouped_t1_n30_joint_twin_free": round(g30, 3),
+        "twin_bars": bars,
+    }
 
 
 def print_frontier(frontier: dict, ratio: float, bars: dict) -> None:
@@ -158,7 +198,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from tinybench_assets.core.estimation.backtest import split_plan, summarize_by_kind
+    from tinybench_assets.core.estimation.backtest import split_plan
     from tinybench_assets.core.estimation.frontier import FRONTIER_FRACTION, board_strength
 
     torch.set_num_threads(args.threads)  # the serial case (--threads 1); workers set their own one thread
@@ -295,6 +335,8 @@ def main(argv=None) -> int:
     if "frontier_lockbox" in by_kind:  # read once, never tuned on
         fl, fl_ratio, _ = frontier_figures(by_kind["frontier_lockbox"])
         out.update(frontier_lockbox=fl, frontier_lockbox_mean_ratio=fl_ratio, frontier_lockbox_models=len(box_frontier))
+    twins = twin_free_figures(e_all)
+    out.update({k: v for k, v in twins.items() if k != "twin_bars"})
     g30 = grouped[grouped.n == 30].set_index(["scenario", "estimator"]).sort_index()
     cov_by_scen = {s_: round(float(g30.loc[[(s_, "tinybench")], "coverage_t1"].iloc[0]), 4) for s_ in SCENARIOS}
     cov_by_scen_own = {s_: round(float(g30.loc[[(s_, "tinybench_own")], "coverage_t1"].iloc[0]), 4) for s_ in SCENARIOS}
@@ -354,6 +396,7 @@ def main(argv=None) -> int:
                 "adaptive_t1_n15<=static_t1_n30_own": adaptive[15] <= static_own[30],
                 "lockbox_within_0.5_of_grouped": abs(lock_t1 - g_joint) <= 0.5,
                 **frontier_bars,
+                **twins["twin_bars"],
             },
             "reference_n30": REFERENCE_N30,
             "selection": res.selection.to_dict(orient="records"),
@@ -413,6 +456,14 @@ def main(argv=None) -> int:
             f"vs grouped mean {g_joint:.2f} (bar: within 0.5)"
         )
     print_frontier(frontier, frontier_ratio, frontier_bars)
+    print(
+        f"\nTWINS (a test model agreeing with a training model on >= 99 % of a scenario's items): share per scenario "
+        f"{twins['twin_share']} (frontier split {twins['twin_share_frontier']}); grouped n=30 joint T1 on twin-free "
+        f"models {twins['grouped_t1_n30_joint_twin_free']:.3f} (all {g_joint:.3f})"
+    )
+    print(f"twin-free frontier models per scenario: {twins['frontier_twin_free_models']}")
+    print_frontier(twins["frontier_twin_free"], twins["frontier_twin_free_mean_ratio"], twins["twin_bars"])
+    print(f"twin-free frontier mean T2 bias {twins['frontier_twin_free_mean_bias_t2']:+.2f} points (bar within 2)")
     if "frontier_lockbox" in out:
         print(f"\nLOCKBOX models as strong as the frontier split's test side ({len(box_frontier)}; read once here):")
         print_frontier(out["frontier_lockbox"], out["frontier_lockbox_mean_ratio"], {})

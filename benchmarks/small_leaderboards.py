@@ -49,8 +49,9 @@ from tinybench_assets.core.estimation.small_board import SmallBoardPredictor  # 
 from tinybench_assets.core.estimation.training import full_scores_wide  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from distinct_boards import distinct_bars, run_distinct  # noqa: E402
 from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)
-from small_v2 import print_v2, run_v2, v2_bars  # noqa: E402
+from small_v2 import load_v2, print_v2, run_v2, v2_bars  # noqa: E402
 
 SIZES = (12, 25, 40)
 N = 30
@@ -133,7 +134,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=5, help="seeds per size")
     ap.add_argument("--test-models", type=int, default=400)
     ap.add_argument("--data-dir", type=Path, default=None)
-    ap.add_argument("--only", choices=("openllm", "v2"), default=None, help="run one part only")
+    ap.add_argument("--only", choices=("openllm", "v2", "distinct"), default=None, help="run one part only")
     args = ap.parse_args(argv)
 
     import torch
@@ -164,6 +165,8 @@ def main(argv=None) -> int:
     complete = np.column_stack([~np.isnan(Y[:, c]).any(1) for c in cols.values()]).all(1)
     eligible = complete & ~box
     T2 = full_scores_wide(full, matrix.models, SCENARIOS).to_numpy()
+    if args.only == "distinct":
+        return _distinct_only(args, data_dir, matrix, T2, groups, eligible, t0)
     print(
         f"{int(eligible.sum())} eligible models (all 4 scenarios, lockbox's {int(box.sum())} excluded), "
         f"{len(np.unique(groups[eligible]))} families"
@@ -196,6 +199,9 @@ def main(argv=None) -> int:
                 flush=True,
             )
     v2 = None if args.only == "openllm" else run_v2(data_dir)
+    distinct = (
+        None if args.only == "openllm" else run_distinct(data_dir, matrix, T2, groups, eligible, load_v2(data_dir))
+    )
     seconds = time.perf_counter() - t0
 
     def mean_of(size, key):
@@ -257,6 +263,9 @@ def main(argv=None) -> int:
     if v2 is not None:
         out.update(v2)
         out["bars"].update(v2_bars(v2))
+    if distinct is not None:
+        out["distinct"] = distinct
+        out["bars"].update(distinct_bars(distinct))
     out["per_scenario"] = per_scen
     out["runs"] = runs
     out["config"] = {
@@ -305,6 +314,18 @@ def main(argv=None) -> int:
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({**out, "meta": run_meta()}, indent=1, default=str))
+    return 0
+
+
+def _distinct_only(args, data_dir, matrix, T2, groups, eligible, t0) -> int:
+    """``--only distinct``: the distinct-model dev boards alone (the ``distinct`` key and its bars)."""
+    res = run_distinct(data_dir, matrix, T2, groups, eligible, load_v2(data_dir))
+    bars = distinct_bars(res)
+    print("bars: " + "  ".join(f"[{'PASS' if ok else 'MISS'}] {name}" for name, ok in bars.items()))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        out = {"distinct": res, "bars": bars, "seconds": round(time.perf_counter() - t0, 1), "meta": run_meta()}
+        args.json.write_text(json.dumps(out, indent=1, default=str))
     return 0
 
 

@@ -65,7 +65,8 @@ def test_fit_predict_shapes():
         assert set(g.item_index) <= set(p.layout_.cols[s]) and g.item_index.is_unique
     cv = p.cv_table()
     assert {"scenario", "n", "estimator", "dim", "cv_mae_t1", "cv_mae_t2", "n_models"} <= set(cv.columns)
-    assert len(cv) == 2 * 2 * (1 + 4 * 2 + 2 + 1 + 1)  # scenarios x n x (anchor + 4 per D + 2 shrunk + bank + served)
+    assert len(cv) == 2 * 2 * (1 + 4 * 2 + 2 + 1 + 1 + 1)  # scenarios x n x (anchor + 4 per D + 2 shrunk + bank + fill
+    # + served)
     bank = cv[cv.estimator.str.startswith("bank_joint")]  # one rule, its eps chosen inside it (nested over folds)
     assert len(bank) == 2 * 2 and bank.dim.eq(0).all() and set(bank.eps) <= set(BANK_EPS)
     served_eps = cv[cv.estimator == "bank_joint"].set_index(["scenario", "n"]).eps  # the artifact's eps, named plainly
@@ -301,12 +302,13 @@ def test_served_estimates_are_the_artifacts(tmp_path):
     Y, p = fitted()
     art = p.to_artifact("small-sim", 30, item_texts={"q0": "What?"}, binarization={"rule": "given"})
     eps = {s: p.choices_[(s, 30)].eps for s in p.layout_.scenarios}
+    fill = {s: p.choices_[(s, 30)].fill_lam for s in p.layout_.scenarios}
     assert art["learned"] == {
         "file": tb.TREES_FILE,
         "sha256": None,
         "fit_learned": False,
         "models": [],
-        "bank": {"models": len(Y), "eps": eps},
+        "bank": {"models": len(Y), "eps": eps, "fill": fill},
     }
     json_names = {*tb.JSON_BASE, "shrunk", "shrunk_joint"}  # a small board's prior makes shrunk* JSON-evaluable
     assert set(art["json_estimators"]) <= json_names and art["learned_estimators"] == ["bank_joint"]

@@ -26,6 +26,7 @@ from .backtest_adaptive import adaptive_rows
 from .frontier import FRONTIER_FRACTION, frontier_split
 from .groups import grouped_test_mask
 from .predictor import AnchorPredictor, full_scores_wide, split_models
+from .twins import twin_mask
 
 
 @dataclass
@@ -33,7 +34,9 @@ class BacktestResult:
     """Outputs of :func:`run_backtest`.
 
     estimates : one row per test model x scenario x (clustering, estimator) x n x split with
-        estimate, lower, upper, estimate_t2, lower_t2, upper_t2, truth_t1, truth_t2, err_t1, err_t2.
+        estimate, lower, upper, estimate_t2, lower_t2, upper_t2, truth_t1, truth_t2, err_t1, err_t2, and twin
+        (the test model has a twin among the split's training models on that scenario: core/estimation/twins.py;
+        figures on twin-free models are those of a new, distinct model).
     summary : one row per scenario x clustering x estimator x n (over all splits): MAE and SD of the
         error in accuracy points for T1 and T2, interval coverage and mean width.
     per_split : the same metrics per split.
@@ -100,6 +103,7 @@ def _metrics(g: pd.DataFrame) -> pd.Series:
             "mae_t1_hi": hi1,
             "sd_t1": 100 * e1.std(ddof=0),
             "bias_t1": 100 * e1.mean(),
+            "bias_t2": 100 * e2[ok2].mean() if ok2.any() else np.nan,
             "coverage_t1": in1.mean(),
             "width_t1": 100 * (g.upper - g.lower).mean(),
             "mae_t2": 100 * e2[ok2].abs().mean() if ok2.any() else np.nan,
@@ -193,6 +197,17 @@ def split_plan(
     return plan
 
 
+def twin_table(matrix: ResponseMatrix, train, test) -> pd.DataFrame:
+    """(test models x scenarios) bool: whether the test model has a twin among the training models on that scenario
+    (twins.twin_mask: agreement on at least 99 % of the items both answered)."""
+    models = np.asarray(matrix.models, dtype=object)
+    out = {}
+    for s in pd.unique(matrix.scenarios):
+        c = np.flatnonzero(matrix.scenarios == s)
+        out[s] = twin_mask(matrix.scores[np.ix_(test, c)], matrix.scores[np.ix_(train, c)])
+    return pd.DataFrame(out, index=models[test])
+
+
 def _run_split(k, matrix, t2_wide, train, test, params, seed, adaptive_n=(), groups=None) -> dict:
     """Fit a fresh predictor on split k's training models and estimate its test models (one split's outputs)."""
     t0 = time.perf_counter()
@@ -212,7 +227,7 @@ def _run_split(k, matrix, t2_wide, train, test, params, seed, adaptive_n=(), gro
     t1.index = models[test]
     t1_long = t1.stack().rename("truth_t1")
     t2_long = t2_wide.iloc[test].stack().rename("truth_t2")
-    truth = pd.concat([t1_long, t2_long], axis=1)
+    truth = pd.concat([t1_long, t2_long, twin_table(matrix, train, test).stack().rename("twin")], axis=1)
     truth.index.names = ["model", "scenario"]
     df = df.merge(truth.reset_index(), on=["model", "scenario"], how="left")
     df = df[np.isfinite(df.truth_t1.to_numpy())]

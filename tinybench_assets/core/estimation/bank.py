@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .fill import FILL, fill_estimates
+
 BANK_EPS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4)
 CHUNK_CELLS = 1 << 22  # new models x bank models per likelihood block: ~32 MB a matrix whatever the bank's size
 
@@ -113,10 +115,14 @@ def bank_estimates(Y, cols: dict, w, anchor_sets: dict, bank: dict, eps: dict) -
 
 
 def bank_json(bank: dict | None) -> dict | None:
-    """The artifact's ``learned.bank`` of an answer bank: {models: F, eps: {scenario: eps}}, or None without one."""
+    """The artifact's ``learned.bank`` of an answer bank: {models: F, eps: {scenario: eps}, and fill: {scenario: lam}
+    where the bank serves fill too (estimation/fill.py)}, or None without one."""
     if bank is None:
         return None
-    return {"models": int(len(bank["answers"])), "eps": {s: float(e) for s, e in bank["eps"].items()}}
+    out = {"models": int(len(bank["answers"])), "eps": {s: float(e) for s, e in bank["eps"].items()}}
+    if bank.get("fill") is not None:
+        out["fill"] = {s: float(x) for s, x in bank["fill"].items()}
+    return out
 
 
 def bank_tree_arrays(bank: dict | None) -> dict:
@@ -178,8 +184,16 @@ class AnswerBank:
         return bank_tree_arrays(self.banks_.get((c, n)))
 
     def predict(self, Y, lay, anchors, c, n) -> dict:
-        """{scenario: (M,) bank_joint estimate} with the fitted eps; {} when (c, n) has no bank."""
+        """{(scenario, estimator): (M,)}: bank_joint with the fitted eps, and fill (estimation/fill.py) with its
+        lam where the bank has one; {} when (c, n) has no bank."""
         bank = self.banks_.get((c, n))
         if bank is None:
             return {}
-        return bank_estimates(Y, lay.cols, lay.w, anchors.of(c, n), bank, bank["eps"])
+        out = {
+            (s, "bank_joint"): v
+            for s, v in bank_estimates(Y, lay.cols, lay.w, anchors.of(c, n), bank, bank["eps"]).items()
+        }
+        if bank.get("fill") is not None:
+            fills = fill_estimates(Y, lay.cols, lay.w, anchors.of(c, n), bank, bank["fill"])
+            out.update({(s, FILL): v for s, v in fills.items()})
+        return out

@@ -18,8 +18,7 @@ def raw_estimates(Y, lay, steps, c, n) -> tuple[dict, dict]:
     ({(scenario, estimator): (M,)}, direct full-score inputs {(scenario, estimator): (M,)})."""
     base, feats, has = features(Y, lay, steps["irt"], steps["anchors"], c, n)
     t2raw = steps["learned"].predict(Y, lay, steps["anchors"], c, n, base, feats, has)
-    for s, v in steps["bank"].predict(Y, lay, steps["anchors"], c, n).items():
-        base[(s, "bank_joint")] = v
+    base.update(steps["bank"].predict(Y, lay, steps["anchors"], c, n))  # bank_joint (and a small board's fill)
     return base, t2raw
 
 

@@ -17,6 +17,9 @@ everything through the tiny-benchmark artifact::
       3b. guard     small_guard: scenarios whose served rule loses to stratified random items get random anchors
                     inside each subscenario; every fold is refitted with its own decision (made without it) and
                     the choice is made again
+      3c. gate      small_guard.gate (in small_select): a (scenario, n) whose served rule's out-of-fold MAE is
+                    still not below stratified random items' serves the anchors' plain mean where that did better,
+                    each fold's out-of-fold estimate following the decision made without it
       4. refit      small_folds.fit_scenario on every model: the served 2PLs (chosen D) and anchors; the
                     served answer bank per n (small_folds.build_bank on every model, eps as chosen); the state
                     lives in small_state's objects (the class's "Fitted attributes")
@@ -25,7 +28,7 @@ everything through the tiny-benchmark artifact::
                     ``tinybench estimate`` on the saved file give the same numbers)
 
 The artifact has the layout of :mod:`..tiny_benchmark.format`: the JSON-evaluable estimators anchor, irt, pirt,
-gpirt, gpirt_val at the served D, and bank_joint, whose answer bank travels in the learned file exactly as the big
+gpirt, gpirt_val at the served D, and bank_joint and fill (the ridge fill-in, estimation/fill.py), whose answer bank travels in the learned file exactly as the big
 predictor's does (``bank.bank_json`` / ``bank_tree_arrays`` of ``served_.bank``; no regressors: ``models`` is empty,
 ``fit_learned`` False); ``recommended`` is the best JSON-evaluable estimator, ``recommended_learned`` the served
 one. Its ``joint`` IRT entry is the block-diagonal of the
@@ -80,7 +83,8 @@ def refit_served(
     bank = {}  # every model's answers at the served anchors
     for n in ns:
         b = build_bank(Y, L.cols, L.w, {s: f.anchors[n] for s, f in fits.items()})
-        bank[(CLUSTERING, n)] = {**b, "eps": {s: choices[(s, n)].eps for s in L.scenarios}}
+        eps, lam = {s: choices[(s, n)].eps for s in L.scenarios}, {s: choices[(s, n)].fill_lam for s in L.scenarios}
+        bank[(CLUSTERING, n)] = {**b, "eps": eps, **({"fill": lam} if None not in lam.values() else {})}
     priors = {n: fit_prior(Y, truth.t1, L.w, L.cols, {s: f.anchors[n] for s, f in fits.items()}) for n in ns}
     return ServedBoard(fits, bank, priors)
 

@@ -14,10 +14,11 @@ Candidates (a :class:`Rule` each), per D in the predictor's ``dims``::
     bank_joint  the answer bank (estimation/bank.py), one rule (no D) whose eps (BANK_EPS) is chosen inside it:
                 each fold's out-of-fold estimates use the eps best on the other folds, and the artifact serves the
                 eps best on all rows
+    fill        the ridge fill-in on the same bank (estimation/fill.py); its lam (FILL_LAMBDAS) chosen as the bank's eps
 
 :func:`rules_for` derives these (lambdas included) from a set of rows; :func:`choose` picks the lowest MAE on the
-same rows, the bank only when it beats the best other rule by more than one standard error of its fold-by-fold gain
-(BANK_SE). :func:`choose_scenario` does it on every row (the served choice) and once per fold with that fold's
+same rows (fill among them), the bank only when it beats the best other rule by more than one standard error of its
+fold-by-fold gain (BANK_SE). :func:`choose_scenario` does it on every row (the served choice) and once per fold with that fold's
 rows left out, scoring the fold with what the others chose: those leave-one-fold-out residuals measure the
 selection procedure, not its winner, and give the served T1 interval (never narrower than the winner's own).
 
@@ -36,12 +37,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import estimators as est
+from .fill import FILL
 from .shrinkage import SHRINKAGE
-from .small_intervals import fold_isotonic, pooled_half_widths, symmetric_interval, widest
+from .small_intervals import fold_isotonic, symmetric_interval, widest
 
 __all__ = [
     "CANDIDATES",
     "BANK",
+    "FILL",
+    "LEARNED_RULES",
     "Rule",
     "rules_for",
     "best",
@@ -52,20 +56,19 @@ __all__ = [
     "ScenarioChoice",
     "choose_scenario",
     "NO_IRT",
-    "pooled_half_widths",  # small_intervals' own, re-exported: small_tables imports it from here
     "board_rule",
 ]
 
 CANDIDATES = ("anchor", "pirt", "gpirt", "gpirt_val", "irt", *SHRINKAGE)  # JSON-evaluable
 BANK = "bank_joint"  # needs the artifact's learned file (the answer bank)
-NO_IRT = ("anchor", BANK, *SHRINKAGE)  # rules that read no IRT fit (no D)
+LEARNED_RULES = (BANK, FILL)  # rules that need the artifact's learned file (the bank's arrays)
+NO_IRT = ("anchor", *LEARNED_RULES, *SHRINKAGE)  # rules that read no IRT fit (no D)
 BANK_SE = 1.0  # the bank is served only when its fold-by-fold gain exceeds this many standard errors (choose())
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One candidate: ``estimator`` at IRT dimension ``dim`` (unused by "anchor" and "bank_joint") with gp-IRT
-    weight ``lam`` or answer-bank ``eps``."""
+    """One candidate: ``estimator`` at IRT dimension ``dim`` (unused by NO_IRT) with ``lam`` or ``eps`` (module doc)."""
 
     estimator: str
     dim: int
@@ -77,11 +80,13 @@ class Rule:
         return self.estimator not in NO_IRT
 
     def apply(self, base: dict) -> np.ndarray:
-        """Estimates (M,) from ``base`` = {D: {"anchor", "irt", "pirt": (M,), "bank"?: {eps: (M,)}}} of one
-        (scenario, n)."""
+        """Estimates (M,) from ``base`` = {D: {"anchor", "irt", "pirt": (M,), "bank"?: {eps: (M,)}, "fill"?: {lam:
+        (M,)}}} of one (scenario, n)."""
         b = base[self.dim]
         if self.estimator == BANK:
             return b["bank"][self.eps]
+        if self.estimator == FILL:
+            return b["fill"][self.lam]
         if self.estimator in ("anchor", "irt", "pirt", *SHRINKAGE):
             return b[self.estimator]
         return est.gpirt_estimate(b["anchor"], b["pirt"], self.lam)
@@ -109,6 +114,7 @@ def rules_for(
         rules += [Rule("pirt", D), Rule("gpirt", D, lams[D]["tutorial"]), Rule("gpirt_val", D, lam_val), Rule("irt", D)]
     rules += [Rule(e, dims[0]) for e in SHRINKAGE if e in base[dims[0]]]
     rules += [Rule(BANK, dims[0], eps=e) for e in base[dims[0]].get("bank", {})]
+    rules += [Rule(FILL, dims[0], lam=x) for x in base[dims[0]].get("fill", {})]
     return rules, lams
 
 
@@ -175,7 +181,8 @@ class ScenarioChoice:
     """Everything chosen for one (scenario, n) on out-of-fold estimates.
 
     dim : D served; t1, t2 : served estimator names; t1_json, t2_json : the best JSON-evaluable ones (module
-    docstring); eps : bank_joint's eps in the artifact (None without a bank); lambdas : {"tutorial",
+    docstring); eps : bank_joint's eps in the artifact (None without a bank); fill_lam : fill's lam in the
+    artifact (None without it); lambdas : {"tutorial",
     "validation", "b", "v"} at ``dim``;
     rules : every candidate rule (lambdas from all rows); cv : rows of the CV table (one per rule, then "served");
     oof : [(M,)] T1 estimates per rule; oof_t2 : [(M,)] cross-fitted T2 per rule; oof_served : (M,) each row's
@@ -200,6 +207,7 @@ class ScenarioChoice:
     calibration_t2: dict = field(default_factory=dict)
     interval_t2: dict = field(default_factory=dict)
     eps: float | None = None
+    fill_lam: float | None = None
     t1_json: str = ""
     t2_json: str = ""
 
@@ -221,12 +229,13 @@ def choose_scenario(
     grid=est.LAMBDA_GRID,
     bank: dict | None = None,
     prefer: dict | None = None,
+    fill: dict | None = None,
 ) -> ScenarioChoice:
     """Choose D and the T1 / T2 estimators of (s, n) and fit their intervals and T2 maps (module docstring).
 
     base : {D: {"anchor", "irt", "pirt": (M,)}} out-of-fold; bias : {D: (M,)}; var, truth, truth_t2, folds,
     groups (the families: the intervals' exchangeable units) : (M,); bank : {eps: (M,)} out-of-fold bank_joint
-    (None: no bank candidate); prefer : {None: the board's rule on every row, f: the board's rule without fold f}
+    (None: no bank candidate); fill : {lam: (M,)} out-of-fold fill (None: none); prefer : {None: the board's rule on every row, f: the board's rule without fold f}
     (:func:`board_rule`; None: each scenario on its own).
     """
     prefer = prefer or {}
@@ -234,12 +243,16 @@ def choose_scenario(
     if bank:  # one bank rule: its eps is chosen inside it, on the other folds (nested), served at the best overall
         eps_star, nested = _nested_bank(bank, truth, rows, folds)
         base = {D: {**b, "bank": {eps_star: nested}} for D, b in base.items()}
+    if fill:  # likewise fill's lam
+        lam_star, nested_fill = _nested_bank(fill, truth, rows, folds)
+        base = {D: {**b, "fill": {lam_star: nested_fill}} for D, b in base.items()}
     rules, lams = rules_for(base, bias, var, truth, rows, n_anchors, grid)
     win = choose(rules, base, truth, rows, folds, prefer.get(None))
     served = _choice_out_of_fold(base, bias, var, truth, rows, folds, n_anchors, grid, prefer)
     dim = win.dim if win.irt else best([r for r in rules if r.irt], base, truth, rows).dim
     banks = [r for r in rules if r.estimator == BANK]
     eps = banks[0].eps if banks else None  # one bank rule: its eps chosen inside it (above)
+    fills = [r for r in rules if r.estimator == FILL]
     ch = ScenarioChoice(
         s,
         n,
@@ -252,6 +265,7 @@ def choose_scenario(
         oof_served=served,
         served_mae=mae(served, truth, rows),
         eps=eps,
+        fill_lam=fills[0].lam if fills else None,
     )
     exported = [r for r in rules if not r.irt or r.dim == dim]  # what the artifact carries: anchor, the bank, D's
     _score_rules(ch, base, truth, truth_t2, folds, groups, win, exported, alpha, scale)
@@ -265,7 +279,8 @@ def choose_scenario(
 
 
 def _nested_bank(bank: dict, truth: np.ndarray, rows: np.ndarray, folds: np.ndarray) -> tuple[float, np.ndarray]:
-    """(eps with the lowest MAE on every row, (M,) each fold's bank_joint at the eps best on the other folds)."""
+    """(eps with the lowest MAE on every row, (M,) each fold's bank_joint at the eps best on the other folds); the same
+    for fill's {lam: (M,)}."""
     eps_star = min(bank, key=lambda e: mae(bank[e], truth, rows))
     nested = np.full(len(truth), np.nan)
     for f in np.unique(folds):
@@ -323,7 +338,7 @@ def _recommend(ch: ScenarioChoice, exported: list, truth_t2: np.ndarray, folds: 
     """The JSON-only recommendations (``t1_json``, ``t2_json``) and the served T2 estimator and interval of ``ch``
     (its CV rows scored by :func:`_score_rules`)."""
     rules, rows2 = ch.rules, np.isfinite(truth_t2)
-    js = [i for i, r in enumerate(rules) if r in exported and r.estimator != BANK]
+    js = [i for i, r in enumerate(rules) if r in exported and r.estimator not in LEARNED_RULES]
     ch.t1_json = rules[min(js, key=lambda i: ch.cv[i]["cv_mae_t1"])].estimator  # == t1 unless the bank won
     ch.t2_json = ch.t1_json
     if ch.calibration_t2:  # T2: the lowest cross-fitted MAE at the served D; interval: the widest of them
@@ -332,9 +347,12 @@ def _recommend(ch: ScenarioChoice, exported: list, truth_t2: np.ndarray, folds: 
         def t2_mae(i):
             return np.nan_to_num(ch.cv[i]["cv_mae_t2"], nan=np.inf)
 
-        json_t2 = [i for i in at_dim if rules[i].estimator != BANK]
+        json_t2 = [i for i in at_dim if rules[i].estimator not in LEARNED_RULES]
         i2 = min(json_t2 or at_dim, key=t2_mae)
         ch.t2_json = rules[i2].estimator if json_t2 else ch.t1_json
+        i_fill = next((i for i in at_dim if rules[i].estimator == FILL), None)  # a plain candidate, as for T1
+        if i_fill is not None and t2_mae(i_fill) < t2_mae(i2):
+            i2 = i_fill
         ib = next((i for i in at_dim if rules[i].estimator == BANK), None)  # the bank: as for T1 (choose())
         if json_t2 and ib is not None and bank_wins(ch.oof_t2[i2], ch.oof_t2[ib], truth_t2, rows2, folds):
             i2 = ib
@@ -371,9 +389,12 @@ def board_rule(bases: dict, rules: dict, truths: dict, rows: np.ndarray) -> tupl
     """
     scores: dict = {}
     for s, base in bases.items():
-        ok = rows & np.isfinite(truths[s])
-        for r in rules[s]:
+        ok, mine = rows & np.isfinite(truths[s]), {}
+        for r in rules[s]:  # a rule with a parameter grid (fill's lam) scores its best on these rows
             if r.estimator not in ("gpirt", BANK):
-                scores.setdefault((r.estimator, r.dim if r.irt else 0), []).append(mae(r.apply(base), truths[s], ok))
+                key = (r.estimator, r.dim if r.irt else 0)
+                mine[key] = min(mine.get(key, np.inf), mae(r.apply(base), truths[s], ok))
+        for key, v in mine.items():
+            scores.setdefault(key, []).append(v)
     full = {k: float(np.mean(v)) for k, v in scores.items() if len(v) == len(bases) and np.isfinite(v).all()}
     return min(full, key=full.get) if full else None

@@ -12,7 +12,7 @@ from ..tiny_benchmark.format import FORMAT, TREES_FILE
 from ..tiny_benchmark.trees import pack
 from .anchor_sets import AnchorSet
 from .bank import bank_json, bank_tree_arrays
-from .small_choice import BANK, CANDIDATES, NO_IRT
+from .small_choice import BANK, CANDIDATES, FILL, NO_IRT
 from .small_folds import CLUSTERING
 from .training import Layout
 
@@ -54,7 +54,7 @@ def build_artifact(p, leaderboard: str, n: int, item_texts=None, binarization=No
                 "calibration_t2": to_dict_or_none(ch.calibration_t2.get(e)),
                 "interval_t2": to_dict_or_none(ch.interval_t2.get(e)),
             }
-            for e in (*CANDIDATES, BANK)
+            for e in (*CANDIDATES, BANK, *([FILL] if "fill" in bank else []))
         }
         anchors = AnchorSet(s, CLUSTERING, n, local, cols[local], weights)
         scenarios[s] = {
@@ -90,7 +90,7 @@ def build_artifact(p, leaderboard: str, n: int, item_texts=None, binarization=No
         "training": {"fit_models": len(L.models), "validation_models": len(L.models), "seed": int(p.seed)},
         "binarization": binarization,
         "json_estimators": sorted(CANDIDATES),
-        "learned_estimators": [BANK],
+        "learned_estimators": [BANK, *([FILL] if "fill" in bank else [])],
         "learned": {"file": TREES_FILE, "sha256": None, "fit_learned": False, "models": [], "bank": bank_json(bank)},
         "scenarios": scenarios,
         "shrinkage": p.served_.priors[n].to_json(),

@@ -19,6 +19,8 @@ The response matrix ``Y`` (M models x I items, 0/1, NaN = not answered) flows li
                                          each scenario's other items
         bank_estimates(Y[rows in f])     bank_joint of the held-out rows for every eps in BANK_EPS, by the very
                                          bank.bank_estimates that ArtifactModel runs
+        fills(Y[rows in f])              fill of the held-out rows for every lam in FILL_LAMBDAS (the ridge
+                                         fill-in on the same bank, estimation/fill.py)
         ShrinkagePrior.fit(rows not in f) per n: the training rows' accuracies and anchor estimates give the prior
                                          and noise of shrunk / shrunk_joint (estimation/shrinkage.py); the
                                          held-out rows' anchor estimates are shrunk with it
@@ -39,11 +41,11 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..irt import IRTParams, estimate_ability, fit_irt, item_curve
 from . import estimators as est
-from .anchor_sets import AnchorSet
 from .anchors import select_anchors
-from .bank import BANK_EPS, bank_arrays
-from .bank import bank_estimates as bank_estimates_of
-from .shrinkage import SHRINKAGE, ShrinkagePrior
+from .bank import BANK_EPS
+from .fill import FILL_LAMBDAS
+from .shrinkage import SHRINKAGE
+from .small_banks import CLUSTERING, anchor_matrix, bank_estimates, build_bank, fills, fit_prior
 from .strata import nested_order, prefix_anchors
 
 __all__ = [
@@ -59,13 +61,13 @@ __all__ = [
     "half_split",
     "build_bank",
     "bank_estimates",
+    "fills",
     "OutOfFold",
     "out_of_fold",
     "BANK_EPS",
     "CLUSTERING",
 ]
 
-CLUSTERING = "correctness"  # the anchors' clustering (the artifact's ``clustering``)
 DESIGNS = ("stratified", "random", "kmeans")
 
 BASE = ("anchor", "irt", "pirt")
@@ -215,22 +217,6 @@ def half_item_error(
     return out
 
 
-def build_bank(Yb: np.ndarray, cols: dict, w: np.ndarray, anchors: dict) -> dict:
-    """The answer bank of ``Yb``'s rows (bank.bank_arrays, as the big board's ``AnswerBank`` builds it and the artifact
-    stores it). Yb : (F, I) the bank models' answers (a fold's TRAINING rows, or every model when serving); cols :
-    {scenario: (I_s,)}; w : (I,); anchors : {scenario: (local (k,), weights (k,))} of one budget."""
-    return bank_arrays(Yb, cols, w, {s: local for s, (local, _) in anchors.items()})
-
-
-def bank_estimates(Y: np.ndarray, cols: dict, w: np.ndarray, anchors: dict, bank: dict, eps: dict) -> dict:
-    """{scenario: (M,)} bank_joint of rows ``Y`` (M, I; only the anchors are read) with eps {scenario: eps}."""
-    sets = {
-        s: AnchorSet(s, CLUSTERING, 0, np.asarray(local), cols[s][np.asarray(local)], np.asarray(weights))
-        for s, (local, weights) in anchors.items()
-    }
-    return bank_estimates_of(Y, cols, w, sets, bank, eps)
-
-
 def scenario_truth(Y: np.ndarray, w: np.ndarray, cols: dict) -> np.ndarray:
     """(M, S) each row's balance-weighted accuracy per scenario (NaN where it answered none of its items)."""
     out = np.full((len(Y), len(cols)), np.nan)
@@ -239,24 +225,6 @@ def scenario_truth(Y: np.ndarray, w: np.ndarray, cols: dict) -> np.ndarray:
         if has.any():
             out[has, j] = est.weighted_accuracy(Y[has][:, c], w[c])
     return out
-
-
-def anchor_matrix(Y: np.ndarray, w: np.ndarray, cols: dict, anchors: dict) -> np.ndarray:
-    """(M, S) the anchor-weighted mean of every scenario (``anchors``: {scenario: (local, weights)} of one
-    budget), NaN where a row answered none of the scenario's anchors."""
-    out = np.full((len(Y), len(cols)), np.nan)
-    for j, (s, c) in enumerate(cols.items()):
-        local, weights = anchors[s]
-        Ya = np.atleast_2d(Y[:, c[np.asarray(local)]])
-        has = ~np.isnan(Ya).all(1)
-        if has.any():
-            out[has, j] = est.anchor_estimate(Ya[has], weights)
-    return out
-
-
-def fit_prior(Yb: np.ndarray, truth: np.ndarray, w: np.ndarray, cols: dict, anchors: dict) -> ShrinkagePrior:
-    """The shrinkage prior of rows ``Yb`` (their accuracies ``truth`` (F, S) and anchor estimates at ``anchors``)."""
-    return ShrinkagePrior.fit(truth, anchor_matrix(Yb, w, cols, anchors), list(cols))
 
 
 @dataclass
@@ -271,6 +239,8 @@ class OutOfFold:
     bank : {(scenario, n): {eps: (M,)}} -- each row's bank_joint from the bank of the fold that held it out.
     shrink : {(scenario, n): {"shrunk", "shrunk_joint": (M,)}} -- each row's shrunk anchor estimate under the
         prior of the fold that held it out.
+    fill : {(scenario, n): {lam: (M,)}} -- each row's fill (estimation/fill.py) from the bank of the fold that
+        held it out, for every lam in FILL_LAMBDAS.
     fits : [{scenario: ScenarioFit}] -- per fold, what its training models gave (for inspection and the tests).
     banks : [{n: build_bank dict}] -- per fold, its answer bank (training rows only).
     train_rows : [(M_train,)] -- per fold, the rows it was fitted on.
@@ -281,6 +251,7 @@ class OutOfFold:
     bias: dict = field(default_factory=dict)
     bank: dict = field(default_factory=dict)
     shrink: dict = field(default_factory=dict)
+    fill: dict = field(default_factory=dict)
     banks: list = field(default_factory=list)
     fits: list = field(default_factory=list)
     train_rows: list = field(default_factory=list)
@@ -346,6 +317,7 @@ def _empty_out_of_fold(M: int, cols: dict, folds: np.ndarray, counts: dict, dims
                     out.base[(s, n, D)] = {k: np.full(M, np.nan) for k in BASE}
                     out.bank[(s, n)] = {e: np.full(M, np.nan) for e in BANK_EPS}
                     out.shrink[(s, n)] = {e: np.full(M, np.nan) for e in SHRINKAGE}
+                    out.fill[(s, n)] = {lam: np.full(M, np.nan) for lam in FILL_LAMBDAS}
     return out
 
 
@@ -388,6 +360,9 @@ def _fold_banks(out: OutOfFold, Y, w, cols, ns, fits, truth, train, test) -> dic
         for e in BANK_EPS:
             for s, v in bank_estimates(Y[test], cols, w, anchors, bank, dict.fromkeys(cols, e)).items():
                 out.bank[(s, n)][e][test] = v
+        for lam in FILL_LAMBDAS:
+            for s, v in fills(Y[test], cols, w, anchors, bank, dict.fromkeys(cols, lam)).items():
+                out.fill[(s, n)][lam][test] = v
         prior = fit_prior(Y[train], truth[train], w, cols, anchors)  # training rows only
         shrunk = prior.estimate(anchor_matrix(Y[test], w, cols, anchors))
         for j, s in enumerate(cols):

@@ -29,7 +29,19 @@ import numpy as np
 from .small_choice import mae
 from .strata import prefix_allocation
 
-__all__ = ["random_item_error", "log_excess", "guard", "guard_choices", "guard_note", "fold_designs", "RANDOM"]
+__all__ = [
+    "random_item_error",
+    "log_excess",
+    "guard",
+    "guard_choices",
+    "guard_note",
+    "fold_designs",
+    "RANDOM",
+    "expected_errors",
+    "loses",
+    "gate",
+    "gate_note",
+]
 
 RANDOM = "random"  # the design the guard falls back to (small_folds.fit_scenario)
 
@@ -107,10 +119,57 @@ def guard_choices(
     random-item errors computed from ``Y`` (M, I), ``w`` (I,), ``cols`` {scenario: columns}, ``subscenarios``
     {scenario: (I_s,) or None} and ``counts`` {(scenario, n): anchors}; ``truth`` (M, S) in ``cols`` order."""
     served = {s: {n: choices[(s, n)].oof_served for n in ns} for s in cols}
-    expected = {
+    expected = expected_errors(Y, w, cols, subscenarios, counts, ns)
+    return guard(served, expected, {s: truth[:, j] for j, s in enumerate(cols)}, folds)
+
+
+def expected_errors(Y: np.ndarray, w: np.ndarray, cols: dict, subscenarios: dict, counts: dict, ns: list) -> dict:
+    """{scenario: {n: (M,)}} :func:`random_item_error` of every row at every budget."""
+    return {
         s: {n: random_item_error(Y[:, c], w[c], subscenarios[s], counts[(s, n)]) for n in ns} for s, c in cols.items()
     }
-    return guard(served, expected, {s: truth[:, j] for j, s in enumerate(cols)}, folds)
+
+
+def loses(served: np.ndarray, plain: np.ndarray, expected: np.ndarray, truth: np.ndarray, rows: np.ndarray) -> bool:
+    """The gate's test on ``rows``: the served rule's out-of-fold MAE is not below what stratified random items are
+    expected to give the same rows, and the anchors' plain mean (``plain``) did better than the served rule there."""
+    ok = rows & np.isfinite(served) & np.isfinite(plain) & np.isfinite(truth) & np.isfinite(expected)
+    if not ok.any():
+        return False
+    err = mae(served, truth, ok)
+    return err >= float(np.mean(expected[ok])) and mae(plain, truth, ok) < err
+
+
+def gate(ch, expected: np.ndarray, truth: np.ndarray, folds: np.ndarray) -> bool:
+    """The random-items gate of one (scenario, n) choice ``ch`` (small_choice.ScenarioChoice), as the router's
+    best-single gate: where the served rule's out-of-fold MAE is not below stratified random items' (``expected``
+    (M,), :func:`random_item_error`) and the anchors' plain weighted mean did better, the plain mean is served
+    instead -- on the guard's random design, exactly stratified random items -- with an interval from its own
+    out-of-fold residuals. Each fold's ``oof_served`` follows the decision made without that fold, so the backtest
+    measures the gate, not its hindsight. Changes ``ch`` in place; returns whether the served choice (every row) was
+    gated."""
+    folds, rows = np.asarray(folds), np.isfinite(truth)
+    i = next(k for k, r in enumerate(ch.rules) if r.estimator == "anchor")
+    plain, served = ch.oof[i], ch.oof_served.copy()
+    for f in np.unique(folds):
+        if loses(ch.oof_served, plain, expected, truth, rows & (folds != f)):
+            served[folds == f] = plain[folds == f]
+    gated = loses(ch.oof_served, plain, expected, truth, rows) and ch.t1 != "anchor"
+    if gated:
+        for k, row in enumerate(ch.cv[: len(ch.rules)]):
+            row["served_t1"] = k == i
+        ch.t1 = ch.t1_json = "anchor"
+    ch.oof_served, ch.served_mae = served, mae(served, truth, rows)
+    ch.cv[-1]["cv_mae_t1"] = ch.served_mae  # the "served" row
+    return gated
+
+
+def gate_note(scenario: str, n: int, served: float, expected: float) -> str:
+    """The predictor's note for a gated (scenario, n) (MAEs in accuracy, 0-1)."""
+    return (
+        f"scenario {scenario!r}, n = {n}: the best rule's cross-validated error ({100 * served:.2f} points) is not below "
+        f"random items' ({100 * expected:.2f}): serving the anchors' plain mean (random items) with its own interval"
+    )
 
 
 def guard_note(scenario: str, excess: float) -> str:

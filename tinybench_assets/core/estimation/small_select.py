@@ -9,6 +9,7 @@ import numpy as np
 
 from . import small_tables
 from .small_choice import board_rule, choose_scenario, rules_for
+from .small_guard import expected_errors, gate, gate_note
 from .small_intervals import MIN_T2, fixed_interval, pooled_half_widths
 
 __all__ = ["choose_board"]
@@ -74,7 +75,13 @@ def choose_board(p, Y) -> tuple[dict, dict, list]:
                 scale=p.interval_scale,
                 bank=p.oof_.bank[(s, n)],
                 prefer=board_rules[n],
+                fill=p.oof_.fill[(s, n)],
             )
+    expected = expected_errors(Y, L.w, L.cols, L.subscenarios, p.counts_, ns)
+    for (s, n), ch in out.items():  # the random-items gate (small_guard.gate)
+        before = ch.served_mae
+        if gate(ch, expected[s][n], truths[s], folds.ids):
+            notes.append(gate_note(s, n, before, float(np.nanmean(expected[s][n][np.isfinite(truths[s])]))))
     for n in ns:  # the served T1 intervals, calibrated over every scenario at once
         half = pooled_half_widths(*small_tables.served_oof(p, out, n), np.ones(len(Y), dtype=bool), p.alpha)
         for s in L.cols:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .small_choice import pooled_half_widths
+from .small_intervals import pooled_half_widths
 
 __all__ = ["served_oof", "oof_intervals", "anchor_table", "cv_table", "oof_table"]
 

@@ -64,8 +64,8 @@ PICKLE_FILE = "predictor.pkl"
 #: estimators computed from the JSON alone (stacks too when all their members are among these)
 JSON_BASE = ("anchor", "irt", "pirt", "gpirt", "gpirt_val", "irt_joint", "pirt_joint", "gpirt_joint", "gpirt_val_joint")
 # (a small board's artifact adds shrunk and shrunk_joint, computed from its "shrinkage" block: ArtifactModel.json_names)
-#: estimators read from the tree file (the regressors; bank_joint: the answer bank)
-LEARNED_BASE = ("gbm", "gbm_joint", "bank_joint")
+#: estimators read from the tree file (the regressors; bank_joint and fill: the answer bank)
+LEARNED_BASE = ("gbm", "gbm_joint", "bank_joint", "fill")
 
 
 class ArtifactError(ValueError):

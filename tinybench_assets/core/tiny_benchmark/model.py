@@ -54,6 +54,11 @@ def _bank_info(r: Reader, info: dict, scenarios) -> dict | None:
     }
     if not all(0 < e < 0.5 for e in out["eps"].values()):
         r.fail(f"{q}.eps", "expected numbers in (0, 0.5)")
+    if b.get("fill") is not None:  # fill's ridge strength per scenario (estimation/fill.py)
+        lam = r.obj(b, "fill", q)
+        out["fill"] = {s: r.number(lam, s, f"{q}.fill", finite=True) for s in scenarios}
+        if not all(x > 0 for x in out["fill"].values()):
+            r.fail(f"{q}.fill", "expected positive numbers")
     r.text(info, "file", "$.learned", (TREES_FILE,))
     return out
 
@@ -66,7 +71,8 @@ def _bank(model, arrays: dict | None, source) -> dict:
         return {}
     A = sum(len(A.items) for A in model.anchor_sets.values())
     answers, values = bank_tables(arrays or {}, info["models"], A, len(model.scenarios), source or "the tree file")
-    return {(model.c, model.n): {"answers": answers, "values": values, "eps": dict(info["eps"])}}
+    fill = {"fill": dict(info["fill"])} if "fill" in info else {}
+    return {(model.c, model.n): {"answers": answers, "values": values, "eps": dict(info["eps"]), **fill}}
 
 
 def read_learned(self, art: dict) -> None:
@@ -172,6 +178,8 @@ class ArtifactModel:
     def _gbm_available(self, s: str, name: str) -> bool:
         if name == "bank_joint":
             return self.bank_info is not None
+        if name == "fill":
+            return self.bank_info is not None and "fill" in self.bank_info
         kind = "sep" if name == "gbm" else "joint"
         has_t1 = (self.c, self.n, s, kind, "t1") in self.model_keys
         return has_t1 or (self.fit_learned and len(self.anchor_sets[s].local) >= len(self.layout.cols[s]))

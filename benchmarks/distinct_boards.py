@@ -1,0 +1,221 @@
+"""Distinct-model dev boards (issue 58): small boards whose models differ a lot, as most teams hold them.
+
+* ``openllm.s<seed>``: 20-25 models drawn from the Open LLM Leaderboard v1, one per family (core/estimation/groups.py;
+  the lockbox excluded), twin-free (no two agree on 99 % or more of a scenario's items: core/estimation/twins.py),
+  spread evenly over the whole accuracy range (the weakest model included): the range is cut into as many equal
+  bins as the board has models and each bin gives one model, drawn at random (seeded) among the families' models
+  in it; an empty bin passes its turn to the next.
+* ``openllm_v2``: the v2 board (19 models, six scenarios), and ``v2.<scenario>``: one of its large scenarios alone,
+  a board of one scenario of thousands of items (the shape of the boards users brought).
+
+:func:`board_figures` fits :class:`SmallBoardPredictor` on a board and reads its leave-family-out backtest (each
+model's served estimate from the choice made without its fold, its 90 % interval calibrated on the other folds:
+``oof_intervals``), against stratified random items on the same models (the mean absolute error of 50 draws per
+model, items allocated over subscenarios in proportion to their size). n = 100 is read where every scenario's pool
+has at least 300 items.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from tinybench_assets.core.estimation import estimators as est
+from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
+from tinybench_assets.core.estimation.twins import agreement
+
+DRAWS = 50
+MIN_POOL_100 = 300
+
+
+def stratified_random(Y: np.ndarray, w: np.ndarray, sub: np.ndarray, n: int, seed: int) -> np.ndarray:
+    """(M,) one draw per model: n items allocated over subscenarios in proportion to their size (largest remainder),
+    drawn at random inside each, the subscenario means weighted by the subscenarios' weight in the score."""
+    rng = np.random.default_rng(seed)
+    subs, size = np.unique(sub, return_counts=True)
+    raw = size / size.sum() * n
+    k = np.floor(raw).astype(int)
+    k[np.argsort(-(raw - k), kind="stable")[: n - k.sum()]] += 1
+    num, den = np.zeros(len(Y)), np.zeros(len(Y))
+    for u, ku in zip(subs, np.minimum(k, size)):
+        if ku == 0:
+            continue
+        items = np.flatnonzero(sub == u)
+        pick = np.array([rng.choice(items, ku, replace=False) for _ in range(len(Y))])
+        y = Y[np.arange(len(Y))[:, None], pick]
+        mean = np.nanmean(y, axis=1)
+        W = w[items].sum()
+        ok = np.isfinite(mean)
+        num[ok] += W * mean[ok]
+        den[ok] += W
+    return np.where(den > 0, num / np.maximum(den, 1e-12), np.nan)
+
+
+def distinct_rows(Y, cols, groups, eligible, size: int, seed: int, threshold: float = 0.99) -> np.ndarray:
+    """Row indices of a distinct-model board (module docstring): one model per family, twin-free, one per equal bin
+    of the accuracy range, the weakest eligible model first."""
+    rng = np.random.default_rng([size, seed, 58])
+    acc = np.nanmean(np.column_stack([np.nanmean(Y[:, c], axis=1) for c in cols.values()]), axis=1)
+    cand = np.flatnonzero(eligible)
+    lo, hi = acc[cand].min(), acc[cand].max()
+    edges = np.linspace(lo, hi, size + 1)
+    picked: list[int] = [int(cand[np.argmin(acc[cand])])]
+    used = {groups[picked[0]]}
+
+    def clashes(i: int) -> bool:
+        return any(
+            (agreement(Y[[i]][:, c], Y[picked][:, c]) >= threshold).any() for c in cols.values()
+        )  # a twin of a board model on some scenario
+
+    def take(pool: np.ndarray) -> bool:
+        for i in pool[rng.permutation(len(pool))]:
+            if groups[i] not in used and not clashes(int(i)):
+                picked.append(int(i))
+                used.add(groups[i])
+                return True
+        return False
+
+    for b in range(1, size):  # bin 0 holds the weakest
+        take(cand[(acc[cand] > edges[b]) & (acc[cand] <= edges[b + 1])])
+    while len(picked) < size and take(cand[~np.isin(cand, picked)]):
+        pass  # empty bins: the rest at random
+    return np.sort(np.asarray(picked))
+
+
+def board_figures(name, Y, w, cols, fam, items, subs, ns, seed: int = 0, full=None) -> dict:
+    """Fit and backtest one board (module docstring): {"models", "items", "by_n": {n: figures}, "scenarios": {s: {n:
+    figures}}, "fit_seconds", "notes"}; MAE and half-width in accuracy points."""
+    t0 = time.perf_counter()
+    pred = SmallBoardPredictor(n_values=ns, seed=seed).fit(Y, w, cols, full, fam, items=items, subscenarios=subs)
+    fit_s = time.perf_counter() - t0
+    report = [n for n in (30, 100) if n in ns and (n == 30 or min(len(c) for c in cols.values()) >= MIN_POOL_100)]
+    out = {"models": int(len(Y)), "items": int(Y.shape[1]), "by_n": {}, "scenarios": {}}
+    for n in report:
+        iv = pred.oof_intervals(n)
+        iv = iv[np.isfinite(iv.estimate) & np.isfinite(iv.truth_t1)]
+        served, rand, cover, half = [], [], [], []
+        for s, c in cols.items():
+            g = iv[iv.scenario == s]
+            rows = np.flatnonzero(~np.isnan(Y[:, c]).all(1))
+            Ys, ws = Y[np.ix_(rows, c)], w[c]
+            truth = est.weighted_accuracy(Ys, ws)
+            strat = np.mean(
+                [np.abs(stratified_random(Ys, ws, subs[c], n, seed=2000 + d) - truth) for d in range(DRAWS)], axis=0
+            )
+            err = np.abs(g.estimate - g.truth_t1).to_numpy()
+            cov = ((g.lower <= g.truth_t1) & (g.truth_t1 <= g.upper)).to_numpy()
+            served.append(err)
+            rand.append(strat)
+            cover.append(cov)
+            half.append(((g.upper - g.lower) / 2).to_numpy())
+            ch = pred.choices_[(s, n)]
+            out["scenarios"].setdefault(s, {})[str(n)] = {
+                "served_mae": round(100 * float(err.mean()), 3),
+                "random_mae": round(100 * float(strat.mean()), 3),
+                "ratio": round(float(err.mean() / strat.mean()), 4),
+                "coverage": round(float(cov.mean()), 4),
+                "half_width": round(100 * float(half[-1].mean()), 3),
+                "estimator": ch.t1,
+            }
+        sm, rm = float(np.mean([e.mean() for e in served])), float(np.mean([r.mean() for r in rand]))
+        out["by_n"][str(n)] = {
+            "served_mae": round(100 * sm, 3),
+            "random_mae": round(100 * rm, 3),
+            "ratio": round(sm / rm, 4),
+            "coverage": round(float(np.concatenate(cover).mean()), 4),
+            "half_width": round(100 * float(np.concatenate(half).mean()), 3),
+            "max_scenario_ratio": round(max(v[str(n)]["ratio"] for v in out["scenarios"].values()), 4),
+        }
+    out["fit_seconds"] = round(fit_s, 1)
+    out["notes"] = list(pred.notes_)
+    return out
+
+
+def openllm_boards(matrix, groups, eligible, seeds=(0, 1, 2), sizes=(20, 22, 25)) -> dict:
+    """{name: rows} of the openllm distinct boards."""
+    cols = {s: np.flatnonzero(matrix.scenarios == s) for s in pd.unique(matrix.scenarios)}
+    return {
+        f"openllm.s{seed}": distinct_rows(matrix.scores, cols, groups, eligible, size, seed)
+        for seed, size in zip(seeds, sizes)
+    }
+
+
+def run_distinct(data_dir: Path, matrix, full_wide, groups, eligible, v2=None, seed: int = 0) -> dict:
+    """The ``distinct`` contract: {board: {"models", "items", "by_n": {"30": {...}, "100": {...}}}} plus extras."""
+    res = {}
+    cols = {s: np.flatnonzero(matrix.scenarios == s) for s in pd.unique(matrix.scenarios)}
+    w = matrix.balance_weights()
+    for name, rows in openllm_boards(matrix, groups, eligible).items():
+        Yb = matrix.scores[rows]
+        keep = ~np.isnan(Yb).all(0)
+        res[name] = board_figures(
+            name,
+            Yb,
+            w,
+            cols,
+            np.asarray(matrix.models)[rows],  # one family per model: each is its family's only model here
+            matrix.items,
+            np.asarray(matrix.subscenarios),
+            (10, 20, 30, 50),
+            seed=seed,
+            full=full_wide[rows],
+        )
+        res[name]["accuracy_range"] = [
+            round(float(np.nanmean(Yb[:, keep], axis=1).min()), 3),
+            round(float(np.nanmean(Yb[:, keep], axis=1).max()), 3),
+        ]
+        _print_board(name, res[name])
+    if v2 is not None:
+        m, fam = v2
+        vcols = {s: np.flatnonzero(m.scenarios == s) for s in pd.unique(m.scenarios)}
+        vw, subs = m.balance_weights(), np.asarray(m.subscenarios)
+        res["openllm_v2"] = board_figures(
+            "openllm_v2", m.scores, vw, vcols, fam, m.items, subs, (10, 20, 30, 50, 100, 200), seed=seed
+        )
+        _print_board("openllm_v2", res["openllm_v2"])
+        for s in ("mmlu_pro", "bbh"):
+            c = vcols[s]
+            rows = np.flatnonzero(~np.isnan(m.scores[:, c]).all(1))
+            res[f"v2.{s}"] = board_figures(
+                f"v2.{s}",
+                m.scores[np.ix_(rows, c)],
+                vw[c],
+                {s: np.arange(len(c))},
+                fam[rows],
+                np.asarray(m.items)[c],
+                subs[c],
+                (10, 20, 30, 50, 100, 200),
+                seed=seed,
+            )
+            _print_board(f"v2.{s}", res[f"v2.{s}"])
+    return res
+
+
+def _print_board(name: str, r: dict) -> None:
+    for n, v in r["by_n"].items():
+        print(
+            f"{name:<14} {r['models']:>3} models {r['items']:>6} items n={n:>3}: served {v['served_mae']:6.2f} "
+            f"random {v['random_mae']:6.2f} ratio {v['ratio']:.3f} (worst scenario {v['max_scenario_ratio']:.3f}) "
+            f"coverage {v['coverage']:.3f} half-width {v['half_width']:.2f} ({v['half_width'] / v['served_mae']:.2f}x)"
+            "  [" + ", ".join(f"{s}:{x[n]['estimator']}" for s, x in r["scenarios"].items()) + "]",
+            flush=True,
+        )
+
+
+def distinct_bars(res: dict) -> dict:
+    """Issue 58's bars on the distinct boards."""
+    bars = {}
+    for b, r in res.items():
+        for n, v in r["by_n"].items():
+            cap = 0.75 if n == "30" else 0.90
+            bars[f"distinct {b} n{n}: ratio <= {cap}"] = v["ratio"] <= cap
+            bars[f"distinct {b} n{n}: no scenario above 1.0"] = v["max_scenario_ratio"] <= 1.0
+            bars[f"distinct {b} n{n}: coverage >= 0.75"] = v["coverage"] >= 0.75
+            bars[f"distinct {b} n{n}: half_width <= 2.5 x served_mae"] = v["half_width"] <= 2.5 * v["served_mae"]
+    pooled = [v["coverage"] for r in res.values() for v in r["by_n"].values()]
+    if pooled:
+        bars["distinct: coverage pooled in [0.85, 0.95]"] = 0.85 <= float(np.mean(pooled)) <= 0.95
+    return bars
