@@ -111,8 +111,11 @@ class RouterRegistry:
         try:
             objective, policy, rule = self.policy(router, name)
             results, _, _ = decide(router.served, router.encoder, [(str(i), t) for i, t in enumerate(texts)], policy)
-        except UsageError as e:
-            raise bad_request(str(e), "model") from None
+        except UsageError as e:  # the CLI's flags named as the model field's options
+            msg = str(e).replace("--objective ", "objective=")
+            for flag in ("--max-cost", "--min-accuracy", "--tolerance"):
+                msg = msg.replace(flag, flag[2:].replace("-", "_"))
+            raise bad_request(msg, "model") from None
         label = policy.label() if policy is not None else "argmax of P(correct)"
         head = {"router": name.router_id, "objective": objective, "policy": label, "rule": rule}
         return [{**head, **row, "id": "1"} for row in json_rows(results)]

@@ -83,7 +83,7 @@ class _Handler(BaseHTTPRequestHandler):
         up.calls.append({"path": self.path, "body": body, "auth": auth})
         text = body["messages"][-1]["content"]
         if "[slow]" in text:
-            time.sleep(2.5)
+            time.sleep(3.0)
         if "[badkey]" in text:
             return self._send(401, json.dumps({"error": {"message": f"Incorrect API key provided: {auth}"}}).encode())
         content = f"answer from {up.name}"
@@ -218,7 +218,7 @@ def test_calibrate_and_threshold_errors(project, capsys, monkeypatch, tmp_path):
 
 
 def write_upstreams(path, fakes) -> None:
-    lines = ["timeout_s: 1.5", "models:"]
+    lines = ["timeout_s: 2", "models:"]
     for model, (fake, env) in fakes.items():
         lines += [f"  {model}:", f"    base_url: {fake.url}", f"    model: {fake.name}", f"    api_key_env: {env}"]
     path.write_text("\n".join(lines) + "\n")
