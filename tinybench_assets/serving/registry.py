@@ -103,14 +103,21 @@ class RouterRegistry:
         return self.decide_many(name, [text])[0]
 
     def decide_many(self, name: RouterName, texts: list[str]) -> list[dict]:
-        """The decisions for questions of separate requests (each its own id ``1``), in one ``decide`` call."""
+        """The decisions for questions of separate requests (each its own id ``1``): one ``decide`` call on the static
+        encoder; on MiniLM, whose embedding of a text moves (up to 6e-4) with the batch it is padded in, one call per
+        question, so each gets what ``tinybench route`` gives it alone."""
         from tinybench_assets.cli.errors import UsageError
         from tinybench_assets.cli.route import decide, json_rows
+        from tinybench_assets.io.static_encoder import StaticEncoder
 
         router = self.get(name)
         try:
             objective, policy, rule = self.policy(router, name)
-            results, _, _ = decide(router.served, router.encoder, [(str(i), t) for i, t in enumerate(texts)], policy)
+            qs = [(str(i), t) for i, t in enumerate(texts)]
+            if isinstance(router.encoder, StaticEncoder):  # a question's embedding does not depend on its batch
+                results, _, _ = decide(router.served, router.encoder, qs, policy)
+            else:  # MiniLM pads a batch to its longest text: alone, a question is embedded as `tinybench route` does it
+                results = [decide(router.served, router.encoder, [q], policy)[0][0] for q in qs]
         except UsageError as e:  # the CLI's flags named as the model field's options
             msg = str(e).replace("--objective ", "objective=")
             for flag in ("--max-cost", "--min-accuracy", "--tolerance"):
