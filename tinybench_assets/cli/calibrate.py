@@ -6,9 +6,10 @@
     tinybench calibrate --leaderboard routerbench --scenario mbpp --questions my_traffic.csv --max-cost 0.002
 
 The questions are routed as ``tinybench route`` routes them (the same router file, encoder and code path); the
-threshold rule is core/routing/threshold.py's (the cheapest model other than the strongest whose P(correct) reaches
-the threshold, else the strongest). ``--max-cost`` needs a router trained with costs: the highest threshold whose
-expected cost per question stays within it. Bad input exits with code 2 and a one-line error on stderr.
+threshold rule is core/routing/threshold.py's (the strongest model where its P(correct) exceeds every other model's
+by the threshold or more, else the most likely other model). ``--max-cost`` needs a router trained with costs: the
+threshold sending the most questions to the strongest model whose expected cost per question stays within it. Bad
+input exits with code 2 and a one-line error on stderr.
 """
 
 from __future__ import annotations

@@ -323,7 +323,8 @@ def add_parsers(sub) -> None:
     p.add_argument(
         "--threshold",
         help="route by a threshold instead of an objective: a number, or the name of one saved by tinybench "
-        "calibrate (the cheapest model other than the strongest with P(correct) >= it, else the strongest)",
+        "calibrate (the strongest model where its P(correct) exceeds every other's by it or more, else the most likely "
+        "other model)",
     )
     p.add_argument("--device", default="cpu", choices=("cpu", "cuda", "auto"), help="encoder device (default cpu)")
     p.add_argument(

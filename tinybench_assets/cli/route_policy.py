@@ -107,7 +107,10 @@ def threshold_policy(
     except (ThresholdError, ValueError) as e:
         raise UsageError(str(e)) from None
     strong = served.models[strongest(served.prior)]
-    rule = f"the cheapest model other than {strong} with P(correct) >= {policy.value:.6g}, else {strong}"
+    rule = (
+        f"{strong} where its P(correct) exceeds every other model's by {policy.value:.6g} or more, "
+        "else the most likely other model"
+    )
     if saved:
         rule += f" (saved threshold {saved['name']}: {100 * saved['strong_share']:.1f} % to {strong} on "
         rule += f"{saved['n_questions']} calibration questions)"

@@ -26,7 +26,7 @@ from tinybench_assets.core.routing.threshold import (
     ThresholdPolicy,
     calibrate_cost,
     calibrate_share,
-    strong_scores,
+    gains,
     threshold_picks,
 )
 from tinybench_assets.io import static_encoder as static
@@ -135,22 +135,23 @@ def cli_json(capsys, *argv) -> list | dict:
 
 
 def test_threshold_rule_and_calibration_on_three_models():
-    """The cascade with the strongest model last: the cheapest (else the weakest) other model reaching the threshold,
-    else the strongest; calibration hits the asked share; an out-of-distribution question always goes strong."""
-    P = np.array([[0.9, 0.8, 0.5], [0.2, 0.7, 0.9], [0.1, 0.2, 0.3], [0.6, 0.1, 0.95]])
+    """The strongest model where its P(correct) beats every other model's by the threshold, else the most likely
+    other model; calibration hits the asked share, or the most strong calls within a cost; an out-of-distribution
+    question always goes to the strongest model."""
+    P = np.array([[0.9, 0.8, 0.5], [0.2, 0.7, 0.9], [0.1, 0.2, 0.3], [0.6, 0.6, 0.95]])
     prior, cost = np.array([0.5, 0.6, 0.8]), np.array([2.0, 1.0, 5.0])
-    assert ThresholdPolicy(0.6).picks(P, None, prior).tolist() == [0, 1, 2, 0]  # weakest first
-    assert ThresholdPolicy(0.6).picks(P, cost, prior).tolist() == [1, 1, 2, 0]  # cheapest first
-    assert strong_scores(P, prior).tolist() == [0.9, 0.7, 0.2, 0.6]
-    assert threshold_picks(0.0, P, prior, ood=[0, 0, 1, 0]).tolist() == [0, 0, 2, 0]
+    assert np.allclose(gains(P, prior), [-0.4, 0.2, 0.1, 0.35])
+    assert ThresholdPolicy(0.15).picks(P, None, prior).tolist() == [0, 2, 1, 2]
+    assert ThresholdPolicy(-1.0).picks(P, cost, prior).tolist() == [2, 2, 2, 2]
+    assert threshold_picks(0.5, P, prior, ood=[1, 0, 0, 0]).tolist() == [2, 1, 1, 1]  # a tie: the better prior
     rng = np.random.default_rng(0)
     big = rng.random((1000, 3))
     for share in (0.0, 0.1, 0.5, 1.0):
         cal = calibrate_share(big, prior, share)
         assert abs(cal.strong_share - share) < 0.002 and cal.mean_cost is None
         assert (threshold_picks(cal.threshold, big, prior) == 2).mean() == cal.strong_share
-    cal = calibrate_cost(big, prior, cost, max_cost=2.0)
-    assert cal.met and cal.mean_cost <= 2.0 and calibrate_cost(big, prior, cost, 1.2).strong_share < cal.strong_share
+    cal = calibrate_cost(big, prior, cost, max_cost=2.5)
+    assert cal.met and cal.mean_cost <= 2.5 and calibrate_cost(big, prior, cost, 2.0).strong_share < cal.strong_share
     assert not calibrate_cost(big, prior, cost, max_cost=0.5).met
 
 
