@@ -56,6 +56,16 @@ def evaluate(db: Store, folder: Path, ev: EvaluationFile, answers_sha: str) -> E
     return Evaluation(rows=rows, notes=list(df.attrs.get("notes", [])))
 
 
+def same_version(db: Store, rows: pd.DataFrame) -> bool:
+    """Whether the model's latest stored evaluation came from the same answers and the same tiny benchmark version:
+    a re-run that reaches it (an upstream re-materialized to other data versions, the same artifact and drops) adds no
+    history rows."""
+    board, model = rows["leaderboard"].iloc[0], rows["model"].iloc[0]
+    latest = db.evaluations(board, model)
+    keys = ["answers_sha256", "tiny_benchmark_version"]
+    return not latest.empty and latest[keys].drop_duplicates().values.tolist() == [rows[keys].iloc[0].tolist()]
+
+
 def quarantine(db: Store, ev: EvaluationFile, incoming: Path, quarantine_dir: Path, reason: str, sha: str) -> str:
     """Move the evaluation file (or harness folder) to ``<quarantine>/evaluations/<leaderboard>/`` with its
     ``.error.txt``, and record it; returns where it went."""

@@ -106,7 +106,7 @@ def test_evaluations_land_refresh_and_quarantine(sim_board, capsys):
     assert [p.name for p in (incoming / "evaluations" / "sim").iterdir()] == ["new-model.csv"]
     flt = dg.AssetRecordsFilter(asset_key=dg.AssetKey("model_evaluation"), asset_partitions=["sim/new-model"])
     meta = instance.fetch_materializations(flt, limit=1).records[0].asset_materialization.metadata
-    assert "data:image/png;base64," in meta["evaluation"].value and "#" in meta["estimates_pct"].value
+    assert "data:image/png;base64," in meta["evaluation"].value and "rank_on_board" in meta["estimates_pct"].value
 
     # nothing new: nothing to do, a second pass materializes nothing
     assert work(defs, instance, store, incoming) == {}
@@ -123,12 +123,18 @@ def test_evaluations_land_refresh_and_quarantine(sim_board, capsys):
     # another leaderboard's new tiny benchmark leaves it alone; its own leaderboard's re-estimates it, once
     new_tiny_benchmark("other", "v1")
     assert work(defs, instance, store, incoming) == {}
-    new_tiny_benchmark("sim", "v1")
+    new_tiny_benchmark("sim", "v1")  # the same artifact: re-estimated to the version stored, so no new rows
     assert "tiny_benchmark[sim]" in work(defs, instance, store, incoming)["sim/new-model"]
+    assert refresh_evaluations(defs, instance, incoming, **kw) == (1, [])
+    assert len(store.evaluations("sim", "new-model", latest=False)) == 2 * len(rows)
+    artifact = Path(paths.artifacts_dir()) / "sim" / "tiny_benchmark.json"
+    artifact.write_text(artifact.read_text() + "\n")  # a re-exported artifact: another hash
+    new_tiny_benchmark("sim", "v2")
     assert refresh_evaluations(defs, instance, incoming, **kw) == (1, [])
     assert work(defs, instance, store, incoming) == {}
     hist = store.evaluations("sim", "new-model", latest=False)
     assert len(hist) == 3 * len(rows) and (~hist["superseded"]).sum() == len(rows)
+    assert hist["tiny_benchmark_version"].nunique() == 2  # two tiny benchmarks; the first one answered twice
 
     # tinybench summary: the latest evaluation per model, and the quarantined evaluation files with their reason
     assert main(["summary"]) == 0

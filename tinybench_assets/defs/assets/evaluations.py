@@ -4,7 +4,7 @@
 import dagster as dg
 
 from tinybench_assets.defs.cards import card
-from tinybench_assets.defs.evaluation_report import evaluate, evaluation_metadata, quarantine
+from tinybench_assets.defs.evaluation_report import evaluate, evaluation_metadata, quarantine, same_version
 from tinybench_assets.defs.partitions import evaluation_partitions
 from tinybench_assets.defs.resources import DUCKDB_POOL, LandingResource, ModelStore, StoreResource
 from tinybench_assets.io.evaluation_files import evaluation_file, split_evaluation_key
@@ -54,10 +54,16 @@ def model_evaluation(
         return dg.MaterializeResult(
             data_version=version, metadata={"quarantined": out.quarantined, "moved_to": dg.MetadataValue.path(moved)}
         )
-    db.write_evaluation(board, model, out.rows)
+    unchanged = same_version(db, out.rows)
+    if not unchanged:
+        db.write_evaluation(board, model, out.rows)
     return dg.MaterializeResult(
         data_version=version,
-        metadata={**evaluation_metadata(db, board, model, out.rows), "notes": dg.MetadataValue.json(out.notes)},
+        metadata={
+            **evaluation_metadata(db, board, model, out.rows),
+            "new_version": not unchanged,  # False: the same answers and tiny benchmark as the stored rows
+            "notes": dg.MetadataValue.json(out.notes),
+        },
     )
 
 
