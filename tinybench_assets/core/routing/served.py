@@ -87,7 +87,7 @@ class ServedRouter:
         if policy is None:
             picks = route(P, prior, margin=float(self.meta.get("margin", 0.0)))
         else:
-            # no costs landed: None (a threshold policy then orders the models by training accuracy)
+            # no costs landed: None (a threshold policy reads none)
             cost = (self.meta.get("cost") or {}).get("model_cost")
             picks = policy.picks(P, None if cost is None else np.asarray(cost, dtype=float), prior)
         ood = self.router.novelty(X)[1] if hasattr(self.router, "novelty") else None
