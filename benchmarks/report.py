@@ -68,6 +68,11 @@ def _frontier_mean(d: dict, estimator: str, key: str) -> float:
     return sum(vals) / len(vals)
 
 
+def _distinct_cov(d: dict) -> list[float]:
+    """Every distinct dev board's coverage at every budget (small_leaderboards.json's ``distinct``)."""
+    return [v["coverage"] for b in get(d, "distinct").values() for v in b["by_n"].values()]
+
+
 def at(path: str) -> Callable[[dict], Any]:
     return lambda d: get(d, path)
 
@@ -201,6 +206,52 @@ SECTIONS = (
                     v["tinybench"][f"coverage_{t}"] >= 0.85 for v in get(d, "frontier").values() for t in ("t1", "t2")
                 ),
             ),
+            Figure(
+                "twins: share of test models agreeing with a training model on >= 99 % of a scenario's items "
+                "(grouped and random splits)",
+                lambda d: max(get(d, "twin_share").values()),
+                lambda v: f"up to {v:.0%}",
+                "reported",
+                lambda d: True,
+                lambda d: ", ".join(f"{s} {v:.0%}" for s, v in get(d, "twin_share").items()),
+            ),
+            Figure(
+                "twin-free frontier models: served T1 MAE, n=30, over 30 random items' (mean of scenarios)",
+                at("frontier_twin_free_mean_ratio"),
+                lambda v: f"{v:.2f}x",
+                "<= 0.6x",
+                lambda d: get(d, "frontier_twin_free_mean_ratio") <= 0.6,
+                lambda d: "models " + ", ".join(f"{s} {v}" for s, v in get(d, "frontier_twin_free_models").items()),
+                headline="The next, stronger model with no twin on the board: T1 error against 30 random items",
+            ),
+            Figure(
+                "twin-free frontier models: coverage of the served 90 % intervals, lowest scenario (T1 / T2)",
+                lambda d: [
+                    min(v["tinybench"][f"coverage_{t}"] for v in get(d, "frontier_twin_free").values())
+                    for t in ("t1", "t2")
+                ],
+                lambda v: f"{v[0]:.3f} / {v[1]:.3f}",
+                ">= 0.85 each",
+                lambda d: all(
+                    v["tinybench"][f"coverage_{t}"] >= 0.85
+                    for v in get(d, "frontier_twin_free").values()
+                    for t in ("t1", "t2")
+                ),
+            ),
+            Figure(
+                "twin-free frontier models: served T2 bias, n=30 (mean of scenarios)",
+                at("frontier_twin_free_mean_bias_t2"),
+                lambda v: f"{v:+.2f} points",
+                "within +-2.0",
+                lambda d: abs(get(d, "frontier_twin_free_mean_bias_t2")) <= 2.0,
+            ),
+            Figure(
+                "grouped splits, twin-free test models: T1 MAE, n=30, joint",
+                at("grouped_t1_n30_joint_twin_free"),
+                pts,
+                "reported (all test models: <= 2.05)",
+                lambda d: True,
+            ),
         ),
     ),
     Section(
@@ -296,6 +347,51 @@ SECTIONS = (
                 ),
             )
             for n in (30, 100)
+        )
+        + tuple(
+            Figure(
+                f"distinct-model dev boards: worst board's served T1 MAE / stratified random items', n={n}",
+                lambda d, n=n: max(b["by_n"][n]["ratio"] for b in get(d, "distinct").values() if n in b["by_n"]),
+                lambda v: f"{v:.2f}x",
+                f"<= {cap}x",
+                lambda d, n=n, cap=cap: all(
+                    b["by_n"][n]["ratio"] <= cap for b in get(d, "distinct").values() if n in b["by_n"]
+                ),
+                lambda d, n=n: ", ".join(
+                    f"{k} {b['by_n'][n]['ratio']:.2f}" for k, b in get(d, "distinct").items() if n in b["by_n"]
+                ),
+                headline=(
+                    "Boards of distinct models (18-25 models, one per family): T1 error from 30 answers, against "
+                    "random items (worst board)"
+                    if n == "30"
+                    else ""
+                ),
+            )
+            for n, cap in (("30", 0.75), ("100", 0.90))
+        )
+        + (
+            Figure(
+                "distinct-model dev boards: coverage of the 90 % intervals, lowest board / pooled",
+                lambda d: [min(_distinct_cov(d)), sum(_distinct_cov(d)) / len(_distinct_cov(d))],
+                lambda v: f"{v[0]:.3f} / {v[1]:.3f}",
+                ">= 0.75 / 0.85 - 0.95",
+                lambda d: (
+                    min(_distinct_cov(d)) >= 0.75 and 0.85 <= sum(_distinct_cov(d)) / len(_distinct_cov(d)) <= 0.95
+                ),
+            ),
+            Figure(
+                "distinct-model dev boards: widest mean half-width / MAE",
+                lambda d: max(
+                    v["half_width"] / v["served_mae"] for b in get(d, "distinct").values() for v in b["by_n"].values()
+                ),
+                lambda v: f"{v:.2f}",
+                "<= 2.5",
+                lambda d: all(
+                    v["half_width"] <= 2.5 * v["served_mae"]
+                    for b in get(d, "distinct").values()
+                    for v in b["by_n"].values()
+                ),
+            ),
         ),
     ),
     Section(

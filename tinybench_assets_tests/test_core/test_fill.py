@@ -159,3 +159,17 @@ def test_gate_serves_the_plain_mean_only_where_the_rule_loses_to_random_items():
     worse_plain = truth + 0.08  # the rule loses to random items but the plain mean is worse still: kept
     ch = _choice(bad, worse_plain, truth)
     assert not gate(ch, expected, truth, folds) and ch.t1 == "shrunk_joint"
+
+
+def test_fill_primal_and_dual_forms_agree():
+    """More board models than answered anchors takes the (A, A) system: the same predictions as the (F, F) one."""
+    rng = np.random.default_rng(2)
+    B = (rng.random((40, 12)) < 0.5).astype(float)
+    V = rng.random((40, 1))
+    Ya = (rng.random((2, 12)) < 0.5).astype(float)
+    pred_a, pred_v = fill_means(Ya, B, V, 0.3)
+    mu, X = B.mean(0), (B - B.mean(0)).T  # by hand, the (F, F) form
+    ridge = 0.3 * np.sum(X * X) / 40
+    beta = np.linalg.solve(X.T @ X + ridge * np.eye(40), X.T @ (Ya - mu).T)
+    np.testing.assert_allclose(pred_v[:, 0], V.mean() + (V[:, 0] - V.mean()) @ beta, atol=1e-10)
+    np.testing.assert_allclose(pred_a, np.clip(mu + (X @ beta).T, 0, 1), atol=1e-10)

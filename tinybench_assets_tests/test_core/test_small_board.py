@@ -25,7 +25,9 @@ from tinybench_assets.core.estimation.small_intervals import family_quantile, sy
 
 torch.set_num_threads(1)
 
-FAST = dict(n_values=(10, 30), dims=(1, 2), max_folds=4, n_init=3, seed=0)
+FAST = dict(
+    n_values=(10, 30), dims=(1, 2), max_folds=4, n_init=3, seed=0, pick_design=False
+)  # design: test_small_design
 
 
 def world(n_models=24, n_families=8, items=(150, 150), seed=0):
@@ -75,7 +77,7 @@ def test_fit_predict_shapes():
     assert (cv.groupby(["scenario", "n"]).served_t2.sum() == 1).all()  # full scores given: a T2 estimator each
     assert cv[cv.estimator != "served"].n_models.eq(M).all() and cv.cv_mae_t1.between(0, 0.3).all()
     oof = p.oof_table()
-    assert len(oof) == M * 2 * 2 * (12 + 1) and oof.estimate.notna().all()
+    assert len(oof) == M * 2 * 2 * (13 + 1) and oof.estimate.notna().all()
     out = p.predict(Y, n=30)
     assert list(out.columns) == PRED_COLS and len(out) == M * 2
     assert out.estimate.between(0, 1).all() and out.answered.eq(30).all()
@@ -119,6 +121,7 @@ def test_fitted_state_is_a_few_objects():
         "oof_",
         "choices_",
         "board_rules_",
+        "designs_",
         "guard_",
         "served_",
         "input_digest_",
@@ -311,7 +314,7 @@ def test_served_estimates_are_the_artifacts(tmp_path):
         "bank": {"models": len(Y), "eps": eps, "fill": fill},
     }
     json_names = {*tb.JSON_BASE, "shrunk", "shrunk_joint"}  # a small board's prior makes shrunk* JSON-evaluable
-    assert set(art["json_estimators"]) <= json_names and art["learned_estimators"] == ["bank_joint"]
+    assert set(art["json_estimators"]) <= json_names and art["learned_estimators"] == ["bank_joint", "fill"]
     assert art["shrinkage"]["scenarios"] == p.layout_.scenarios and len(art["shrinkage"]["cov"]) == len(
         p.layout_.scenarios
     )
@@ -347,6 +350,7 @@ def test_served_estimates_are_the_artifacts(tmp_path):
         estimator=None,
         allow_missing=False,
         allow_extra=False,
+        save=False,
     )
     buf = io.StringIO()
     with contextlib.redirect_stdout(buf):

@@ -62,10 +62,12 @@ def fill_means(Ya, answers, values, lam: float) -> tuple[np.ndarray, np.ndarray]
         if not O.any():
             continue
         X = Xc[:, O]
-        K = X @ X.T
-        ridge = lam * max(float(np.trace(K)) / F, 1e-12)
+        ridge = lam * max(float(np.sum(X * X)) / F, 1e-12)  # tr(X X') / F
         R = (Ya[np.ix_(rows, np.flatnonzero(O))] - mu_a[O]).T  # (|O|, m)
-        beta = np.linalg.solve(K + ridge * np.eye(F), X @ R)  # (F, m)
+        if F <= X.shape[1]:  # the smaller of the two equal systems: (X X' + r I) beta = X R, or X (X'X + r I)^-1 R
+            beta = np.linalg.solve(X @ X.T + ridge * np.eye(F), X @ R)  # (F, m)
+        else:
+            beta = X @ np.linalg.solve(X.T @ X + ridge * np.eye(X.shape[1]), R)
         pred_a[rows] = np.clip(mu_a + beta.T @ Xc, 0.0, 1.0)
         pred_v[rows] = mu_v + beta.T @ Vc
     return pred_a, pred_v

@@ -14,6 +14,8 @@ everything through the tiny-benchmark artifact::
                     estimators, gp-IRT lambdas, eps by out-of-fold MAE; split-conformal intervals (small_intervals)
                     from out-of-fold residuals with families as the exchangeable units, the served one from the
                     choice's own leave-one-fold-out; isotonic T2 maps on out-of-fold estimates
+      3a. design    small_design: every fold refitted on anchor points (KMeans over the answers) too; each scenario
+                    takes the design whose served rule has the lower out-of-fold MAE (fold f's decision without f)
       3b. guard     small_guard: scenarios whose served rule loses to stratified random items get random anchors
                     inside each subscenario; every fold is refitted with its own decision (made without it) and
                     the choice is made again
@@ -49,12 +51,13 @@ from ..tiny_benchmark.budgets import budget_rows
 from ..tiny_benchmark.files import attach_trees
 from ..tiny_benchmark.model import ArtifactModel
 from . import small_tables
+from .small_design import pick_designs
 from .small_export import build_artifact
 from .small_folds import CLUSTERING, build_bank, family_folds, fit_prior, fit_scenario, out_of_fold, scenario_truth
-from .small_guard import RANDOM, fold_designs, guard_choices, guard_note
+from .small_guard import apply_guard
 from .small_inputs import MIN_MODELS, MIN_TRAIN, anchor_counts, check_folds, check_inputs, check_params, input_digest
 from .small_select import choose_board
-from .small_state import BoardLayout, BoardTruth, FamilyFolds, GuardDecision, ServedBoard, scenario_subscenarios
+from .small_state import BoardLayout, BoardTruth, FamilyFolds, ServedBoard, scenario_subscenarios
 from .table import ESTIMATE_VALUES
 
 __all__ = ["SmallBoardPredictor", "MIN_MODELS", "MIN_TRAIN"]
@@ -89,7 +92,19 @@ def refit_served(
     return ServedBoard(fits, bank, priors)
 
 
-PARAMS = ("n_values", "dims", "alpha", "max_folds", "seed", "device", "interval_scale", "n_init", "design", "guard")
+PARAMS = (
+    "n_values",
+    "dims",
+    "alpha",
+    "max_folds",
+    "seed",
+    "device",
+    "interval_scale",
+    "n_init",
+    "design",
+    "guard",
+    "pick_design",
+)
 
 
 class SmallBoardPredictor:
@@ -105,13 +120,15 @@ class SmallBoardPredictor:
     interval_scale : "binomial" (width ~ sqrt(e (1 - e)) + 0.05) or "none".
     n_init : KMeans restarts.
     design : the anchors' design (small_folds.DESIGNS); guard : with design "stratified", switch a scenario to
-        random anchors inside each subscenario where the served rule loses to random items (small_guard).
+        random anchors inside each subscenario where the served rule loses to random items (small_guard);
+        pick_design : with design "stratified", serve a scenario on anchor points where they do better (small_design).
 
     Fitted attributes
     -----------------
     layout_ (small_state.BoardLayout: scenarios, cols, w, items, models, groups, subscenarios),
     truth_ (small_state.BoardTruth: t1 / t2 (M, S)), folds_ (small_state.FamilyFolds: ids (M,), n),
-    counts_ {(s, n): anchors}, notes_ [str], oof_ (small_folds.OutOfFold),
+    counts_ {(s, n): anchors}, notes_ [str], oof_ (small_folds.OutOfFold), designs_ ({None | fold: {s: design}}:
+    small_design's choice, None = served),
     choices_ {(s, n): small_choice.ScenarioChoice}, board_rules_ {n: {None | fold: the board's rule}},
     guard_ (small_state.GuardDecision: designs {s: design} served, excess {s: mean log(served MAE / random items'
     MAE) before the guard}), served_ (small_state.ServedBoard: fits {s: small_folds.ScenarioFit on every model},
@@ -131,6 +148,7 @@ class SmallBoardPredictor:
         n_init=10,
         design="stratified",
         guard=True,
+        pick_design=True,
     ):
         self.n_values = n_values
         self.dims = dims
@@ -142,6 +160,7 @@ class SmallBoardPredictor:
         self.n_init = n_init
         self.design = design
         self.guard = guard
+        self.pick_design = pick_design
 
     def fit(self, Y, w, scenario_cols, full_scores=None, groups=None, *, items=None, models=None, subscenarios=None):
         """Cross-validate, choose, refit on every model.
@@ -182,7 +201,8 @@ class SmallBoardPredictor:
         )
         self.oof_, notes = run(design=self.design), list(self.notes_)  # 2. per fold
         self.choices_ = self._choose(Y)  # 3. choice
-        self.guard_ = self._guard(Y, run, notes)  # 3b. the guard
+        self.designs_ = pick_designs(self, Y, run, notes)  # 3a. the anchors' design per scenario
+        self.guard_ = apply_guard(self, Y, run, notes)  # 3b. the guard
         self.served_ = refit_served(
             Y,
             self.layout_,
@@ -206,21 +226,6 @@ class SmallBoardPredictor:
 
     def _ns(self) -> list[int]:
         return [int(n) for n in self.n_values]
-
-    def _guard(self, Y, run, notes: list) -> GuardDecision:
-        """3b: random anchors inside each subscenario where the served rule loses to them (small_guard); every fold
-        refitted with its own decision (``run``: out_of_fold on this board), the choice made again."""
-        L, switch, excess = self.layout_, {}, {}
-        if self.guard and self.design == "stratified":
-            switch, excess = guard_choices(
-                self.choices_, Y, L.w, L.cols, L.subscenarios, self.counts_, self.truth_.t1, self.folds_.ids, self._ns()
-            )
-        if not any(switch.values()):
-            return GuardDecision(dict.fromkeys(L.scenarios, self.design), excess)
-        self.oof_, self.notes_ = run(design=fold_designs(switch, L.scenarios, self.design)), notes
-        self.choices_ = self._choose(Y)
-        self.notes_ += [guard_note(s, excess[s]) for s in switch[None]]
-        return GuardDecision({s: (RANDOM if s in switch[None] else self.design) for s in L.scenarios}, excess)
 
     def _choose(self, Y) -> dict:
         """{(scenario, n): ScenarioChoice} from the out-of-fold estimates (small_select.choose_board); sets

@@ -17,7 +17,7 @@ Candidates (a :class:`Rule` each), per D in the predictor's ``dims``::
     fill        the ridge fill-in on the same bank (estimation/fill.py); its lam (FILL_LAMBDAS) chosen as the bank's eps
 
 :func:`rules_for` derives these (lambdas included) from a set of rows; :func:`choose` picks the lowest MAE on the
-same rows (fill among them), the bank only when it beats the best other rule by more than one standard error of its
+same rows, fill and then the bank only when it beats the best other rule by more than one standard error of its
 fold-by-fold gain (BANK_SE). :func:`choose_scenario` does it on every row (the served choice) and once per fold with that fold's
 rows left out, scoring the fold with what the others chose: those leave-one-fold-out residuals measure the
 selection procedure, not its winner, and give the served T1 interval (never narrower than the winner's own).
@@ -151,8 +151,8 @@ def bank_wins(plain: np.ndarray, bank: np.ndarray, truth: np.ndarray, rows: np.n
 def choose(
     rules: list, base: dict, truth: np.ndarray, rows: np.ndarray, folds: np.ndarray, prefer: tuple | None = None
 ) -> Rule:
-    """The served rule: the best of the anchor and IRT rules, replaced by the answer bank only when the bank's
-    fold-by-fold gain over it exceeds BANK_SE standard errors. The bank's out-of-fold estimates are noisier than the
+    """The served rule: the best of the anchor and IRT rules, replaced by fill, then by the answer bank, only when its
+    fold-by-fold gain over it exceeds BANK_SE standard errors (fill as a plain candidate: dev board s1 0.73x -> 0.78x). The bank's out-of-fold estimates are noisier than the
     IRT rules' on boards of a few dozen models (it reads every training model's answers, one fold at a time), and
     folds of two or three models made it look better on the board than it was on new families; the margin is the
     one-standard-error rule (Hastie, Tibshirani & Friedman, 2009, 7.10) applied to that one step up in variance.
@@ -161,18 +161,19 @@ def choose(
     kept unless the scenario's own best beats it by more than BANK_SE standard errors of their fold-by-fold gain: a
     dozen or two models make one scenario's ranking of a dozen rules mostly noise (on the v2 board the per-scenario
     winner changed with the seed and was worse than random items on one scenario in three seeds of five)."""
-    plain = [r for r in rules if r.estimator != BANK]
+    plain = [r for r in rules if r.estimator not in LEARNED_RULES]
     win = best(plain, base, truth, rows)
     pref = next(
         (r for r in plain if prefer is not None and (r.estimator, r.dim if r.irt else 0) == tuple(prefer)), None
     )
     if pref is not None and pref != win and not bank_wins(pref.apply(base), win.apply(base), truth, rows, folds):
         win = pref
-    banks = [r for r in rules if r.estimator == BANK]
-    if banks:
-        bank = best(banks, base, truth, rows)
-        if bank_wins(win.apply(base), bank.apply(base), truth, rows, folds):
-            return bank
+    for name in (FILL, BANK):
+        mine = [r for r in rules if r.estimator == name]
+        if mine:
+            other = best(mine, base, truth, rows)
+            if bank_wins(win.apply(base), other.apply(base), truth, rows, folds):
+                win = other
     return win
 
 
@@ -279,8 +280,7 @@ def choose_scenario(
 
 
 def _nested_bank(bank: dict, truth: np.ndarray, rows: np.ndarray, folds: np.ndarray) -> tuple[float, np.ndarray]:
-    """(eps with the lowest MAE on every row, (M,) each fold's bank_joint at the eps best on the other folds); the same
-    for fill's {lam: (M,)}."""
+    """(eps with the lowest MAE on every row, (M,) each fold's bank_joint at the eps best on the other folds); fill's."""
     eps_star = min(bank, key=lambda e: mae(bank[e], truth, rows))
     nested = np.full(len(truth), np.nan)
     for f in np.unique(folds):
@@ -350,8 +350,8 @@ def _recommend(ch: ScenarioChoice, exported: list, truth_t2: np.ndarray, folds: 
         json_t2 = [i for i in at_dim if rules[i].estimator not in LEARNED_RULES]
         i2 = min(json_t2 or at_dim, key=t2_mae)
         ch.t2_json = rules[i2].estimator if json_t2 else ch.t1_json
-        i_fill = next((i for i in at_dim if rules[i].estimator == FILL), None)  # a plain candidate, as for T1
-        if i_fill is not None and t2_mae(i_fill) < t2_mae(i2):
+        i_fill = next((i for i in at_dim if rules[i].estimator == FILL), None)  # as for T1 (choose())
+        if json_t2 and i_fill is not None and bank_wins(ch.oof_t2[i2], ch.oof_t2[i_fill], truth_t2, rows2, folds):
             i2 = i_fill
         ib = next((i for i in at_dim if rules[i].estimator == BANK), None)  # the bank: as for T1 (choose())
         if json_t2 and ib is not None and bank_wins(ch.oof_t2[i2], ch.oof_t2[ib], truth_t2, rows2, folds):
@@ -391,7 +391,7 @@ def board_rule(bases: dict, rules: dict, truths: dict, rows: np.ndarray) -> tupl
     for s, base in bases.items():
         ok, mine = rows & np.isfinite(truths[s]), {}
         for r in rules[s]:  # a rule with a parameter grid (fill's lam) scores its best on these rows
-            if r.estimator not in ("gpirt", BANK):
+            if r.estimator not in ("gpirt", *LEARNED_RULES):
                 key = (r.estimator, r.dim if r.irt else 0)
                 mine[key] = min(mine.get(key, np.inf), mae(r.apply(base), truths[s], ok))
         for key, v in mine.items():

@@ -8,7 +8,8 @@ The response matrix ``Y`` (M models x I items, 0/1, NaN = not answered) flows li
                                          prefixes of one nested stratified order (estimation/strata.py: by
                                          subscenario and training difficulty, or at random inside each
                                          subscenario: design "random", where small_guard.py switches a scenario),
-                                         or KMeans on the training rows' correctness (design="kmeans")
+                                         or nested anchor points, KMeans on the training rows' correctness
+                                         (design="kmeans", small_design.nested_kmeans)
         base_estimates(Y[rows in f] on the anchors only)
                                          anchor / irt / pirt of the held-out rows: the formulas ArtifactModel
                                          runs (estimation/base_estimates.py), so cross-validated and served
@@ -33,19 +34,17 @@ family's answer enters the fold's IRT fit or anchor choice. Pure numpy / torch /
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
 from ..irt import IRTParams, estimate_ability, fit_irt, item_curve
 from . import estimators as est
-from .anchors import select_anchors
 from .bank import BANK_EPS
 from .fill import FILL_LAMBDAS
 from .shrinkage import SHRINKAGE
 from .small_banks import CLUSTERING, anchor_matrix, bank_estimates, build_bank, fills, fit_prior
+from .small_design import nested_kmeans
 from .strata import nested_order, prefix_anchors
 
 __all__ = [
@@ -110,7 +109,7 @@ class ScenarioFit:
     irt : {D: IRTParams} -- 2PL per dimension, ``a`` (I_s, D), ``b`` (I_s,).
     anchors : {n: (local (k,), weights (k,))} -- anchors per budget n (k = n capped at the pool), local
         indices into the scenario's items, weights summing to 1.
-    order : (I_s,) the nested order (designs "stratified" and "random"; the anchors of n are its first k), or None.
+    order : (I_s,) the nested order (the anchors of n are its first k; design "kmeans": nested_kmeans'), or None.
     v : float -- the tutorial's v: mean over the training models of their across-item variance.
     n_models : int -- training models that answered the scenario.
     """
@@ -160,13 +159,9 @@ def fit_scenario(
         return ScenarioFit(irt, anchors, est.mean_item_variance(Ys), len(Ys), order)
     if design != "kmeans":
         raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
-    by_k: dict = {}
-    for k in sorted(set(counts.values())):
-        with warnings.catch_warnings():  # few models: fewer distinct correctness patterns than clusters is expected
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            by_k[k] = select_anchors(Ys, ws, k, clustering="correctness", n_init=n_init, seed=seed)
+    by_k, order = nested_kmeans(Ys, ws, counts.values(), n_init=n_init, seed=seed)
     anchors = {n: by_k[k] for n, k in counts.items()}
-    return ScenarioFit(irt, anchors, est.mean_item_variance(Ys), len(Ys))
+    return ScenarioFit(irt, anchors, est.mean_item_variance(Ys), len(Ys), order)
 
 
 def base_estimates(
