@@ -1,7 +1,7 @@
 """Small leaderboards, step 3 of :meth:`~.small_board.SmallBoardPredictor.fit` over the whole board: the board's rule
 of every budget (on every row and without each fold, :func:`~.small_choice.board_rule`), every (scenario, n)'s
 choice from the out-of-fold estimates (:func:`~.small_choice.choose_scenario`), and the served T1 intervals of each
-budget calibrated over every scenario at once (:func:`~.small_intervals.pooled_half_widths`)."""
+budget calibrated over every scenario and budget at once (:func:`~.small_intervals.pooled_half_widths`)."""
 
 from __future__ import annotations
 
@@ -82,9 +82,8 @@ def choose_board(p, Y) -> tuple[dict, dict, list]:
         before = ch.served_mae
         if gate(ch, expected[s][n], truths[s], folds.ids):
             notes.append(gate_note(s, n, before, float(np.nanmean(expected[s][n][np.isfinite(truths[s])]))))
-    for n in ns:  # the served T1 intervals, calibrated over every scenario at once
-        half = pooled_half_widths(*small_tables.served_oof(p, out, n), np.ones(len(Y), dtype=bool), p.alpha)
-        for s in L.cols:
-            ch = out[(s, n)]
-            ch.interval_t1[ch.t1] = fixed_interval(half[s], p.alpha, int(np.isfinite(ch.oof_served).sum()))
+    # the served T1 intervals, calibrated over every scenario and budget at once
+    half = pooled_half_widths(*small_tables.served_oof_all(p, out), np.ones(len(Y), dtype=bool), p.alpha)
+    for (s, n), ch in out.items():
+        ch.interval_t1[ch.t1] = fixed_interval(half[(s, n)], p.alpha, int(np.isfinite(ch.oof_served).sum()))
     return out, board_rules, notes

@@ -17,26 +17,37 @@ def served_oof(p, choices: dict, n: int) -> tuple[dict, dict]:
     return ({s: choices[(s, n)].oof_served for s in cols}, {s: p.truth_.t1[:, j] for j, s in enumerate(cols)})
 
 
+def served_oof_all(p, choices: dict) -> tuple[dict, dict]:
+    """:func:`served_oof` of every budget: ({(scenario, n): (M,)}, {(scenario, n): (M,)}), the pool the served
+    intervals are calibrated on (small_intervals.pooled_half_widths)."""
+    est_, truth = {}, {}
+    for n in p._ns():
+        e, t = served_oof(p, choices, n)
+        est_.update({(s, n): v for s, v in e.items()})
+        truth.update({(s, n): v for s, v in t.items()})
+    return est_, truth
+
+
 def oof_intervals(p, n: int) -> pd.DataFrame:
     """The served T1 intervals applied to the out-of-fold served estimates, each fold's calibrated on the
     other folds only (so their coverage is measured, not fitted): model, scenario, estimate, lower, upper,
     truth_t1."""
-    est_, truth = served_oof(p, p.choices_, int(n))
+    est_, truth = served_oof_all(p, p.choices_)
     parts = []
     for f in range(p.folds_.n):
         mine = p.folds_.ids == f
         half = pooled_half_widths(est_, truth, ~mine, p.alpha)
         for s in p.layout_.cols:
-            e = est_[s][mine]
+            e = est_[(s, int(n))][mine]
             parts.append(
                 pd.DataFrame(
                     {
                         "model": np.asarray(p.layout_.models, dtype=object)[mine],
                         "scenario": s,
                         "estimate": e,
-                        "lower": np.clip(e - half[s], 0, 1),
-                        "upper": np.clip(e + half[s], 0, 1),
-                        "truth_t1": truth[s][mine],
+                        "lower": np.clip(e - half[(s, int(n))], 0, 1),
+                        "upper": np.clip(e + half[(s, int(n))], 0, 1),
+                        "truth_t1": truth[(s, int(n))][mine],
                     }
                 )
             )
