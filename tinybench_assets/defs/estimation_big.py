@@ -15,7 +15,15 @@ from tinybench_assets import paths
 from tinybench_assets.core.estimation.groups import group_summary
 from tinybench_assets.io import plots
 
-__all__ = ["big_backtest", "frontier_metadata", "predictor_params", "SUMMARY_COLUMNS", "CHART_ESTIMATORS"]
+__all__ = [
+    "big_backtest",
+    "frontier_metadata",
+    "twin_metadata",
+    "predictor_params",
+    "SUMMARY_COLUMNS",
+    "CHART_ESTIMATORS",
+    "TWIN_FREE",
+]
 
 SUMMARY_COLUMNS = [
     "split_kind",
@@ -50,6 +58,7 @@ CHART_ESTIMATORS = (
     "adaptive",
 )
 HEADLINE_CLUSTERINGS = ["correctness", "random", "selected", "adaptive"]
+TWIN_FREE = "/twin_free"  # the split kind of a summary row read on twin-free test models only (twin_metadata)
 
 
 def predictor_params(config, device: str) -> dict:
@@ -107,8 +116,10 @@ def big_backtest(
     )
     t_splits = time.perf_counter() - t0  # the asset's reads, the plan and the splits: where the time goes
     estimates, headline = result.estimates, config.split_kinds[0]
+    free = estimates[~estimates.twin.astype(bool)].assign(split_kind=lambda d: d.split_kind + TWIN_FREE)
     both = pd.concat(
-        [sm.assign(split_kind=kind) for kind, sm in summarize_by_kind(estimates).items()], ignore_index=True
+        [sm.assign(split_kind=kind) for kind, sm in summarize_by_kind(pd.concat([estimates, free])).items()],
+        ignore_index=True,
     )[SUMMARY_COLUMNS]
     db.replace_partition(
         {"backtest_summary": both.assign(n_splits=config.n_splits), "backtest_timings": result.timings},
@@ -141,6 +152,7 @@ def big_backtest(
                 }
             ),
             **frontier_metadata(both, n_ref),
+            **twin_metadata(estimates, both, n_ref, headline),
             **_frontier_chart(board, both),
             "headline_split_kind": headline,
             "model_groups": dg.MetadataValue.json(group_summary(groups)),
@@ -178,6 +190,28 @@ def split_step_seconds(timings: pd.DataFrame) -> dict:
         }
         rest = float((g["total_seconds"] - g["fit_seconds"]).mean()) - steps.get("adaptive", 0.0)
         out[str(kind)] = dict(sorted({**steps, "estimate": round(rest, 1)}.items(), key=lambda kv: -kv[1]))
+    return out
+
+
+def twin_metadata(estimates: pd.DataFrame, both: pd.DataFrame, n_ref: int, headline: str) -> dict:
+    """Figures on twin-free test models (core/estimation/twins.py: no training model agrees with them on 99 % of a
+    scenario's items), beside all: the share of twins per scenario and split kind, the served estimate's T1 MAE at
+    n_ref per scenario (all / twin-free) and the frontier split's served mean over random items' on twin-free models."""
+    one = estimates.drop_duplicates(["split", "model", "scenario"])
+    share = one.groupby(["split_kind", "scenario"]).twin.mean().round(4)
+    served = both[(both.n == n_ref) & (both.estimator == "tinybench")]
+    table = served.pivot_table(index="scenario", columns="split_kind", values="mae_t1").round(2)
+    out = {
+        "twin_share": dg.MetadataValue.json({k: g.droplevel(0).to_dict() for k, g in share.groupby(level=0)}),
+        f"tinybench_t1_points_at_n{n_ref}_all_and_twin_free": dg.MetadataValue.md(table.to_markdown()),
+    }
+    g = served[served.split_kind == headline + TWIN_FREE]
+    if len(g):
+        out[f"tinybench_t1_mae_mean_n{n_ref}{TWIN_FREE.replace('/', '_')}"] = float(g.mae_t1.mean())
+    fr = both[(both.split_kind == "frontier" + TWIN_FREE) & (both.n == n_ref)]
+    fs, fr_ = fr[fr.estimator == "tinybench"], fr[fr.estimator == "random"]
+    if len(fs) and len(fr_):
+        out["frontier_ratio_vs_random_items_twin_free"] = float(fs.mae_t1.mean() / fr_.mae_t1.mean())
     return out
 
 

@@ -105,7 +105,8 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
     assert set(adaptive["n"]) == {10, 20, 30} and adaptive["mae_t1"].notna().all()
     # both split kinds, family-grouped (the headline) and frontier (the strongest 5 % held out), with bootstrap
     # intervals of every MAE
-    assert set(summary["split_kind"]) == {"grouped", "frontier"}
+    assert {"grouped", "frontier"} <= set(summary["split_kind"])  # and each read on its twin-free test models
+    assert set(summary["split_kind"]) <= {"grouped", "frontier", "grouped/twin_free", "frontier/twin_free"}
     ok = summary.dropna(subset=["mae_t1_lo"])
     assert len(ok) > 0.9 * len(summary) and ((ok.mae_t1_lo <= ok.mae_t1) & (ok.mae_t1 <= ok.mae_t1_hi)).all()
     # the UI's lambda table lists every scenario x n of the per-scenario fit (correctness anchors)
@@ -123,10 +124,10 @@ def test_estimation_assets_on_slice(estimation_landing, monkeypatch):
 
     lines = reports.render(store, "backtest_summary").splitlines()
     assert lines[0].split()[:5] == ["leaderboard", "split", "scenario", "estimator", "n"] and len(lines) > 1
-    assert {ln.split()[4] for ln in lines[1:]} == {"10"} and {ln.split()[1] for ln in lines[1:]} == {
-        "grouped",
-        "frontier",
-    }
+    kinds = {ln.split()[1] for ln in lines[1:]}  # beside all test models, the twin-free ones (core/estimation/twins)
+    assert {ln.split()[4] for ln in lines[1:]} == {"10"} and {"grouped", "frontier"} <= kinds
+    assert kinds <= {"grouped", "frontier", "grouped/twin_free", "frontier/twin_free"}
+    assert "twin_share" in md and "tinybench_t1_points_at_n10_all_and_twin_free" in md
 
     # the exported tiny benchmark reproduces the asset's estimates for a held-out model, from its anchor answers only
     from tinybench_assets.core.tiny_benchmark import estimate_from_artifact, load_artifact
@@ -236,7 +237,7 @@ def test_a_small_leaderboard_gets_anchors_estimates_a_backtest_and_a_tiny_benchm
     from tinybench_assets.core.tiny_benchmark import estimate_from_artifact, load_artifact
 
     art = load_artifact(tmp_path / "artifacts" / "openllm")
-    assert art["n"] == 10 and art["learned_estimators"] == ["bank_joint"]
+    assert art["n"] == 10 and art["learned_estimators"] == ["bank_joint", "fill"]
     model = sorted(est["model"].unique())[3]
     items = set(store.query("SELECT item FROM tiny_benchmark_anchors WHERE leaderboard = 'openllm'")["item"])
     answers = store.query("SELECT item, CAST(y AS DOUBLE) AS y FROM binarized WHERE model = ?", [model])
