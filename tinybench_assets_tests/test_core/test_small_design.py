@@ -71,6 +71,7 @@ def test_predictor_serves_anchor_points_where_they_win(monkeypatch, tmp_path):
         return {k: {**v, "s1": "kmeans"} for k, v in real(by, truth, folds, scenarios, ns).items()}
 
     monkeypatch.setattr(small_design, "choose_designs", s1_kmeans)
+    monkeypatch.setattr(small_design, "MIN_POOL", 50)  # anchor points are tried on pools of 50 items or more here
     p = SmallBoardPredictor(**{**FAST, "pick_design": True, "guard": False}).fit(Y, w, cols, full, groups, items=items)
     assert p.designs_[None]["s1"] == "kmeans" and p.guard_.designs["s1"] == "kmeans"
     assert any("anchor points" in note and "'s1'" in note for note in p.notes_)

@@ -4,11 +4,12 @@ KMeans over the items' answer columns of the training models, each anchor weight
 
 Which design serves a board depends on its models and its pool: on the v2 board's mmlu_pro alone (18 models, 12,032
 items) anchor points took the served leave-family-out MAE from 0.80x / 0.95x random items' (n = 30 / 100) to
-0.75x / 0.57x, while on distinct openllm boards (100-249 items a scenario) they were worse on two seeds of three
-(0.67x -> 0.78x). So both are fitted fold by fold and each scenario serves the design whose served rule has the
-lower out-of-fold MAE (geometric mean over the budgets), the decision for fold f read without fold f, as the guard's.
-(Requiring a one-standard-error gain for anchor points, as the gate and fill do, kept the served mmlu_pro board at
-0.98x random items at n = 100 instead of 0.53x: fold by fold it left some folds on the stratified order.)
+0.66x / 0.53x, while on distinct openllm boards (100-249 items a scenario) they were worse on two seeds of three
+(0.67x -> 0.78x). So, on scenarios of MIN_POOL items or more, both are fitted fold by fold and each scenario serves
+the design whose served rule has the lower out-of-fold MAE (geometric mean over the budgets), the decision for fold
+f read without fold f, as the guard's. (Requiring a one-standard-error gain for anchor points, as the gate and fill
+do, kept the served mmlu_pro board at 0.98x random items at n = 100 instead of 0.53x: fold by fold it left some
+folds on the stratified order.)
 
 :func:`nested_kmeans` makes the anchor points of every budget nested (each smaller budget's anchors a subset of the
 next larger one's, the order listing them budget by budget), as the stratified order is, so ``tinybench anchors
@@ -28,6 +29,9 @@ from .anchors import _unique_nearest, item_features, select_anchors
 __all__ = ["DESIGN_CHOICES", "nested_kmeans", "log_mae", "choose_designs", "design_note", "pick_designs"]
 
 DESIGN_CHOICES = ("stratified", "kmeans")  # the first is kept on a tie
+MIN_POOL = 1000  # anchor points are tried on scenarios of at least this many items: on the openllm dev boards (100-249
+# items a scenario, where 30 anchors are an eighth to a third of the pool) the per-fold choice only added noise
+# (openllm.s1 0.73x -> 0.79x random items); on v2's mmlu_pro (12,032 items) it took n = 100 from 0.95x to 0.53x
 LARGE_POOL = 2000  # above this many items the top level's KMeans runs one k-means++ start, not n_init (a pool of
 # 12,032 items, k = 200: 10.5 s against 1.3 s on the busy 2-core machine; every fold and both passes pay it)
 
@@ -102,17 +106,23 @@ def design_note(scenario: str, gain: float) -> str:
 
 def pick_designs(p, Y, run, notes: list) -> dict:
     """Step 3a of SmallBoardPredictor ``p``'s fit (``run``: out_of_fold on its board): with design "stratified" and
-    ``pick_design``, every fold refitted on anchor points too (design "kmeans") and each scenario given the design
+    ``pick_design``, every fold refitted on anchor points too (design "kmeans", scenarios of MIN_POOL items or more
+    only) and each such scenario given the design
     whose served rule has the lower out-of-fold MAE (:func:`choose_designs`), the decision for fold f made without
     it; the folds refitted with their designs and the choice made again. Returns {None | fold: {scenario: design}}."""
     L, folds = p.layout_, p.folds_
     keep = {key: dict.fromkeys(L.scenarios, p.design) for key in (None, *range(folds.n))}
     if not (p.pick_design and p.design == "stratified"):
         return keep
+    big = [s for s in L.scenarios if len(L.cols[s]) >= MIN_POOL]
+    if not big:
+        return keep
     first, first_rules = (p.oof_, p.choices_), p.board_rules_
-    p.oof_, p.notes_ = run(design="kmeans"), list(notes)
+    trial = {s: ("kmeans" if s in big else p.design) for s in L.scenarios}
+    p.oof_, p.notes_ = run(design={f: trial for f in range(folds.n)}), list(notes)
     alt = p._choose(Y)
     picks = choose_designs({p.design: first[1], "kmeans": alt}, p.truth_.t1, folds.ids, L.scenarios, p._ns())
+    picks = {k: {s: (d if s in big else p.design) for s, d in v.items()} for k, v in picks.items()}
     if all(d == p.design for pick in picks.values() for d in pick.values()):
         (p.oof_, p.choices_), p.board_rules_, p.notes_ = first, first_rules, list(notes)
         return keep
