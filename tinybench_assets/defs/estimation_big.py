@@ -85,7 +85,7 @@ def big_backtest(
     the asset's metadata (error against n per scenario, coverage of the served intervals, the table at the
     reference n)."""
     # lazy: loads torch and scikit-learn (~2.4 s) when the asset runs, not when the definitions load
-    from tinybench_assets.core.estimation.backtest import reference_n, run_backtest, split_plan, summarize_by_kind
+    from tinybench_assets.core.estimation.backtest import reference_n, run_backtest, split_plan
     from tinybench_assets.core.estimation.frontier import board_strength
 
     try:
@@ -116,11 +116,7 @@ def big_backtest(
     )
     t_splits = time.perf_counter() - t0  # the asset's reads, the plan and the splits: where the time goes
     estimates, headline = result.estimates, config.split_kinds[0]
-    free = estimates[~estimates.twin.astype(bool)].assign(split_kind=lambda d: d.split_kind + TWIN_FREE)
-    both = pd.concat(
-        [sm.assign(split_kind=kind) for kind, sm in summarize_by_kind(pd.concat([estimates, free])).items()],
-        ignore_index=True,
-    )[SUMMARY_COLUMNS]
+    both = summaries(estimates)
     db.replace_partition(
         {"backtest_summary": both.assign(n_splits=config.n_splits), "backtest_timings": result.timings},
         board,
@@ -191,6 +187,18 @@ def split_step_seconds(timings: pd.DataFrame) -> dict:
         rest = float((g["total_seconds"] - g["fit_seconds"]).mean()) - steps.get("adaptive", 0.0)
         out[str(kind)] = dict(sorted({**steps, "estimate": round(rest, 1)}.items(), key=lambda kv: -kv[1]))
     return out
+
+
+def summaries(estimates: pd.DataFrame) -> pd.DataFrame:
+    """The backtest_summary rows (SUMMARY_COLUMNS) of every split kind, and of each on its twin-free test models
+    (split kind ``<kind>/twin_free``)."""
+    from tinybench_assets.core.estimation.backtest import summarize_by_kind
+
+    free = estimates[~estimates.twin.astype(bool)].assign(split_kind=lambda d: d.split_kind + TWIN_FREE)
+    return pd.concat(
+        [sm.assign(split_kind=kind) for kind, sm in summarize_by_kind(pd.concat([estimates, free])).items()],
+        ignore_index=True,
+    )[SUMMARY_COLUMNS]
 
 
 def twin_metadata(estimates: pd.DataFrame, both: pd.DataFrame, n_ref: int, headline: str) -> dict:

@@ -19,9 +19,9 @@ everything through the tiny-benchmark artifact::
       3b. guard     small_guard: scenarios whose served rule loses to stratified random items get random anchors
                     inside each subscenario; every fold is refitted with its own decision (made without it) and
                     the choice is made again
-      3c. gate      small_guard.gate (in small_select): a (scenario, n) whose served rule's out-of-fold MAE is
-                    still not below stratified random items' serves the anchors' plain mean where that did better,
-                    each fold's out-of-fold estimate following the decision made without it
+      3c. gate      with ``gate``, small_guard.gate (in small_select): a (scenario, n) whose served rule's
+                    out-of-fold MAE is still not below stratified random items' serves the anchors' plain mean where
+                    that did better, each fold's out-of-fold estimate following the decision made without it
       4. refit      small_folds.fit_scenario on every model: the served 2PLs (chosen D) and anchors; the
                     served answer bank per n (small_folds.build_bank on every model, eps as chosen); the state
                     lives in small_state's objects (the class's "Fitted attributes")
@@ -104,6 +104,7 @@ PARAMS = (
     "design",
     "guard",
     "pick_design",
+    "gate",
 )
 
 
@@ -122,6 +123,8 @@ class SmallBoardPredictor:
     design : the anchors' design (small_folds.DESIGNS); guard : with design "stratified", switch a scenario to
         random anchors inside each subscenario where the served rule loses to random items (small_guard);
         pick_design : with design "stratified", serve a scenario on anchor points where they do better (small_design).
+        gate : serve the anchors' plain mean where the served rule loses to random items (small_guard.gate; off: on
+        the dev boards it made the served error worse, docs/estimators.md).
 
     Fitted attributes
     -----------------
@@ -149,6 +152,7 @@ class SmallBoardPredictor:
         design="stratified",
         guard=True,
         pick_design=True,
+        gate=False,
     ):
         self.n_values = n_values
         self.dims = dims
@@ -161,6 +165,7 @@ class SmallBoardPredictor:
         self.design = design
         self.guard = guard
         self.pick_design = pick_design
+        self.gate = gate
 
     def fit(self, Y, w, scenario_cols, full_scores=None, groups=None, *, items=None, models=None, subscenarios=None):
         """Cross-validate, choose, refit on every model.
