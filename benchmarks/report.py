@@ -222,7 +222,6 @@ SECTIONS = (
                 "<= 0.6x",
                 lambda d: get(d, "frontier_twin_free_mean_ratio") <= 0.6,
                 lambda d: "models " + ", ".join(f"{s} {v}" for s, v in get(d, "frontier_twin_free_models").items()),
-                headline="The next, stronger model with no twin on the board: T1 error against 30 random items",
             ),
             Figure(
                 "twin-free frontier models: coverage of the served 90 % intervals, lowest scenario (T1 / T2)",
@@ -347,8 +346,20 @@ SECTIONS = (
                 ),
             )
             for n in (30, 100)
-        )
-        + tuple(
+        ),
+    ),
+    Section(
+        "small_leaderboards_distinct.json",
+        "Boards of distinct models (issue 58)",
+        ".venv/bin/python benchmarks/small_leaderboards.py --only distinct --json "
+        "benchmarks/results/small_leaderboards_distinct.json  # ~15 min",
+        "Dev boards whose models differ a lot (benchmarks/distinct_boards.py): three boards of 20-25 Open LLM "
+        "Leaderboard models, one per family, twin-free, spread over the whole accuracy range (the weakest included); "
+        "the v2 board (19 models); and two of its large scenarios alone (mmlu_pro: 18 models x 12,032 items; bbh: 19 x "
+        "5,761), boards of one scenario of thousands of items. Each board's own leave-family-out backtest (the served "
+        "estimate chosen without the scored fold, its 90 % interval calibrated on the other folds) against stratified "
+        "random items on the same models (50 draws each); n = 100 where every pool has at least 300 items.",
+        tuple(
             Figure(
                 f"distinct-model dev boards: worst board's served T1 MAE / stratified random items', n={n}",
                 lambda d, n=n: max(b["by_n"][n]["ratio"] for b in get(d, "distinct").values() if n in b["by_n"]),
