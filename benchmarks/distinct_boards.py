@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from small_v2 import stratified_random  # benchmarks/small_v2.py (benchmarks/ is on sys.path)
 
 from tinybench_assets.core.estimation import estimators as est
 from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
@@ -29,29 +30,6 @@ from tinybench_assets.core.estimation.twins import agreement
 
 DRAWS = 50
 MIN_POOL_100 = 300
-
-
-def stratified_random(Y: np.ndarray, w: np.ndarray, sub: np.ndarray, n: int, seed: int) -> np.ndarray:
-    """(M,) one draw per model: n items allocated over subscenarios in proportion to their size (largest remainder),
-    drawn at random inside each, the subscenario means weighted by the subscenarios' weight in the score."""
-    rng = np.random.default_rng(seed)
-    subs, size = np.unique(sub, return_counts=True)
-    raw = size / size.sum() * n
-    k = np.floor(raw).astype(int)
-    k[np.argsort(-(raw - k), kind="stable")[: n - k.sum()]] += 1
-    num, den = np.zeros(len(Y)), np.zeros(len(Y))
-    for u, ku in zip(subs, np.minimum(k, size)):
-        if ku == 0:
-            continue
-        items = np.flatnonzero(sub == u)
-        pick = np.array([rng.choice(items, ku, replace=False) for _ in range(len(Y))])
-        y = Y[np.arange(len(Y))[:, None], pick]
-        mean = np.nanmean(y, axis=1)
-        W = w[items].sum()
-        ok = np.isfinite(mean)
-        num[ok] += W * mean[ok]
-        den[ok] += W
-    return np.where(den > 0, num / np.maximum(den, 1e-12), np.nan)
 
 
 def distinct_rows(Y, cols, groups, eligible, size: int, seed: int, threshold: float = 0.99) -> np.ndarray:
