@@ -77,11 +77,12 @@ def choose_board(p, Y) -> tuple[dict, dict, list]:
                 prefer=board_rules[n],
                 fill=p.oof_.fill[(s, n)],
             )
-    expected = expected_errors(Y, L.w, L.cols, L.subscenarios, p.counts_, ns) if p.gate else {}
-    for (s, n), ch in out.items() if p.gate else ():  # the random-items gate (small_guard.gate)
-        before = ch.served_mae
-        if gate(ch, expected[s][n], truths[s], folds.ids):
-            notes.append(gate_note(s, n, before, float(np.nanmean(expected[s][n][np.isfinite(truths[s])]))))
+    if p.gate:  # the random-items gate (small_guard.gate)
+        expected = expected_errors(Y, L.w, L.cols, L.subscenarios, p.counts_, ns)
+        for (s, n), ch in out.items():
+            before = ch.served_mae
+            if gate(ch, expected[s][n], truths[s], folds.ids):
+                notes.append(gate_note(s, n, before, float(np.nanmean(expected[s][n][np.isfinite(truths[s])]))))
     # the served T1 intervals, calibrated over every scenario and budget at once
     half = pooled_half_widths(*small_tables.served_oof_all(p, out), np.ones(len(Y), dtype=bool), p.alpha)
     for (s, n), ch in out.items():
