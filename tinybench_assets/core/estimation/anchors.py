@@ -106,7 +106,11 @@ def forward_select(Y: np.ndarray, target: np.ndarray, k: int, tol: float = 1e-6)
 
 def _unique_nearest(centers: np.ndarray, X: np.ndarray) -> np.ndarray:
     """Index of the item nearest each centroid, distinct across centroids, shape (n_clusters,)."""
-    d = ((centers[:, None, :] - X[None, :, :]) ** 2).sum(axis=2)  # (n_clusters, n_items)
+    # (n_clusters, n_items), a few centroids at a time: the same sums as one broadcast, without its (n_clusters,
+    # n_items, n_features) temporary (12,032 items, 200 centroids: 1.1 s -> 0.17 s)
+    d = np.concatenate(
+        [((centers[i : i + 8, None, :] - X[None, :, :]) ** 2).sum(axis=2) for i in range(0, len(centers), 8)]
+    )
     nearest = d.argmin(axis=1)
     if len(np.unique(nearest)) == len(nearest):
         return nearest

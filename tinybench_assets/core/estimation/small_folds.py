@@ -274,9 +274,10 @@ def out_of_fold(
     Y : (M, I) 0/1 with NaN; w : (I,) balance weights (mean 1 per scenario); cols : {scenario: (I_s,) columns};
     folds : (M,) from :func:`family_folds`; counts : {(scenario, n): anchor count}; dims : IRT dimensions;
     subscenarios : {scenario: (I_s,)} (None: one stratum each); design : the anchors' design (:func:`fit_scenario`),
-    one for every fold and scenario or {fold: {scenario: design}}; irt_cache : {(fold, scenario): {D: IRTParams}},
-    filled with every fold's 2PLs and read back by a later call on the same folds (the fits do not depend on the
-    design), or None.
+    one for every fold and scenario or {fold: {scenario: design}}; irt_cache : filled with every fold's 2PLs,
+    {(fold, scenario): {D: IRTParams}} (they do not depend on the design), and its whole fits, {(fold, scenario,
+    design): ScenarioFit}, and read back by a later call on the same folds (the design choice and the guard re-run
+    the folds with other designs: a fold's fit on a design it was fitted on before is not fitted again), or None.
 
     Returns
     -------
@@ -291,10 +292,11 @@ def out_of_fold(
         test = np.flatnonzero(out.folds == f)
         train = np.flatnonzero(out.folds != f)
         designs = {s: design if isinstance(design, str) else design[f][s] for s in cols}
-        cached = {s: None if irt_cache is None else irt_cache.get((f, s)) for s in cols}
+        cache = {} if irt_cache is None else irt_cache
+        cached = {s: cache.get((f, s, designs[s])) or cache.get((f, s)) for s in cols}
         fits = _fold_scenarios(out, Y, w, cols, counts, dims, train, test, seen, designs, cached, subscenarios, fit_kw)
-        if irt_cache is not None:
-            irt_cache.update({(f, s): fit.irt for s, fit in fits.items()})
+        cache.update({(f, s): fit.irt for s, fit in fits.items()})
+        cache.update({(f, s, designs[s]): fit for s, fit in fits.items()})
         out.banks.append(_fold_banks(out, Y, w, cols, ns, fits, truth, train, test))
         out.fits.append(fits)
         out.train_rows.append(train)
@@ -320,20 +322,24 @@ def _fold_scenarios(
     out: OutOfFold, Y, w, cols, counts, dims, train, test, seen, designs, cached, subscenarios, fit_kw
 ) -> dict:
     """One fold, scenario by scenario: :func:`fit_scenario` on the ``train`` rows (``designs`` {s: design}, ``cached``
-    {s: its 2PLs from an earlier call, or None}), and into ``out`` the ``test`` rows' base estimates from the
+    {s: its ScenarioFit or its 2PLs from an earlier call, or None}), and into ``out`` the ``test`` rows' base estimates from the
     anchors of each n and D and their half-item IRT errors. Returns {scenario: ScenarioFit}."""
     fits, subscenarios, device = {}, subscenarios or {}, fit_kw["device"]
     for s, c in cols.items():
         mine = {n: k for (s2, n), k in counts.items() if s2 == s}
-        fit = fits[s] = fit_scenario(
-            Y[np.ix_(train, c)],
-            w[c],
-            mine,
-            dims,
-            subscenarios=subscenarios.get(s),
-            design=designs[s],
-            irt=cached[s],
-            **fit_kw,
+        fit = fits[s] = (
+            cached[s]
+            if isinstance(cached[s], ScenarioFit)
+            else fit_scenario(
+                Y[np.ix_(train, c)],
+                w[c],
+                mine,
+                dims,
+                subscenarios=subscenarios.get(s),
+                design=designs[s],
+                irt=cached[s],
+                **fit_kw,
+            )
         )
         Yt = Y[np.ix_(test, c)]  # the held-out rows, read below only on anchors (and b's half)
         for D, params in fit.irt.items():
