@@ -164,11 +164,15 @@ def print_frontier(frontier: dict, ratio: float, bars: dict) -> None:
         f"{FRONTIER_TRAIN_MODELS} of the rest as training models; n=30 ==="
     )
     print(f"{'scenario':<11} {'estimator':<14} {'MAE T1':>7} {'bias':>6} {'cov T1':>6} {'MAE T2':>7} {'cov T2':>6}")
+
+    def f(x, spec: str) -> str:  # None: no such models (the adaptive column has no T2)
+        return format(float("nan") if x is None else x, spec)
+
     for s, d in frontier.items():
         for e, v in d.items():
             print(
-                f"{s:<11} {e:<14} {v['mae_t1']:7.2f} {v['bias_t1']:6.2f} {v['coverage_t1']:6.3f} "
-                f"{v['mae_t2']:7.2f} {v['coverage_t2']:6.3f}"
+                f"{s:<11} {e:<14} {f(v['mae_t1'], '7.2f')} {f(v['bias_t1'], '6.2f')} {f(v['coverage_t1'], '6.3f')} "
+                f"{f(v['mae_t2'], '7.2f')} {f(v['coverage_t2'], '6.3f')}"
             )
     print(f"served mean T1 MAE / random items' = {ratio:.3f}; bars: {bars}")
 
@@ -455,6 +459,9 @@ def main(argv=None) -> int:
             f"T1 joint n=30 {ci(lock, 'tinybench', 't1', 30)}  own {ci(lock, 'tinybench_own', 't1', 30)}  "
             f"vs grouped mean {g_joint:.2f} (bar: within 0.5)"
         )
+    if args.json:  # before the frontier and twin lines: a failed print loses no measurement
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({**out, "meta": run_meta()}, indent=1, default=str))
     print_frontier(frontier, frontier_ratio, frontier_bars)
     print(
         f"\nTWINS (a test model agreeing with a training model on >= 99 % of a scenario's items): share per scenario "
@@ -467,9 +474,6 @@ def main(argv=None) -> int:
     if "frontier_lockbox" in out:
         print(f"\nLOCKBOX models as strong as the frontier split's test side ({len(box_frontier)}; read once here):")
         print_frontier(out["frontier_lockbox"], out["frontier_lockbox_mean_ratio"], {})
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({**out, "meta": run_meta()}, indent=1, default=str))
     if args.csv:
         pd.concat([sm.assign(split_kind=k) for k, sm in by_kind.items()]).to_csv(args.csv, index=False)
     return 0
