@@ -71,17 +71,17 @@ def test_out_of_fold_takes_a_design_per_fold_and_shares_the_irt_fits():
     counts = {(s, n): n for s in cols for n in (10, 20)}
     plan = {f: {"s0": (RANDOM if f % 2 else "stratified"), "s1": "stratified"} for f in range(4)}
     cache: dict = {}
-    first = out_of_fold(Y, w, cols, folds, counts, (1,), seed=0, n_init=2, design="stratified", irt_cache=cache)
+    first = out_of_fold(Y, w, cols, folds, counts, (1,), seed=0, n_init=2, design="stratified", fit_cache=cache)
     assert set(cache) == {(f, s) for f in range(4) for s in cols} | {
         (f, s, "stratified") for f in range(4) for s in cols
     }
-    second = out_of_fold(Y, w, cols, folds, counts, (1,), seed=0, n_init=2, design=plan, irt_cache=cache)
+    second = out_of_fold(Y, w, cols, folds, counts, (1,), seed=0, n_init=2, design=plan, fit_cache=cache)
     orders = [second.fits[f]["s0"].order for f in range(4)]
     for f in range(4):
         assert second.fits[f]["s0"].irt[1] is first.fits[f]["s0"].irt[1]  # one 2PL per fold, fitted once
         assert second.fits[f]["s1"] is first.fits[f]["s1"]  # a fold's fit on a design it had: not fitted again
     assert (1, "s0", RANDOM) in cache and (0, "s0", RANDOM) not in cache
-    again = out_of_fold(Y, w, cols, folds, counts, (1,), seed=0, n_init=2, design=plan, irt_cache=cache)
+    again = out_of_fold(Y, w, cols, folds, counts, (1,), seed=0, n_init=2, design=plan, fit_cache=cache)
     for k, v in second.base.items():  # re-run from the cache: the same out-of-fold estimates
         for name, x in v.items():
             np.testing.assert_array_equal(again.base[k][name], x)

@@ -202,7 +202,7 @@ class SmallBoardPredictor:
             device=self.device,
             n_init=self.n_init,
             subscenarios=self.layout_.subscenarios,
-            irt_cache={},
+            fit_cache={},
         )
         self.oof_, notes = run(design=self.design), list(self.notes_)  # 2. per fold
         self.choices_ = self._choose(Y)  # 3. choice

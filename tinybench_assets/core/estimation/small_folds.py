@@ -265,7 +265,7 @@ def out_of_fold(
     n_init: int = 10,
     subscenarios: dict | None = None,
     design: str | dict = "stratified",
-    irt_cache: dict | None = None,
+    fit_cache: dict | None = None,
 ) -> OutOfFold:
     """Fit every fold on its training rows and estimate its held-out rows from their anchor answers.
 
@@ -274,7 +274,7 @@ def out_of_fold(
     Y : (M, I) 0/1 with NaN; w : (I,) balance weights (mean 1 per scenario); cols : {scenario: (I_s,) columns};
     folds : (M,) from :func:`family_folds`; counts : {(scenario, n): anchor count}; dims : IRT dimensions;
     subscenarios : {scenario: (I_s,)} (None: one stratum each); design : the anchors' design (:func:`fit_scenario`),
-    one for every fold and scenario or {fold: {scenario: design}}; irt_cache : filled with every fold's 2PLs,
+    one for every fold and scenario or {fold: {scenario: design}}; fit_cache : filled with every fold's 2PLs,
     {(fold, scenario): {D: IRTParams}} (they do not depend on the design), and its whole fits, {(fold, scenario,
     design): ScenarioFit}, and read back by a later call on the same folds (the design choice and the guard re-run
     the folds with other designs: a fold's fit on a design it was fitted on before is not fitted again), or None.
@@ -288,11 +288,11 @@ def out_of_fold(
     fit_kw = dict(seed=seed, device=device, n_init=n_init)
     seen = {s: half_split(len(c), seed) for s, c in cols.items()}
     truth = scenario_truth(Y, w, cols)
+    cache = {} if fit_cache is None else fit_cache
     for f in range(int(out.folds.max()) + 1):
         test = np.flatnonzero(out.folds == f)
         train = np.flatnonzero(out.folds != f)
         designs = {s: design if isinstance(design, str) else design[f][s] for s in cols}
-        cache = {} if irt_cache is None else irt_cache
         cached = {s: cache.get((f, s, designs[s])) or cache.get((f, s)) for s in cols}
         fits = _fold_scenarios(out, Y, w, cols, counts, dims, train, test, seen, designs, cached, subscenarios, fit_kw)
         cache.update({(f, s): fit.irt for s, fit in fits.items()})
@@ -322,8 +322,8 @@ def _fold_scenarios(
     out: OutOfFold, Y, w, cols, counts, dims, train, test, seen, designs, cached, subscenarios, fit_kw
 ) -> dict:
     """One fold, scenario by scenario: :func:`fit_scenario` on the ``train`` rows (``designs`` {s: design}, ``cached``
-    {s: its ScenarioFit or its 2PLs from an earlier call, or None}), and into ``out`` the ``test`` rows' base estimates from the
-    anchors of each n and D and their half-item IRT errors. Returns {scenario: ScenarioFit}."""
+    {s: its ScenarioFit or its 2PLs from an earlier call, or None}), and into ``out`` the ``test`` rows' base
+    estimates from the anchors of each n and D and their half-item IRT errors. Returns {scenario: ScenarioFit}."""
     fits, subscenarios, device = {}, subscenarios or {}, fit_kw["device"]
     for s, c in cols.items():
         mine = {n: k for (s2, n), k in counts.items() if s2 == s}
