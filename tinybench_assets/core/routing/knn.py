@@ -46,10 +46,28 @@ def unit_rows(E_ref: np.ndarray) -> np.ndarray:
 
 
 def _product(Q: np.ndarray, R: np.ndarray) -> np.ndarray:
-    """``Q @ R.T``, a lone query row through the matrix product as well: numpy's vector product rounds differently
-    (up to 5e-8 in float32), and a question must get the same similarities alone as in a batch (the server decides
-    a question alone or among others; ``tinybench route`` a file at once)."""
-    return (np.vstack([Q, Q]) @ R.T)[:1] if Q.shape[0] == 1 else Q @ R.T
+    """``Q @ R.T`` accumulated in float64 and rounded to float32, so that a question gets the same similarities
+    alone as in a batch (the server decides a question alone or among others; ``tinybench route`` a file at once).
+    In float32 the BLAS kernel chosen for the batch's row count rounds differently (up to 5e-8; a lone row through a
+    two-row product matched a batch's on Intel cores and not on AMD ones); float64 sums differ by ~1e-16, below
+    float32's rounding. A fitted router's reference rows (``unit_rows``) are widened once."""
+    return (np.asarray(Q, dtype=np.float64) @ _wide(R).T).astype(np.float32)
+
+
+_WIDE: dict[int, tuple] = {}
+
+
+def _wide(R: np.ndarray) -> np.ndarray:
+    """``R`` as float64; kept while a ``unit_rows`` array lives (so a one-question decision does not widen a
+    router's reference rows each time), converted per call otherwise."""
+    key = id(R)
+    hit = _WIDE.get(key)
+    if hit is not None and hit[0]() is R:
+        return hit[1]
+    wide = np.asarray(R, dtype=np.float64)
+    if any(u[1] is R for u in _UNIT.values()):
+        _WIDE[key] = (weakref.ref(R, lambda _, k=key: _WIDE.pop(k, None)), wide)
+    return wide
 
 
 def _similarities(E_query, Q, R, ref_unit):
@@ -70,7 +88,7 @@ def _similarities(E_query, Q, R, ref_unit):
 
 
 def nearest(
-    E_query: np.ndarray, E_ref: np.ndarray, k: int, *, chunk: int = 2048, ref_unit: np.ndarray | None = None
+    E_query: np.ndarray, E_ref: np.ndarray, k: int, *, chunk: int = 1024, ref_unit: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """The k most cosine-similar reference rows of every query row.
 
