@@ -67,8 +67,8 @@ def test_fit_predict_shapes():
         assert set(g.item_index) <= set(p.layout_.cols[s]) and g.item_index.is_unique
     cv = p.cv_table()
     assert {"scenario", "n", "estimator", "dim", "cv_mae_t1", "cv_mae_t2", "n_models"} <= set(cv.columns)
-    assert len(cv) == 2 * 2 * (1 + 4 * 2 + 2 + 1 + 1 + 1)  # scenarios x n x (anchor + 4 per D + 2 shrunk + bank + fill
-    # + served)
+    assert len(cv) == 2 * 2 * (1 + 4 * 2 + 2 + 1 + 1 + 2 + 1)  # scenarios x n x (anchor + 4 per D + 2 shrunk + bank
+    # + fill + a median per D + served)
     bank = cv[cv.estimator.str.startswith("bank_joint")]  # one rule, its eps chosen inside it (nested over folds)
     assert len(bank) == 2 * 2 and bank.dim.eq(0).all() and set(bank.eps) <= set(BANK_EPS)
     served_eps = cv[cv.estimator == "bank_joint"].set_index(["scenario", "n"]).eps  # the artifact's eps, named plainly
@@ -77,7 +77,7 @@ def test_fit_predict_shapes():
     assert (cv.groupby(["scenario", "n"]).served_t2.sum() == 1).all()  # full scores given: a T2 estimator each
     assert cv[cv.estimator != "served"].n_models.eq(M).all() and cv.cv_mae_t1.between(0, 0.3).all()
     oof = p.oof_table()
-    assert len(oof) == M * 2 * 2 * (13 + 1) and oof.estimate.notna().all()
+    assert len(oof) == M * 2 * 2 * (15 + 1) and oof.estimate.notna().all()
     out = p.predict(Y, n=30)
     assert list(out.columns) == PRED_COLS and len(out) == M * 2
     assert out.estimate.between(0, 1).all() and out.answered.eq(30).all()

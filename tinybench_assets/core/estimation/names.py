@@ -9,5 +9,7 @@ STACKS = {
     "stack": ("gbm_joint", "gbm", "bank_joint", "pirt_joint", "gpirt_val_joint", "pirt", "anchor"),
     "stack_own": ("gbm", "pirt", "gpirt_val", "anchor"),
 }
+# members of the small board's median (small_rules.MEDIAN): the artifact's stack of that name takes their median
+MEDIANS = {"median": ("pirt", "gpirt", "gpirt_val", "irt", "shrunk", "shrunk_joint", "fill")}
 LEARNED = ("gbm", "gbm_joint", "bank_joint")
 SELECTED = ("tinybench", "tinybench_own")

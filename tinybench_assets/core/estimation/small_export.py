@@ -12,11 +12,20 @@ from ..tiny_benchmark.format import FORMAT, TREES_FILE
 from ..tiny_benchmark.trees import pack
 from .anchor_sets import AnchorSet
 from .bank import bank_json, bank_tree_arrays
-from .small_choice import BANK, CANDIDATES, FILL, NO_IRT
+from .small_choice import BANK, CANDIDATES, FILL, MEDIAN, NO_IRT
 from .small_folds import CLUSTERING
 from .training import Layout
 
-__all__ = ["build_artifact", "joint_block"]
+__all__ = ["build_artifact", "joint_block", "median_stack"]
+
+
+def median_stack(ch) -> dict:
+    """The artifact's ``stacks`` of one scenario: the median rule at the served D (small_rules.MEDIAN) as a stack of
+    that name, whose members the artifact takes the median of (estimation/stacks.py); weights equal, unread."""
+    med = next(r for r in ch.rules if r.estimator == MEDIAN and r.dim == ch.dim)
+    members = [r.estimator for r in med.parts]
+    w = enc_list(np.full(len(members), 1.0 / len(members)))
+    return {MEDIAN: {"members": members, "w_t1": w, "w_t2": list(w)}}
 
 
 def joint_block(fits: dict, dims: dict, s: str) -> np.ndarray:
@@ -54,7 +63,7 @@ def build_artifact(p, leaderboard: str, n: int, item_texts=None, binarization=No
                 "calibration_t2": to_dict_or_none(ch.calibration_t2.get(e)),
                 "interval_t2": to_dict_or_none(ch.interval_t2.get(e)),
             }
-            for e in (*CANDIDATES, BANK, *([FILL] if "fill" in bank else []))
+            for e in (*CANDIDATES, BANK, *([FILL] if "fill" in bank else []), MEDIAN)
         }
         anchors = AnchorSet(s, CLUSTERING, n, local, cols[local], weights)
         scenarios[s] = {
@@ -71,7 +80,7 @@ def build_artifact(p, leaderboard: str, n: int, item_texts=None, binarization=No
                 "b_joint": enc(ch.lambdas["b"]),
                 "v": enc(ch.lambdas["v"]),
             },
-            "stacks": {},
+            "stacks": median_stack(ch),
             "estimators": ests,
             "recommended": {"t1": ch.t1_json, "t2": ch.t2_json},
             "recommended_learned": {"t1": ch.t1, "t2": ch.t2, "interval_t1": to_dict_or_none(ch.interval_t1[ch.t1])},

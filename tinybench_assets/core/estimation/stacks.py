@@ -1,5 +1,6 @@
 """Stacks of the anchor predictor: convex combinations (weights >= 0, sum 1) of the estimators in ``STACKS``,
-fitted on validation models, one for T1 and one for the T2 input."""
+fitted on validation models, one for T1 and one for the T2 input; and, read from a small board's artifact, the
+median of the members of a stack named in ``MEDIANS`` (its weights are not read)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 
 from ..json_floats import enc_list
 from . import estimators as est
-from .names import STACKS
+from .names import MEDIANS, STACKS
 
 
 class Stacks:
@@ -85,5 +86,8 @@ class Stacks:
                 continue
             X1 = np.column_stack([full[(s, m)] for m in st["members"]])
             X2 = np.column_stack([t2raw.get((s, m), full[(s, m)]) for m in st["members"]])
-            full[(s, name)] = X1 @ st["w_t1"]
-            t2raw[(s, name)] = X2 @ st["w_t2"]
+            if name in MEDIANS:  # a small board's median of its members (small_rules.MEDIAN), not a weighted sum
+                full[(s, name)], t2raw[(s, name)] = np.median(X1, axis=1), np.median(X2, axis=1)
+            else:
+                full[(s, name)] = X1 @ st["w_t1"]
+                t2raw[(s, name)] = X2 @ st["w_t2"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..estimation.calibration import StoredIsotonicMap
-from ..estimation.names import STACKS
+from ..estimation.names import MEDIANS, STACKS
 from ..estimation.shrinkage import SHRINKAGE
 from .format import JSON_BASE, LEARNED_BASE
 from .schema import Reader
@@ -135,9 +135,10 @@ class ScenarioBlocks:
         self.stacks[s] = {}
         for name, st in r.obj(d, "stacks", p).items():
             q = f"{p}.stacks.{name}"
-            if name not in STACKS:
+            kinds = {**STACKS, **MEDIANS}
+            if name not in kinds:
                 r.fail(q, "unknown stack")
-            members = r.names(st, "members", q, STACKS[name])
+            members = r.names(st, "members", q, kinds[name])
             if not members:
                 r.fail(f"{q}.members", "empty")
             self.stacks[s][name] = {
