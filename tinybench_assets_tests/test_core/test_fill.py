@@ -10,7 +10,6 @@ import copy
 
 import numpy as np
 
-from tinybench_assets.core import tiny_benchmark as tb
 from tinybench_assets.core.estimation.anchor_sets import AnchorSet
 from tinybench_assets.core.estimation.bank import bank_arrays, bank_estimates
 from tinybench_assets.core.estimation.fill import FILL, fill_estimates, fill_means
@@ -18,7 +17,7 @@ from tinybench_assets.core.estimation.small_choice import Rule, ScenarioChoice
 from tinybench_assets.core.estimation.small_guard import gate
 from tinybench_assets.core.estimation.twins import agreement, twin_mask, twin_share
 
-from .test_small_board import fitted
+from .test_small_board import fitted, saved_estimate
 
 
 def _low_rank_board(models=30, items=400, seed=0):
@@ -96,13 +95,8 @@ def test_fill_is_served_through_the_artifact_as_computed(tmp_path):
         np.testing.assert_allclose(served[served.scenario == s].estimate, mine[s], rtol=0, atol=1e-12)
     art = p.to_artifact("small-sim", n)
     assert art["learned"]["bank"]["fill"] == {s: p.choices_[(s, n)].fill_lam for s in L.scenarios}
-    tb.save_artifact(art, folder=tmp_path)
-    loaded = tb.load_artifact(tmp_path)
     row = 3
-    ans = {
-        it: float(Y[row, L.items.index(it)]) for s in L.scenarios for it in loaded["scenarios"][s]["anchors"]["items"]
-    }
-    df = tb.estimate_from_artifact(loaded, ans)
+    df = saved_estimate(art, Y, L.items, row, tmp_path)
     assert list(df.estimator) == [FILL] * len(L.scenarios)
     np.testing.assert_allclose(df.estimate, [mine[s][row] for s in L.scenarios], rtol=0, atol=1e-12)
 

@@ -50,6 +50,21 @@ def world(n_models=24, n_families=8, items=(150, 150), seed=0):
     return Y, w, cols, full, groups, [f"q{j}" for j in range(Y.shape[1])]
 
 
+def saved_estimate(art: dict, Y: np.ndarray, items: list, row: int, folder) -> pd.DataFrame:
+    """Row ``row`` of ``Y`` answering the anchors of artifact ``art``, saved to ``folder`` and loaded back:
+    tb.estimate_from_artifact's frame (one row per scenario)."""
+    from tinybench_assets.core import tiny_benchmark as tb
+
+    tb.save_artifact(art, folder=folder)
+    loaded = tb.load_artifact(folder)
+    ans = {
+        it: float(Y[row, items.index(it)])
+        for s in loaded["scenario_order"]
+        for it in loaded["scenarios"][s]["anchors"]["items"]
+    }
+    return tb.estimate_from_artifact(loaded, ans)
+
+
 @functools.lru_cache(maxsize=None)
 def fitted():
     Y, w, cols, full, groups, items = world()

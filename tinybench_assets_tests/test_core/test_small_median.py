@@ -8,11 +8,10 @@ import copy
 
 import numpy as np
 
-from tinybench_assets.core import tiny_benchmark as tb
 from tinybench_assets.core.estimation.small_choice import choose
 from tinybench_assets.core.estimation.small_rules import FILL, MEDIAN, Rule, needs_learned, rules_for
 
-from .test_small_board import fitted
+from .test_small_board import fitted, saved_estimate
 
 
 def _base(rng, M=40):
@@ -75,13 +74,8 @@ def test_median_is_served_through_the_artifact_as_computed(tmp_path):
         assert FILL in members and len(members) == 7
         mine = np.median([res[(s, e)]["estimate"] for e in members], axis=0)
         np.testing.assert_allclose(served[served.scenario == s].estimate, mine, rtol=0, atol=1e-12)
-    tb.save_artifact(art, folder=tmp_path)
-    loaded = tb.load_artifact(tmp_path)
     row = 2
-    ans = {
-        it: float(Y[row, L.items.index(it)]) for s in L.scenarios for it in loaded["scenarios"][s]["anchors"]["items"]
-    }
-    df = tb.estimate_from_artifact(loaded, ans)
+    df = saved_estimate(art, Y, L.items, row, tmp_path)
     assert list(df.estimator) == [MEDIAN] * len(L.scenarios)
     want = served[served.model == row].set_index("scenario").estimate
     np.testing.assert_allclose(df.estimate, [want[s] for s in L.scenarios], rtol=0, atol=1e-12)
