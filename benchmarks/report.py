@@ -349,10 +349,10 @@ SECTIONS = (
         ),
     ),
     Section(
-        "small_leaderboards_distinct.json",
+        "small_leaderboards.json",
         "Boards of distinct models (issue 58)",
-        ".venv/bin/python benchmarks/small_leaderboards.py --only distinct --json "
-        "benchmarks/results/small_leaderboards_distinct.json  # ~15 min",
+        ".venv/bin/python benchmarks/small_leaderboards.py --json benchmarks/results/small_leaderboards.json  "
+        "# ~4 min (its distinct key; --only distinct runs these boards alone, ~1.5 min)",
         "Dev boards whose models differ a lot (benchmarks/distinct_boards.py): three boards of 20-25 Open LLM "
         "Leaderboard models, one per family, twin-free, spread over the whole accuracy range (the weakest included); "
         "the v2 board (19 models); and two of its large scenarios alone (mmlu_pro: 18 models x 12,032 items; bbh: 19 x "
