@@ -17,6 +17,9 @@ whole board, its leave-family-out backtest at n = 30 and 100 against random and 
 coverage and half-width of its 90 % intervals (calibrated without the scored fold), error and width against n.
 ``--only v2`` runs that part alone (its keys only).
 
+Then the distinct-model dev boards of issue 58 (benchmarks/distinct_boards.py), the ``distinct`` key and its bars;
+``--only distinct`` runs them alone (the JSON then holds that key only).
+
 Usage::
 
     flock /tmp/tinybench_heavy.lock .venv/bin/python benchmarks/small_leaderboards.py --json benchmarks/results/small_leaderboards.json
