@@ -4,11 +4,12 @@ and intervals that allow for that choice.
 Candidates: :mod:`.small_rules` (a :class:`Rule` each: anchor, the IRT rules per D, shrunk, shrunk_joint, the bank,
 fill, and the median of the IRT rules at one D with shrunk, shrunk_joint and fill).
 
-:func:`rules_for` derives these (lambdas included) from a set of rows; :func:`choose` serves the median unless the
-rule with the lowest MAE on the same rows beats it by more than one standard error of their fold-by-fold gain
-(BANK_SE), then fill and the bank only when they beat that by as much. :func:`choose_scenario` does it on every row (the served choice) and once per fold with that fold's
-rows left out, scoring the fold with what the others chose: those leave-one-fold-out residuals measure the
-selection procedure, not its winner, and give the served T1 interval (never narrower than the winner's own).
+:func:`rules_for` derives these (lambdas included) from a set of rows; :func:`choose` serves the median unless the rule
+with the lowest MAE on the same rows beats it by more than one standard error of their fold-by-fold gain (BANK_SE), then
+fill and the bank only when they beat that by as much. :func:`choose_scenario` does it on every row (the served choice)
+and once per fold with that fold's rows left out, scoring the fold with what the others chose: those leave-one-fold-out
+residuals measure the selection procedure, not its winner, and give the served T1 interval (never narrower than the
+winner's own).
 
 Intervals and T2 maps are small_intervals.py's: split-conformal with families as the exchangeable units, and
 isotonic T2 maps cross-fitted over the folds. T2 serves the lowest cross-fitted MAE at the served D (the bank under
@@ -90,9 +91,10 @@ def choose(
     MAE among a dozen rules on a few dozen models is mostly noise: on the distinct dev boards, seeds 0-2, the served
     leave-one-fold-out MAE went from 0.70x / 0.89x random items' at n = 30 / 100 to 0.69x / 0.82x with this default),
     then by fill, then by the answer bank, under the same rule (fill as a plain candidate: dev board s1 0.73x -> 0.78x).
-    The bank's out-of-fold estimates are noisier than the IRT rules' on boards of a few dozen models (it reads every training model's answers, one fold at a time), and
-    folds of two or three models made it look better on the board than it was on new families; the margin is the
-    one-standard-error rule (Hastie, Tibshirani & Friedman, 2009, 7.10) applied to that one step up in variance.
+    The bank's out-of-fold estimates are noisier than the IRT rules' on boards of a few dozen models (it reads every
+    training model's answers, one fold at a time), and folds of two or three models made it look better on the board
+    than it was on new families; the margin is the one-standard-error rule (Hastie, Tibshirani & Friedman, 2009, 7.10)
+    applied to that one step up in variance.
 
     ``prefer`` = (estimator, dim): the board's rule (lowest out-of-fold MAE over every scenario, :func:`board_rule`),
     kept unless the scenario's own best beats it by more than BANK_SE standard errors of their fold-by-fold gain: a

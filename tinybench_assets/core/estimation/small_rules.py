@@ -105,8 +105,8 @@ def rules_for(
     rules += [Rule(e, dims[0]) for e in SHRINKAGE if e in base[dims[0]]]
     rules += [Rule(BANK, dims[0], eps=e) for e in base[dims[0]].get("bank", {})]
     rules += [Rule(FILL, dims[0], lam=x) for x in base[dims[0]].get("fill", {})]
-    shared = tuple(r for r in rules if r.estimator in MEDIANS[MEDIAN] and not r.irt)
-    rules += [Rule(MEDIAN, D, parts=(*(r for r in rules if r.irt and r.dim == D), *shared)) for D in dims]
+    members = [r for r in rules if r.estimator in MEDIANS[MEDIAN]]
+    rules += [Rule(MEDIAN, D, parts=tuple(r for r in members if not r.irt or r.dim == D)) for D in dims]
     return rules, lams
 
 

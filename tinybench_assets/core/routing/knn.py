@@ -36,13 +36,19 @@ def unit_rows(E_ref: np.ndarray) -> np.ndarray:
     lives: a router would normalize its training rows again at every prediction (RouteLLM's MMLU router: 11,000 x
     1,408 floats, three times per question, most of a one-question decision). The array must not change after it is
     first seen here (fitted routers' arrays do not)."""
-    key = id(E_ref)
-    hit = _UNIT.get(key)
-    if hit is not None and hit[0]() is E_ref:
+    return _memo(_UNIT, E_ref, normalize_rows)
+
+
+def _memo(store: dict, obj: np.ndarray, make) -> np.ndarray:
+    """``make(obj)``, computed once per array and kept in ``store`` while the array lives (keyed by its id, checked
+    through a weak reference, dropped when the array is collected)."""
+    key = id(obj)
+    hit = store.get(key)
+    if hit is not None and hit[0]() is obj:
         return hit[1]
-    unit = normalize_rows(E_ref)
-    _UNIT[key] = (weakref.ref(E_ref, lambda _, k=key: _UNIT.pop(k, None)), unit)
-    return unit
+    value = make(obj)
+    store[key] = (weakref.ref(obj, lambda _, k=key: store.pop(k, None)), value)
+    return value
 
 
 def _product(Q: np.ndarray, R: np.ndarray) -> np.ndarray:
@@ -60,14 +66,9 @@ _WIDE: dict[int, tuple] = {}
 def _wide(R: np.ndarray) -> np.ndarray:
     """``R`` as float64; kept while a ``unit_rows`` array lives (so a one-question decision does not widen a
     router's reference rows each time), converted per call otherwise."""
-    key = id(R)
-    hit = _WIDE.get(key)
-    if hit is not None and hit[0]() is R:
-        return hit[1]
-    wide = np.asarray(R, dtype=np.float64)
     if any(u[1] is R for u in _UNIT.values()):
-        _WIDE[key] = (weakref.ref(R, lambda _, k=key: _WIDE.pop(k, None)), wide)
-    return wide
+        return _memo(_WIDE, R, lambda a: np.asarray(a, dtype=np.float64))
+    return np.asarray(R, dtype=np.float64)
 
 
 def _similarities(E_query, Q, R, ref_unit):

@@ -13,6 +13,8 @@ from ..estimation.shrinkage import SHRINKAGE
 from .format import JSON_BASE, LEARNED_BASE
 from .schema import Reader
 
+STACK_MEMBERS = {**STACKS, **MEDIANS}  # every stack an artifact may carry: the convex ones and a small board's median
+
 MAX_ITEMS = 10_000_000
 MAX_DIM = 1_000
 
@@ -135,10 +137,9 @@ class ScenarioBlocks:
         self.stacks[s] = {}
         for name, st in r.obj(d, "stacks", p).items():
             q = f"{p}.stacks.{name}"
-            kinds = {**STACKS, **MEDIANS}
-            if name not in kinds:
+            if name not in STACK_MEMBERS:
                 r.fail(q, "unknown stack")
-            members = r.names(st, "members", q, kinds[name])
+            members = r.names(st, "members", q, STACK_MEMBERS[name])
             if not members:
                 r.fail(f"{q}.members", "empty")
             self.stacks[s][name] = {
