@@ -1,5 +1,6 @@
 """The answer-bank estimator (core/estimation/bank.py): its posterior, the bank's missing answers and scenarios, and
-on a real openllm slice that it estimates held-out models better than their anchors alone and earns a stack weight."""
+on a real openllm slice that it (and the ridge fill-in on its arrays) estimates held-out models better than their
+anchors alone and earns a stack weight."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 
 from tinybench_assets.core.estimation.bank import bank_values, posterior_means, soft_answers
+from tinybench_assets.core.estimation.fill import FILL_LAMBDAS
 
 
 def test_a_model_that_answers_like_one_bank_model_gets_its_values():
@@ -60,8 +62,12 @@ def test_openllm_bank_beats_the_anchors_and_joins_the_stack():
     df = df.assign(ae=(df.estimate - truth.stack().reindex(list(zip(df.model, df.scenario))).to_numpy()).abs())
     mae = df.groupby("estimator").ae.mean()
     assert mae["bank_joint"] < 0.9 * mae["anchor"], mae
-    # its eps was chosen on validation models, and the fitted stacks give it weight somewhere
-    assert all(set(b["eps"]) == set(pred.layout.scenarios) for b in pred.named_steps["bank"].banks_.values())
+    # the ridge fill-in on the same bank (issue 58's collaborative estimator) beats the anchors too
+    assert mae["fill"] < 0.9 * mae["anchor"], mae
+    # eps and fill's lam were chosen per scenario on validation models, and the fitted stacks give the bank weight
+    for b in pred.named_steps["bank"].banks_.values():
+        assert set(b["eps"]) == set(b["fill"]) == set(pred.layout.scenarios)
+        assert set(b["fill"].values()) <= set(FILL_LAMBDAS)
     w = [
         st["w_t1"][st["members"].index("bank_joint")]
         for k, st in pred.named_steps["stacks"].stacks_.items()

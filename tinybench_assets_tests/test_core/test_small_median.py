@@ -7,9 +7,11 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pytest
 
 from tinybench_assets.core.estimation.small_choice import choose
 from tinybench_assets.core.estimation.small_rules import FILL, MEDIAN, Rule, needs_learned, rules_for
+from tinybench_assets.core.tiny_benchmark import ArtifactError
 
 from .test_small_board import fitted, saved_estimate
 
@@ -79,3 +81,8 @@ def test_median_is_served_through_the_artifact_as_computed(tmp_path):
     assert list(df.estimator) == [MEDIAN] * len(L.scenarios)
     want = served[served.model == row].set_index("scenario").estimate
     np.testing.assert_allclose(df.estimate, [want[s] for s in L.scenarios], rtol=0, atol=1e-12)
+    # an artifact whose median names a member outside names.MEDIANS is refused with the member's JSON path
+    s0, bad = L.scenarios[0], copy.deepcopy(art)
+    bad["scenarios"][s0]["stacks"][MEDIAN]["members"][0] = "anchor"
+    with pytest.raises(ArtifactError, match=rf"\$\.scenarios\.{s0}\.stacks\.median\.members: unknown name 'anchor'"):
+        saved_estimate(bad, Y, L.items, row, tmp_path / "bad")

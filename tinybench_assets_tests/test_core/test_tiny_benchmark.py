@@ -145,7 +145,7 @@ def test_json_estimators_reproduce_the_predictor(tmp_path, n, clustering):
     assert checked >= 2 * 9 * 25
     # every estimator, the learned ones from the tree file: the same numbers as the predictor, bit for bit
     got = tb.evaluate_artifact(art, anchor_block(art, rm, test))
-    assert {e for (_, e) in got} == set(tb.JSON_BASE) | {"gbm", "gbm_joint", "bank_joint", "stack", "stack_own"}
+    assert {e for (_, e) in got} == set(tb.JSON_BASE) | {"gbm", "gbm_joint", "bank_joint", "fill", "stack", "stack_own"}
     checked = 0
     for (s, e), cols in got.items():
         for i, m in enumerate(models):

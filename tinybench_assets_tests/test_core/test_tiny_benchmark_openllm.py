@@ -61,7 +61,7 @@ def test_openllm_artifact_equals_the_pickled_predictor(tmp_path, clustering):
         ["model", "scenario", "clustering", "estimator"]
     )
     got = tb.evaluate_artifact(art, anchor_block(art, rm, test))
-    assert {e for _, e in got} == set(tb.JSON_BASE) | {"gbm", "gbm_joint", "bank_joint", "stack", "stack_own"}
+    assert {e for _, e in got} == set(tb.JSON_BASE) | {"gbm", "gbm_joint", "bank_joint", "fill", "stack", "stack_own"}
     checked = 0
     for (s, e), cols in got.items():
         for i, m in enumerate(np.asarray(rm.models, dtype=object)[test]):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .fill import FILL, fill_estimates
+from .fill import FILL, FILL_LAMBDAS, fill_estimates
 
 BANK_EPS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4)
 CHUNK_CELLS = 1 << 22  # new models x bank models per likelihood block: ~32 MB a matrix whatever the bank's size
@@ -136,12 +136,13 @@ def bank_tree_arrays(bank: dict | None) -> dict:
 
 
 class AnswerBank:
-    """Step 5: the answer bank of every (clustering, n), from the fit models, ``eps`` per scenario on validation MAE.
+    """Step 5: the answer bank of every (clustering, n), from the fit models, with ``eps`` (bank_joint) and the ridge
+    strength of fill (the ridge fill-in on the same arrays, estimation/fill.py) per scenario on validation MAE.
 
     Parameter: ``enabled`` (False: no bank; the predictor ties it to its learned estimators). Fitted attribute:
     ``banks_`` ({(clustering, n): {"answers": (F, A) float32 soft answers at every scenario's anchors, "values": (F, S)
     the fit models' weighted accuracy on each scenario's non-anchor items (NaN: scenario not run), "eps": {scenario:
-    float}}}).
+    float}, "fill": {scenario: float}}}).
     """
 
     def __init__(self, enabled: bool = True):
@@ -154,7 +155,8 @@ class AnswerBank:
         return step
 
     def fit(self, data, done) -> None:
-        """The bank of every (c, n) from ``data.Yf``; eps per scenario by MAE on the validation models ``data.Yv``."""
+        """The bank of every (c, n) from ``data.Yf``; eps and fill's lam per scenario by MAE on the validation models
+        ``data.Yv``."""
         self.banks_ = {}
         if not self.enabled:
             return
@@ -163,16 +165,11 @@ class AnswerBank:
             for n in anchors.n_values:
                 sets = anchors.of(c, n)
                 bank = bank_arrays(data.Yf, lay.cols, lay.w, {s: A.local for s, A in sets.items()})
-                mae = {}
-                for e in BANK_EPS:
-                    pred = bank_estimates(data.Yv, lay.cols, lay.w, sets, bank, dict.fromkeys(lay.scenarios, e))
-                    for s in lay.scenarios:
-                        t = data.T1v[s].to_numpy()
-                        ok = np.isfinite(t) & np.isfinite(pred[s])
-                        mae[(s, e)] = float(np.abs(pred[s][ok] - t[ok]).mean()) if ok.any() else np.inf
+                args = (data.Yv, lay.cols, lay.w, sets, bank)
                 self.banks_[(c, n)] = {
                     **bank,
-                    "eps": {s: min(BANK_EPS, key=lambda e: mae[(s, e)]) for s in lay.scenarios},
+                    "eps": _lowest_mae(bank_estimates, args, BANK_EPS, data),
+                    FILL: _lowest_mae(fill_estimates, args, FILL_LAMBDAS, data),
                 }
 
     def to_dict(self, c: str, n: int) -> dict | None:
@@ -185,7 +182,8 @@ class AnswerBank:
 
     def predict(self, Y, lay, anchors, c, n) -> dict:
         """{(scenario, estimator): (M,)}: bank_joint with the fitted eps, and fill (estimation/fill.py) with its
-        lam where the bank has one; {} when (c, n) has no bank."""
+        lam where the bank has one (every bank fitted since fill joined the big predictor; an older artifact's bank
+        may lack it); {} when (c, n) has no bank."""
         bank = self.banks_.get((c, n))
         if bank is None:
             return {}
@@ -197,3 +195,16 @@ class AnswerBank:
             fills = fill_estimates(Y, lay.cols, lay.w, anchors.of(c, n), bank, bank["fill"])
             out.update({(s, FILL): v for s, v in fills.items()})
         return out
+
+
+def _lowest_mae(estimate, args: tuple, grid, data) -> dict:
+    """{scenario: the value x of ``grid`` whose ``estimate(*args, {scenario: x})`` ({scenario: (V,)}) has the lowest
+    MAE against the validation models' truth ``data.T1v`` (ties: the earlier value)."""
+    mae = {}
+    for x in grid:
+        pred = estimate(*args, dict.fromkeys(data.layout.scenarios, x))
+        for s in data.layout.scenarios:
+            t = data.T1v[s].to_numpy()
+            ok = np.isfinite(t) & np.isfinite(pred[s])
+            mae[(s, x)] = float(np.abs(pred[s][ok] - t[ok]).mean()) if ok.any() else np.inf
+    return {s: min(grid, key=lambda x: mae[(s, x)]) for s in data.layout.scenarios}

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-PER_SCENARIO = ("anchor", "irt", "pirt", "gpirt", "gpirt_val", "gbm", "stack_own")
+PER_SCENARIO = ("anchor", "irt", "pirt", "gpirt", "gpirt_val", "gbm", "fill", "stack_own")
 JOINT = ("irt_joint", "pirt_joint", "gpirt_joint", "gpirt_val_joint", "gbm_joint", "bank_joint", "stack")
 # members of the convex stacks (fitted on validation models); missing members are skipped
 STACKS = {
-    "stack": ("gbm_joint", "gbm", "bank_joint", "pirt_joint", "gpirt_val_joint", "pirt", "anchor"),
-    "stack_own": ("gbm", "pirt", "gpirt_val", "anchor"),
+    "stack": ("gbm_joint", "gbm", "bank_joint", "fill", "pirt_joint", "gpirt_val_joint", "pirt", "anchor"),
+    "stack_own": ("gbm", "fill", "pirt", "gpirt_val", "anchor"),
 }
 # members of the small board's median (small_rules.MEDIAN): the artifact's stack of that name takes their median
 MEDIANS = {"median": ("pirt", "gpirt", "gpirt_val", "irt", "shrunk", "shrunk_joint", "fill")}
-LEARNED = ("gbm", "gbm_joint", "bank_joint")
+LEARNED = ("gbm", "gbm_joint", "bank_joint", "fill")
 SELECTED = ("tinybench", "tinybench_own")

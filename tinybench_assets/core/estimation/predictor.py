@@ -30,6 +30,9 @@ gbm / gbm_joint    observed anchors + a gradient-boosted regressor (trained on f
                    ``gbm`` reads the scenario's anchors only, ``gbm_joint`` all scenarios' anchors
 bank_joint         observed anchors + the posterior mean, over the fit models given all scenarios' anchor
                    answers, of their accuracy on the unseen items (:mod:`.bank`)
+fill               observed anchors + the ridge fill-in: the new model's answers at the scenario's anchors
+                   regressed on the fit models' (shrunk toward the board mean), which predicts its unseen
+                   items; unlike the bank's average it can leave the fit models' range (:mod:`.fill`)
 stack / stack_own  convex combination (weights >= 0, sum 1) of the estimators in ``STACKS`` fitted on
                    validation models (out-of-fold for its own validation error); stack_own combines
                    only estimators that read the scenario's own anchors
