@@ -91,7 +91,7 @@ SECTIONS = (
     Section(
         "estimation.json",
         "Estimating a new model from its anchor answers",
-        ".venv/bin/python benchmarks/estimation.py --json benchmarks/results/estimation.json  # ~35 min",
+        ".venv/bin/python benchmarks/estimation.py --json benchmarks/results/estimation.json  # ~14 min on 2 AMD EPYC cores, ~57 on Intel Xeon",
         "Open LLM Leaderboard, 4 scenarios; 5 family-grouped model splits (whole families of fine-tunes on one side) "
         "and 3 random ones, and a frontier split (the strongest 5 % of the models held out, 2,000 of the rest as "
         "training models); MAE in accuracy points against each test model's accuracy on the scenario's pool (T1) and "
