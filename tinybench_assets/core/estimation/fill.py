@@ -66,10 +66,12 @@ def fill_means(Ya, answers, values, lam: float) -> tuple[np.ndarray, np.ndarray]
         R = (Ya[np.ix_(rows, np.flatnonzero(O))] - mu_a[O]).T  # (|O|, m)
         if F <= X.shape[1]:  # the smaller of the two equal systems: (X X' + r I) beta = X R, or X (X'X + r I)^-1 R
             beta = np.linalg.solve(X @ X.T + ridge * np.eye(F), X @ R)  # (F, m)
-        else:
-            beta = X @ np.linalg.solve(X.T @ X + ridge * np.eye(X.shape[1]), R)
-        pred_a[rows] = np.clip(mu_a + beta.T @ Xc, 0.0, 1.0)
-        pred_v[rows] = mu_v + beta.T @ Vc
+            pred_a[rows] = np.clip(mu_a + beta.T @ Xc, 0.0, 1.0)
+            pred_v[rows] = mu_v + beta.T @ Vc
+        else:  # beta' Xc = C' (X' Xc) with C = (X'X + r I)^-1 R: nothing of size F x m (a big board's F fit models)
+            C = np.linalg.solve(X.T @ X + ridge * np.eye(X.shape[1]), R)  # (|O|, m)
+            pred_a[rows] = np.clip(mu_a + C.T @ (X.T @ Xc), 0.0, 1.0)
+            pred_v[rows] = mu_v + C.T @ (X.T @ Vc)
     return pred_a, pred_v
 
 
