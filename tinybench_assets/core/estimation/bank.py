@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .fill import FILL, FILL_LAMBDAS, fill_estimates
+from .small_rules import mae as masked_mae
 
 BANK_EPS = (0.05, 0.1, 0.15, 0.2, 0.3, 0.4)
 CHUNK_CELLS = 1 << 22  # new models x bank models per likelihood block: ~32 MB a matrix whatever the bank's size
@@ -199,12 +200,12 @@ class AnswerBank:
 
 def _lowest_mae(estimate, args: tuple, grid, data) -> dict:
     """{scenario: the value x of ``grid`` whose ``estimate(*args, {scenario: x})`` ({scenario: (V,)}) has the lowest
-    MAE against the validation models' truth ``data.T1v`` (ties: the earlier value)."""
+    MAE against the validation models' truth ``data.T1v`` where both are finite (small_rules.mae; ties: the earlier
+    value)."""
     mae = {}
     for x in grid:
         pred = estimate(*args, dict.fromkeys(data.layout.scenarios, x))
         for s in data.layout.scenarios:
             t = data.T1v[s].to_numpy()
-            ok = np.isfinite(t) & np.isfinite(pred[s])
-            mae[(s, x)] = float(np.abs(pred[s][ok] - t[ok]).mean()) if ok.any() else np.inf
+            mae[(s, x)] = masked_mae(pred[s], t, np.isfinite(t))
     return {s: min(grid, key=lambda x: mae[(s, x)]) for s in data.layout.scenarios}
