@@ -106,7 +106,7 @@ def _fitted_state(pred: AnchorPredictor, probe: np.ndarray) -> dict:
             k: [round(float(v.q_lo_), 12), round(float(v.q_hi_), 12)] for k, v in steps["served"].intervals_.items()
         },
         "bank": {
-            k: (v["eps"], v["answers"].tobytes(), np.round(v["values"], 12).tobytes())
+            k: (v["eps"], v["fill"], v["answers"].tobytes(), np.round(v["values"], 12).tobytes())
             for k, v in steps["bank"].banks_.items()
         },
         # learned estimators and calibration maps: their outputs on the same probe answers
