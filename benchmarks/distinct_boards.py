@@ -12,7 +12,9 @@
 model's served estimate from the choice made without its fold, its 90 % interval calibrated on the other folds:
 ``oof_intervals``), against stratified random items on the same models (the mean absolute error of 50 draws per
 model, items allocated over subscenarios in proportion to their size). n = 100 is read where every scenario's pool
-has at least 300 items.
+has at least 300 items. Each n also reads :func:`shrinkage_reach`, what shrinking random items toward the board
+could give, and :func:`seed_spread` gathers the figures of several predictor seeds (folds, anchor orders, IRT
+starts): on a board of 19 models one seed's ratio moves by about 0.2 (v2.bbh at n = 30: 0.77-1.03 over seeds 0-4).
 """
 
 from __future__ import annotations
@@ -22,10 +24,12 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from families import coverage_by_family  # benchmarks/families.py
 from small_v2 import stratified_random  # benchmarks/small_v2.py (benchmarks/ is on sys.path)
 
 from tinybench_assets.core.estimation import estimators as est
 from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
+from tinybench_assets.core.estimation.small_guard import random_item_error
 from tinybench_assets.core.estimation.twins import agreement
 
 DRAWS = 50
@@ -106,10 +110,79 @@ def board_figures(name, Y, w, cols, fam, items, subs, ns, seed: int = 0, full=No
             "coverage": round(float(np.concatenate(cover).mean()), 4),
             "half_width": round(100 * float(np.concatenate(half).mean()), 3),
             "max_scenario_ratio": round(max(v[str(n)]["ratio"] for v in out["scenarios"].values()), 4),
+            "shrinkage_reach": round(shrinkage_reach(Y, w, cols, subs, n), 4),
         }
+    out["families"] = family_coverage(pred, fam, report)
     out["fit_seconds"] = round(fit_s, 1)
     out["notes"] = list(pred.notes_)
     return out
+
+
+def family_coverage(pred, fam, ns) -> dict:
+    """Coverage of the served 90 % intervals per held-out family (every fold holds whole families out), pooled over
+    its models, scenarios and the reported budgets ``ns`` (benchmarks/families.py)."""
+    iv = pd.concat([pred.oof_intervals(n) for n in ns], ignore_index=True)
+    iv = iv[np.isfinite(iv.estimate) & np.isfinite(iv.truth_t1)]
+    row = {m: i for i, m in enumerate(pred.layout_.models)}
+    hit = (iv.lower <= iv.truth_t1) & (iv.truth_t1 <= iv.upper)
+    return coverage_by_family(hit.to_numpy(), np.asarray(fam)[[row[m] for m in iv.model]])
+
+
+def shrinkage_reach(Y, w, cols, subs, n: int) -> float:
+    """The ratio to stratified random items that their mean shrunk toward the board's models could reach: per
+    scenario, the board's spread ``tau^2`` (variance of its models' accuracies) as the prior and each model's own
+    random-item variance ``sig_i^2`` (small_guard.random_item_error) as the noise; the normal-normal posterior's
+    expected error ``sqrt(tau^2 sig_i^2 / (tau^2 + sig_i^2))`` over ``sig_i``, summed over scenarios as the ratio's
+    MAEs are. It says how much the board's spread tells beyond n random items: rules that read which items a model
+    answered (IRT, anchor points, the fill-in) can go below it where the items carry it (v2.mmlu_pro), rules that only
+    shrink cannot."""
+    num = den = 0.0
+    for c in cols.values():
+        rows = np.flatnonzero(~np.isnan(Y[:, c]).all(1))
+        Ys, ws = Y[np.ix_(rows, c)], w[c]
+        sig2 = (random_item_error(Ys, ws, subs[c], min(n, len(c))) / np.sqrt(2 / np.pi)) ** 2
+        tau2 = float(np.var(est.weighted_accuracy(Ys, ws), ddof=1))
+        num += float(np.nanmean(np.sqrt(tau2 * sig2 / (tau2 + sig2))))
+        den += float(np.nanmean(np.sqrt(sig2)))
+    return num / den
+
+
+def seed_spread(by_seed: dict) -> dict:
+    """{board: {n: {"seeds", "ratio", "max_scenario_ratio", "coverage", "families_below_075": [per seed],
+    "mean_ratio", "mean_coverage", "shrinkage_reach", "families", "families_expected_below_075"}}} of
+    :func:`run_distinct`'s results {seed: res}, seeds in the given order."""
+    seeds = list(by_seed)
+    out = {}
+    for b, r in by_seed[seeds[0]].items():
+        for n, v in r["by_n"].items():
+            runs = [by_seed[x][b]["by_n"][n] for x in seeds]
+            out.setdefault(b, {})[n] = {
+                "seeds": seeds,
+                **{k: [u[k] for u in runs] for k in ("ratio", "max_scenario_ratio", "coverage")},
+                "mean_ratio": round(float(np.mean([u["ratio"] for u in runs])), 4),
+                "mean_coverage": round(float(np.mean([u["coverage"] for u in runs])), 4),
+                "shrinkage_reach": v["shrinkage_reach"],
+                "families_below_075": [by_seed[x][b]["families"]["below_075"] for x in seeds],  # budgets pooled
+                "families": r["families"]["families"],
+                "families_expected_below_075": r["families"]["expected_below_075"],  # the first seed's pair counts
+            }
+    return out
+
+
+def print_spread(spread: dict) -> None:
+    """One line per (board, n) of :func:`seed_spread`."""
+    for b, by_n in spread.items():
+        for n, v in by_n.items():
+            print(
+                f"{b:<14} n={n:>3} over seeds {v['seeds']}: ratio "
+                + " ".join(f"{x:.3f}" for x in v["ratio"])
+                + f" (mean {v['mean_ratio']:.3f}; shrinking random items could reach {v['shrinkage_reach']:.3f}), "
+                f"worst scenario up to {max(v['max_scenario_ratio']):.3f}, coverage mean {v['mean_coverage']:.3f} "
+                f"min {min(v['coverage']):.3f}; families covered less than 0.75: "
+                + " ".join(str(x) for x in v["families_below_075"])
+                + f" of {v['families']} ({v['families_expected_below_075']:.1f} expected by chance)",
+                flush=True,
+            )
 
 
 def openllm_boards(matrix, groups, eligible, seeds=(0, 1, 2), sizes=(20, 22, 25)) -> dict:
@@ -181,6 +254,13 @@ def _print_board(name: str, r: dict) -> None:
             "  [" + ", ".join(f"{s}:{x[n]['estimator']}" for s, x in r["scenarios"].items()) + "]",
             flush=True,
         )
+    f = r["families"]
+    print(
+        f"{name:<14} per held-out family (n = {', '.join(r['by_n'])} pooled): {f['below_075']} of {f['families']} "
+        f"families cover less than 0.75 ({f['expected_below_075']:.1f} expected by chance); lowest {f['worst'][0]} "
+        f"{f['worst'][1]:.3f} of {f['worst'][2]} pairs",
+        flush=True,
+    )
 
 
 def distinct_bars(res: dict) -> dict:

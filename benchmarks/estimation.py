@@ -39,6 +39,7 @@ from tinybench_assets.core.estimation.backtest import run_backtest, summarize_by
 from tinybench_assets.core.responses import ResponseMatrix  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from families import coverage_by_family  # noqa: E402  (benchmarks/families.py)
 from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)
 
 SCENARIOS = ("arc", "gsm8k", "mmlu", "truthfulqa")
@@ -154,6 +155,19 @@ def twin_free_figures(e_all: pd.DataFrame) -> dict:
         "grouped_t1_n30_joint_twin_free": round(g30, 3),
         "twin_bars": bars,
     }
+
+
+def family_figures(e_all: pd.DataFrame, models, groups) -> dict:
+    """{"t1", "t2": coverage_by_family} of the served estimate (tinybench, n = 30) on the grouped splits, each of which
+    holds whole families out: every family's (split, model, scenario) pairs pooled."""
+    g = e_all[(e_all.split_kind == "grouped") & (e_all.estimator == "tinybench") & (e_all.n == 30)]
+    fam = g.model.map(dict(zip(models, groups))).to_numpy()
+    out = {}
+    for t, lo, hi, truth in (("t1", "lower", "upper", "truth_t1"), ("t2", "lower_t2", "upper_t2", "truth_t2")):
+        ok = (np.isfinite(g[truth]) & np.isfinite(g[lo]) & np.isfinite(g[hi])).to_numpy()
+        hit = ((g[lo] <= g[truth]) & (g[truth] <= g[hi])).to_numpy()
+        out[t] = coverage_by_family(hit[ok], fam[ok])
+    return out
 
 
 def print_frontier(frontier: dict, ratio: float, bars: dict) -> None:
@@ -341,6 +355,7 @@ def main(argv=None) -> int:
         out.update(frontier_lockbox=fl, frontier_lockbox_mean_ratio=fl_ratio, frontier_lockbox_models=len(box_frontier))
     twins = twin_free_figures(e_all)
     out.update({k: v for k, v in twins.items() if k != "twin_bars"})
+    out["family_coverage_grouped_n30"] = family_figures(e_all, list(matrix.models), groups)
     g30 = grouped[grouped.n == 30].set_index(["scenario", "estimator"]).sort_index()
     cov_by_scen = {s_: round(float(g30.loc[[(s_, "tinybench")], "coverage_t1"].iloc[0]), 4) for s_ in SCENARIOS}
     cov_by_scen_own = {s_: round(float(g30.loc[[(s_, "tinybench_own")], "coverage_t1"].iloc[0]), 4) for s_ in SCENARIOS}
@@ -471,6 +486,12 @@ def main(argv=None) -> int:
     print(f"twin-free frontier models per scenario: {twins['frontier_twin_free_models']}")
     print_frontier(twins["frontier_twin_free"], twins["frontier_twin_free_mean_ratio"], twins["twin_bars"])
     print(f"twin-free frontier mean T2 bias {twins['frontier_twin_free_mean_bias_t2']:+.2f} points (bar within 2)")
+    for t, f in out["family_coverage_grouped_n30"].items():
+        print(
+            f"{t.upper()} coverage per held-out family (grouped splits, n=30, served): {f['below_075']} of "
+            f"{f['families']} families below 0.75 ({f['expected_below_075']:.1f} expected by chance at 90 %); lowest "
+            f"{f['worst'][0]} {f['worst'][1]:.3f} of {f['worst'][2]} pairs"
+        )
     if "frontier_lockbox" in out:
         print(f"\nLOCKBOX models as strong as the frontier split's test side ({len(box_frontier)}; read once here):")
         print_frontier(out["frontier_lockbox"], out["frontier_lockbox_mean_ratio"], {})

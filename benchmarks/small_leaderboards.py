@@ -18,7 +18,9 @@ coverage and half-width of its 90 % intervals (calibrated without the scored fol
 ``--only v2`` runs that part alone (its keys only).
 
 Then the distinct-model dev boards of issue 58 (benchmarks/distinct_boards.py), the ``distinct`` key and its bars;
-``--only distinct`` runs them alone (the JSON then holds that key only).
+``--only distinct`` runs them alone (the JSON then holds that key only). ``distinct`` and its bars are the first of
+``--distinct-seeds`` (predictor seeds, default 0-4); ``distinct_seeds`` lists every seed's ratio and coverage per
+board and n, their mean, and what shrinking random items could reach there.
 
 Usage::
 
@@ -52,7 +54,7 @@ from tinybench_assets.core.estimation.small_board import SmallBoardPredictor  # 
 from tinybench_assets.core.estimation.training import full_scores_wide  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from distinct_boards import distinct_bars, run_distinct  # noqa: E402
+from distinct_boards import distinct_bars, print_spread, run_distinct, seed_spread  # noqa: E402
 from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)
 from small_v2 import load_v2, print_v2, run_v2, v2_bars  # noqa: E402
 
@@ -138,6 +140,12 @@ def main(argv=None) -> int:
     ap.add_argument("--test-models", type=int, default=400)
     ap.add_argument("--data-dir", type=Path, default=None)
     ap.add_argument("--only", choices=("openllm", "v2", "distinct"), default=None, help="run one part only")
+    ap.add_argument(
+        "--distinct-seeds",
+        type=lambda x: [int(v) for v in x.split(",")],
+        default=[0, 1, 2, 3, 4],
+        help="predictor seeds of the distinct boards, comma-separated (the first gives the contract's figures)",
+    )
     args = ap.parse_args(argv)
 
     import torch
@@ -202,9 +210,8 @@ def main(argv=None) -> int:
                 flush=True,
             )
     v2 = None if args.only == "openllm" else run_v2(data_dir)
-    distinct = (
-        None if args.only == "openllm" else run_distinct(data_dir, matrix, T2, groups, eligible, load_v2(data_dir))
-    )
+    spread = None if args.only == "openllm" else distinct_over_seeds(args, data_dir, matrix, T2, groups, eligible)
+    distinct = None if spread is None else spread[0]
     seconds = time.perf_counter() - t0
 
     def mean_of(size, key):
@@ -268,6 +275,7 @@ def main(argv=None) -> int:
         out["bars"].update(v2_bars(v2))
     if distinct is not None:
         out["distinct"] = distinct
+        out["distinct_seeds"] = spread[1]
         out["bars"].update(distinct_bars(distinct))
     out["per_scenario"] = per_scen
     out["runs"] = runs
@@ -312,6 +320,8 @@ def main(argv=None) -> int:
     )
     if v2 is not None:
         print_v2(v2)
+    if spread is not None:
+        print_spread(spread[1])
     print("bars: " + "  ".join(f"[{'PASS' if ok else 'MISS'}] {name}" for name, ok in out["bars"].items()))
     print(f"total {seconds:.1f}s")
     if args.json:
@@ -320,14 +330,32 @@ def main(argv=None) -> int:
     return 0
 
 
+def distinct_over_seeds(args, data_dir, matrix, T2, groups, eligible) -> tuple[dict, dict]:
+    """(the first seed's ``distinct``, ``distinct_seeds``): the distinct boards once per ``--distinct-seeds``."""
+    v2 = load_v2(data_dir)
+    by_seed = {}
+    for seed in args.distinct_seeds:
+        print(f"--- distinct boards, predictor seed {seed}", flush=True)
+        by_seed[seed] = run_distinct(data_dir, matrix, T2, groups, eligible, v2, seed=seed)
+    return by_seed[args.distinct_seeds[0]], seed_spread(by_seed)
+
+
 def _distinct_only(args, data_dir, matrix, T2, groups, eligible, t0) -> int:
-    """``--only distinct``: the distinct-model dev boards alone (the ``distinct`` key and its bars)."""
-    res = run_distinct(data_dir, matrix, T2, groups, eligible, load_v2(data_dir))
+    """``--only distinct``: the distinct-model dev boards alone (the ``distinct`` and ``distinct_seeds`` keys and the
+    bars)."""
+    res, spread = distinct_over_seeds(args, data_dir, matrix, T2, groups, eligible)
+    print_spread(spread)
     bars = distinct_bars(res)
     print("bars: " + "  ".join(f"[{'PASS' if ok else 'MISS'}] {name}" for name, ok in bars.items()))
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        out = {"distinct": res, "bars": bars, "seconds": round(time.perf_counter() - t0, 1), "meta": run_meta()}
+        out = {
+            "distinct": res,
+            "distinct_seeds": spread,
+            "bars": bars,
+            "seconds": round(time.perf_counter() - t0, 1),
+            "meta": run_meta(),
+        }
         args.json.write_text(json.dumps(out, indent=1, default=str))
     return 0
 
