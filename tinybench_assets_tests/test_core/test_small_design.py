@@ -84,3 +84,29 @@ def test_predictor_serves_anchor_points_where_they_win(monkeypatch, tmp_path):
     ans = {it: float(Y[2, items.index(it)]) for s in cols for it in art["scenarios"][s]["anchors"]["items"]}
     got = tb.estimate_from_artifact(art, ans)
     np.testing.assert_allclose(got.estimate, served[served.model == 2].estimate, rtol=0, atol=1e-12)
+
+
+def test_anchor_points_tried_and_not_kept_leave_the_first_choice_and_its_notes(monkeypatch):
+    """A board whose anchor points are fitted fold by fold and then lose serves what it served before the trial, and
+    keeps that choice's notes (here: no T2 for lack of full scores)."""
+    from tinybench_assets.core.estimation import small_design
+    from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
+
+    from .test_small_board import FAST, world
+
+    Y, w, cols, _, groups, items = world(n_models=16, n_families=4, items=(60, 60))
+    real = small_design.choose_designs
+
+    def stratified(by, truth, folds, scenarios, ns):
+        assert set(by) == {"stratified", "kmeans"}  # anchor points were fitted fold by fold
+        return {k: dict.fromkeys(v, "stratified") for k, v in real(by, truth, folds, scenarios, ns).items()}
+
+    monkeypatch.setattr(small_design, "choose_designs", stratified)
+    monkeypatch.setattr(small_design, "MIN_POOL", 50)
+    tried = SmallBoardPredictor(**{**FAST, "pick_design": True, "guard": False}).fit(
+        Y, w, cols, None, groups, items=items
+    )
+    plain = SmallBoardPredictor(**{**FAST, "guard": False}).fit(Y, w, cols, None, groups, items=items)
+    assert sum("no T2" in note for note in tried.notes_) == len(cols)
+    assert tried.notes_ == plain.notes_
+    assert {k: c.t1 for k, c in tried.choices_.items()} == {k: c.t1 for k, c in plain.choices_.items()}

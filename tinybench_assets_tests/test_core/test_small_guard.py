@@ -111,6 +111,8 @@ def test_predictor_serves_random_anchors_where_the_guard_fires(monkeypatch, expe
         assert len(calls) == 2 and calls[0] == "stratified" and isinstance(calls[1], dict)
         assert all(v == RANDOM for per in calls[1].values() for v in per.values())
         assert sum("anchors drawn at random" in n for n in p.notes_) == len(cols)
+        # random items are expected to do better everywhere: every (scenario, n) is named
+        assert sum("no better than random items" in n for n in p.notes_) == len(cols) * len(FAST["n_values"])
         for s in cols:  # served anchors: the random order's prefixes, nested
             a = p.served_.fits[s].anchors
             np.testing.assert_array_equal(a[30][0][:10], a[10][0])
@@ -120,5 +122,6 @@ def test_predictor_serves_random_anchors_where_the_guard_fires(monkeypatch, expe
     else:
         assert p.guard_.designs == dict.fromkeys(cols, "stratified") and calls == ["stratified"]
         assert all(v < 0 for v in p.guard_.excess.values())
+        assert not any("no better than random items" in n for n in p.notes_)
     off = SmallBoardPredictor(**{**FAST, "max_folds": 4}, guard=False).fit(Y, w, cols, full, groups, items=items)
     assert off.guard_.designs == dict.fromkeys(cols, "stratified") and off.guard_.excess == {}

@@ -22,6 +22,9 @@ everything through the tiny-benchmark artifact::
       3c. gate      with ``gate``, small_guard.gate (in small_select): a (scenario, n) whose served rule's
                     out-of-fold MAE is still not below stratified random items' serves the anchors' plain mean where
                     that did better, each fold's out-of-fold estimate following the decision made without it
+      3d. notes     small_guard.random_notes: every (scenario, n) whose served rule's out-of-fold MAE is still not
+                    below stratified random items' is named in the notes (the anchors stay one nested order, so a
+                    budget can lose where the others win)
       4. refit      small_folds.fit_scenario on every model: the served 2PLs (chosen D) and anchors; the
                     served answer bank per n (small_folds.build_bank on every model, eps as chosen); the state
                     lives in small_state's objects (the class's "Fitted attributes")
@@ -54,7 +57,7 @@ from . import small_tables
 from .small_design import pick_designs
 from .small_export import build_artifact
 from .small_folds import CLUSTERING, build_bank, family_folds, fit_prior, fit_scenario, out_of_fold, scenario_truth
-from .small_guard import apply_guard
+from .small_guard import apply_guard, random_notes
 from .small_inputs import MIN_MODELS, MIN_TRAIN, anchor_counts, check_folds, check_inputs, check_params, input_digest
 from .small_select import choose_board
 from .small_state import BoardLayout, BoardTruth, FamilyFolds, ServedBoard, scenario_subscenarios
@@ -208,6 +211,7 @@ class SmallBoardPredictor:
         self.choices_ = self._choose(Y)  # 3. choice
         self.designs_ = pick_designs(self, Y, run, notes)  # 3a. the anchors' design per scenario
         self.guard_ = apply_guard(self, Y, run, notes)  # 3b. the guard
+        self.notes_ += random_notes(self, Y)  # 3d. budgets where the served rule is no better than random items
         self.served_ = refit_served(
             Y,
             self.layout_,

@@ -117,14 +117,14 @@ def pick_designs(p, Y, run, notes: list) -> dict:
     big = [s for s in L.scenarios if len(L.cols[s]) >= MIN_POOL]
     if not big:
         return keep
-    first, first_rules = (p.oof_, p.choices_), p.board_rules_
+    first, first_rules, first_notes = (p.oof_, p.choices_), p.board_rules_, list(p.notes_)
     trial = {s: ("kmeans" if s in big else p.design) for s in L.scenarios}
     p.oof_, p.notes_ = run(design={f: trial for f in range(folds.n)}), list(notes)
     alt = p._choose(Y)
     picks = choose_designs({p.design: first[1], "kmeans": alt}, p.truth_.t1, folds.ids, L.scenarios, p._ns())
     picks = {k: {s: (d if s in big else p.design) for s, d in v.items()} for k, v in picks.items()}
     if all(d == p.design for pick in picks.values() for d in pick.values()):
-        (p.oof_, p.choices_), p.board_rules_, p.notes_ = first, first_rules, list(notes)
+        (p.oof_, p.choices_), p.board_rules_, p.notes_ = first, first_rules, first_notes  # the first choice's notes
         return keep
     p.oof_, p.notes_ = run(design={f: picks[f] for f in range(folds.n)}), list(notes)
     p.choices_ = p._choose(Y)

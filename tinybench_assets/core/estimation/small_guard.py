@@ -43,6 +43,8 @@ __all__ = [
     "gate",
     "gate_note",
     "apply_guard",
+    "random_note",
+    "random_notes",
 ]
 
 RANDOM = "random"  # the design the guard falls back to (small_folds.fit_scenario)
@@ -174,6 +176,35 @@ def gate_note(scenario: str, n: int, served: float, expected: float) -> str:
         f"scenario {scenario!r}, n = {n}: the best rule's cross-validated error ({100 * served:.2f} points) is not below "
         f"random items' ({100 * expected:.2f}): serving the anchors' plain mean (random items) with its own interval"
     )
+
+
+def random_note(scenario: str, n: int, served: float, expected: float) -> str:
+    """The predictor's note for a (scenario, n) whose served rule is no better than random items (MAEs in accuracy)."""
+    return (
+        f"scenario {scenario!r}, n = {n}: the served rule's cross-validated error ({100 * served:.2f} points) is not "
+        f"below what random items are expected to give ({100 * expected:.2f}): at this budget its estimate is no better "
+        "than random items' (the anchors of every budget are the first n of one nested order)"
+    )
+
+
+def random_notes(p, Y) -> list:
+    """Notes (:func:`random_note`) for every (scenario, n) of SmallBoardPredictor ``p``'s final choice whose served
+    rule's out-of-fold MAE is not below what stratified random items are expected to give the same models; a (scenario,
+    n) that already has a note of its own (the gate's) gets none."""
+    L, ns = p.layout_, p._ns()
+    expected = expected_errors(Y, L.w, L.cols, L.subscenarios, p.counts_, ns)
+    out = []
+    for j, s in enumerate(L.scenarios):
+        t = p.truth_.t1[:, j]
+        for n in ns:
+            x, e = p.choices_[(s, n)].oof_served, expected[s][n]
+            ok = np.isfinite(t) & np.isfinite(x) & np.isfinite(e)
+            if not ok.any() or any(note.startswith(f"scenario {s!r}, n = {n}:") for note in p.notes_):
+                continue
+            served, ref = mae(x, t, ok), float(np.mean(e[ok]))
+            if served >= ref:
+                out.append(random_note(s, n, served, ref))
+    return out
 
 
 def guard_note(scenario: str, excess: float) -> str:
