@@ -42,6 +42,7 @@ __all__ = [
     "loses",
     "gate",
     "gate_note",
+    "budget_label",
     "apply_guard",
     "random_note",
     "random_notes",
@@ -170,10 +171,15 @@ def gate(ch, expected: np.ndarray, truth: np.ndarray, folds: np.ndarray) -> bool
     return gated
 
 
+def budget_label(scenario: str, n: int) -> str:
+    """How a note about one (scenario, n) begins (:func:`gate_note`, :func:`random_note`)."""
+    return f"scenario {scenario!r}, n = {n}:"
+
+
 def gate_note(scenario: str, n: int, served: float, expected: float) -> str:
     """The predictor's note for a gated (scenario, n) (MAEs in accuracy, 0-1)."""
     return (
-        f"scenario {scenario!r}, n = {n}: the best rule's cross-validated error ({100 * served:.2f} points) is not below "
+        f"{budget_label(scenario, n)} the best rule's cross-validated error ({100 * served:.2f} points) is not below "
         f"random items' ({100 * expected:.2f}): serving the anchors' plain mean (random items) with its own interval"
     )
 
@@ -181,7 +187,7 @@ def gate_note(scenario: str, n: int, served: float, expected: float) -> str:
 def random_note(scenario: str, n: int, served: float, expected: float) -> str:
     """The predictor's note for a (scenario, n) whose served rule is no better than random items (MAEs in accuracy)."""
     return (
-        f"scenario {scenario!r}, n = {n}: the served rule's cross-validated error ({100 * served:.2f} points) is not "
+        f"{budget_label(scenario, n)} the served rule's cross-validated error ({100 * served:.2f} points) is not "
         f"below what random items are expected to give ({100 * expected:.2f}): at this budget its estimate is no better "
         "than random items' (the anchors of every budget are the first n of one nested order)"
     )
@@ -199,7 +205,7 @@ def random_notes(p, Y) -> list:
         for n in ns:
             x, e = p.choices_[(s, n)].oof_served, expected[s][n]
             ok = np.isfinite(t) & np.isfinite(x) & np.isfinite(e)
-            if not ok.any() or any(note.startswith(f"scenario {s!r}, n = {n}:") for note in p.notes_):
+            if not ok.any() or any(note.startswith(budget_label(s, n)) for note in p.notes_):
                 continue
             served, ref = mae(x, t, ok), float(np.mean(e[ok]))
             if served >= ref:
