@@ -453,6 +453,28 @@ SECTIONS = (
         ),
     ),
     Section(
+        "lowrank_fill.json",
+        "The ridge fill-in against a low-rank fill-in (issue 58)",
+        ".venv/bin/python benchmarks/lowrank_fill.py --json benchmarks/results/lowrank_fill.json  # ~30 s",
+        "Issue 58 names two collaborative fill-ins; the product serves the ridge one (core/estimation/fill.py). The "
+        "low-rank one predicts a model's unanswered items from top-k SVD item factors learned on every item of the "
+        "scenario. Both on the same stratified random anchors (5 draws per held-out family, leave-family-out) of the "
+        "distinct boards' scenarios (openllm.s0-s2, openllm_v2), as a ratio to those anchors' plain mean; each grid's "
+        "best fixed setting in hindsight. Not served: it does not beat the ridge fill-in (docs/estimators.md).",
+        tuple(
+            Figure(
+                f"mean over board-scenarios, n={n}: ridge fill-in / low-rank fill-in, ratio to random items",
+                lambda d, n=n: [get(d, "summary")[n][k][1] for k in ("ridge_best", "rank_best")],
+                lambda v: f"{v[0]:.3f}x / {v[1]:.3f}x",
+                anchor=lambda d, n=n: (
+                    f"{get(d, 'summary')[n]['board_scenarios']} board-scenarios; best settings: {get(d, 'summary')[n]['ridge_best'][0]}"
+                    f" (lam), {get(d, 'summary')[n]['rank_best'][0]} (rank k, ridge zl)"
+                ),
+            )
+            for n in ("30", "100")
+        ),
+    ),
+    Section(
         "irt.json",
         "The IRT engine against py-irt",
         ".venv/bin/python benchmarks/irt_fit.py --quick --json benchmarks/results/irt.json  # ~5 min; without --quick ~20 min",
