@@ -15,6 +15,7 @@ import os
 import platform
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,8 +62,28 @@ def machine() -> str:
     return ", ".join(parts)
 
 
+LIBRARIES = ("numpy", "scipy", "scikit-learn", "pandas", "torch", "dagster", "duckdb")
+
+
+def libraries() -> dict:
+    """{distribution: installed version} of the libraries whose version can move a figure (the same commit on a fresh
+    install with a newer scikit-learn gave other KMeans anchor points, so other small-board figures)."""
+    out = {}
+    for name in LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
 def run_meta() -> dict:
-    return {"date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"), "commit": _commit(), "machine": machine()}
+    return {
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d"),
+        "commit": _commit(),
+        "machine": machine(),
+        "libraries": libraries(),
+    }
 
 
 def main(argv=None) -> int:
