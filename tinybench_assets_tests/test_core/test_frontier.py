@@ -12,7 +12,13 @@ import torch
 
 from tinybench_assets.core import tiny_benchmark as tb
 from tinybench_assets.core.estimation.backtest import run_backtest, split_plan
-from tinybench_assets.core.estimation.frontier import EXTRAPOLATING, FrontierRule, board_strength, frontier_split
+from tinybench_assets.core.estimation.frontier import (
+    EXTRAPOLATING,
+    Frontier,
+    FrontierRule,
+    board_strength,
+    frontier_split,
+)
 from tinybench_assets.core.estimation.frontier_probe import FrontierProbe
 from tinybench_assets.core.estimation.predictor import AnchorPredictor
 from tinybench_assets.core.estimation.training import TrainingSplit
@@ -123,6 +129,29 @@ def test_the_served_fit_does_not_depend_on_the_frontier_share(frontier_fit):
         same = ~each & ~a.source.astype(str).str.startswith("beyond-board:")
         assert (~same & ~each).any() and same.any()
         pd.testing.assert_frame_equal(a[same], b[same])
+
+
+def test_the_rule_is_chosen_on_every_model_beyond_the_board_and_fitted_on_the_twin_free_ones():
+    """Twins (answers equal to a fit model's) are estimated almost exactly and lie on their originals' T2 line: the
+    intervals and the line come from the twin-free models, the estimator's choice from all of them."""
+    rng = np.random.default_rng(0)
+    v = 300
+    t1 = rng.uniform(0.6, 0.9, v)
+    twin = np.arange(v) < 280  # 20 twin-free models: under a tenth
+    err = np.where(twin, 0.002, 0.1) * rng.choice([-1.0, 1.0], v)
+    est = {"anchor": t1 + 2 * err, "irt": t1 + err}
+    t2 = np.where(twin, 0.1, 0.2) + 0.5 * est["irt"]
+    rows, folds = np.ones(v, dtype=bool), np.arange(v) % 5
+    fr = Frontier()
+    both = fr._fit_rule(est, rows, t1, t2, folds, t1 + err, cal=rows & ~twin)
+    plain = fr._fit_rule(est, rows, t1, t2, folds, t1 + err)
+    assert both.t1[1] == plain.t1[1] == "irt" and both.n_models == plain.n_models == v
+    assert both.interval.q_hi_ == pytest.approx(0.1, abs=1e-9) and plain.interval.q_hi_ < 0.06  # its floor
+    assert both.t2_line == pytest.approx((0.2, 0.5), abs=0.02) and plain.t2_line[0] < 0.18
+    few = rows & (np.arange(v) >= v - 10)  # under MIN_FRONTIER_MODELS twin-free models: all of them
+    from tinybench_assets.core.estimation.frontier import _twin_free
+
+    assert _twin_free(rows, few).all() and (_twin_free(rows, ~twin) == ~twin).all()
 
 
 def test_the_probe_breaks_a_tie_of_clusterings_only():
