@@ -146,6 +146,11 @@ def test_the_rule_is_chosen_on_every_model_beyond_the_board_and_fitted_on_the_tw
     both = fr._fit_rule(est, rows, t1, t2, folds, t1 + err, cal=rows & ~twin)
     plain = fr._fit_rule(est, rows, t1, t2, folds, t1 + err)
     assert both.t1[1] == plain.t1[1] == "irt" and both.n_models == plain.n_models == v
+    assert (both.n_calibration, plain.n_calibration) == (20, v)
+    both.position, both.threshold = "irt", 0.5  # as Frontier.fit sets them
+    assert FrontierRule.from_dict(both.to_dict()).n_calibration == 20
+    old = {k: x for k, x in both.to_dict().items() if k != "n_calibration"}  # an artifact written before it
+    assert FrontierRule.from_dict(old).n_calibration == v
     assert both.interval.q_hi_ == pytest.approx(0.1, abs=1e-9) and plain.interval.q_hi_ < 0.06  # its floor
     assert both.t2_line == pytest.approx((0.2, 0.5), abs=0.02) and plain.t2_line[0] < 0.18
     few = rows & (np.arange(v) >= v - 10)  # under MIN_FRONTIER_MODELS twin-free models: all of them
@@ -207,7 +212,7 @@ def test_the_artifact_serves_the_frontier_rule_with_a_note(frontier_fit, tmp_pat
     df = tb.estimate_from_artifact(art, answers)
     mine = ref[ref.model == model_name].set_index("scenario")
     notes = " ".join(df.attrs["notes"])
-    assert "beyond the board" in notes and "tinybench adaptive" in notes
+    assert "beyond the board" in notes and "tinybench adaptive" in notes and "no twin on the board" in notes
     for r in df.itertuples():
         if mine.loc[r.scenario].source.startswith("beyond-board:"):
             assert r.source == "json (beyond the board)" and r.scenario in notes

@@ -63,13 +63,26 @@ __all__ = ["EXTRAPOLATING", "MIN_FRONTIER_MODELS", "Frontier", "FrontierRule", "
 class FrontierRule:
     """The rule of one (n, scenario, served estimator): ``position`` (estimator) and ``threshold``, the ``t1``
     estimator (clustering, name), its T1 interval ``interval``, the position's own ``interval_position`` (or None),
-    the T2 line ``t2_line`` (intercept, slope) with its ``interval_t2``, and ``n_models`` (validation models beyond
-    the threshold it was fitted on). ``interval_position`` is None only in artifacts written before it existed."""
+    the T2 line ``t2_line`` (intercept, slope) with its ``interval_t2``, ``n_models`` (validation models beyond
+    the threshold it was chosen on) and ``n_calibration`` (the twin-free ones among them its intervals and line were
+    fitted on; ``n_models`` in artifacts written before it existed, as is a None ``interval_position``)."""
 
-    def __init__(self, position, threshold, t1, interval, t2_line, interval_t2, n_models, interval_position=None):
+    def __init__(
+        self,
+        position,
+        threshold,
+        t1,
+        interval,
+        t2_line,
+        interval_t2,
+        n_models,
+        interval_position=None,
+        n_calibration=None,
+    ):
         self.position, self.threshold, self.t1 = position, float(threshold), tuple(t1)
         self.interval, self.t2_line, self.interval_t2 = interval, t2_line, interval_t2
         self.n_models, self.interval_position = int(n_models), interval_position
+        self.n_calibration = int(n_models if n_calibration is None else n_calibration)
 
     def beyond(self, position: np.ndarray) -> np.ndarray:
         """(M,) bool: models at or above the threshold (NaN positions are not; :func:`~.frontier_probe.at_or_above`)."""
@@ -112,6 +125,7 @@ class FrontierRule:
             "t2_line": None if self.t2_line is None else [enc(v) for v in self.t2_line],
             "interval_t2": to_dict_or_none(self.interval_t2),
             "n_models": self.n_models,
+            "n_calibration": self.n_calibration,
         }
 
     @classmethod
@@ -127,6 +141,7 @@ class FrontierRule:
             None if iv2 is None else ConformalInterval.from_dict(iv2),
             d["n_models"],
             None if ivp is None else ConformalInterval.from_dict(ivp),
+            d.get("n_calibration"),
         )
 
 
@@ -199,7 +214,9 @@ class Frontier:
         interval = self._interval().fit(np.concatenate(xs), np.concatenate(ts))
         at_position = self._interval().fit(position[cal], t1[cal])  # rows: finite positions, MIN_FRONTIER_MODELS+
         line, iv2 = self._t2_line(cands[best], t2, cal, folds)
-        return FrontierRule(None, np.nan, (None, best), interval, line, iv2, int(rows.sum()), at_position)
+        return FrontierRule(
+            None, np.nan, (None, best), interval, line, iv2, int(rows.sum()), at_position, int(cal.sum())
+        )
 
     def _interval(self) -> ConformalInterval:
         """An unfitted T1 interval of the rule (module docstring: unscaled, symmetric)."""

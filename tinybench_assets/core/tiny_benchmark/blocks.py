@@ -217,4 +217,5 @@ class ScenarioBlocks:
             "interval_t2": None if iv2 is None else _interval(r, iv2, f"{q}.interval_t2"),
             "interval_position": None if ivp is None else _interval(r, ivp, f"{q}.interval_position"),
             "n_models": r.integer(d, "n_models", q, 0),
+            **({"n_calibration": r.integer(d, "n_calibration", q, 0)} if "n_calibration" in d else {}),
         }

@@ -190,7 +190,8 @@ def _beyond_board(row: dict, rule, res: dict, s: str, notes: list) -> dict:
     notes.append(
         f"{s}: the answers place this model beyond the board's models (its {rule.position} estimate "
         f"{100 * float(pos[0]):.1f} % is at or above {100 * rule.threshold:.1f} %, where the board's strongest models "
-        f"start): served {rule.t1[1]} with the interval made for such models, which also spans the {rule.position} "
+        f"start): served {rule.t1[1]} with the interval made for such models (fitted on {rule.n_calibration} of the "
+        f"board's validation models beyond it that have no twin on the board), which also spans the {rule.position} "
         "estimate's own interval"
     )
     out = {**row, "estimator": rule.t1[1], "estimator_t2": rule.t1[1], "source": "json (beyond the board)"}
