@@ -16,6 +16,7 @@ from tinybench_assets.core.estimation.frontier import (
     EXTRAPOLATING,
     Frontier,
     FrontierRule,
+    _twin_free,
     board_strength,
     frontier_split,
 )
@@ -151,11 +152,12 @@ def test_the_rule_is_chosen_on_every_model_beyond_the_board_and_fitted_on_the_tw
     assert FrontierRule.from_dict(both.to_dict()).n_calibration == 20
     old = {k: x for k, x in both.to_dict().items() if k != "n_calibration"}  # an artifact written before it
     assert FrontierRule.from_dict(old).n_calibration == v
+    from tinybench_assets.core.tiny_benchmark.evaluate import _twin_free_words
+
+    assert "no twin" in _twin_free_words(both) and _twin_free_words(FrontierRule.from_dict(old)) == ""
     assert both.interval.q_hi_ == pytest.approx(0.1, abs=1e-9) and plain.interval.q_hi_ < 0.06  # its floor
     assert both.t2_line == pytest.approx((0.2, 0.5), abs=0.02) and plain.t2_line[0] < 0.18
     few = rows & (np.arange(v) >= v - 10)  # under MIN_FRONTIER_MODELS twin-free models: all of them
-    from tinybench_assets.core.estimation.frontier import _twin_free
-
     assert _twin_free(rows, few).all() and (_twin_free(rows, ~twin) == ~twin).all()
 
 

@@ -178,6 +178,13 @@ ADAPTIVE_HINT = (
 )
 
 
+def _twin_free_words(rule) -> str:
+    """The note's words on twins: that the rule's intervals were fitted on models with no twin on the board where
+    they were (fewer models than it was chosen on); nothing where every model was used (too few twin-free ones, or
+    an artifact written before the count existed)."""
+    return " that have no twin on the board" if rule.n_calibration < rule.n_models else ""
+
+
 def _beyond_board(row: dict, rule, res: dict, s: str, notes: list) -> dict:
     """``row`` with the frontier ``rule``'s estimate, interval and full score where the model's position (its
     ``rule.position`` estimate) is at or above the rule's threshold, and a note saying so; else ``row``."""
@@ -191,7 +198,7 @@ def _beyond_board(row: dict, rule, res: dict, s: str, notes: list) -> dict:
         f"{s}: the answers place this model beyond the board's models (its {rule.position} estimate "
         f"{100 * float(pos[0]):.1f} % is at or above {100 * rule.threshold:.1f} %, where the board's strongest models "
         f"start): served {rule.t1[1]} with the interval made for such models (fitted on {rule.n_calibration} of the "
-        f"board's validation models beyond it that have no twin on the board), which also spans the {rule.position} "
+        f"board's validation models beyond it{_twin_free_words(rule)}), which also spans the {rule.position} "
         "estimate's own interval"
     )
     out = {**row, "estimator": rule.t1[1], "estimator_t2": rule.t1[1], "source": "json (beyond the board)"}
