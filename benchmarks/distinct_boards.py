@@ -15,6 +15,8 @@ model, items allocated over subscenarios in proportion to their size). n = 100 i
 has at least 300 items. Each n also reads :func:`shrinkage_reach`, what shrinking random items toward the board
 could give, and :func:`seed_spread` gathers the figures of several predictor seeds (folds, anchor orders, IRT
 starts): on a board of 19 models one seed's ratio moves by about 0.2 (v2.bbh at n = 30: 0.77-1.03 over seeds 0-4).
+:func:`frontier_figures` (the contract's seed only) holds each board's 4 strongest models out instead, fits on the
+others and estimates them through the served path, as a user who adds a model stronger than the board would.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from tinybench_assets.core.estimation.twins import agreement
 
 DRAWS = 50
 MIN_POOL_100 = 300
+FRONTIER_K = 4  # the strongest models held out in frontier_figures (issue 58 measured a small board's 4 strongest)
 
 
 def distinct_rows(Y, cols, groups, eligible, size: int, seed: int, threshold: float = 0.99) -> np.ndarray:
@@ -73,7 +76,7 @@ def board_figures(name, Y, w, cols, fam, items, subs, ns, seed: int = 0, full=No
     t0 = time.perf_counter()
     pred = SmallBoardPredictor(n_values=ns, seed=seed).fit(Y, w, cols, full, fam, items=items, subscenarios=subs)
     fit_s = time.perf_counter() - t0
-    report = [n for n in (30, 100) if n in ns and (n == 30 or min(len(c) for c in cols.values()) >= MIN_POOL_100)]
+    report = _reported(ns, cols)
     out = {"models": int(len(Y)), "items": int(Y.shape[1]), "by_n": {}, "scenarios": {}}
     for n in report:
         iv = pred.oof_intervals(n)
@@ -116,6 +119,53 @@ def board_figures(name, Y, w, cols, fam, items, subs, ns, seed: int = 0, full=No
     out["fit_seconds"] = round(fit_s, 1)
     out["notes"] = list(pred.notes_)
     return out
+
+
+def frontier_figures(Y, w, cols, fam, items, subs, ns, seed: int = 0, k: int = FRONTIER_K, full=None) -> dict:
+    """A frontier on a small board: its ``k`` strongest models (mean accuracy over the scenarios) held out, the
+    predictor fitted on the others, the held-out ones estimated through ``predict`` (the served path: the exported
+    tiny benchmark) from their answers to the anchors. {"models": k, "board_max", "held_out": [accuracies], "by_n":
+    {n: served_mae, random_mae, ratio, bias, coverage, half_width}} in accuracy points (n as :func:`board_figures`
+    reports them). Stratified random items: 50 draws per held-out model."""
+    truth = np.column_stack([est.weighted_accuracy(Y[:, c], w[c]) for c in cols.values()])
+    strength = np.nanmean(truth, axis=1)
+    top = np.argsort(-strength, kind="stable")[:k]
+    train = np.setdiff1d(np.arange(len(Y)), top)
+    pred = SmallBoardPredictor(n_values=ns, seed=seed).fit(
+        Y[train], w, cols, None if full is None else full[train], fam[train], items=items, subscenarios=subs
+    )
+    out = {
+        "models": int(k),
+        "board_max": round(100 * float(strength[train].max()), 2),
+        "held_out": [round(100 * float(x), 2) for x in strength[top]],
+        "by_n": {},
+    }
+    for n in _reported(ns, cols):
+        got = pred.predict(Y[top], n=n)
+        err, rand, hit, half = [], [], [], []
+        for j, (s, c) in enumerate(cols.items()):
+            g, t = got[got.scenario == s], truth[top, j]
+            ok = np.isfinite(t)
+            err.append((g.estimate.to_numpy() - t)[ok])
+            hit.append(((g.lower.to_numpy() <= t) & (t <= g.upper.to_numpy()))[ok])
+            half.append(((g.upper - g.lower).to_numpy() / 2)[ok])
+            draws = [stratified_random(Y[np.ix_(top, c)], w[c], subs[c], n, seed=2000 + d) for d in range(DRAWS)]
+            rand.append(np.mean(np.abs(np.asarray(draws) - t), axis=0)[ok])
+        e, r = np.concatenate(err), np.concatenate(rand)
+        out["by_n"][str(n)] = {
+            "served_mae": round(100 * float(np.abs(e).mean()), 3),
+            "random_mae": round(100 * float(r.mean()), 3),
+            "ratio": round(float(np.abs(e).mean() / r.mean()), 4),
+            "bias": round(100 * float(e.mean()), 3),
+            "coverage": round(float(np.concatenate(hit).mean()), 4),
+            "half_width": round(100 * float(np.concatenate(half).mean()), 3),
+        }
+    return out
+
+
+def _reported(ns, cols) -> list:
+    """The budgets a board reports: 30, and 100 where every scenario's pool has at least MIN_POOL_100 items."""
+    return [n for n in (30, 100) if n in ns and (n == 30 or min(len(c) for c in cols.values()) >= MIN_POOL_100)]
 
 
 def family_coverage(pred, fam, ns) -> dict:
@@ -194,16 +244,19 @@ def openllm_boards(matrix, groups, eligible, seeds=(0, 1, 2), sizes=(20, 22, 25)
     }
 
 
-def run_distinct(data_dir: Path, matrix, full_wide, groups, eligible, v2=None, seed: int = 0) -> dict:
-    """The ``distinct`` contract: {board: {"models", "items", "by_n": {"30": {...}, "100": {...}}}} plus extras."""
-    res = {}
+def run_distinct(
+    data_dir: Path, matrix, full_wide, groups, eligible, v2=None, seed: int = 0, frontier: bool = False
+) -> dict:
+    """The ``distinct`` contract: {board: {"models", "items", "by_n": {"30": {...}, "100": {...}}}} plus extras
+    (with ``frontier``, each board's ``frontier``: :func:`frontier_figures`)."""
+    res, inputs = {}, {}
     cols = {s: np.flatnonzero(matrix.scenarios == s) for s in pd.unique(matrix.scenarios)}
     w = matrix.balance_weights()
-    for name, rows in openllm_boards(matrix, groups, eligible).items():
+    openllm_rows = openllm_boards(matrix, groups, eligible)
+    for name, rows in openllm_rows.items():
         Yb = matrix.scores[rows]
         keep = ~np.isnan(Yb).all(0)
-        res[name] = board_figures(
-            name,
+        inputs[name] = (
             Yb,
             w,
             cols,
@@ -211,9 +264,8 @@ def run_distinct(data_dir: Path, matrix, full_wide, groups, eligible, v2=None, s
             matrix.items,
             np.asarray(matrix.subscenarios),
             (10, 20, 30, 50),
-            seed=seed,
-            full=full_wide[rows],
         )
+        res[name] = board_figures(name, *inputs[name], seed=seed, full=full_wide[rows])
         res[name]["accuracy_range"] = [
             round(float(np.nanmean(Yb[:, keep], axis=1).min()), 3),
             round(float(np.nanmean(Yb[:, keep], axis=1).max()), 3),
@@ -223,15 +275,13 @@ def run_distinct(data_dir: Path, matrix, full_wide, groups, eligible, v2=None, s
         m, fam = v2
         vcols = {s: np.flatnonzero(m.scenarios == s) for s in pd.unique(m.scenarios)}
         vw, subs = m.balance_weights(), np.asarray(m.subscenarios)
-        res["openllm_v2"] = board_figures(
-            "openllm_v2", m.scores, vw, vcols, fam, m.items, subs, (10, 20, 30, 50, 100, 200), seed=seed
-        )
+        inputs["openllm_v2"] = (m.scores, vw, vcols, fam, np.asarray(m.items), subs, (10, 20, 30, 50, 100, 200))
+        res["openllm_v2"] = board_figures("openllm_v2", *inputs["openllm_v2"], seed=seed)
         _print_board("openllm_v2", res["openllm_v2"])
         for s in ("mmlu_pro", "bbh"):
             c = vcols[s]
             rows = np.flatnonzero(~np.isnan(m.scores[:, c]).all(1))
-            res[f"v2.{s}"] = board_figures(
-                f"v2.{s}",
+            inputs[f"v2.{s}"] = (
                 m.scores[np.ix_(rows, c)],
                 vw[c],
                 {s: np.arange(len(c))},
@@ -239,9 +289,13 @@ def run_distinct(data_dir: Path, matrix, full_wide, groups, eligible, v2=None, s
                 np.asarray(m.items)[c],
                 subs[c],
                 (10, 20, 30, 50, 100, 200),
-                seed=seed,
             )
+            res[f"v2.{s}"] = board_figures(f"v2.{s}", *inputs[f"v2.{s}"], seed=seed)
             _print_board(f"v2.{s}", res[f"v2.{s}"])
+    for name in res if frontier else ():
+        full = full_wide[openllm_rows[name]] if name in openllm_rows else None
+        res[name]["frontier"] = frontier_figures(*inputs[name], seed=seed, full=full)
+        _print_frontier(name, res[name]["frontier"])
     return res
 
 
@@ -261,6 +315,16 @@ def _print_board(name: str, r: dict) -> None:
         f"{f['worst'][1]:.3f} of {f['worst'][2]} pairs",
         flush=True,
     )
+
+
+def _print_frontier(name: str, f: dict) -> None:
+    for n, v in f["by_n"].items():
+        print(
+            f"{name:<14} its {f['models']} strongest held out ({', '.join(f'{x:.1f}' for x in f['held_out'])}; board "
+            f"up to {f['board_max']:.1f}) n={n:>3}: served {v['served_mae']:6.2f} random {v['random_mae']:6.2f} "
+            f"ratio {v['ratio']:.3f} bias {v['bias']:+.2f} coverage {v['coverage']:.3f} half-width {v['half_width']:.2f}",
+            flush=True,
+        )
 
 
 def distinct_bars(res: dict) -> dict:

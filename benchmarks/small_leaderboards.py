@@ -336,7 +336,8 @@ def distinct_over_seeds(args, data_dir, matrix, T2, groups, eligible) -> tuple[d
     by_seed = {}
     for seed in args.distinct_seeds:
         print(f"--- distinct boards, predictor seed {seed}", flush=True)
-        by_seed[seed] = run_distinct(data_dir, matrix, T2, groups, eligible, v2, seed=seed)
+        first = seed == args.distinct_seeds[0]  # the frontier case at the contract's seed only
+        by_seed[seed] = run_distinct(data_dir, matrix, T2, groups, eligible, v2, seed=seed, frontier=first)
     return by_seed[args.distinct_seeds[0]], seed_spread(by_seed)
 
 

@@ -76,3 +76,22 @@ def test_seed_spread_lists_every_seed_and_their_mean():
     out = db.seed_spread({0: res(0.7), 3: res(1.1)})["x"]["30"]
     assert out["seeds"] == [0, 3] and out["ratio"] == [0.7, 1.1] and out["families_below_075"] == [0, 1]
     assert out["mean_ratio"] == 0.9 and out["mean_coverage"] == 0.9 and out["families"] == 4
+
+
+def test_frontier_figures_hold_the_strongest_models_out_and_score_them_through_the_served_path():
+    rng = np.random.default_rng(3)
+    models, items = 16, 320
+    theta, b = np.linspace(-2.0, 2.0, models), rng.normal(0.0, 1.0, items)
+    Y = (rng.random((models, items)) < 1 / (1 + np.exp(-(theta[:, None] - b)))).astype(float)
+    fam = np.array([f"f{i}" for i in range(models)])
+    cols, w, subs = {"s": np.arange(items)}, np.ones(items), np.array(["u"] * items)
+    items_ids = np.array([f"i{j}" for j in range(items)])
+    out = db.frontier_figures(Y, w, cols, fam, items_ids, subs, (10, 30, 100), k=4)
+    acc = Y.mean(1)
+    assert out["models"] == 4 and sorted(out["held_out"]) == sorted(round(100 * x, 2) for x in np.sort(acc)[-4:])
+    assert out["board_max"] == round(100 * np.sort(acc)[-5], 2) < min(out["held_out"])
+    assert set(out["by_n"]) == {"30", "100"}  # 320 items: n = 100 is reported
+    for v in out["by_n"].values():
+        assert v["served_mae"] > 0 and v["random_mae"] > 0 and 0.0 <= v["coverage"] <= 1.0
+        assert abs(v["ratio"] - v["served_mae"] / v["random_mae"]) < 1e-3  # the figures are rounded to 3 places
+        assert abs(v["bias"]) <= v["served_mae"] and v["half_width"] > 0
