@@ -127,7 +127,9 @@ def frontier_figures(Y, w, cols, fam, items, subs, ns, seed: int = 0, k: int = F
     tiny benchmark) from their answers to the anchors. {"models": k, "board_max", "held_out": [accuracies], "by_n":
     {n: served_mae, random_mae, ratio, bias, coverage, half_width}} in accuracy points (n as :func:`board_figures`
     reports them). Stratified random items: 50 draws per held-out model."""
-    truth = np.column_stack([est.weighted_accuracy(Y[:, c], w[c]) for c in cols.values()])
+    truth = np.column_stack(
+        [np.where(np.isnan(Y[:, c]).all(1), np.nan, est.weighted_accuracy(Y[:, c], w[c])) for c in cols.values()]
+    )  # NaN: the model did not run the scenario
     strength = np.nanmean(truth, axis=1)
     top = np.argsort(-strength, kind="stable")[:k]
     train = np.setdiff1d(np.arange(len(Y)), top)
