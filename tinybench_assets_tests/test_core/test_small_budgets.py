@@ -115,10 +115,11 @@ def test_board_rule_and_pooled_widths_read_only_the_rows_given():
     }
     assert rule(moved_bases, moved, rows) == rule(bases, truths, rows)
     assert pooled_half_widths(est, moved, rows, 0.1) == half
-    # the half-width is q * each scenario's MAE, q a conformal quantile of the pooled scaled residuals
+    # the half-width is q * each scenario's MAE, q a conformal quantile of the pooled residuals, each scaled by the
+    # mean of the others of its scenario
     r = {s: np.abs(est[s] - truths[s])[rows] for s in est}
     mae = {s: np.mean(v) for s, v in r.items()}
-    z = np.sort(np.concatenate([r[s] / mae[s] for s in r]))
+    z = np.sort(np.concatenate([r[s] / ((r[s].sum() - r[s]) / (len(r[s]) - 1)) for s in r]))
     q = z[int(np.ceil((len(z) + 1) * 0.9)) - 1]
     assert half == pytest.approx({s: q * mae[s] for s in mae})
 
@@ -271,3 +272,18 @@ def test_a_malformed_shrinkage_prior_is_refused_by_name(tmp_path):
         with pytest.raises(tb.ArtifactError) as e:
             tb.load_model(bad, learned=False)
         assert where in str(e.value) and what in str(e.value), str(e.value)
+
+
+def test_pooled_widths_scale_each_residual_as_a_new_models_so_they_cover():
+    """A new model's residual is scaled by the calibration models' mean, which it took no part in; so is each
+    calibration residual (the mean of the others). Scaled by a mean that includes it, a large residual shrinks its
+    own score and 90 % intervals cover about 0.887 here (4 scenarios of 15 models, normal errors)."""
+    rng = np.random.default_rng(1)
+    K, m, hits = 4, 15, []
+    rows = np.ones(m, dtype=bool)
+    for _ in range(2000):
+        sd = 0.03 * np.arange(1, K + 1)
+        est = {k: rng.standard_normal(m) * sd[k] for k in range(K)}
+        half = pooled_half_widths(est, {k: np.zeros(m) for k in range(K)}, rows, 0.1)
+        hits += [abs(rng.standard_normal() * sd[k]) <= half[k] for k in range(K)]
+    assert 0.90 <= np.mean(hits) <= 0.93

@@ -97,8 +97,16 @@ def pooled_half_widths(estimates: dict, truth: dict, rows: np.ndarray, alpha: fl
     one scenario and 18 models: pooled over its scenarios only, half-widths were 2.5-2.9x the MAE on the v2 board's
     mmlu_pro alone), and scaling by each
     scenario's own out-of-fold mean absolute error keeps the widths where the errors are: half-width_s =
-    q * mae_s, q the ceil((m + 1)(1 - alpha))-th smallest of the m pooled |residual| / mae_s (about 2.1 for
-    normal errors; scaling by the RMSE instead gave 2.5 on scenarios with heavier tails).
+    q * mae_s, q the ceil((m + 1)(1 - alpha))-th smallest of the m pooled scores |residual_i| / mae_s(-i) (about
+    2.1 for normal errors; scaling by the RMSE instead gave 2.5 on scenarios with heavier tails).
+
+    Each residual is scaled by the mean of the OTHER residuals of its key, mae_s(-i), as a new model's residual is
+    scaled by a mean it took no part in: scaled by a mean that includes it, a large residual shrinks its own score
+    (with 18 models, one at twice the mean scores 2.0 instead of 2.13), the quantile comes out low and the intervals
+    under-cover (simulated normal residuals, 4 scenarios of 15 models: a new model covered 0.887 of the time at 90 %
+    with the scale including it, 0.911 with this one). On the distinct dev boards (seeds 0-2, leave-family-out, each
+    fold's interval calibrated on the other folds) coverage went from 0.881 to 0.900 and the half-width from 2.03x to
+    2.17x the MAE.
 
     estimates, truth : {key: (M,)} out-of-fold served estimates and accuracies, a key per (scenario, budget); rows : (M,) bool, the rows
     that may be read (all of them for the served interval; the other folds' for a cross-fitted check).
@@ -109,8 +117,9 @@ def pooled_half_widths(estimates: dict, truth: dict, rows: np.ndarray, alpha: fl
         ok = rows & np.isfinite(e) & np.isfinite(truth[s])
         r = np.abs(e[ok] - truth[s][ok])
         scale[s] = float(np.mean(r)) if ok.any() else float("nan")
-        if ok.any() and scale[s] > 0:
-            z.append(r / scale[s])
+        if len(r) >= 2 and scale[s] > 0:
+            others = (r.sum() - r) / (len(r) - 1)  # mae_s(-i): each residual's scale without it
+            z.append(r / np.maximum(others, np.finfo(float).tiny))
     q = conformal_quantile(np.concatenate(z), 1.0 - alpha) if z else float("inf")
     return {s: (q * v if np.isfinite(v) else float("inf")) for s, v in scale.items()}
 
