@@ -138,7 +138,7 @@ def frontier_figures(Y, w, cols, fam, items, subs, ns, seed: int = 0, k: int = F
     )
     out = {
         "models": int(k),
-        "board_max": round(100 * float(strength[train].max()), 2),
+        "board_max": round(100 * float(np.nanmax(strength[train])), 2),
         "held_out": [round(100 * float(x), 2) for x in strength[top]],
         "by_n": {},
     }
@@ -147,7 +147,7 @@ def frontier_figures(Y, w, cols, fam, items, subs, ns, seed: int = 0, k: int = F
         err, rand, hit, half = [], [], [], []
         for j, (s, c) in enumerate(cols.items()):
             g, t = got[got.scenario == s], truth[top, j]
-            ok = np.isfinite(t)
+            ok = np.isfinite(t) & np.isfinite(g.estimate.to_numpy())  # as board_figures reads them
             err.append((g.estimate.to_numpy() - t)[ok])
             hit.append(((g.lower.to_numpy() <= t) & (t <= g.upper.to_numpy()))[ok])
             half.append(((g.upper - g.lower).to_numpy() / 2)[ok])
