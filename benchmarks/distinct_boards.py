@@ -31,6 +31,7 @@ from small_v2 import stratified_random  # benchmarks/small_v2.py (benchmarks/ is
 
 from tinybench_assets.core.estimation import estimators as est
 from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
+from tinybench_assets.core.estimation.small_folds import scenario_truth
 from tinybench_assets.core.estimation.small_guard import random_item_error
 from tinybench_assets.core.estimation.twins import agreement
 
@@ -87,9 +88,7 @@ def board_figures(name, Y, w, cols, fam, items, subs, ns, seed: int = 0, full=No
             rows = np.flatnonzero(~np.isnan(Y[:, c]).all(1))
             Ys, ws = Y[np.ix_(rows, c)], w[c]
             truth = est.weighted_accuracy(Ys, ws)
-            strat = np.mean(
-                [np.abs(stratified_random(Ys, ws, subs[c], n, seed=2000 + d) - truth) for d in range(DRAWS)], axis=0
-            )
+            strat = random_items_error(Ys, ws, subs[c], n, truth)
             err = np.abs(g.estimate - g.truth_t1).to_numpy()
             cov = ((g.lower <= g.truth_t1) & (g.truth_t1 <= g.upper)).to_numpy()
             served.append(err)
@@ -127,9 +126,7 @@ def frontier_figures(Y, w, cols, fam, items, subs, ns, seed: int = 0, k: int = F
     tiny benchmark) from their answers to the anchors. {"models": k, "board_max", "held_out": [accuracies], "by_n":
     {n: served_mae, random_mae, ratio, bias, coverage, half_width}} in accuracy points (n as :func:`board_figures`
     reports them). Stratified random items: 50 draws per held-out model."""
-    truth = np.column_stack(
-        [np.where(np.isnan(Y[:, c]).all(1), np.nan, est.weighted_accuracy(Y[:, c], w[c])) for c in cols.values()]
-    )  # NaN: the model did not run the scenario
+    truth = scenario_truth(Y, w, cols)  # NaN: the model did not run the scenario
     strength = np.nanmean(truth, axis=1)
     top = np.argsort(-strength, kind="stable")[:k]
     train = np.setdiff1d(np.arange(len(Y)), top)
@@ -151,8 +148,7 @@ def frontier_figures(Y, w, cols, fam, items, subs, ns, seed: int = 0, k: int = F
             err.append((g.estimate.to_numpy() - t)[ok])
             hit.append(((g.lower.to_numpy() <= t) & (t <= g.upper.to_numpy()))[ok])
             half.append(((g.upper - g.lower).to_numpy() / 2)[ok])
-            draws = [stratified_random(Y[np.ix_(top, c)], w[c], subs[c], n, seed=2000 + d) for d in range(DRAWS)]
-            rand.append(np.mean(np.abs(np.asarray(draws) - t), axis=0)[ok])
+            rand.append(random_items_error(Y[np.ix_(top, c)], w[c], subs[c], n, t)[ok])
         e, r = np.concatenate(err), np.concatenate(rand)
         out["by_n"][str(n)] = {
             "served_mae": round(100 * float(np.abs(e).mean()), 3),
@@ -163,6 +159,11 @@ def frontier_figures(Y, w, cols, fam, items, subs, ns, seed: int = 0, k: int = F
             "half_width": round(100 * float(np.concatenate(half).mean()), 3),
         }
     return out
+
+
+def random_items_error(Ys, ws, subs, n: int, truth) -> np.ndarray:
+    """(M,) each model's mean absolute error over DRAWS draws of n stratified random items (seeds 2000, 2001, ...)."""
+    return np.mean([np.abs(stratified_random(Ys, ws, subs, n, seed=2000 + d) - truth) for d in range(DRAWS)], axis=0)
 
 
 def _reported(ns, cols) -> list:
