@@ -7,6 +7,10 @@
   in it; an empty bin passes its turn to the next.
 * ``openllm_v2``: the v2 board (19 models, six scenarios), and ``v2.<scenario>``: one of its large scenarios alone,
   a board of one scenario of thousands of items (the shape of the boards users brought).
+* ``routerbench.mbpp``: RouterBench's 11 chat models of six vendors on MBPP (its train and test questions together,
+  427 items), read by the product's own reader (io.drops.read_drop) with the product's families (core/estimation/
+  groups.py: the three Claude models one family, the two GPT models another): a board of several vendors, as issue
+  58's unseen board was, though of fewer models (no frontier case: 7 models would be left to fit on).
 
 :func:`board_figures` fits :class:`SmallBoardPredictor` on a board and reads its leave-family-out backtest (each
 model's served estimate from the choice made without its fold, its 90 % interval calibrated on the other folds:
@@ -30,14 +34,18 @@ from families import coverage_by_family  # benchmarks/families.py
 from small_v2 import stratified_random  # benchmarks/small_v2.py (benchmarks/ is on sys.path)
 
 from tinybench_assets.core.estimation import estimators as est
+from tinybench_assets.core.estimation.groups import model_groups
 from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
 from tinybench_assets.core.estimation.small_folds import scenario_truth
 from tinybench_assets.core.estimation.small_guard import random_item_error
 from tinybench_assets.core.estimation.twins import agreement
+from tinybench_assets.core.responses import ResponseMatrix
+from tinybench_assets.io.drops import read_drop
 
 DRAWS = 50
 MIN_POOL_100 = 300
 FRONTIER_K = 4  # the strongest models held out in frontier_figures (issue 58 measured a small board's 4 strongest)
+MIN_FRONTIER_BOARD = 14  # a board's frontier case needs FRONTIER_K held out and 10 models (min_small_models) to fit on
 
 
 def distinct_rows(Y, cols, groups, eligible, size: int, seed: int, threshold: float = 0.99) -> np.ndarray:
@@ -247,11 +255,22 @@ def openllm_boards(matrix, groups, eligible, seeds=(0, 1, 2), sizes=(20, 22, 25)
     }
 
 
+def routerbench_board(data_dir: Path):
+    """(matrix, families) of ../shared/data/routerbench's MBPP files (train and test questions together), or None
+    without them."""
+    files = sorted((Path(data_dir) / "routerbench").glob("mbpp_*.csv"))
+    if not files:
+        return None
+    long = pd.concat([read_drop(f, "routerbench").responses for f in files], ignore_index=True)
+    m = ResponseMatrix.from_long(long.drop(columns=["leaderboard"]))
+    return m, model_groups(m.models).to_numpy()
+
+
 def run_distinct(
     data_dir: Path, matrix, full_wide, groups, eligible, v2=None, seed: int = 0, frontier: bool = False
 ) -> dict:
     """The ``distinct`` contract: {board: {"models", "items", "by_n": {"30": {...}, "100": {...}}}} plus extras
-    (with ``frontier``, each board's ``frontier``: :func:`frontier_figures`)."""
+    (with ``frontier``, the ``frontier`` of each board of MIN_FRONTIER_BOARD models or more: :func:`frontier_figures`)."""
     res, inputs = {}, {}
     cols = {s: np.flatnonzero(matrix.scenarios == s) for s in pd.unique(matrix.scenarios)}
     w = matrix.balance_weights()
@@ -295,7 +314,15 @@ def run_distinct(
             )
             res[f"v2.{s}"] = board_figures(f"v2.{s}", *inputs[f"v2.{s}"], seed=seed)
             _print_board(f"v2.{s}", res[f"v2.{s}"])
-    for name in res if frontier else ():
+    rb = routerbench_board(data_dir)
+    if rb is not None:
+        m, fam = rb
+        rcols = {s: np.flatnonzero(m.scenarios == s) for s in pd.unique(m.scenarios)}
+        args = (m.balance_weights(), rcols, fam, np.asarray(m.items), np.asarray(m.subscenarios))
+        inputs["routerbench.mbpp"] = (m.scores, *args, (10, 20, 30, 50, 100, 200))
+        res["routerbench.mbpp"] = board_figures("routerbench.mbpp", *inputs["routerbench.mbpp"], seed=seed)
+        _print_board("routerbench.mbpp", res["routerbench.mbpp"])
+    for name in [b for b in res if len(inputs[b][0]) >= MIN_FRONTIER_BOARD] if frontier else ():
         full = full_wide[openllm_rows[name]] if name in openllm_rows else None
         res[name]["frontier"] = frontier_figures(*inputs[name], seed=seed, full=full)
         _print_frontier(name, res[name]["frontier"])

@@ -75,7 +75,8 @@ def _distinct_cov(d: dict) -> list[float]:
 
 def _frontier_boards(d: dict, n: str) -> dict:
     """{board: figures at budget n} of the distinct boards' frontier case (small_leaderboards.json)."""
-    return {k: b["frontier"]["by_n"][n] for k, b in get(d, "distinct").items() if n in b["frontier"]["by_n"]}
+    boards = get(d, "distinct").items()
+    return {k: b["frontier"]["by_n"][n] for k, b in boards if "frontier" in b and n in b["frontier"]["by_n"]}
 
 
 def at(path: str) -> Callable[[dict], Any]:
@@ -374,15 +375,17 @@ SECTIONS = (
         "Dev boards whose models differ a lot (benchmarks/distinct_boards.py): three boards of 20-25 Open LLM "
         "Leaderboard models, one per family, twin-free, spread over the whole accuracy range (the weakest included); "
         "the v2 board (19 models); and two of its large scenarios alone (mmlu_pro: 18 models x 12,032 items; bbh: 19 x "
-        "5,761), boards of one scenario of thousands of items. Each board's own leave-family-out backtest (the served "
+        "5,761), boards of one scenario of thousands of items; and RouterBench's MBPP (11 chat models of six vendors, "
+        "427 items, families as the product forms them: the Claude models one, the GPT models another). Each board's own leave-family-out backtest (the served "
         "estimate chosen without the scored fold, its 90 % interval calibrated on the other folds) against stratified "
         "random items on the same models (50 draws each); n = 100 where every pool has at least 300 items. The contract's "
-        "figures are predictor seed 0's; on 18-25 models one seed's ratio moves by about 0.2, so the mean over seeds "
+        "figures are predictor seed 0's; on 11-25 models one seed's ratio moves by 0.2 or more, so the mean over seeds "
         "0-4 is listed too, beside what shrinking random items toward the board could reach (distinct_boards."
         "shrinkage_reach). The frontier rows hold each board's 4 strongest models out instead (seed 0): the predictor "
         "fitted on the others, the 4 estimated through the served path (the exported tiny benchmark) from their "
         "answers to its anchors, against 50 draws of stratified random items each; 4 to 16 (model, scenario) pairs a "
-        "board, so one board's figure is noisy.",
+        "board, so one board's figure is noisy (boards of 14 models or more: the others would leave fewer than 10 to "
+        "fit on).",
         tuple(
             Figure(
                 f"distinct-model dev boards: worst board's served T1 MAE / stratified random items', n={n}",
@@ -396,7 +399,7 @@ SECTIONS = (
                     f"{k} {b['by_n'][n]['ratio']:.2f}" for k, b in get(d, "distinct").items() if n in b["by_n"]
                 ),
                 headline=(
-                    "Boards of distinct models (18-25 models, one per family): T1 error from 30 answers, against "
+                    "Boards of distinct models (11-25 models): T1 error from 30 answers, against "
                     "random items (worst board)"
                     if n == "30"
                     else ""

@@ -95,3 +95,18 @@ def test_frontier_figures_hold_the_strongest_models_out_and_score_them_through_t
         assert v["served_mae"] > 0 and v["random_mae"] > 0 and 0.0 <= v["coverage"] <= 1.0
         assert abs(v["ratio"] - v["served_mae"] / v["random_mae"]) < 1e-3  # the figures are rounded to 3 places
         assert abs(v["bias"]) <= v["served_mae"] and v["half_width"] > 0
+
+
+def test_routerbench_board_is_read_by_the_products_reader_with_its_families():
+    """The several-vendor board (RouterBench MBPP): both files through io.drops.read_drop, one row per model, the
+    product's families (the Claude models one, the GPT models another), and no frontier case (too few models)."""
+    from tinybench_assets_tests.conftest import SHARED, _need_shared
+
+    _need_shared()
+    m, fam = db.routerbench_board(SHARED)
+    assert m.scores.shape == (11, 427) and not np.isnan(m.scores).any()
+    by_model = dict(zip(m.models, fam))
+    assert by_model["claude-v1"] == by_model["claude-v2"] == by_model["claude-instant-v1"]
+    assert by_model["gpt-4-1106-preview"] == by_model["gpt-3.5-turbo-1106"] != by_model["claude-v1"]
+    assert len(set(fam)) == 8 and len(m.models) < db.MIN_FRONTIER_BOARD
+    assert db.routerbench_board(SHARED / "no-such-folder") is None

@@ -46,6 +46,8 @@ training models. The served fit keeps every training model. Per (budget, scenari
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from ..json_floats import enc, to_dict_or_none
@@ -60,6 +62,7 @@ FRONTIER_FRACTION = 0.05  # the backtest's frontier split: the strongest 5 % of 
 __all__ = ["EXTRAPOLATING", "MIN_FRONTIER_MODELS", "Frontier", "FrontierRule", "board_strength", "frontier_split"]
 
 
+@dataclass
 class FrontierRule:
     """The rule of one (n, scenario, served estimator): ``position`` (estimator) and ``threshold``, the ``t1``
     estimator (clustering, name), its T1 interval ``interval``, the position's own ``interval_position`` (or None),
@@ -67,22 +70,19 @@ class FrontierRule:
     the threshold it was chosen on) and ``n_calibration`` (the twin-free ones among them its intervals and line were
     fitted on; ``n_models`` in artifacts written before it existed, as is a None ``interval_position``)."""
 
-    def __init__(
-        self,
-        position,
-        threshold,
-        t1,
-        interval,
-        t2_line,
-        interval_t2,
-        n_models,
-        interval_position=None,
-        n_calibration=None,
-    ):
-        self.position, self.threshold, self.t1 = position, float(threshold), tuple(t1)
-        self.interval, self.t2_line, self.interval_t2 = interval, t2_line, interval_t2
-        self.n_models, self.interval_position = int(n_models), interval_position
-        self.n_calibration = int(n_models if n_calibration is None else n_calibration)
+    position: str | None
+    threshold: float
+    t1: tuple
+    interval: ConformalInterval
+    t2_line: tuple | None
+    interval_t2: ConformalInterval | None
+    n_models: int
+    interval_position: ConformalInterval | None = None
+    n_calibration: int | None = None
+
+    def __post_init__(self):
+        self.threshold, self.t1, self.n_models = float(self.threshold), tuple(self.t1), int(self.n_models)
+        self.n_calibration = int(self.n_models if self.n_calibration is None else self.n_calibration)
 
     def beyond(self, position: np.ndarray) -> np.ndarray:
         """(M,) bool: models at or above the threshold (NaN positions are not; :func:`~.frontier_probe.at_or_above`)."""
@@ -133,15 +133,15 @@ class FrontierRule:
         line = d.get("t2_line")
         iv2, ivp = d.get("interval_t2"), d.get("interval_position")
         return cls(
-            d["position"],
-            d["threshold"],
-            (d["t1"]["clustering"], d["t1"]["estimator"]),
-            ConformalInterval.from_dict(d["interval_t1"]),
-            None if line is None else (float(line[0]), float(line[1])),
-            None if iv2 is None else ConformalInterval.from_dict(iv2),
-            d["n_models"],
-            None if ivp is None else ConformalInterval.from_dict(ivp),
-            d.get("n_calibration"),
+            position=d["position"],
+            threshold=d["threshold"],
+            t1=(d["t1"]["clustering"], d["t1"]["estimator"]),
+            interval=ConformalInterval.from_dict(d["interval_t1"]),
+            t2_line=None if line is None else (float(line[0]), float(line[1])),
+            interval_t2=None if iv2 is None else ConformalInterval.from_dict(iv2),
+            n_models=d["n_models"],
+            interval_position=None if ivp is None else ConformalInterval.from_dict(ivp),
+            n_calibration=d.get("n_calibration"),
         )
 
 
@@ -215,7 +215,15 @@ class Frontier:
         at_position = self._interval().fit(position[cal], t1[cal])  # rows: finite positions, MIN_FRONTIER_MODELS+
         line, iv2 = self._t2_line(cands[best], t2, cal, folds)
         return FrontierRule(
-            None, np.nan, (None, best), interval, line, iv2, int(rows.sum()), at_position, int(cal.sum())
+            position=None,
+            threshold=np.nan,
+            t1=(None, best),
+            interval=interval,
+            t2_line=line,
+            interval_t2=iv2,
+            n_models=int(rows.sum()),
+            interval_position=at_position,
+            n_calibration=int(cal.sum()),
         )
 
     def _interval(self) -> ConformalInterval:
