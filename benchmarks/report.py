@@ -835,7 +835,10 @@ SECTIONS = (
         ".venv/bin/python benchmarks/pipeline.py --json benchmarks/results/pipeline.json  # ~22 min",
         "`tinybench run-all` on the real default data in a throwaway project home: cold, again with nothing new, "
         "after one changed openllm drop, and after a new one-scenario board lands (openllm's arc files under a new "
-        "board name).",
+        "board name). The times depend on the machine and its libraries (each JSON's meta names both from 2026-12-06 "
+        "on): on 2026-11-29 (commit 84157c4, an AMD EPYC machine with that day's library versions) the same "
+        "leaderboard code took 500 s cold and 931 core-s; the eight slowest assets' step times in this run are 34-63 % "
+        "above that run's, the torch, scikit-learn and sentence-encoder steps alike.",
         (
             Figure(
                 "cold",
