@@ -201,11 +201,12 @@ def _mae_ci(err: np.ndarray, seed: int, reps: int = 1000) -> tuple[float, float]
     return float(np.percentile(boots, 2.5)), float(np.percentile(boots, 97.5))
 
 
-def backtest_summary(pred, seed: int = 0) -> pd.DataFrame:
+def backtest_summary(pred, seed: int = 0, Y: np.ndarray | None = None) -> pd.DataFrame:
     """The backtest_summary rows of a small board from its out-of-fold estimates: per scenario x estimator x n, the
     MAE (with a bootstrap interval over models), SD, bias and, for the served choice (``tinybench``), the coverage and
     width of its interval applied to the out-of-fold estimates, each fold's interval calibrated on the other folds
-    (``SmallBoardPredictor.oof_intervals``). Accuracy points."""
+    (``SmallBoardPredictor.oof_intervals``). With the board's answers ``Y`` (M, I), also the baseline the served
+    estimate must beat (:func:`random_rows`). Accuracy points."""
     oof = pred.oof_table()
     oof = oof.assign(
         estimator=np.where(
@@ -251,7 +252,41 @@ def backtest_summary(pred, seed: int = 0) -> pd.DataFrame:
             b = budgets.loc[(s, int(n))]
             row.update(coverage_t1=float(b["coverage"]), width_t1=float(2 * b["half_width"]))
         rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows + (random_rows(pred, Y, seed) if Y is not None else []))
+
+
+def random_rows(pred, Y: np.ndarray, seed: int = 0) -> list[dict]:
+    """Rows (clustering and estimator "random") of stratified random items, the baseline of every (scenario, n) the
+    board prepared: each model's expected absolute error from n items drawn at random inside each subscenario
+    (small_guard.random_item_error, the guard's own baseline), averaged over the models with a truth, as the big
+    boards' backtest lists its random items beside the served estimate."""
+    from tinybench_assets.core.estimation.small_guard import random_item_error
+
+    L, rows = pred.layout_, []
+    for j, s in enumerate(L.scenarios):
+        c, truth = L.cols[s], pred.truth_.t1[:, j]
+        for n in pred._ns():
+            err = 100 * random_item_error(Y[:, c], L.w[c], L.subscenarios[s], pred.counts_[(s, n)])
+            err = err[np.isfinite(err) & np.isfinite(truth)]
+            if not len(err):
+                continue
+            lo, hi = _mae_ci(err, seed)
+            rows.append(
+                {
+                    "split_kind": SPLIT_KIND,
+                    "scenario": s,
+                    "clustering": "random",
+                    "estimator": "random",
+                    "n": int(n),
+                    "mae_t1": float(err.mean()),
+                    "mae_t1_lo": lo,
+                    "mae_t1_hi": hi,
+                    **dict.fromkeys(("sd_t1", "bias_t1", "coverage_t1", "width_t1"), np.nan),
+                    **dict.fromkeys(("mae_t2", "mae_t2_lo", "mae_t2_hi", "sd_t2", "coverage_t2", "width_t2"), np.nan),
+                    "n_models": int(len(err)),
+                }
+            )
+    return rows
 
 
 def budget_metadata(pred, board: str) -> dict:
@@ -299,7 +334,7 @@ def small_backtest(config, db, board, matrix, full, groups, device: str, t0, mod
     from tinybench_assets.core.estimation.backtest import reference_n
 
     pred, reused = fit_small(matrix, full, groups.to_numpy(), config, device, (model_store, board))
-    summary = backtest_summary(pred, seed=config.seed)
+    summary = backtest_summary(pred, seed=config.seed, Y=matrix.scores)
     db.replace_partition(
         {
             "backtest_summary": summary.assign(n_splits=pred.folds_.n),

@@ -215,6 +215,10 @@ def test_a_small_leaderboard_gets_anchors_estimates_a_backtest_and_a_tiny_benchm
     assert set(summary.split_kind) == {"leave_family_out"} and set(summary.scenario) == {"arc", "truthfulqa"}
     served = summary[summary.estimator == "tinybench"]
     assert len(served) == 4 and served.coverage_t1.between(0.5, 1).all() and (served.n_models == 24).all()
+    # the baseline beside it: stratified random items at each budget, fewer items a larger error
+    rnd = summary[summary.estimator == "random"].set_index(["scenario", "n"]).mae_t1
+    assert len(rnd) == 4 and (summary[summary.estimator == "random"].clustering == "random").all()
+    assert all(rnd[(s, 5)] > rnd[(s, 10)] > 0 for s in ("arc", "truthfulqa"))
     md = instance.get_latest_materialization_event(dg.AssetKey("anchor_sets")).asset_materialization.metadata
     assert "leave-family-out" in md["small_board"].value
     md = instance.get_latest_materialization_event(dg.AssetKey("estimation_backtest")).asset_materialization.metadata
