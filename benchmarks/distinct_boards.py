@@ -38,6 +38,7 @@ from tinybench_assets.core.estimation.groups import model_groups
 from tinybench_assets.core.estimation.small_board import SmallBoardPredictor
 from tinybench_assets.core.estimation.small_folds import scenario_truth
 from tinybench_assets.core.estimation.small_guard import random_item_error
+from tinybench_assets.core.estimation.training import Layout
 from tinybench_assets.core.estimation.twins import agreement
 from tinybench_assets.core.responses import ResponseMatrix
 from tinybench_assets.io.drops import read_drop
@@ -248,7 +249,7 @@ def print_spread(spread: dict) -> None:
 
 def openllm_boards(matrix, groups, eligible, seeds=(0, 1, 2), sizes=(20, 22, 25)) -> dict:
     """{name: rows} of the openllm distinct boards."""
-    cols = {s: np.flatnonzero(matrix.scenarios == s) for s in pd.unique(matrix.scenarios)}
+    cols = Layout.of(matrix).cols
     return {
         f"openllm.s{seed}": distinct_rows(matrix.scores, cols, groups, eligible, size, seed)
         for seed, size in zip(seeds, sizes)
@@ -272,8 +273,8 @@ def run_distinct(
     """The ``distinct`` contract: {board: {"models", "items", "by_n": {"30": {...}, "100": {...}}}} plus extras
     (with ``frontier``, the ``frontier`` of each board of MIN_FRONTIER_BOARD models or more: :func:`frontier_figures`)."""
     res, inputs = {}, {}
-    cols = {s: np.flatnonzero(matrix.scenarios == s) for s in pd.unique(matrix.scenarios)}
-    w = matrix.balance_weights()
+    lay = Layout.of(matrix)  # each scenario's columns and the balance weights
+    cols, w = lay.cols, lay.w
     openllm_rows = openllm_boards(matrix, groups, eligible)
     for name, rows in openllm_rows.items():
         Yb = matrix.scores[rows]
@@ -295,8 +296,8 @@ def run_distinct(
         _print_board(name, res[name])
     if v2 is not None:
         m, fam = v2
-        vcols = {s: np.flatnonzero(m.scenarios == s) for s in pd.unique(m.scenarios)}
-        vw, subs = m.balance_weights(), np.asarray(m.subscenarios)
+        lay, subs = Layout.of(m), np.asarray(m.subscenarios)
+        vcols, vw = lay.cols, lay.w
         inputs["openllm_v2"] = (m.scores, vw, vcols, fam, np.asarray(m.items), subs, (10, 20, 30, 50, 100, 200))
         res["openllm_v2"] = board_figures("openllm_v2", *inputs["openllm_v2"], seed=seed)
         _print_board("openllm_v2", res["openllm_v2"])
@@ -317,8 +318,8 @@ def run_distinct(
     rb = routerbench_board(data_dir)
     if rb is not None:
         m, fam = rb
-        rcols = {s: np.flatnonzero(m.scenarios == s) for s in pd.unique(m.scenarios)}
-        args = (m.balance_weights(), rcols, fam, np.asarray(m.items), np.asarray(m.subscenarios))
+        lay = Layout.of(m)
+        args = (lay.w, lay.cols, fam, np.asarray(m.items), np.asarray(m.subscenarios))
         inputs["routerbench.mbpp"] = (m.scores, *args, (10, 20, 30, 50, 100, 200))
         res["routerbench.mbpp"] = board_figures("routerbench.mbpp", *inputs["routerbench.mbpp"], seed=seed)
         _print_board("routerbench.mbpp", res["routerbench.mbpp"])

@@ -258,16 +258,16 @@ def backtest_summary(pred, seed: int = 0, Y: np.ndarray | None = None) -> pd.Dat
 def random_rows(pred, Y: np.ndarray, seed: int = 0) -> list[dict]:
     """Rows (clustering and estimator "random") of stratified random items, the baseline of every (scenario, n) the
     board prepared: each model's expected absolute error from n items drawn at random inside each subscenario
-    (small_guard.random_item_error, the guard's own baseline), averaged over the models with a truth, as the big
-    boards' backtest lists its random items beside the served estimate."""
-    from tinybench_assets.core.estimation.small_guard import random_item_error
+    (small_guard.expected_errors, the guard's own baseline), averaged over the models with a truth, as the big
+    boards' backtest lists its random items beside the served estimate. The columns these rows lack (SD, bias,
+    coverage, width, T2) are NaN in backtest_summary's frame."""
+    from tinybench_assets.core.estimation.small_guard import expected_errors
 
     L, rows = pred.layout_, []
+    expected = expected_errors(Y, L.w, L.cols, L.subscenarios, pred.counts_, pred._ns())
     for j, s in enumerate(L.scenarios):
-        c, truth = L.cols[s], pred.truth_.t1[:, j]
-        for n in pred._ns():
-            err = 100 * random_item_error(Y[:, c], L.w[c], L.subscenarios[s], pred.counts_[(s, n)])
-            err = err[np.isfinite(err) & np.isfinite(truth)]
+        for n, e in expected[s].items():
+            err = 100 * e[np.isfinite(e) & np.isfinite(pred.truth_.t1[:, j])]
             if not len(err):
                 continue
             lo, hi = _mae_ci(err, seed)
@@ -281,8 +281,6 @@ def random_rows(pred, Y: np.ndarray, seed: int = 0) -> list[dict]:
                     "mae_t1": float(err.mean()),
                     "mae_t1_lo": lo,
                     "mae_t1_hi": hi,
-                    **dict.fromkeys(("sd_t1", "bias_t1", "coverage_t1", "width_t1"), np.nan),
-                    **dict.fromkeys(("mae_t2", "mae_t2_lo", "mae_t2_hi", "sd_t2", "coverage_t2", "width_t2"), np.nan),
                     "n_models": int(len(err)),
                 }
             )
