@@ -275,7 +275,7 @@ SECTIONS = (
     Section(
         "small_leaderboards.json",
         "Small leaderboards (10-49 models)",
-        ".venv/bin/python benchmarks/small_leaderboards.py --json benchmarks/results/small_leaderboards.json  # ~4 min",
+        ".venv/bin/python benchmarks/small_leaderboards.py --json benchmarks/results/small_leaderboards.json  # ~20 min on 2 cores (every part; --only openllm runs this one)",
         "Open LLM Leaderboard boards of 12, 25 and 40 models (whole families, 5 seeds each); 400 models of other "
         "families scored from their 30 anchor answers per scenario; the lockbox excluded. Then the Open LLM "
         "Leaderboard v2 (19 models, six scenarios, families = organisations): its leave-family-out backtest against "
@@ -371,7 +371,7 @@ SECTIONS = (
         "small_leaderboards.json",
         "Boards of distinct models (issue 58)",
         ".venv/bin/python benchmarks/small_leaderboards.py --json benchmarks/results/small_leaderboards.json  "
-        "# ~10 min (its distinct keys: the boards at five predictor seeds; --only distinct runs them alone, ~8 min)",
+        "# its distinct keys: the boards at five predictor seeds; --only distinct runs them alone, ~12 min",
         "Dev boards whose models differ a lot (benchmarks/distinct_boards.py): three boards of 20-25 Open LLM "
         "Leaderboard models, one per family, twin-free, spread over the whole accuracy range (the weakest included); "
         "the v2 board (19 models); and two of its large scenarios alone (mmlu_pro: 18 models x 12,032 items; bbh: 19 x "

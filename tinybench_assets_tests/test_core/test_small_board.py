@@ -233,6 +233,11 @@ def test_choice_is_left_out_of_its_fold():
     ch2 = choose_scenario("s", 30, 30, base, bias, var, t2, np.full(M, np.nan), folds, groups)
     np.testing.assert_array_equal(ch.oof_served[folds == 0], ch2.oof_served[folds == 0])
     assert not np.array_equal(ch.oof_served[folds != 0], ch2.oof_served[folds != 0])
+    # every rule's out-of-fold estimates (the CV table's rows) read their lambdas without the fold too
+    for r, x, x2 in zip(ch.rules, ch.oof, ch2.oof):
+        np.testing.assert_array_equal(x[folds == 0], x2[folds == 0], err_msg=f"{r.estimator} D={r.dim}")
+    val = next(i for i, r in enumerate(ch.rules) if r.estimator == "gpirt_val")
+    assert not np.array_equal(ch.oof[val][folds != 0], ch2.oof[val][folds != 0])  # the other folds' lambdas read it
     # the served interval allows for the choice: never narrower than the winner's own residuals give
     win = next(i for i, r in enumerate(ch.cv) if r["served_t1"])
     own = symmetric_interval(ch.oof[win], truth, 0.1, "binomial", groups=groups)
