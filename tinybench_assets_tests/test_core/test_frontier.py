@@ -21,6 +21,7 @@ from tinybench_assets.core.estimation.frontier import (
     frontier_split,
 )
 from tinybench_assets.core.estimation.frontier_probe import FrontierProbe
+from tinybench_assets.core.estimation.inference import beyond_board
 from tinybench_assets.core.estimation.predictor import AnchorPredictor
 from tinybench_assets.core.estimation.training import TrainingSplit
 from tinybench_assets_tests.test_core.test_backtest import FAST
@@ -107,6 +108,41 @@ def test_the_frontier_rule_serves_models_beyond_the_board(frontier_fit):
     assert row.lower <= row.estimate <= row.upper
     for iv in (rule.interval, rule.interval_position):
         assert iv.symmetric and iv.q_lo_ == -iv.q_hi_ > -1
+    # the full score's interval: the line's, widened to the board's own (the served T2 estimator's) where both exist
+    for r in served[beyond].itertuples():
+        rl = fr.rules_[(10, r.scenario, "tinybench")]
+        c2, e2 = pred.named_steps["selector"].selection_[(10, r.scenario, "tinybench")]["t2"]
+        at = est[(est.model == r.model) & (est.scenario == r.scenario) & (est.clustering == c2)]
+        board = at[at.estimator == e2].iloc[0]
+        p = (
+            at[at.estimator == rl.position]
+            if c2 == rl.t1[0]
+            else est[(est.model == r.model) & (est.clustering == rl.t1[0])]
+        )
+        p = p[(p.scenario == r.scenario) & (p.estimator == rl.position)].estimate.to_numpy()
+        alone = rl.serve(np.array([r.estimate]), p)
+        assert r.estimate_t2 == pytest.approx(alone["estimate_t2"][0], nan_ok=True)
+        if rl.t2_line is None or not np.isfinite(board.lower_t2):
+            continue
+        assert r.lower_t2 == pytest.approx(min(alone["lower_t2"][0], board.lower_t2))
+        assert r.upper_t2 == pytest.approx(max(alone["upper_t2"][0], board.upper_t2))
+    # where the board's full-score interval reaches past the line's, the served one spans it (the estimate stays)
+    rl = fr.rules_[(10, row.scenario, "tinybench")]
+    cache = {
+        (rl.t1[0], row.scenario, rl.position): {"estimate": pos},
+        (rl.t1[0], row.scenario, rl.t1[1]): {"estimate": np.array([row.estimate])},
+    }
+    cols = {
+        k: np.array([getattr(row, k)]) for k in ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2")
+    }
+    cols["lower_t2"], cols["upper_t2"] = np.array([0.0]), np.array([1.0])
+    beyond_board(rl, cache, rl.t1[0], row.scenario, cols, np.array(["board"], dtype=object))
+    if rl.t2_line is not None:
+        assert (cols["lower_t2"][0], cols["upper_t2"][0], cols["estimate_t2"][0]) == (
+            0.0,
+            1.0,
+            pytest.approx(row.estimate_t2),
+        )
     back = FrontierRule.from_dict(rule.to_dict())
     assert back.interval_position.to_dict() == rule.interval_position.to_dict()
 
@@ -215,6 +251,7 @@ def test_the_artifact_serves_the_frontier_rule_with_a_note(frontier_fit, tmp_pat
     mine = ref[ref.model == model_name].set_index("scenario")
     notes = " ".join(df.attrs["notes"])
     assert "beyond the board" in notes and "tinybench adaptive" in notes and "no twin on the board" in notes
+    assert "the full score's interval also spans" in notes
     for r in df.itertuples():
         if mine.loc[r.scenario].source.startswith("beyond-board:"):
             assert r.source == "json (beyond the board)" and r.scenario in notes

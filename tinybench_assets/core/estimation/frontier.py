@@ -33,7 +33,12 @@ training models. The served fit keeps every training model. Per (budget, scenari
   is right, so where the chosen estimate leaves the scale's own reading the interval covers both;
 * the full score (T2) is a least-squares line from that estimate, fitted on the same models (a line extrapolates
   where an isotonic map is flat), with the conformal interval of its out-of-fold residuals, widened to the T1
-  interval carried through the line (plus those margins);
+  interval carried through the line (plus those margins) and to the board's own T2 interval (the served T2
+  estimator's, which the model gets inside the board): as for T1, beyond the board the two readings of the full
+  score disagree and no model the board holds says which is right (openllm's frontier split, arc at n = 30: the
+  line, fitted on the probe's strong models, 7B merges whose full score sits at 70-74 whatever their pool accuracy,
+  gives the 70-72B frontier models 72 where they score 77-80; the board's learned T2, reading every scenario's
+  anchors, gives 75-78);
 * the intervals and the T2 line are fitted on the probe's *twin-free* models beyond its board (:mod:`.twins`: none
   of the probe's fit models agrees with one on 99 % of the scenario's items), where at least ``MIN_FRONTIER_MODELS``
   are: a twin is estimated almost exactly by whatever matches answer patterns, so twins narrow the intervals and pull
@@ -88,15 +93,18 @@ class FrontierRule:
         """(M,) bool: models at or above the threshold (NaN positions are not; :func:`~.frontier_probe.at_or_above`)."""
         return at_or_above(position, self.threshold)
 
-    def serve(self, x: np.ndarray, position: np.ndarray | None = None) -> dict:
+    def serve(self, x: np.ndarray, position: np.ndarray | None = None, board_t2: tuple | None = None) -> dict:
         """The served columns of T1 estimates ``x`` (M,) of the rule's estimator: {estimate, lower, upper, estimate_t2,
         lower_t2, upper_t2: (M,)}, the T1 interval (spanning the ``position`` estimates' own interval too, where
-        both are known) and the full score from the rule's own fits."""
+        both are known) and the full score from the rule's own fits, its interval spanning ``board_t2`` too (the
+        (lower, upper) (M,) the board's served full-score estimator gives the same models, where finite)."""
         lo, up = self.interval.predict(x)
         if position is not None and self.interval_position is not None:
             plo, pup = self.interval_position.predict(position)
             lo, up = np.fmin(lo, plo), np.fmax(up, pup)
         e2, lo2, up2 = self.t2(x, lo, up)
+        if board_t2 is not None and self.t2_line is not None:
+            lo2, up2 = np.fmin(lo2, board_t2[0]), np.fmax(up2, board_t2[1])
         return {"estimate": x, "lower": lo, "upper": up, "estimate_t2": e2, "lower_t2": lo2, "upper_t2": up2}
 
     def t2(self, x: np.ndarray, lo=None, up=None) -> tuple:

@@ -47,14 +47,14 @@ def _served_frames(steps, lay, models, n, cache) -> list:
 def beyond_board(rule, cache, c, s, cols, source) -> None:
     """Serve the frontier ``rule`` (:class:`~.frontier.FrontierRule`) to the models its position places beyond the
     board: their estimate, interval and full score in ``cols`` and their ``source`` ("beyond-board:c/e") are replaced
-    in place. ``cache``: the calibrated estimates {(clustering, scenario, estimator): columns}."""
+    in place (the full score's interval spans the one ``cols`` held, the board's). ``cache``: the calibrated estimates {(clustering, scenario, estimator): columns}."""
     pos = cache.get((c, s, rule.position))
     x = cache.get((rule.t1[0], s, rule.t1[1]))
     if pos is None or x is None:
         return
     out = rule.beyond(pos["estimate"])
     if out.any():
-        for k, v in rule.serve(x["estimate"], pos["estimate"]).items():
+        for k, v in rule.serve(x["estimate"], pos["estimate"], (cols["lower_t2"], cols["upper_t2"])).items():
             cols[k] = np.where(out, v, cols[k])
         source[out] = f"beyond-board:{rule.t1[0]}/{rule.t1[1]}"
 

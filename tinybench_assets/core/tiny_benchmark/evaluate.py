@@ -193,13 +193,14 @@ def _beyond_board(row: dict, rule, res: dict, s: str, notes: list) -> dict:
     pos = res[(s, rule.position)]["estimate"]
     if not rule.beyond(pos)[0]:
         return row
-    served = rule.serve(res[(s, rule.t1[1])]["estimate"], pos)
+    board_t2 = (np.array([row["lower_t2"]], dtype=float), np.array([row["upper_t2"]], dtype=float))
+    served = rule.serve(res[(s, rule.t1[1])]["estimate"], pos, board_t2)
     notes.append(
         f"{s}: the answers place this model beyond the board's models (its {rule.position} estimate "
         f"{100 * float(pos[0]):.1f} % is at or above {100 * rule.threshold:.1f} %, where the board's strongest models "
         f"start): served {rule.t1[1]} with the interval made for such models (fitted on {rule.n_calibration} of the "
         f"board's validation models beyond it{_twin_free_words(rule)}), which also spans the {rule.position} "
-        "estimate's own interval"
+        f"estimate's own interval; the full score's interval also spans {row['estimator_t2']}'s, the board's"
     )
     out = {**row, "estimator": rule.t1[1], "estimator_t2": rule.t1[1], "source": "json (beyond the board)"}
     return {**out, **{k: float(v[0]) for k, v in served.items()}}
