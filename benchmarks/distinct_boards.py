@@ -20,7 +20,8 @@ has at least 300 items. Each n also reads :func:`shrinkage_reach`, what shrinkin
 could give, and :func:`seed_spread` gathers the figures of several predictor seeds (folds, anchor orders, IRT
 starts): on a board of 19 models one seed's ratio moves by about 0.2 (v2.bbh at n = 30: 0.77-1.03 over seeds 0-4).
 :func:`frontier_figures` (the contract's seed only) holds each board's 4 strongest models out instead, fits on the
-others and estimates them through the served path, as a user who adds a model stronger than the board would.
+others and estimates them through the served path, as a user who adds a model stronger than the board would; on
+the openllm boards, which have full-benchmark scores, it reads their served full score (T2) too.
 """
 
 from __future__ import annotations
@@ -166,8 +167,28 @@ def frontier_figures(Y, w, cols, fam, items, subs, ns, seed: int = 0, k: int = F
             "bias": round(100 * float(e.mean()), 3),
             "coverage": round(float(np.concatenate(hit).mean()), 4),
             "half_width": round(100 * float(np.concatenate(half).mean()), 3),
+            **({} if full is None else _frontier_t2(got, full[top], list(cols))),
         }
     return out
+
+
+def _frontier_t2(got, t2, scenarios: list) -> dict:
+    """The served full-score (T2) figures of the held-out models (``got``: predict's rows; ``t2`` (k, S): their full
+    scores in ``scenarios`` order): mae_t2, bias_t2, coverage_t2, half_width_t2 in points and pairs_t2 (the
+    (model, scenario) pairs with both), or {} without any."""
+    truth = np.array([t2[m, scenarios.index(s)] for m, s in zip(got.model, got.scenario)], dtype=float)
+    est2, lo, up = (got[k].to_numpy(dtype=float) for k in ("estimate_t2", "lower_t2", "upper_t2"))
+    ok = np.isfinite(truth) & np.isfinite(est2)
+    if not ok.any():
+        return {}
+    e = (est2 - truth)[ok]
+    return {
+        "mae_t2": round(100 * float(np.abs(e).mean()), 3),
+        "bias_t2": round(100 * float(e.mean()), 3),
+        "coverage_t2": round(float(((lo <= truth) & (truth <= up))[ok].mean()), 4),
+        "half_width_t2": round(100 * float(((up - lo) / 2)[ok].mean()), 3),
+        "pairs_t2": int(ok.sum()),
+    }
 
 
 def random_items_error(Ys, ws, subs, n: int, truth) -> np.ndarray:
@@ -353,7 +374,13 @@ def _print_frontier(name: str, f: dict) -> None:
         print(
             f"{name:<14} its {f['models']} strongest held out ({', '.join(f'{x:.1f}' for x in f['held_out'])}; board "
             f"up to {f['board_max']:.1f}) n={n:>3}: served {v['served_mae']:6.2f} random {v['random_mae']:6.2f} "
-            f"ratio {v['ratio']:.3f} bias {v['bias']:+.2f} coverage {v['coverage']:.3f} half-width {v['half_width']:.2f}",
+            f"ratio {v['ratio']:.3f} bias {v['bias']:+.2f} coverage {v['coverage']:.3f} half-width {v['half_width']:.2f}"
+            + (
+                f"; T2 MAE {v['mae_t2']:.2f} bias {v['bias_t2']:+.2f} coverage {v['coverage_t2']:.3f} half-width "
+                f"{v['half_width_t2']:.2f}"
+                if "mae_t2" in v
+                else ""
+            ),
             flush=True,
         )
 

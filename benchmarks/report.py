@@ -472,7 +472,13 @@ SECTIONS = (
                 None,
                 lambda d, n=n: ", ".join(
                     f"{k} {v['ratio']:.2f} (bias {v['bias']:+.1f}, coverage {v['coverage']:.2f}, "
-                    f"half-width {v['half_width']:.1f})"
+                    f"half-width {v['half_width']:.1f}"
+                    + (
+                        f"; full score: MAE {v['mae_t2']:.1f}, bias {v['bias_t2']:+.1f}, coverage "
+                        f"{v['coverage_t2']:.2f}, half-width {v['half_width_t2']:.1f})"
+                        if "mae_t2" in v
+                        else ")"
+                    )
                     for k, v in _frontier_boards(d, n).items()
                 ),
             )

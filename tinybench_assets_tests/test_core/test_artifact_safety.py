@@ -358,6 +358,12 @@ def _edit(raw, path, value):
             [0.5, 0.1],
             r"calibration_t2\.y: 2 values, expected 2|calibration_t2\.[xy]",
         ),
+        (
+            ("scenarios", "a", "estimators", "anchor", "calibration_t2", "slope"),
+            -0.1,
+            r"calibration_t2: not an isotonic map \(slope -0\.1: expected a finite number >= 0\)",
+        ),
+        (("scenarios", "a", "estimators", "anchor", "calibration_t2", "slope"), "1", r"calibration_t2\.slope: '1'"),
         (("scenarios", "a", "estimators", "evil"), {}, r"estimators\.evil: unknown estimator"),
         (("scenarios", "a", "recommended", "t1"), "gbm", r"recommended\.t1: 'gbm' is not one of"),
         (("learned", "models", 0, "n_features"), 10**9, r"learned\.models\[0\]\.n_features: 1000000000 is outside"),

@@ -8,6 +8,7 @@ import pytest
 from tinybench_assets.core.estimation.calibration import (
     ConformalInterval,
     IsotonicCalibrator,
+    StoredIsotonicMap,
     conformal_quantile,
     coverage,
     cross_fitted_isotonic,
@@ -30,6 +31,31 @@ def test_isotonic_map_is_monotone_clipped_and_bounded():
     assert np.abs(cal.transform(x) - (0.2 + 0.9 * x**2)).mean() < 0.03
     # NaN in -> NaN out
     assert np.isnan(cal.transform(np.array([np.nan]))[0])
+
+
+def test_isotonic_tails_go_on_along_the_least_squares_slope_and_travel_in_the_artifact():
+    """With tails, an estimate past the fitted range continues the map from its end along the pairs' least-squares
+    slope (clipped map: the end value); the stored map (to_dict / StoredIsotonicMap) gives the same numbers, an old
+    map without the field stays clipped, and a negative slope is refused."""
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0.2, 0.6, 60)
+    y = 0.1 + 0.5 * x + rng.normal(0, 0.01, 60)
+    cal = IsotonicCalibrator(tails=True).fit(x, y)
+    assert cal.slope_ == pytest.approx(0.5, abs=0.05)
+    top, bottom = cal.transform(np.array([x.max()]))[0], cal.transform(np.array([x.min()]))[0]
+    got = cal.transform(np.array([0.9, 0.0, 5.0, np.nan]))
+    assert got[0] == pytest.approx(top + cal.slope_ * (0.9 - x.max()))
+    assert got[1] == pytest.approx(bottom - cal.slope_ * x.min())
+    assert got[2] == 1.0 and np.isnan(got[3])  # within the bounds; NaN in, NaN out
+    assert IsotonicCalibrator().fit(x, y).transform(np.array([0.9]))[0] == pytest.approx(top)  # clipped
+    d = cal.to_dict()
+    grid = np.linspace(-0.2, 1.2, 57)
+    np.testing.assert_allclose(StoredIsotonicMap.from_dict(d).transform(grid), cal.transform(grid))
+    old = {k: v for k, v in d.items() if k != "slope"}
+    assert StoredIsotonicMap.from_dict(old).transform(np.array([0.9]))[0] == pytest.approx(top)
+    with pytest.raises(ValueError, match="slope"):
+        StoredIsotonicMap.from_dict({**d, "slope": -0.1})
+    assert IsotonicCalibrator(tails=True).fit([0.3, 0.3], [0.2, 0.4]).slope_ == 0.0  # x does not vary
 
 
 def test_cross_fitted_isotonic_residuals_are_not_in_sample():

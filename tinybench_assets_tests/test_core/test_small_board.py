@@ -392,6 +392,25 @@ def test_served_estimates_are_the_artifacts(tmp_path):
         )
 
 
+def test_a_model_stronger_than_the_board_gets_a_full_score_above_the_boards(tmp_path):
+    """T2's isotonic maps go on past the board's strongest model (IsotonicCalibrator(tails=True)): a model answering
+    every item right gets a full score above every board model's (a clipped map gives it the strongest one's), the
+    same through the saved artifact, inside its interval."""
+    Y, p = fitted()
+    _, _, cols, full, _, items = world()
+    strong = np.ones((1, Y.shape[1]))
+    out = p.predict(strong, n=30)
+    for j, s in enumerate(cols):
+        row = out[out.scenario == s].iloc[0]
+        cal = p.choices_[(s, 30)].calibration_t2[row.estimator_t2]
+        assert cal.slope_ > 0.3  # the world's full score is 0.1 + 0.8 x pool accuracy
+        clipped = cal.iso_.y_thresholds_[-1]  # what the map without tails gives past its end
+        assert row.estimate_t2 > max(clipped + 0.01, full[:, j].max()), (s, row.estimate_t2, clipped, full[:, j].max())
+        assert row.lower_t2 <= row.estimate_t2 <= row.upper_t2 <= 1.0
+    got = saved_estimate(p.to_artifact("small-sim", 30), strong, items, 0, tmp_path)
+    np.testing.assert_allclose(got.estimate_t2.to_numpy(), out.estimate_t2.to_numpy(), atol=1e-12)
+
+
 def _bank_by_hand(Yb, Yq, p, anchors, eps):
     """bank_joint of rows Yq from bank rows Yb, written out from bank.py's pure functions (the big predictor's
     formula): own anchor answers + the posterior mean of the bank's accuracy on the other items."""

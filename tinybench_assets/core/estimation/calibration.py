@@ -27,7 +27,12 @@ def _clean(*arrays):
 class IsotonicCalibrator:
     """Monotone (non-decreasing) map from an estimate to a target score, e.g. the full-benchmark score.
 
-    Wraps ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip")`` with outputs in [y_min, y_max].
+    Wraps ``sklearn.isotonic.IsotonicRegression(out_of_bounds="clip")`` with outputs in [y_min, y_max]. With
+    ``tails``, an estimate beyond the fitted range is not clipped to the map's end: the map goes on from its last
+    (first) threshold along the least-squares slope of the pairs (``slope_``, at least 0). An isotonic map is flat
+    past its last pair, so a model stronger than every one it was fitted on would get the strongest one's full score
+    (the distinct dev boards' 4 strongest models held out: a truthfulqa pool accuracy of 0.96 mapped to 0.45-0.52
+    where the full score is 0.62-0.64).
 
     Methods
     -------
@@ -36,6 +41,7 @@ class IsotonicCalibrator:
 
     y_min: float = 0.0
     y_max: float = 1.0
+    tails: bool = False
 
     def fit(self, estimate: np.ndarray, target: np.ndarray) -> "IsotonicCalibrator":
         x, y = _clean(estimate, target)
@@ -43,6 +49,7 @@ class IsotonicCalibrator:
             raise ValueError("isotonic calibration needs at least 2 finite (estimate, target) pairs")
         self.iso_ = IsotonicRegression(out_of_bounds="clip", y_min=self.y_min, y_max=self.y_max, increasing=True)
         self.iso_.fit(x, y)
+        self.slope_ = _ls_slope(x, y) if self.tails else None
         return self
 
     def transform(self, estimate: np.ndarray) -> np.ndarray:
@@ -51,27 +58,49 @@ class IsotonicCalibrator:
         ok = np.isfinite(e)
         if ok.any():
             out[ok] = self.iso_.predict(e[ok])
+            out[ok] = _tails(out[ok], e[ok], self.iso_.X_thresholds_, self.iso_.y_thresholds_, self.slope_, self)
         return out
 
     predict = transform
 
     def to_dict(self) -> dict:
-        """The fitted map as the artifact stores it: its thresholds ``x``, ``y`` and its bounds."""
-        return _map_dict(self.iso_.X_thresholds_, self.iso_.y_thresholds_, self.y_min, self.y_max)
+        """The fitted map as the artifact stores it: its thresholds ``x``, ``y``, its bounds (and ``slope``)."""
+        return _map_dict(self.iso_.X_thresholds_, self.iso_.y_thresholds_, self.y_min, self.y_max, self.slope_)
 
 
-def _map_dict(x, y, y_min: float, y_max: float) -> dict:
-    """An isotonic map's thresholds and bounds in the artifact's strict JSON."""
-    return {"x": enc_list(x), "y": enc_list(y), "y_min": enc(y_min), "y_max": enc(y_max)}
+def _ls_slope(x: np.ndarray, y: np.ndarray) -> float:
+    """The least-squares slope of y on x, at least 0 (0 when x does not vary)."""
+    if np.ptp(x) <= 0:
+        return 0.0
+    return max(0.0, float(np.polyfit(x, y, 1)[0]))
+
+
+def _tails(out: np.ndarray, e: np.ndarray, x: np.ndarray, y: np.ndarray, slope, bounds) -> np.ndarray:
+    """The clipped map's outputs ``out`` at estimates ``e``, continued past the thresholds ``x`` (values ``y``)
+    along ``slope`` (None: left clipped), within ``bounds.y_min`` / ``bounds.y_max``."""
+    if slope is None:
+        return out
+    out = np.where(e > x[-1], y[-1] + slope * (e - x[-1]), out)
+    out = np.where(e < x[0], y[0] + slope * (e - x[0]), out)
+    return np.clip(out, bounds.y_min, bounds.y_max)
+
+
+def _map_dict(x, y, y_min: float, y_max: float, slope=None) -> dict:
+    """An isotonic map's thresholds and bounds in the artifact's strict JSON (``slope`` only where it has tails)."""
+    out = {"x": enc_list(x), "y": enc_list(y), "y_min": enc(y_min), "y_max": enc(y_max)}
+    return out if slope is None else {**out, "slope": enc(slope)}
 
 
 class StoredIsotonicMap:
-    """A fitted :class:`IsotonicCalibrator` rebuilt from its ``to_dict`` (the same interpolation; one threshold: a
-    constant map)."""
+    """A fitted :class:`IsotonicCalibrator` rebuilt from its ``to_dict`` (the same interpolation and tails; one
+    threshold: a constant map, with its tails)."""
 
-    def __init__(self, x, y, y_min: float, y_max: float):
+    def __init__(self, x, y, y_min: float, y_max: float, slope: float | None = None):
         x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
         self.x, self.y, self.y_min, self.y_max = x, y, float(y_min), float(y_max)
+        self.slope = None if slope is None else float(slope)
+        if self.slope is not None and not (np.isfinite(self.slope) and self.slope >= 0):
+            raise ValueError(f"slope {slope!r}: expected a finite number >= 0")
         self.const = float(y[0]) if len(x) == 1 else None
         if self.const is None:
             cal = IsotonicCalibrator(y_min=y_min, y_max=y_max).fit(x, y)
@@ -86,16 +115,19 @@ class StoredIsotonicMap:
     @classmethod
     def from_dict(cls, d: dict) -> "StoredIsotonicMap":
         """From :meth:`IsotonicCalibrator.to_dict`'s fields, decoded (ValueError when they are not an isotonic map)."""
-        return cls(d["x"], d["y"], d["y_min"], d["y_max"])
+        return cls(d["x"], d["y"], d["y_min"], d["y_max"], d.get("slope"))
 
     def to_dict(self) -> dict:
         """The stored thresholds and bounds, as :meth:`IsotonicCalibrator.to_dict` wrote them."""
-        return _map_dict(self.x, self.y, self.y_min, self.y_max)
+        return _map_dict(self.x, self.y, self.y_min, self.y_max, self.slope)
 
     def transform(self, e):
+        e = np.asarray(e, dtype=float)
         if self.const is not None:  # a constant map
-            return np.where(np.isfinite(np.asarray(e, dtype=float)), self.const, np.nan)
-        return self.cal.transform(e)
+            out = np.where(np.isfinite(e), self.const, np.nan)
+        else:
+            out = self.cal.transform(e)
+        return _tails(out, e, self.x, self.y, self.slope, self)
 
 
 def _scale(estimate: np.ndarray, kind: str, floor: float) -> np.ndarray:

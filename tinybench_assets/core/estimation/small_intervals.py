@@ -4,7 +4,9 @@ Intervals are symmetric split-conformal on |truth - estimate| / s(estimate), s =
 (``interval_scale="binomial"``) or 1 (``"none"``), with the finite-sample quantile, the ceil((m + 1)(1 - alpha))-th
 smallest of m (infinite when m < 1 / alpha - 1: the interval is then [0, 1]); with the families given, families are
 the exchangeable units (:func:`family_quantile`). T2 (the full-benchmark score) is an isotonic map of an estimate
-fitted on out-of-fold estimates; its residuals come from maps fitted without the scored fold (:func:`fold_isotonic`).
+fitted on out-of-fold estimates, continued past the board's strongest and weakest estimates along the pairs'
+least-squares slope (``IsotonicCalibrator(tails=True)``: a model stronger than the board would otherwise get the
+strongest one's full score); its residuals come from maps fitted without the scored fold (:func:`fold_isotonic`).
 The served T1 intervals are calibrated over every scenario and budget at once (:func:`pooled_half_widths`,
 :func:`fixed_interval`). Pure numpy / sklearn.
 """
@@ -84,8 +86,8 @@ def fold_isotonic(x: np.ndarray, t: np.ndarray, folds: np.ndarray) -> tuple[np.n
     for f in np.unique(folds[ok]):
         tr, te = ok & (folds != f), ok & (folds == f)
         if tr.sum() >= 2:
-            oof[te] = IsotonicCalibrator().fit(x[tr], t[tr]).transform(x[te])
-    return oof, IsotonicCalibrator().fit(x[ok], t[ok])
+            oof[te] = IsotonicCalibrator(tails=True).fit(x[tr], t[tr]).transform(x[te])
+    return oof, IsotonicCalibrator(tails=True).fit(x[ok], t[ok])
 
 
 def pooled_half_widths(estimates: dict, truth: dict, rows: np.ndarray, alpha: float) -> dict:

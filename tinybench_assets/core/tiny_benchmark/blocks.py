@@ -40,6 +40,8 @@ def _calibration(r: Reader, d: dict, path: str) -> dict:
         r.fail(f"{path}.x", "expected a non-empty increasing list (the isotonic map's thresholds)")
     fields = {"x": x, "y": y, "y_min": r.number(d, "y_min", path, finite=True)}
     fields["y_max"] = r.number(d, "y_max", path, finite=True)
+    if "slope" in d:  # a map with tails (IsotonicCalibrator(tails=True)); without the field: clipped at its ends
+        fields["slope"] = r.number(d, "slope", path, finite=True)
     try:
         StoredIsotonicMap.from_dict(fields)
     except ValueError as e:  # an ArtifactError is one too

@@ -33,7 +33,7 @@ JSON layout (``format = "tinybench.tiny_benchmark/2"``)::
         lambdas {sep {tutorial, validation}, joint {...}, b_sep, b_joint, v},
         stacks {name: {members, w_t1, w_t2}},
         estimators {name: {val_mae_t1, val_mae_t2, n_val, interval_t1 {alpha, scale, floor, lo, hi, q_lo,
-                     q_hi, n}, calibration_t2 {x, y, y_min, y_max} | null, interval_t2 {...} | null}}
+                     q_hi, n}, calibration_t2 {x, y, y_min, y_max, slope?} | null, interval_t2 {...} | null}}
                                                       (every estimator of the clustering, learned ones too),
         recommended {t1, t2}                          (best JSON-evaluable on validation models),
         recommended_learned {t1, t2, interval_t1?}    (best of all estimators: the predictor's tinybench
