@@ -124,6 +124,7 @@ def run_one(Y, w, cols, T2, groups, eligible, items, size, seed, n_test, n_value
             "coverage90_t2": float(np.mean((t2[ok2] >= o.lower_t2[ok2]) & (t2[ok2] <= o.upper_t2[ok2])))
             if ok2.any()
             else None,
+            "width90_t2": 100 * float(np.mean(o.upper_t2[ok2] - o.lower_t2[ok2])) if ok2.any() else None,
             "estimator": ch.t1,
             "estimator_t2": ch.t2,
             "dim": int(ch.dim),
@@ -232,6 +233,7 @@ def main(argv=None) -> int:
         "t2_n30_mae": {k: round(mean_of(k, "t2_mae"), 3) for k in keys},
         "coverage90_t2": {k: round(mean_of(k, "coverage90_t2"), 4) for k in keys},
         "width90_t1": {k: round(mean_of(k, "width90"), 2) for k in keys},
+        "width90_t2": {k: round(mean_of(k, "width90_t2"), 2) for k in keys},
         "cv_mae_t1_served": {k: round(mean_of(k, "cv_mae_t1_served"), 3) for k in keys},
         "board_models": {k: [r["board_models"] for kk, r in runs.items() if kk.startswith(f"{k}/")] for k in keys},
         # bank_joint served: n = 30 (scenario x seed pairs), and every (scenario, n) choice

@@ -411,6 +411,37 @@ def test_a_model_stronger_than_the_board_gets_a_full_score_above_the_boards(tmp_
     np.testing.assert_allclose(got.estimate_t2.to_numpy(), out.estimate_t2.to_numpy(), atol=1e-12)
 
 
+def test_served_t2_interval_comes_from_the_t2_choice_made_without_each_fold():
+    """Each row's out-of-selection T2 is the cross-fitted T2 of the rule chosen without its fold (so a fold's full
+    scores never choose its own rule), and the served T2 interval is e -+ the pooled half-width on those rows (as
+    T1's), not the widest candidate's."""
+    from tinybench_assets.core.estimation.small_choice import _t2_choice
+    from tinybench_assets.core.estimation.small_intervals import pooled_half_widths
+
+    Y, p = fitted()
+    t2 = {k: ch.oof_t2_served for k, ch in p.choices_.items()}
+    cols = list(p.layout_.cols)
+    truth = {(s, n): p.truth_.t2[:, cols.index(s)] for s, n in t2}
+    half = pooled_half_widths(t2, truth, np.ones(len(Y), bool), p.alpha)
+    for (s, n), ch in p.choices_.items():
+        tt, folds = truth[(s, n)], p.folds_.ids
+        at_dim = [
+            i for i, r in enumerate(ch.rules) if r.estimator in ch.calibration_t2 and ch.cv[i]["dim"] in (0, ch.dim)
+        ]
+        for f in np.unique(folds):
+            mine = folds == f
+            moved = tt.copy()
+            moved[mine] = 1 - moved[mine]  # the fold's own full scores do not take part in its choice
+            i = _t2_choice(ch, at_dim, moved, np.isfinite(tt) & ~mine, folds)
+            np.testing.assert_array_equal(ch.oof_t2_served[mine], ch.oof_t2[i][mine])
+        iv = ch.interval_t2[ch.t2]
+        assert (
+            iv.scale == "none" and iv.q_hi_ == pytest.approx(half[(s, n)]) and iv.q_lo_ == pytest.approx(-half[(s, n)])
+        )
+        others = [v.q_hi_ for e, v in ch.interval_t2.items() if e != ch.t2]
+        assert half[(s, n)] < 0.5 and others
+
+
 def _bank_by_hand(Yb, Yq, p, anchors, eps):
     """bank_joint of rows Yq from bank rows Yb, written out from bank.py's pure functions (the big predictor's
     formula): own anchor answers + the posterior mean of the bank's accuracy on the other items."""

@@ -14,8 +14,9 @@ fold as well (:func:`_rules_out_of_fold`).
 
 Intervals and T2 maps are small_intervals.py's: split-conformal with families as the exchangeable units, and
 isotonic T2 maps cross-fitted over the folds. T2 serves the lowest cross-fitted MAE at the served D (the bank under
-the same one-standard-error rule as for T1), and the served T2 interval is the widest of the candidates' at the
-served D. The artifact carries anchor, the IRT candidates at the served D and bank_joint at one eps (the winner's,
+the same one-standard-error rule as for T1, fill first), and the T2 choice is re-made without each fold too
+(``oof_t2_served``), on which small_select calibrates the served T2 interval over every scenario and budget, as the
+T1 one. The artifact carries anchor, the IRT candidates at the served D and bank_joint at one eps (the winner's,
 else the best by out-of-fold MAE); bank_joint needs the artifact's learned file, so the JSON-only recommendation
 (``t1_json`` / ``t2_json``) is the best JSON-evaluable one of those. Pure numpy.
 """
@@ -132,7 +133,8 @@ class ScenarioChoice:
     "validation", "b", "v"} at ``dim``;
     rules : every candidate rule (lambdas from all rows); cv : rows of the CV table (one per rule, then "served");
     oof : [(M,)] T1 estimates per rule; oof_t2 : [(M,)] cross-fitted T2 per rule; oof_served : (M,) each row's
-    estimate by the rule chosen without its fold; served_mae : mean |oof_served - truth|; interval_t1 /
+    estimate by the rule chosen without its fold; oof_t2_served : (M,) the same for T2 (None without T2);
+    served_mae : mean |oof_served - truth|; interval_t1 /
     calibration_t2 / interval_t2 : {estimator: ...} at ``dim`` (the served ones include the choice's allowance).
     """
 
@@ -148,6 +150,7 @@ class ScenarioChoice:
     oof: list = field(default_factory=list)
     oof_t2: list = field(default_factory=list)
     oof_served: np.ndarray | None = None
+    oof_t2_served: np.ndarray | None = None
     served_mae: float = float("nan")
     interval_t1: dict = field(default_factory=dict)
     calibration_t2: dict = field(default_factory=dict)
@@ -301,29 +304,38 @@ def _score_rules(
 
 
 def _recommend(ch: ScenarioChoice, exported: list, truth_t2: np.ndarray, folds: np.ndarray) -> None:
-    """The JSON-only recommendations (``t1_json``, ``t2_json``) and the served T2 estimator and interval of ``ch``
-    (its CV rows scored by :func:`_score_rules`)."""
+    """The JSON-only recommendations (``t1_json``, ``t2_json``), the served T2 estimator of ``ch`` (its CV rows
+    scored by :func:`_score_rules`) and ``oof_t2_served``, each row's T2 by the choice made without its fold (the
+    served T2 interval is calibrated on it, over every scenario and budget: small_select.choose_board)."""
     rules, rows2 = ch.rules, np.isfinite(truth_t2)
     js = [i for i, r in enumerate(rules) if r in exported and not needs_learned(r)]
     ch.t1_json = rules[min(js, key=lambda i: ch.cv[i]["cv_mae_t1"])].estimator  # == t1 unless the bank won
     ch.t2_json = ch.t1_json
-    if ch.calibration_t2:  # T2: the lowest cross-fitted MAE at the served D; interval: the widest of them
+    if ch.calibration_t2:  # T2: the lowest cross-fitted MAE at the served D
         at_dim = [i for i, r in enumerate(rules) if r.estimator in ch.calibration_t2 and r in exported]
-
-        def t2_mae(i):
-            return np.nan_to_num(ch.cv[i]["cv_mae_t2"], nan=np.inf)
-
         json_t2 = [i for i in at_dim if not needs_learned(rules[i])]
-        i2 = min(json_t2 or at_dim, key=t2_mae)
-        ch.t2_json = rules[i2].estimator if json_t2 else ch.t1_json
-        i_fill = next((i for i in at_dim if rules[i].estimator == FILL), None)  # as for T1 (choose())
-        if json_t2 and i_fill is not None and bank_wins(ch.oof_t2[i2], ch.oof_t2[i_fill], truth_t2, rows2, folds):
-            i2 = i_fill
-        ib = next((i for i in at_dim if rules[i].estimator == BANK), None)  # the bank: as for T1 (choose())
-        if json_t2 and ib is not None and bank_wins(ch.oof_t2[i2], ch.oof_t2[ib], truth_t2, rows2, folds):
-            i2 = ib
+        i2 = _t2_choice(ch, at_dim, truth_t2, rows2, folds)
+        ch.t2_json = (
+            rules[min(json_t2, key=lambda i: mae(ch.oof_t2[i], truth_t2, rows2))].estimator if json_t2 else ch.t1_json
+        )
         ch.t2, ch.cv[i2]["served_t2"] = rules[i2].estimator, True
-        ch.interval_t2[ch.t2] = widest(list(ch.interval_t2.values()))
+        ch.oof_t2_served = np.full(len(truth_t2), np.nan)
+        for f in np.unique(folds):
+            mine = folds == f
+            ch.oof_t2_served[mine] = ch.oof_t2[_t2_choice(ch, at_dim, truth_t2, rows2 & ~mine, folds)][mine]
+
+
+def _t2_choice(ch: ScenarioChoice, at_dim: list, truth_t2: np.ndarray, rows: np.ndarray, folds: np.ndarray) -> int:
+    """The index (in ``ch.rules``) of the T2 rule chosen on ``rows``: among the JSON-evaluable candidates at the
+    served D (``at_dim``) the lowest cross-fitted T2 MAE, replaced by fill, then the bank, where they beat it by one
+    standard error of their fold-by-fold gain (as for T1: choose())."""
+    js = [i for i in at_dim if not needs_learned(ch.rules[i])]
+    i2 = min(js or at_dim, key=lambda i: mae(ch.oof_t2[i], truth_t2, rows))
+    for name in (FILL, BANK):
+        j = next((i for i in at_dim if ch.rules[i].estimator == name), None)
+        if js and j is not None and bank_wins(ch.oof_t2[i2], ch.oof_t2[j], truth_t2, rows, folds):
+            i2 = j
+    return i2
 
 
 def _served_row(ch: ScenarioChoice, rows: np.ndarray) -> dict:

@@ -87,4 +87,10 @@ def choose_board(p, Y) -> tuple[dict, dict, list]:
     half = pooled_half_widths(*small_tables.served_oof_all(p, out), np.ones(len(Y), dtype=bool), p.alpha)
     for (s, n), ch in out.items():
         ch.interval_t1[ch.t1] = fixed_interval(half[(s, n)], p.alpha, int(np.isfinite(ch.oof_served).sum()))
+    # the served T2 intervals the same way, on each row's T2 by the choice made without its fold
+    t2 = {k: ch.oof_t2_served for k, ch in out.items() if ch.oof_t2_served is not None}
+    cols = list(L.cols)
+    half2 = pooled_half_widths(t2, {(s, n): truth.t2[:, cols.index(s)] for s, n in t2}, np.ones(len(Y), bool), p.alpha)
+    for k, h in half2.items():
+        out[k].interval_t2[out[k].t2] = fixed_interval(h, p.alpha, int(np.isfinite(t2[k]).sum()))
     return out, board_rules, notes
