@@ -315,9 +315,7 @@ def _recommend(ch: ScenarioChoice, exported: list, truth_t2: np.ndarray, folds: 
         at_dim = [i for i, r in enumerate(rules) if r.estimator in ch.calibration_t2 and r in exported]
         json_t2 = [i for i in at_dim if not needs_learned(rules[i])]
         i2 = _t2_choice(ch, at_dim, truth_t2, rows2, folds)
-        ch.t2_json = (
-            rules[min(json_t2, key=lambda i: mae(ch.oof_t2[i], truth_t2, rows2))].estimator if json_t2 else ch.t1_json
-        )
+        ch.t2_json = rules[_t2_choice(ch, json_t2, truth_t2, rows2, folds)].estimator if json_t2 else ch.t1_json
         ch.t2, ch.cv[i2]["served_t2"] = rules[i2].estimator, True
         ch.oof_t2_served = np.full(len(truth_t2), np.nan)
         for f in np.unique(folds):
