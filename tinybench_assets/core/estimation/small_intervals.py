@@ -24,6 +24,7 @@ __all__ = [
     "widest",
     "fold_isotonic",
     "pooled_half_widths",
+    "pooled_intervals",
     "fixed_interval",
 ]
 
@@ -132,3 +133,11 @@ def fixed_interval(half_width: float, alpha: float, n: int) -> ConformalInterval
     ci = ConformalInterval(alpha=alpha, scale="none")
     ci.q_lo_, ci.q_hi_, ci.n_ = -float(half_width), float(half_width), int(n)
     return ci
+
+
+def pooled_intervals(estimates: dict, truth: dict, alpha: float) -> dict:
+    """The served intervals {key: ConformalInterval} of every key of ``estimates`` at once: the half-widths of
+    :func:`pooled_half_widths` on every row, each a :func:`fixed_interval` that counts the key's finite estimates."""
+    rows = np.ones(len(next(iter(estimates.values()))), dtype=bool) if estimates else np.zeros(0, dtype=bool)
+    half = pooled_half_widths(estimates, truth, rows, alpha)
+    return {k: fixed_interval(h, alpha, int(np.isfinite(estimates[k]).sum())) for k, h in half.items()}

@@ -1,7 +1,7 @@
 """Small leaderboards, step 3 of :meth:`~.small_board.SmallBoardPredictor.fit` over the whole board: the board's rule
 of every budget (on every row and without each fold, :func:`~.small_choice.board_rule`), every (scenario, n)'s
-choice from the out-of-fold estimates (:func:`~.small_choice.choose_scenario`), and the served T1 intervals of each
-budget calibrated over every scenario and budget at once (:func:`~.small_intervals.pooled_half_widths`)."""
+choice from the out-of-fold estimates (:func:`~.small_choice.choose_scenario`), and the served T1 and T2 intervals
+calibrated over every scenario and budget at once (:func:`~.small_intervals.pooled_intervals`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 from . import small_tables
 from .small_choice import board_rule, choose_scenario, rules_for
 from .small_guard import expected_errors, gate, gate_note
-from .small_intervals import MIN_T2, fixed_interval, pooled_half_widths
+from .small_intervals import MIN_T2, pooled_intervals
 
 __all__ = ["choose_board"]
 
@@ -83,14 +83,12 @@ def choose_board(p, Y) -> tuple[dict, dict, list]:
             before = ch.served_mae
             if gate(ch, expected[s][n], truths[s], folds.ids):
                 notes.append(gate_note(s, n, before, float(np.nanmean(expected[s][n][np.isfinite(truths[s])]))))
-    # the served T1 intervals, calibrated over every scenario and budget at once
-    half = pooled_half_widths(*small_tables.served_oof_all(p, out), np.ones(len(Y), dtype=bool), p.alpha)
-    for (s, n), ch in out.items():
-        ch.interval_t1[ch.t1] = fixed_interval(half[(s, n)], p.alpha, int(np.isfinite(ch.oof_served).sum()))
-    # the served T2 intervals the same way, on each row's T2 by the choice made without its fold
+    # the served T1 intervals, calibrated over every scenario and budget at once; the T2 ones the same way, on each
+    # row's T2 by the choice made without its fold
+    for k, ci in pooled_intervals(*small_tables.served_oof_all(p, out), p.alpha).items():
+        out[k].interval_t1[out[k].t1] = ci
     t2 = {k: ch.oof_t2_served for k, ch in out.items() if ch.oof_t2_served is not None}
     cols = list(L.cols)
-    half2 = pooled_half_widths(t2, {(s, n): truth.t2[:, cols.index(s)] for s, n in t2}, np.ones(len(Y), bool), p.alpha)
-    for k, h in half2.items():
-        out[k].interval_t2[out[k].t2] = fixed_interval(h, p.alpha, int(np.isfinite(t2[k]).sum()))
+    for k, ci in pooled_intervals(t2, {(s, n): truth.t2[:, cols.index(s)] for s, n in t2}, p.alpha).items():
+        out[k].interval_t2[out[k].t2] = ci
     return out, board_rules, notes
