@@ -58,7 +58,9 @@ class IsotonicCalibrator:
         ok = np.isfinite(e)
         if ok.any():
             out[ok] = self.iso_.predict(e[ok])
-            out[ok] = _tails(out[ok], e[ok], self.iso_.X_thresholds_, self.iso_.y_thresholds_, self.slope_, self)
+            out[ok] = _tails(
+                out[ok], e[ok], self.iso_.X_thresholds_, self.iso_.y_thresholds_, self.slope_, self.y_min, self.y_max
+            )
         return out
 
     predict = transform
@@ -75,14 +77,16 @@ def _ls_slope(x: np.ndarray, y: np.ndarray) -> float:
     return max(0.0, float(np.polyfit(x, y, 1)[0]))
 
 
-def _tails(out: np.ndarray, e: np.ndarray, x: np.ndarray, y: np.ndarray, slope, bounds) -> np.ndarray:
+def _tails(
+    out: np.ndarray, e: np.ndarray, x: np.ndarray, y: np.ndarray, slope, y_min: float, y_max: float
+) -> np.ndarray:
     """The clipped map's outputs ``out`` at estimates ``e``, continued past the thresholds ``x`` (values ``y``)
-    along ``slope`` (None: left clipped), within ``bounds.y_min`` / ``bounds.y_max``."""
+    along ``slope`` (None: left clipped), within [``y_min``, ``y_max``]."""
     if slope is None:
         return out
     out = np.where(e > x[-1], y[-1] + slope * (e - x[-1]), out)
     out = np.where(e < x[0], y[0] + slope * (e - x[0]), out)
-    return np.clip(out, bounds.y_min, bounds.y_max)
+    return np.clip(out, y_min, y_max)
 
 
 def _map_dict(x, y, y_min: float, y_max: float, slope=None) -> dict:
@@ -127,7 +131,7 @@ class StoredIsotonicMap:
             out = np.where(np.isfinite(e), self.const, np.nan)
         else:
             out = self.cal.transform(e)
-        return _tails(out, e, self.x, self.y, self.slope, self)
+        return _tails(out, e, self.x, self.y, self.slope, self.y_min, self.y_max)
 
 
 def _scale(estimate: np.ndarray, kind: str, floor: float) -> np.ndarray:
