@@ -153,6 +153,25 @@ def test_gate_serves_the_plain_mean_only_where_the_rule_loses_to_random_items():
     worse_plain = truth + 0.08  # the rule loses to random items but the plain mean is worse still: kept
     ch = _choice(bad, worse_plain, truth)
     assert not gate(ch, expected, truth, folds) and ch.t1 == "shrunk_joint"
+    better_plain = truth + rng.choice([-1, 1], 40) * 0.005  # the rule beats random items: kept, however good the
+    ch = _choice(good, better_plain, truth)  # plain mean is (the gate is about random items, not a second choice)
+    assert not gate(ch, expected, truth, folds) and ch.t1 == "shrunk_joint"
+    np.testing.assert_allclose(ch.oof_served, good)
+
+
+def test_each_folds_gate_decision_reads_only_the_other_folds():
+    """The rule loses to random items only through fold 0's rows: fold 0's own decision (made without them) keeps
+    the rule, every other fold's decision reads them and serves the plain mean; on every row the rule is kept."""
+    rng = np.random.default_rng(1)
+    truth = rng.uniform(0.2, 0.8, 40)
+    folds = np.arange(40) % 5
+    sign = rng.choice([-1, 1], 40)
+    served = truth + sign * np.where(folds == 0, 0.10, 0.01)  # MAE 0.028 on every row, 0.0325 without folds 1-4
+    plain = truth - sign * 0.005
+    ch = _choice(served, plain, truth)
+    assert not gate(ch, np.full(40, 0.03), truth, folds) and ch.t1 == "shrunk_joint"
+    np.testing.assert_allclose(ch.oof_served[folds == 0], served[folds == 0])
+    np.testing.assert_allclose(ch.oof_served[folds != 0], plain[folds != 0])
 
 
 def test_fill_primal_and_dual_forms_agree():

@@ -244,6 +244,48 @@ def test_choice_is_left_out_of_its_fold():
     assert ch.interval_t1[ch.t1].q_hi_ >= own.q_hi_ > 0
 
 
+def test_a_folds_choice_reads_only_the_other_folds():
+    """The choice's leave-one-fold-out chooses fold f's rule on the other folds' rows: here irt wins without fold 0
+    and the anchors win once fold 0's rows are read, so fold 0 gets irt's estimates and the other folds the anchors'."""
+    from tinybench_assets.core.estimation.small_choice import _choice_out_of_fold
+
+    rng = np.random.default_rng(2)
+    truth = rng.uniform(0.2, 0.8, 40)
+    folds, sign = np.arange(40) % 5, rng.choice([-1, 1], 40)
+    on0 = folds == 0
+    base = {
+        1: {
+            "anchor": truth + sign * np.where(on0, 0.0, 0.03),  # MAE 0.024 on every row, 0.03 without fold 0
+            "irt": truth + sign * np.where(on0, 0.30, 0.02),  # 0.076 on every row, 0.02 without fold 0
+            "pirt": truth,
+        }
+    }
+    rules = [Rule("anchor", 1), Rule("irt", 1)]
+    served = _choice_out_of_fold(base, truth, np.ones(40, bool), folds, {f: rules for f in range(5)}, {})
+    np.testing.assert_array_equal(served[on0], base[1]["irt"][on0])
+    assert (
+        choose(rules, base, truth, ~on0, folds) == rules[1]
+        and choose(rules, base, truth, folds != 1, folds) == rules[0]
+    )
+    np.testing.assert_array_equal(served[~on0], base[1]["anchor"][~on0])
+
+
+def test_served_t1_interval_is_the_pooled_half_width():
+    """Every (scenario, n)'s served T1 interval is e -+ the half-width pooled over every scenario and budget from the
+    served choices' own out-of-fold residuals (small_intervals.pooled_half_widths on every row)."""
+    from tinybench_assets.core.estimation.small_intervals import pooled_half_widths
+    from tinybench_assets.core.estimation.small_tables import served_oof_all
+
+    Y, p = fitted()
+    est_, truth = served_oof_all(p, p.choices_)
+    half = pooled_half_widths(est_, truth, np.ones(len(Y), bool), p.alpha)
+    for k, ch in p.choices_.items():
+        iv = ch.interval_t1[ch.t1]
+        assert iv.scale == "none" and iv.q_hi_ == pytest.approx(half[k]) and iv.q_lo_ == pytest.approx(-half[k]), k
+        mae_k = np.nanmean(np.abs(est_[k] - truth[k]))
+        assert 1.0 < half[k] / mae_k < 4.0, (k, half[k], mae_k)
+
+
 def test_bank_served_only_on_a_steady_gain():
     """choose(): the bank replaces the best IRT rule only when its fold-by-fold gain exceeds one standard error.
     A bank better on average through one lucky fold (the case seen on boards of a few dozen models) is not served;

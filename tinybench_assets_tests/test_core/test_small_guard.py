@@ -37,6 +37,9 @@ def test_random_item_error_matches_a_simulation():
     simulated = np.mean(errs, axis=0)
     expected = random_item_error(Ys, ws, subs, k)
     np.testing.assert_allclose(expected, simulated, rtol=0.12)
+    near = random_item_error(Ys, ws, None, 220)  # 220 of 240 items: the finite-population factor is 0.08 here
+    draws = [Ys[:, np.random.default_rng(s).permutation(len(subs))[:220]].mean(1) for s in range(2000)]
+    np.testing.assert_allclose(near, np.mean(np.abs(np.array(draws) - truth), axis=0), rtol=0.12)
     assert np.isnan(random_item_error(np.full((1, len(subs)), np.nan), ws, subs, k)).all()
     one = random_item_error(Ys, ws, None, len(subs))  # every item asked: no error left
     np.testing.assert_allclose(one, 0.0, atol=1e-12)
