@@ -68,9 +68,10 @@ def test_cross_fitted_isotonic_residuals_are_not_in_sample():
     assert out_of_fold > in_sample  # isotonic overfits in sample; the out-of-fold error is the honest one
 
 
+@pytest.mark.parametrize("symmetric", [False, True])  # symmetric: the frontier rule's interval (e -+ q)
 @pytest.mark.parametrize("scale", ["binomial", "none"])
 @pytest.mark.parametrize("alpha", [0.1, 0.2])
-def test_conformal_interval_covers_nominal_on_simulated_models(scale, alpha):
+def test_conformal_interval_covers_nominal_on_simulated_models(scale, alpha, symmetric):
     rng = np.random.default_rng(2)
 
     def draw(m):
@@ -80,7 +81,7 @@ def test_conformal_interval_covers_nominal_on_simulated_models(scale, alpha):
         return est, truth
 
     e_cal, t_cal = draw(2000)
-    iv = ConformalInterval(alpha=alpha, scale=scale).fit(e_cal, t_cal)
+    iv = ConformalInterval(alpha=alpha, scale=scale, symmetric=symmetric).fit(e_cal, t_cal)
     e_new, t_new = draw(40000)
     lo, up = iv.predict(e_new)
     cov = coverage(lo, up, t_new)

@@ -169,6 +169,9 @@ def test_every_served_estimator_covers_about_90_percent():
     for (est, n), g in served.groupby(["estimator", "n"]):
         cov = float(np.average(g.coverage_t1, weights=g.n_models))
         assert 0.82 <= cov <= 0.98, f"{est} n={n}: T1 coverage {cov:.3f}"
+        ok = g.coverage_t2.notna()
+        cov2 = float(np.average(g.coverage_t2[ok], weights=g.n_models[ok]))
+        assert 0.82 <= cov2 <= 0.98, f"{est} n={n}: T2 coverage {cov2:.3f}"
     assert (served.mae_t1_lo <= served.mae_t1).all() and (served.mae_t1 <= served.mae_t1_hi).all()
 
 

@@ -110,6 +110,10 @@ def test_convex_stack_recovers_weights_and_oof_is_honest():
     oof, w_all = E.stack_out_of_fold(X, t, seed=0)
     assert np.abs(oof - t).mean() < 0.02
     np.testing.assert_allclose(w_all, w)
+    # each fold's prediction reads weights fitted without it: on noise, worse than the in-sample fit
+    Xn, tn = rng.random((30, 5)), rng.random(30)
+    oof_n, w_n = E.stack_out_of_fold(Xn, tn, seed=0)
+    assert np.abs(oof_n - tn).mean() > np.abs(Xn @ w_n - tn).mean() + 0.005
 
 
 def test_missing_anchor_answers_are_dropped_from_the_anchor_estimate():

@@ -137,3 +137,29 @@ def test_the_fit_reports_each_step_as_it_ends():
     assert [h[0] for h in heard] == ORDER == list(pred.named_steps)
     assert [h[2] for h in heard] == list(range(1, len(ORDER) + 1)) and {h[3] for h in heard} == {len(ORDER)}
     assert all(h[1] == pytest.approx(pred.timings_[h[0]]) for h in heard)
+
+
+def test_the_selector_serves_the_lowest_validation_error_for_t1_and_t2():
+    """selection.choose: the clustering with the lowest mean best T1 MAE, then per scenario its estimator of the lowest
+    validation T1 MAE and, separately, of the lowest T2 MAE (tinybench_own: among the per-scenario estimators)."""
+    import pandas as pd
+
+    from tinybench_assets.core.estimation.selection import choose
+
+    rows = []
+    for c, shift in (("a", 0.0), ("b", 0.01)):
+        for s, t1, t2 in (("x", (3, 1, 2), (1, 3, 2)), ("y", (2, 3, 1), (3, 2, 1))):
+            for e, m1, m2 in zip(("anchor", "irt_joint", "gpirt"), t1, t2):
+                rows.append(
+                    {
+                        "clustering": c,
+                        "scenario": s,
+                        "estimator": e,
+                        "val_mae_t1": m1 / 100 + shift,
+                        "val_mae_t2": m2 / 100,
+                    }
+                )
+    out = choose(pd.DataFrame(rows), ["x", "y"])
+    assert out[("x", "tinybench")] == {"t1": ("a", "irt_joint"), "t2": ("a", "anchor")}
+    assert out[("y", "tinybench")] == {"t1": ("a", "gpirt"), "t2": ("a", "gpirt")}
+    assert out[("x", "tinybench_own")] == {"t1": ("a", "gpirt"), "t2": ("a", "anchor")}

@@ -250,3 +250,37 @@ def test_a_small_leaderboard_gets_anchors_estimates_a_backtest_and_a_tiny_benchm
     for scenario, row in out.iterrows():
         ref = est[(est.model == model) & (est.scenario == scenario) & (est.estimator == row["estimator"])]
         assert len(ref) == 1 and abs(ref["estimate"].iloc[0] - row["estimate"]) < 1e-9, (scenario, row["estimator"])
+
+
+def test_twin_free_summary_rows_leave_the_twins_out():
+    """backtest_summary's ``<kind>/twin_free`` rows are read on the test models without a twin only."""
+    from tinybench_assets.defs.estimation_big import TWIN_FREE, summaries
+
+    truth = np.linspace(0.3, 0.7, 6)
+    est = truth + 0.01
+    est[0] += 0.29  # the twin: 30 points off
+    nan = np.full(6, np.nan)
+    df = pd.DataFrame(
+        {
+            "split_kind": "grouped",
+            "split": 0,
+            "model": [f"m{i}" for i in range(6)],
+            "scenario": "arc",
+            "clustering": "selected",
+            "estimator": "tinybench",
+            "n": 30,
+            "estimate": est,
+            "truth_t1": truth,
+            "lower": est - 0.05,
+            "upper": est + 0.05,
+            "estimate_t2": nan,
+            "truth_t2": nan,
+            "lower_t2": nan,
+            "upper_t2": nan,
+            "twin": [True, False, False, False, False, False],
+        }
+    )
+    out = summaries(df).set_index("split_kind")
+    assert out.loc["grouped", "n_models"] == 6 and out.loc["grouped" + TWIN_FREE, "n_models"] == 5
+    assert out.loc["grouped" + TWIN_FREE, "mae_t1"] == pytest.approx(1.0)
+    assert out.loc["grouped", "mae_t1"] == pytest.approx(100 * (0.3 + 5 * 0.01) / 6)
