@@ -150,6 +150,11 @@ def test_threshold_rule_and_calibration_on_three_models():
         cal = calibrate_share(big, prior, share)
         assert abs(cal.strong_share - share) < 0.002 and cal.mean_cost is None
         assert (threshold_picks(cal.threshold, big, prior) == 2).mean() == cal.strong_share
+    ood = rng.random(1000) < 0.2  # out-of-distribution questions count among the strongest model's share
+    cal = calibrate_share(big, prior, 0.3, ood)
+    assert abs((threshold_picks(cal.threshold, big, prior, ood=ood) == 2).mean() - 0.3) < 0.002
+    edge = np.array([[0.25, 0.5, 0.75]])  # a gain of exactly the threshold goes to the strongest model
+    assert ThresholdPolicy(0.25).picks(edge, None, prior).tolist() == [2]
     cal = calibrate_cost(big, prior, cost, max_cost=2.5)
     assert cal.met and cal.mean_cost <= 2.5 and calibrate_cost(big, prior, cost, 2.0).strong_share < cal.strong_share
     assert not calibrate_cost(big, prior, cost, max_cost=0.5).met

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from tinybench_assets.core.routing.cost import (
+    OperatingPoint,
     Policy,
     aiq,
     choose_point,
@@ -12,6 +13,7 @@ from tinybench_assets.core.routing.cost import (
     hull_value,
     lambda_grid,
     nondecreasing_hull,
+    pick_point,
     policy_figures,
 )
 
@@ -66,6 +68,14 @@ def test_objectives_choose_on_training_figures_only():
     with pytest.raises(ValueError, match="unknown objective"):
         choose_point(P, Y, C, prior, "cheapest")
     assert len(lambda_grid(C[0])) == 121 and lambda_grid(C[0])[0] == 0.0
+
+
+def test_quality_at_min_cost_reads_its_tolerance():
+    """The cheapest point within ``tolerance`` of the best single model's accuracy: half a point below it and 2.5x
+    cheaper is served at a tolerance of 1 point, not at 0.1."""
+    pts = [OperatingPoint(Policy("single"), 0.70, 0.005, ""), OperatingPoint(Policy("lambda", 0.5), 0.695, 0.002, "")]
+    assert pick_point(pts, "quality_at_min_cost", tolerance=0.01).policy == Policy("lambda", 0.5)
+    assert pick_point(pts, "quality_at_min_cost", tolerance=0.001).policy == Policy("single")
 
 
 def test_the_assets_cost_choice_never_reads_test_predictions():

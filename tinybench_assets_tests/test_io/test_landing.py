@@ -86,6 +86,24 @@ def test_failed_transaction_leaves_store_untouched(landing, monkeypatch):
     assert _counts(store) == before and extra.exists()  # nothing half-written, file left for a retry
 
 
+def test_a_bad_new_version_of_a_landed_file_is_quarantined_and_the_old_version_stays(landing):
+    """A landed file replaced by a bad version: the bad bytes go to quarantine, the landed version keeps its rows and
+    stays active (nothing stored is lost)."""
+    store = Store(landing["db"])
+    ingest_landing(store, landing["incoming"], landing["quarantine"])
+    before = _counts(store)
+    rows = store.query("SELECT * FROM landed_responses ORDER BY drop_id, model, item")
+    path = landing["incoming"] / "openllm" / "arc.responses.parquet"
+    df = pd.read_parquet(path)
+    df.assign(score=df["score"].where(df.index != 3, 7)).to_parquet(path, index=False)
+    report = ingest_landing(store, landing["incoming"], landing["quarantine"])
+    assert list(report.quarantined) == ["openllm/arc.responses.parquet"] and report.ingested == []
+    assert _counts(store) == before
+    pd.testing.assert_frame_equal(store.query("SELECT * FROM landed_responses ORDER BY drop_id, model, item"), rows)
+    status = store.query("SELECT status FROM drops WHERE path = 'openllm/arc.responses.parquet'")["status"].tolist()
+    assert status == ["active"]
+
+
 def test_changed_file_supersedes_old_version(landing):
     store = Store(landing["db"])
     ingest_landing(store, landing["incoming"], landing["quarantine"])
