@@ -225,3 +225,21 @@ def test_ensemble_of_fitted_members_equals_fitting_it():
     fresh = EnsembleRouter([KNNVoteRouter(k=10), LogisticRouter(C=1.0)]).fit(E, Y)
     reused = EnsembleRouter.of_fitted(members, Y)
     assert np.allclose(reused.predict_proba(Et), fresh.predict_proba(Et)) and np.array_equal(reused.acc_, fresh.acc_)
+
+
+def test_the_gate_bound_is_bonferroni_corrected_over_the_candidates():
+    """Each candidate's gate is the lower end of its paired-bootstrap CV gain over the best single model at level
+    1 - 2 (1 - gate_level) / (number of candidates): three candidates, a wider interval than one would get alone."""
+    from tinybench_assets.core.routing.metrics import paired_bootstrap_ci
+    from tinybench_assets.core.routing.select import _gate
+
+    rng = np.random.default_rng(0)
+    nc = {
+        f: (rng.random(400) < p).astype(float) for f, p in (("best_single", 0.6), ("a", 0.66), ("b", 0.6), ("c", 0.5))
+    }
+    gate = _gate(dict.fromkeys(nc), nc, n_boot=500, seed=0, gate_level=0.95)
+    assert np.isnan(gate["best_single"])
+    for f in "abc":
+        want = paired_bootstrap_ci(nc[f], nc["best_single"], n_boot=500, seed=0, level=1 - 0.1 / 3)[0]
+        alone = paired_bootstrap_ci(nc[f], nc["best_single"], n_boot=500, seed=0, level=0.9)[0]
+        assert gate[f] == pytest.approx(want) and gate[f] < alone

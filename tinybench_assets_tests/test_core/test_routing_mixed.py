@@ -93,6 +93,9 @@ def test_served_router_round_trips_and_refuses_what_it_cannot_serve(tmp_path):
     P0, picks0, ood0 = ServedRouter(g, meta).route(X)
     assert np.allclose(P, P0) and (picks == picks0).all() and (ood == ood0).all()
     assert ood[-1] and picks[-1] == 1 and (picks[:-1] == (task[1::2] == "B")).mean() > 0.95
+    plain = int(np.argmax(P[-1]))  # a prior that puts the other model first: the stranger follows the prior, not P
+    _, picks2, ood2 = ServedRouter(g, {**meta, "prior": [0.6, 0.4] if plain else [0.4, 0.6]}).route(X)
+    assert ood2[-1] and picks2[-1] == 1 - plain
     with pytest.raises(RouterFileError, match="is for partition board, not other"):
         ServedRouter.load(tmp_path / "r.npz", partition="other")
     save_router(g, tmp_path / "bare.npz", {"models": ["m0", "m1"]})
