@@ -161,6 +161,12 @@ def test_leaderboard_router_never_reads_test_answers(mixed_store, monkeypatch):
         "ORDER BY family, config"
     )
     m0 = db.query("SELECT * FROM board_router_metrics WHERE partition_key = 'routerdc'")
+    from tinybench_assets.core.routing.saved import load_router
+
+    monkeypatch.setenv("TINYBENCH_ARTIFACTS", str(mixed_store["root"] / "artifacts"))  # where the fixture wrote it
+    saved = mixed_store["root"] / "artifacts" / "routerdc" / "router.npz"
+    _, meta0 = load_router(saved)
+    mtime = saved.stat().st_mtime_ns
     real = router_board.board_routing_data
     seen = {}
 
@@ -195,5 +201,8 @@ def test_leaderboard_router_never_reads_test_answers(mixed_store, monkeypatch):
     m1 = db.query("SELECT * FROM board_router_metrics WHERE partition_key = 'routerdc'")
     assert list(m1["served_router"]) == list(m0["served_router"])
     assert list(m1["router_config"]) == list(m0["router_config"])
+    assert saved.stat().st_mtime_ns != mtime  # rewritten by this materialization
+    _, meta1 = load_router(saved)  # the served file's prior (ties, the margin's default, strangers) too
+    np.testing.assert_array_equal(meta1["prior"], meta0["prior"])
     # the figures on the flipped test answers are the complements of the real ones: the same picks
     np.testing.assert_allclose(m1["router"].iloc[:3], 1 - m0["router"].iloc[:3], atol=1e-12)
