@@ -275,3 +275,21 @@ def test_the_backtest_runs_a_frontier_split():
     res = run_backtest(rm, full, splits=plan, predictor_params={"n_values": (10,), **FAST, "learned": False})
     assert set(res.estimates.split_kind) == {"frontier"}
     assert set(res.estimates.model) == set(np.asarray(rm.models)[plan[0][2]])
+
+
+def test_the_rules_interval_comes_from_each_folds_pick_made_without_it():
+    """anchor wins on every row through fold 0 alone; without fold 0, irt wins and misses fold 0 by 8 points: the
+    rule's interval reads those misses (each fold's pick made without it), not the winner's own residuals."""
+    from tinybench_assets.core.estimation.calibration import ConformalInterval
+
+    rng = np.random.default_rng(3)
+    v = 60
+    t1, sign = rng.uniform(0.6, 0.9, v), rng.choice([-1.0, 1.0], v)
+    rows, folds = np.ones(v, dtype=bool), np.arange(v) % 5
+    on0 = folds == 0
+    est = {"anchor": t1 + sign * np.where(on0, 0.0, 0.045), "irt": t1 + sign * np.where(on0, 0.08, 0.03)}
+    fr = Frontier()
+    rule = fr._fit_rule(est, rows, t1, t1, folds, t1)
+    own = ConformalInterval(fr.alpha, fr.interval_scale, symmetric=True).fit(est["anchor"], t1)
+    assert rule.t1[1] == "anchor" and own.q_hi_ == pytest.approx(0.045)
+    assert rule.interval.q_hi_ == pytest.approx(0.08)
