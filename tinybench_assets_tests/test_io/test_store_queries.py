@@ -262,3 +262,26 @@ def test_model_split_and_irt(db, empty):
     assert empty.model_split("lb").empty and empty.n_models("lb") == 0 and empty.irt_fit_summary(KEY).empty
     assert empty.irt_items(KEY).empty and empty.irt_models(KEY).empty and empty.weighted_irt_items(KEY).empty
     assert empty.irt_scenario_keys("lb") == []
+
+
+def test_an_evaluation_supersedes_only_its_own_models_earlier_rows(empty):
+    """write_evaluation keeps the history per (leaderboard, model): evaluating B leaves A's latest rows latest, and A
+    evaluated again supersedes A's first rows only."""
+    from tinybench_assets.io.evaluation_rows import EVALUATION_COLUMNS
+
+    def rows(model: str, estimate: float) -> pd.DataFrame:
+        base = dict.fromkeys(EVALUATION_COLUMNS, "x")
+        base.update(leaderboard="lb", model=model, n_answers=30, n_anchors=30, anchors_missing=0)
+        for c in ("estimate", "lower", "upper", "estimate_t2", "lower_t2", "upper_t2"):
+            base[c] = estimate
+        return pd.DataFrame([{**base, "scenario": s} for s in ("a", "b")])
+
+    empty.write_evaluation("lb", "A", rows("A", 0.5))
+    empty.write_evaluation("lb", "B", rows("B", 0.6))
+    empty.write_evaluation("other", "A", rows("A", 0.1).assign(leaderboard="other"))
+    latest = empty.evaluations("lb")
+    assert sorted(latest.model) == ["A", "A", "B", "B"] and not latest.superseded.any()
+    empty.write_evaluation("lb", "A", rows("A", 0.7))
+    hist = empty.evaluations("lb", "A", latest=False)
+    assert len(hist) == 4 and hist.superseded.sum() == 2 and set(hist[hist.superseded].estimate) == {0.5}
+    assert set(empty.evaluations("lb", "B").estimate) == {0.6} and len(empty.evaluations("other")) == 2
