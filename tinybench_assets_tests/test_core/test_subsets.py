@@ -571,3 +571,41 @@ def test_forms_of_a_matrix_and_their_tables():
     assert tables["parallel_forms_stats"].loc[0, "requested_size"] == 10
     with pytest.raises(ValueError, match="unknown difficulty 'rank'"):
         item_difficulty(rm, "rank")
+
+
+def test_no_selection_step_reads_the_eval_models():
+    """The eval models' answers flipped: the validity guard, every method's ranking, its trials' figures and the chosen
+    parameters and subset stay as they were (the search reads tune models and voters only); the eval figures move."""
+    import copy
+
+    s = _toy_setup()
+    flipped = copy.copy(s)
+    flipped.Y = s.Y.copy()
+    ev = s.role == "eval"
+    flipped.Y[ev] = 1 - flipped.Y[ev]
+    kw = dict(methods=("mean_score", "irt", "top_discrimination"), n_trials=6, seed=0)
+    a, b = run_magi(s, **kw), run_magi(flipped, **kw)
+    assert a.validity == b.validity and a.demoted == b.demoted
+    for m in kw["methods"]:
+        ra, rb = a.methods[m], b.methods[m]
+        np.testing.assert_array_equal(ra.ranking.keep, rb.ranking.keep, err_msg=m)
+        assert ra.params == rb.params and (ra.chosen.mask == rb.chosen.mask).all(), m
+        pd.testing.assert_frame_equal(
+            ra.trials.drop(columns="seconds", errors="ignore"), rb.trials.drop(columns="seconds", errors="ignore")
+        )
+    assert a.methods["mean_score"].eval_metrics != b.methods["mean_score"].eval_metrics
+
+
+def test_pareto_front_and_the_chosen_trial_known_answer():
+    """A higher top-10 spread (maximized) dominates at equal penalties; the chosen trial is the feasible Pareto point
+    of the largest utility, else the Pareto point of the smallest violation."""
+    from tinybench_assets.core.subsets.optimizer import _choose, pareto_mask
+
+    v = np.array([[0.5, 0.1, 0.0, 0.1], [0.4, 0.1, 0.0, 0.1], [0.3, 0.05, 0.0, 0.1]])
+    assert pareto_mask(v).tolist() == [True, False, True]
+    t = pd.DataFrame(
+        {"trial": [0, 1, 2], "pareto": [True, True, False], "utility": [1.0, 2.0, 9.0], "violation": [0.0, 0.0, 0.0]}
+    )
+    assert _choose(t).trial == 1
+    t["violation"] = [0.3, 0.2, 0.0]
+    assert _choose(t).trial == 1 and _choose(t.assign(violation=[0.1, 0.2, 0.0])).trial == 0
