@@ -354,3 +354,10 @@ def test_input_validation_and_dtypes(synth1):
     y8, m = _prepare(np.array([[1.0, np.nan], [0.0, 1.0]]), np.array([[True, True], [False, True]]))
     np.testing.assert_array_equal(y8, [[1, 0], [0, 1]])
     np.testing.assert_array_equal(m, [[True, False], [False, True]])
+
+
+def test_the_difficulty_prior_reaches_the_fit(synth1):
+    """fit_irt's b_sd is the difficulties' prior spread in the fitted objective: a tight prior pulls them together."""
+    y = synth1[0][:60, :80]
+    wide, tight = fit_irt(y, dim=1, seed=0), fit_irt(y, dim=1, seed=0, b_sd=0.1)
+    assert np.std(tight.b) < 0.5 * np.std(wide.b)
