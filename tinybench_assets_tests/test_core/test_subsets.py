@@ -175,6 +175,7 @@ def test_parallel_forms_toy_pool():
     assert counts["alg"] == 21 or counts["alg"] == 22  # 60 / 140 of 50 = 21.4
     assert f.distances["l1_subscenario_a_b"] < 0.05 and f.distances["l1_bucket_a_pool"] < 0.1
     assert f.correlation["pearson"] > 0.8
+    assert abs(diff[f.form_a].mean() - diff[f.form_b].mean()) < 0.02  # neighbours in difficulty split between forms
     # pool shorter than two forms: at most half each, still disjoint
     g = parallel_forms([f"q{i}" for i in range(160)], subs, diff, size=300, seed=0)
     assert len(g.form_a) == len(g.form_b) <= 80 and not set(g.form_a) & set(g.form_b)
