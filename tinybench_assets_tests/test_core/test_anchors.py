@@ -166,3 +166,23 @@ def test_forward_anchors_predict_the_pool_better_than_kmeans_anchors_with_a_line
         coef = np.linalg.lstsq(X[tr], acc[tr], rcond=None)[0]
         errs[clustering] = np.abs(X[te] @ coef - acc[te]).mean()
     assert errs["forward"] < 0.9 * errs["correctness"], errs
+
+
+def test_forward_anchors_are_selected_for_the_balance_weighted_score():
+    """Forward selection explains each model's balance-weighted accuracy: skewed weights pick other anchors than
+    uniform ones, and those anchors track the weighted accuracy of the training models better."""
+    rng = np.random.default_rng(4)
+    theta, b = rng.normal(size=(80, 1)), rng.normal(size=40)
+    Y = (rng.random((80, 40)) < 1 / (1 + np.exp(-(2 * theta - b)))).astype(float)
+    Y[:, :20] = (rng.random((80, 20)) < 0.5).astype(float)  # the heavy half: noise the light half does not explain
+    w = np.r_[np.full(20, 10.0), np.ones(20)] / 220
+    skewed = AnchorSelector(n_anchors=6, clustering="forward").fit(Y, balance_weights=w)
+    flat = AnchorSelector(n_anchors=6, clustering="forward").fit(Y)
+    assert set(skewed.anchors_) != set(flat.anchors_)
+    target = Y @ w
+
+    def err(anchors):  # each model's estimate from these anchors, least-squares weights on the training models
+        coef = np.linalg.lstsq(Y[:, anchors], target, rcond=None)[0]
+        return np.abs(Y[:, anchors] @ coef - target).mean()
+
+    assert err(skewed.anchors_) < err(flat.anchors_)

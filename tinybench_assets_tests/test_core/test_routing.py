@@ -243,3 +243,19 @@ def test_the_gate_bound_is_bonferroni_corrected_over_the_candidates():
         want = paired_bootstrap_ci(nc[f], nc["best_single"], n_boot=500, seed=0, level=1 - 0.1 / 3)[0]
         alone = paired_bootstrap_ci(nc[f], nc["best_single"], n_boot=500, seed=0, level=0.9)[0]
         assert gate[f] == pytest.approx(want) and gate[f] < alone
+
+
+def test_the_ensembles_margin_for_a_fold_is_chosen_without_it():
+    """_ensemble's nested correctness: fold f's margin is the one with the best accuracy on the other folds. Margin 0
+    is right on fold 0 only, margin 0.1 everywhere else: every fold gets 0.1, so fold 0 scores 0."""
+    from tinybench_assets.core.routing.select import _ensemble
+
+    fold = np.arange(20) % 4
+    table = {0.0: (fold == 0).astype(float), 0.1: (fold != 0).astype(float)}
+    P = np.full((20, 2), 0.5)
+    cand = {"m": [({}, "k", table[0.1])]}
+    rows, (config, acc), _, out = _ensemble(
+        ["m"], cand, {"k": P}, {"m": P}, lambda P_, mg: table[mg], [0.0, 0.1], fold, 4
+    )
+    np.testing.assert_array_equal(out, table[0.1])
+    assert acc == 0.75 and config["margin"] == 0.1 and [r["cv_acc"] for r in rows] == [0.25, 0.75]
