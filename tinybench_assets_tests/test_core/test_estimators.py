@@ -116,6 +116,40 @@ def test_convex_stack_recovers_weights_and_oof_is_honest():
     assert np.abs(oof_n - tn).mean() > np.abs(Xn @ w_n - tn).mean() + 0.005
 
 
+def test_the_predictors_stacks_add_out_of_fold_validation_outputs():
+    """The stacks step (the big board's predictor) adds each stack's validation outputs for the calibrators and the
+    selector to score: a model's own row comes from weights fitted without it, for T1 and for the T2 input, so moving
+    its target moves the weights and every other fold's rows, never its own."""
+    import types
+
+    import pandas as pd
+
+    from tinybench_assets.core.estimation.stacks import Stacks
+
+    rng = np.random.default_rng(0)
+    t = rng.uniform(0.2, 0.8, 30)
+
+    def fitted(t1, t2):
+        full = {("s", "gbm"): t - 0.05 + rng.normal(0, 0.02, 30), ("s", "fill"): t + 0.05 + rng.normal(0, 0.02, 30)}
+        data = types.SimpleNamespace(
+            val={("kmeans", 30): (full, {})},
+            T1v={"s": pd.Series(t1)},
+            T2v={"s": pd.Series(t2)},
+            layout=types.SimpleNamespace(scenarios=["s"]),
+        )
+        Stacks(seed=0).fit(data, None)
+        return full[("s", "stack_own")], data.val[("kmeans", 30)][1][("s", "stack_own")]
+
+    state = rng.bit_generator.state
+    v1, v2 = fitted(t, t)
+    moved = t.copy()
+    moved[0] += 0.4
+    rng.bit_generator.state = state  # the same members
+    w1, w2 = fitted(moved, moved)
+    assert w1[0] == v1[0] and w2[0] == v2[0]  # model 0's own outputs: its target never read
+    assert np.abs(w1 - v1).max() > 1e-3 and np.abs(w2 - v2).max() > 1e-3  # the target moved other folds' weights
+
+
 def test_missing_anchor_answers_are_dropped_from_the_anchor_estimate():
     Ya = np.array([[1.0, np.nan, 0.0]])
     weights = np.array([0.5, 0.3, 0.2])

@@ -175,6 +175,10 @@ def test_run_all_live_runs_and_failures_hold_requests_back(project):
         reqs, skip = tick(project)
         quiz = next((r for r in reqs if r.partition_key == "lb.quiz"), None)
     assert quiz is None and summary(reqs) == [("refresh_scenario", "lb.exam")]
+    # lb.exam refreshed: lb.quiz, left alone after its failures, still holds its leaderboard back
+    execute(project, reqs)
+    reqs, skip = tick(project)
+    assert reqs == [] and "lb.quiz: its runs failed 2 times" in skip.skip_message, skip
 
 
 def test_critical_path_first(tmp_path, monkeypatch):
