@@ -85,8 +85,9 @@ def big_backtest(
     the asset's metadata (error against n per scenario, coverage of the served intervals, the table at the
     reference n)."""
     # lazy: loads torch and scikit-learn (~2.4 s) when the asset runs, not when the definitions load
-    from tinybench_assets.core.estimation.backtest import reference_n, run_backtest, split_plan
+    from tinybench_assets.core.estimation.backtest import run_backtest, split_plan
     from tinybench_assets.core.estimation.frontier import board_strength
+    from tinybench_assets.core.estimation.names import reference_n
 
     try:
         plan = split_plan(

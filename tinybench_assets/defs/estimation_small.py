@@ -329,7 +329,7 @@ def small_backtest(config, db, board, matrix, full, groups, device: str, t0, mod
     import dagster as dg
 
     # lazy: loads torch and scikit-learn (~2.2 s)
-    from tinybench_assets.core.estimation.backtest import reference_n
+    from tinybench_assets.core.estimation.names import reference_n
 
     pred, reused = fit_small(matrix, full, groups.to_numpy(), config, device, (model_store, board))
     summary = backtest_summary(pred, seed=config.seed, Y=matrix.scores)

@@ -7,13 +7,13 @@ import math
 
 import pandas as pd
 
-from ..core.estimation.backtest import reference_n
+from ..core.estimation.names import reference_n  # not .backtest: it imports torch (the summary would wait ~2 s)
 from .store import Store
 
 QUERIES = {
     "irt_fits": "SELECT partition_key, scope, dim, n_models, n_items, heldout_logloss, seconds, device "
     "FROM irt_fits ORDER BY partition_key",
-    # at the budget the backtest asset quotes (core.estimation.backtest.reference_n: 30, else the largest run)
+    # at the budget the backtest asset quotes (core.estimation.names.reference_n: 30, else the largest run)
     "backtest_summary": "SELECT leaderboard, coalesce(split_kind, 'random') AS split, scenario, estimator, n, "
     "mae_t1 AS mae_t1_pts, mae_t1_lo, mae_t1_hi, mae_t2 AS mae_t2_pts, "
     "coverage_t1 AS coverage90_t1, coverage_t2 AS coverage90_t2 "

@@ -164,7 +164,7 @@ def test_backtest_on_a_real_slice():
 
 
 def test_reference_n_is_30_when_run_else_the_largest():
-    from tinybench_assets.core.estimation.backtest import reference_n
+    from tinybench_assets.core.estimation.names import reference_n
 
     assert reference_n([10, 20, 30, 50]) == 30
     assert reference_n([50, 10]) == 50 and reference_n((5,)) == 5

@@ -42,11 +42,12 @@ def test_card_owners_from_environment(monkeypatch):
 
 
 def test_definitions_load_fast_without_torch():
-    """The UI and the sensor daemon load the definitions: under 5 s, and torch / sentence-transformers /
-    scikit-learn / matplotlib / optuna / scipy.stats are not imported until an asset runs."""
+    """The UI, the sensor daemon and every run worker load the definitions: under 5 s, and torch /
+    sentence-transformers / scikit-learn / matplotlib / optuna / scipy are not imported until an asset runs (nor by
+    the summary that `tinybench summary` and run-all print)."""
     code = (
         "import sys, time; t=time.perf_counter(); from tinybench_assets.definitions import defs; "
-        "dt=time.perf_counter()-t; heavy=[m for m in ('torch','sentence_transformers','sklearn','matplotlib','optuna','scipy.stats') "
+        "dt=time.perf_counter()-t; import tinybench_assets.io.reports; heavy=[m for m in ('torch','sentence_transformers','sklearn','matplotlib','optuna','scipy') "
         "if m in sys.modules]; print(f'{dt:.3f}', ','.join(heavy))"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}

@@ -61,12 +61,6 @@ class BacktestResult:
         return summarize(self.estimates, by=("split", "scenario", "clustering", "estimator", "n"))
 
 
-def reference_n(n_values) -> int:
-    """The anchor budget headline figures are quoted at: 30 when it was run (the issue's bar), else the largest."""
-    ns = [int(n) for n in n_values]
-    return 30 if 30 in ns else max(ns)
-
-
 BOOTSTRAP_RESAMPLES = 400
 
 
