@@ -92,6 +92,34 @@ def test_session_stops_on_interval_width_and_skips_items():
     assert s.estimate()["width"] <= 0.15 and 3 < len(s.asked) < 200 and len(s.skipped) == 3
 
 
+def test_a_pool_exhausted_by_skips_and_answers_is_done():
+    """5 items, 2 skipped (the model has no answer to them): after the other 3 answers the session is done and asks
+    nothing more (counting the skipped items as askable, a batch run's loop would go on forever)."""
+    a, b, items = _bank(I=5)
+    s = AdaptiveSession(a, b, items, max_items=30)
+    for it in items[:2]:
+        s.skip(it)
+    for it in items[2:]:
+        assert not s.done
+        s.record(it, 1.0)
+    assert s.done and s.next_item() is None
+
+
+def test_the_served_estimator_has_the_lowest_validation_error():
+    """AdaptiveEstimator serves, per budget, the estimator whose validation MAE is lowest."""
+    from tinybench_assets.core.estimation.adaptive import ESTIMATORS, AdaptiveEstimator
+
+    a, b, _ = _bank(I=80)
+    rng = np.random.default_rng(3)
+    theta = rng.normal(0, 1, (60, 2))
+    Y = (rng.random((60, 80)) < 1 / (1 + np.exp(-(theta @ a.T - b)))).astype(float)
+    truth = Y.mean(1)
+    fit = AdaptiveEstimator().fit(simulate(Y, a, b, np.ones(80), (5, 15)), truth)
+    for n in (5, 15):
+        maes = {e: fit.val_mae_[(n, e)] for e in ESTIMATORS}
+        assert len(set(maes.values())) > 1 and fit.served_[n] == min(maes, key=maes.get), (n, maes)
+
+
 @pytest.fixture()
 def store_with_irt():
     """A store holding one leaderboard with two scenarios' fitted item parameters (as irt_model writes them)."""
@@ -119,9 +147,9 @@ def test_cli_item_by_item_and_from_a_batch(store_with_irt, tmp_path, capsys):
     a, b, items = store_with_irt
     y = _answers(a, b, np.array([0.8, 0.2]))
     state = tmp_path / "run.json"
-    base = ["adaptive", "--leaderboard", "board", "--scenario", "alpha", "--state", str(state), "--max-items", "8"]
-    for _ in range(8):
-        assert main([*base, "next"]) == 0
+    base = ["adaptive", "--leaderboard", "board", "--scenario", "alpha", "--state", str(state)]
+    for i in range(8):  # --max-items on the first call only: the state file keeps it
+        assert main([*base, *(["--max-items", "8"] if i == 0 else []), "next"]) == 0
         item = capsys.readouterr().out.strip()
         assert item in items
         assert main([*base, "answer", item, str(y[items.index(item)])]) == 0
@@ -164,6 +192,8 @@ def test_cli_item_by_item_and_from_a_batch(store_with_irt, tmp_path, capsys):
                 "alpha",
                 "--max-items",
                 "8",
+                "--state",
+                str(tmp_path / "partial.json"),
                 "run",
                 "--answers",
                 str(answers),
@@ -173,6 +203,8 @@ def test_cli_item_by_item_and_from_a_batch(store_with_irt, tmp_path, capsys):
         == 0
     )
     assert json.loads(capsys.readouterr().out)["n"] == 8
+    asked = json.loads((tmp_path / "partial.json").read_text())["asked"]
+    assert len(asked) == 8 and set(asked) <= set(items[::2])  # a skipped item is never scored
 
 
 def test_cli_errors_are_one_line_and_exit_2(store_with_irt, tmp_path, capsys):

@@ -124,6 +124,25 @@ def test_choices_see_validation_answers_only():
     assert c.params() != a.params()
 
 
+def test_tune_bank_validates_on_models_outside_its_bank_and_picks_the_lowest_error():
+    """The validation error tune_bank reports (and sizes its interval on) is that of models simulated on a bank
+    without them: about the error new models get. A bank holding the validation models themselves looks 5x better."""
+    Y, w, acc = _world(n_models=400, I=120, seed=6)
+    p = tune_bank(Y[:300], w, n_values=(10,), seed=0)["10"]
+    sim = simulate_bank(Y[300:], bank_matrix(Y[:300]), w, (10,), p["eps_select"], (p["eps_estimate"],))
+    mae_new = float(np.abs(sim[10]["estimates"][p["eps_estimate"]] - acc[300:]).mean())
+    assert 0.6 * mae_new <= p["val_mae"] <= 1.6 * mae_new, (p["val_mae"], mae_new)
+    # the settings are the grid's lowest validation error
+    val, bank = np.arange(200, 300), bank_matrix(Y[:200])
+    ba = BankAdaptive().fit(bank, Y[val], acc[val], w, (10,))
+    grid = [
+        float(np.abs(x - acc[val]).mean())
+        for es in ba.eps_select
+        for x in simulate_bank(Y[val], bank, w, (10,), es, ba.eps_estimate)[10]["estimates"].values()
+    ]
+    assert ba.val_mae_[10] == pytest.approx(min(grid)) and max(grid) > min(grid)
+
+
 @pytest.fixture()
 def store_with_bank():
     """A store with one scenario's item parameters, balance weights, responses and binarized answers of 299 models."""

@@ -113,6 +113,10 @@ def test_twins_by_agreement():
     assert agreement(test[:1], train[:1])[0, 0] == 1.0
     share = twin_share(test, train, {"a": np.arange(100), "b": np.arange(100, 200)})
     assert share == {"a": 2 / 3, "b": 2 / 3}  # the unanswered row does not count
+    # agreement counts the items both answered: a training model that answered half of them, all alike, is a twin
+    half = train[3].copy()
+    half[100:] = np.nan
+    assert agreement(train[3:4], half[None])[0, 0] == 1.0 and twin_mask(train[3:4], half[None]).all()
 
 
 def _choice(served, plain, truth):

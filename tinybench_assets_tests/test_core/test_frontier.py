@@ -192,6 +192,7 @@ def test_the_rule_is_chosen_on_every_model_beyond_the_board_and_fitted_on_the_tw
 
     assert "no twin" in _twin_free_words(both) and _twin_free_words(FrontierRule.from_dict(old)) == ""
     assert both.interval.q_hi_ == pytest.approx(0.1, abs=1e-9) and plain.interval.q_hi_ < 0.06  # its floor
+    assert both.interval_position.q_hi_ == pytest.approx(0.1, abs=1e-9) and plain.interval_position.q_hi_ < 0.06
     assert both.t2_line == pytest.approx((0.2, 0.5), abs=0.02) and plain.t2_line[0] < 0.18
     few = rows & (np.arange(v) >= v - 10)  # under MIN_FRONTIER_MODELS twin-free models: all of them
     assert _twin_free(rows, few).all() and (_twin_free(rows, ~twin) == ~twin).all()
@@ -293,3 +294,14 @@ def test_the_rules_interval_comes_from_each_folds_pick_made_without_it():
     own = ConformalInterval(fr.alpha, fr.interval_scale, symmetric=True).fit(est["anchor"], t1)
     assert rule.t1[1] == "anchor" and own.q_hi_ == pytest.approx(0.045)
     assert rule.interval.q_hi_ == pytest.approx(0.08)
+
+
+def test_the_rules_t2_interval_reads_each_folds_line_fitted_without_it():
+    """Full scores on a line but fold 0's 10 points above it: each fold's T2 is predicted by the line fitted on the
+    other folds, so the interval reaches fold 0's whole 10-point miss (the line on every row misses it by 8)."""
+    rng = np.random.default_rng(4)
+    v = 60
+    x, folds = rng.uniform(0.5, 0.9, v), np.arange(v) % 5
+    t2 = 0.1 + 0.8 * x + np.where(folds == 0, 0.1, 0.0)
+    _, iv = Frontier()._t2_line(x, t2, np.ones(v, dtype=bool), folds)
+    assert iv.q_hi_ == pytest.approx(0.1)
