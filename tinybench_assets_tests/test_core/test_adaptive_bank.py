@@ -93,6 +93,18 @@ def test_session_asks_and_estimates_what_the_simulation_does():
     fresh = BankSession(B, items, w, params=params, max_items=12).estimate()
     assert fresh["n"] == 0 and fresh["lower"] <= fresh["estimate"] <= fresh["upper"]
     assert fresh["width"] > 2 * e["width"]
+    # at the shortest tuned length itself, the n = 8 calibration serves
+    from tinybench_assets.core.estimation.calibration import ConformalInterval
+
+    s8 = BankSession(B, items, w, params=params, max_items=8)
+    while not s8.done:
+        it = s8.next_item()
+        s8.record(it, Yt[0, items.index(it)])
+    e8, p8 = s8.estimate(), params["8"]
+    ci = ConformalInterval(p8["alpha"], p8["scale"], p8["floor"])
+    ci.q_lo_, ci.q_hi_ = p8["q_lo"], p8["q_hi"]
+    lo, hi = ci.predict(np.array([e8["estimate"]]))
+    assert e8["n"] == 8 and (e8["lower"], e8["upper"]) == pytest.approx((lo[0], hi[0]))
 
 
 def test_tuned_on_validation_beats_random_items_improves_with_n_and_covers():

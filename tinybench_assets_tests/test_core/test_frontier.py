@@ -305,3 +305,18 @@ def test_the_rules_t2_interval_reads_each_folds_line_fitted_without_it():
     t2 = 0.1 + 0.8 * x + np.where(folds == 0, 0.1, 0.0)
     _, iv = Frontier()._t2_line(x, t2, np.ones(v, dtype=bool), folds)
     assert iv.q_hi_ == pytest.approx(0.1)
+
+
+def test_the_full_score_interval_carries_the_t1_interval_through_the_line():
+    """Beyond the board the line's input is as uncertain as the T1 estimate: the T2 interval spans the line at both
+    ends of the T1 interval (with the line's own margins), not only the line's margins around its estimate; and a
+    position exactly at the threshold is at or above it."""
+    from tinybench_assets.core.estimation.calibration import ConformalInterval
+    from tinybench_assets.core.estimation.frontier_probe import at_or_above
+
+    iv2 = ConformalInterval(scale="none").fit(np.full(20, 0.5), 0.5 + np.linspace(-0.02, 0.02, 20))
+    rule = FrontierRule("irt", 0.5, ("c", "irt"), iv2, (0.1, 0.8), iv2, 30)
+    e2, lo2, up2 = rule.t2(np.array([0.7]), np.array([0.5]), np.array([0.9]))
+    assert e2[0] == pytest.approx(0.66)
+    assert lo2[0] == pytest.approx(0.1 + 0.8 * 0.5 - 0.02) and up2[0] == pytest.approx(0.1 + 0.8 * 0.9 + 0.02)
+    assert at_or_above(np.array([0.7, 0.7 - 1e-12, 0.69]), 0.7).tolist() == [True, True, False]
