@@ -13,6 +13,7 @@ import pandas as pd
 
 from tinybench_assets import paths
 from tinybench_assets.core.estimation.groups import group_summary
+from tinybench_assets.core.estimation.names import reference_n
 from tinybench_assets.io import plots
 
 __all__ = [
@@ -87,7 +88,6 @@ def big_backtest(
     # lazy: loads torch and scikit-learn (~2.4 s) when the asset runs, not when the definitions load
     from tinybench_assets.core.estimation.backtest import run_backtest, split_plan
     from tinybench_assets.core.estimation.frontier import board_strength
-    from tinybench_assets.core.estimation.names import reference_n
 
     try:
         plan = split_plan(

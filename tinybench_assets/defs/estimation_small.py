@@ -16,6 +16,7 @@ import pandas as pd
 
 from tinybench_assets import paths
 from tinybench_assets.core.estimation import estimators as est
+from tinybench_assets.core.estimation.names import reference_n
 from tinybench_assets.core.estimation.small_state import BoardLayout
 from tinybench_assets.core.responses import ResponseMatrix
 from tinybench_assets.io import plots
@@ -327,9 +328,6 @@ def small_backtest(config, db, board, matrix, full, groups, device: str, t0, mod
     import time
 
     import dagster as dg
-
-    # lazy: loads torch and scikit-learn (~2.2 s)
-    from tinybench_assets.core.estimation.names import reference_n
 
     pred, reused = fit_small(matrix, full, groups.to_numpy(), config, device, (model_store, board))
     summary = backtest_summary(pred, seed=config.seed, Y=matrix.scores)
