@@ -19,6 +19,7 @@ from tinybench_assets.core.estimation.frontier import (
     _twin_free,
     board_strength,
     frontier_split,
+    twin_free_rows,
 )
 from tinybench_assets.core.estimation.frontier_probe import FrontierProbe
 from tinybench_assets.core.estimation.inference import beyond_board
@@ -196,6 +197,82 @@ def test_the_rule_is_chosen_on_every_model_beyond_the_board_and_fitted_on_the_tw
     assert both.t2_line == pytest.approx((0.2, 0.5), abs=0.02) and plain.t2_line[0] < 0.18
     few = rows & (np.arange(v) >= v - 10)  # under MIN_FRONTIER_MODELS twin-free models: all of them
     assert _twin_free(rows, few).all() and (_twin_free(rows, ~twin) == ~twin).all()
+
+
+def test_twins_are_read_on_each_scenarios_own_items():
+    """A validation model that copies a fit model on one scenario and answers the other its own way is a twin on the
+    first only: read on the whole row it would agree on about three quarters of the items and count as twin-free."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(1)
+    Yf = (rng.random((3, 200)) < 0.6).astype(float)
+    own = (rng.random((2, 200)) < 0.6).astype(float)
+    Yv = own.copy()
+    Yv[0, :100] = Yf[1, :100]  # scenario "a": model 1's answers item for item
+    probe = SimpleNamespace(Yf=Yf, Yv=Yv, layout=SimpleNamespace(cols={"a": np.arange(100), "b": np.arange(100, 200)}))
+    assert list(twin_free_rows(probe, "a")) == [False, True]
+    assert list(twin_free_rows(probe, "b")) == [True, True]
+
+
+def test_the_fitted_rule_calibrates_on_the_probes_twin_free_models():
+    """Frontier.fit reads the twins off the probe's answers and fits the intervals and the T2 line on the rest: 280
+    of 300 models beyond the board copy a fit model (estimated almost exactly), 20 do not; the interval is theirs."""
+    from types import SimpleNamespace
+
+    from tinybench_assets.core.estimation.frontier_probe import POSITION
+
+    rng = np.random.default_rng(3)
+    v, twin = 300, np.arange(300) < 280
+    Yf = (rng.random((40, 60)) < 0.6).astype(float)
+    Yv = (rng.random((v, 60)) < 0.6).astype(float)
+    Yv[twin] = Yf[np.arange(v)[twin] % 40]
+    t1 = rng.uniform(0.6, 0.9, v)
+    err = np.where(twin, 0.002, 0.1) * rng.choice([-1.0, 1.0], v)
+    full = {("s", POSITION): t1 + err, ("s", "anchor"): t1 + 2 * err}
+    probe = SimpleNamespace(
+        Yf=Yf,
+        Yv=Yv,
+        val={("c", 10): (full, {})},
+        strong=np.zeros(v, dtype=bool),
+        T1v=pd.DataFrame({"s": t1}),
+        T2v=pd.DataFrame({"s": 0.1 + 0.5 * (t1 + err)}),
+        layout=SimpleNamespace(cols={"s": np.arange(60)}, scenarios=["s"]),
+    )
+    data = SimpleNamespace(probe=(probe, None), val={("c", 10): (full, {})}, strong=np.zeros(v, dtype=bool))
+    done = {"selector": SimpleNamespace(selection_={(10, "s", "tinybench"): {"t1": ("c", "irt")}})}
+    rules = {}
+    for free in (True, False):
+        fr = Frontier(share=1.0, twin_free=free)
+        fr.fit(data, done)
+        rules[free] = fr.rules_[(10, "s", "tinybench")]
+    assert (rules[True].n_models, rules[False].n_models) == (v, v)
+    assert (rules[True].n_calibration, rules[False].n_calibration) == (20, v)
+    assert rules[True].interval.q_hi_ == pytest.approx(0.1, abs=1e-9) and rules[False].interval.q_hi_ < 0.06
+
+
+def test_the_probe_table_names_the_extrapolating_estimator_with_the_lowest_error():
+    """The probe's table (and its worst ratio, which breaks the clusterings' ties) reads, per scenario, the
+    extrapolating estimator nearest the truth on the models beyond its board, not any other."""
+    from types import SimpleNamespace
+
+    from tinybench_assets.core.estimation.frontier_probe import MIN_FRONTIER_MODELS, POSITION
+
+    v = 4 * MIN_FRONTIER_MODELS
+    rng = np.random.default_rng(2)
+    t1 = np.linspace(0.3, 0.9, v)
+    est = {POSITION: t1 + 0.03 * rng.standard_normal(v), "anchor": t1 + 0.10, "pirt": t1 - 0.01}
+    val = {
+        ("kmeans", 10): ({("s", e): x for e, x in est.items()}, {}),
+        ("random", 10): ({("s", "random"): t1 + 0.05}, {}),
+    }
+    probe = SimpleNamespace(
+        val=val, strong=np.zeros(v, dtype=bool), T1v=pd.DataFrame({"s": t1}), layout=SimpleNamespace(scenarios=["s"])
+    )
+    fp = FrontierProbe(share=0.5)
+    fp._score(probe)
+    (row,) = fp.table_.itertuples()
+    assert row.estimator == "pirt" and row.mae == pytest.approx(0.01)
+    assert row.random_mae == pytest.approx(0.05) and fp.worst_ == {("kmeans", 10): pytest.approx(0.2)}
 
 
 def test_the_probe_breaks_a_tie_of_clusterings_only():

@@ -64,7 +64,15 @@ from .training import FRONTIER_SHARE, Layout
 from .twins import twin_mask
 
 FRONTIER_FRACTION = 0.05  # the backtest's frontier split: the strongest 5 % of the models as its test side
-__all__ = ["EXTRAPOLATING", "MIN_FRONTIER_MODELS", "Frontier", "FrontierRule", "board_strength", "frontier_split"]
+__all__ = [
+    "EXTRAPOLATING",
+    "MIN_FRONTIER_MODELS",
+    "Frontier",
+    "FrontierRule",
+    "board_strength",
+    "frontier_split",
+    "twin_free_rows",
+]
 
 
 @dataclass
@@ -153,6 +161,13 @@ class FrontierRule:
         )
 
 
+def twin_free_rows(probe, scenario: str) -> np.ndarray:
+    """(V,) bool: the probe's validation models without a twin among its fit models on ``scenario``'s items alone
+    (twins.twin_mask on that scenario's columns: a model may copy another on one scenario and differ elsewhere)."""
+    cols = probe.layout.cols[scenario]
+    return ~twin_mask(probe.Yv[:, cols], probe.Yf[:, cols])
+
+
 class Frontier:
     """Step 13: the rules for models beyond the board (module docstring).
 
@@ -190,8 +205,7 @@ class Frontier:
             t1, t2 = probe.T1v[s].to_numpy(), probe.T2v[s].to_numpy()
             rows = beyond(full[(s, POSITION)], probe.strong, t1, self.share)
             if rows is not None and self.twin_free and s not in free:
-                cols = probe.layout.cols[s]
-                free[s] = ~twin_mask(probe.Yv[:, cols], probe.Yf[:, cols])
+                free[s] = twin_free_rows(probe, s)
             cal = rows if rows is None or not self.twin_free else _twin_free(rows, free[s])
             rule = self._fit_rule(own, rows, t1, t2, folds, full[(s, POSITION)], cal)
             thr = threshold(served, data.strong, self.share)
