@@ -17,8 +17,8 @@ model's served estimate from the choice made without its fold, its 90 % interval
 ``oof_intervals``), against stratified random items on the same models (the mean absolute error of 50 draws per
 model, items allocated over subscenarios in proportion to their size). n = 100 is read where every scenario's pool
 has at least 300 items. Each n also reads :func:`shrinkage_reach`, what shrinking random items toward the board
-could give, and :func:`seed_spread` gathers the figures of several predictor seeds (folds, anchor orders, IRT
-starts): on a board of 19 models one seed's ratio moves by about 0.2 (v2.bbh at n = 30: 0.77-1.03 over seeds 0-4).
+could give, and distinct_report.seed_spread gathers the figures of several predictor seeds (folds, anchor orders,
+IRT starts): on a board of 19 models one seed's ratio moves by about 0.2 (v2.bbh at n = 30: 0.77-1.03 over seeds 0-4).
 :func:`frontier_figures` (the contract's seed only) holds each board's 4 strongest models out instead, fits on the
 others and estimates them through the served path, as a user who adds a model stronger than the board would; on
 the openllm boards, which have full-benchmark scores, it reads their served full score (T2) too.
@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from distinct_report import print_board, print_frontier  # benchmarks/distinct_report.py
 from families import coverage_by_family  # benchmarks/families.py
 from small_v2 import stratified_random  # benchmarks/small_v2.py (benchmarks/ is on sys.path)
 
@@ -230,44 +231,6 @@ def shrinkage_reach(Y, w, cols, subs, n: int) -> float:
     return num / den
 
 
-def seed_spread(by_seed: dict) -> dict:
-    """{board: {n: {"seeds", "ratio", "max_scenario_ratio", "coverage", "families_below_075": [per seed],
-    "mean_ratio", "mean_coverage", "shrinkage_reach", "families", "families_expected_below_075"}}} of
-    :func:`run_distinct`'s results {seed: res}, seeds in the given order."""
-    seeds = list(by_seed)
-    out = {}
-    for b, r in by_seed[seeds[0]].items():
-        for n, v in r["by_n"].items():
-            runs = [by_seed[x][b]["by_n"][n] for x in seeds]
-            out.setdefault(b, {})[n] = {
-                "seeds": seeds,
-                **{k: [u[k] for u in runs] for k in ("ratio", "max_scenario_ratio", "coverage")},
-                "mean_ratio": round(float(np.mean([u["ratio"] for u in runs])), 4),
-                "mean_coverage": round(float(np.mean([u["coverage"] for u in runs])), 4),
-                "shrinkage_reach": v["shrinkage_reach"],
-                "families_below_075": [by_seed[x][b]["families"]["below_075"] for x in seeds],  # budgets pooled
-                "families": r["families"]["families"],
-                "families_expected_below_075": r["families"]["expected_below_075"],  # the first seed's pair counts
-            }
-    return out
-
-
-def print_spread(spread: dict) -> None:
-    """One line per (board, n) of :func:`seed_spread`."""
-    for b, by_n in spread.items():
-        for n, v in by_n.items():
-            print(
-                f"{b:<14} n={n:>3} over seeds {v['seeds']}: ratio "
-                + " ".join(f"{x:.3f}" for x in v["ratio"])
-                + f" (mean {v['mean_ratio']:.3f}; shrinking random items could reach {v['shrinkage_reach']:.3f}), "
-                f"worst scenario up to {max(v['max_scenario_ratio']):.3f}, coverage mean {v['mean_coverage']:.3f} "
-                f"min {min(v['coverage']):.3f}; families covered less than 0.75: "
-                + " ".join(str(x) for x in v["families_below_075"])
-                + f" of {v['families']} ({v['families_expected_below_075']:.1f} expected by chance)",
-                flush=True,
-            )
-
-
 def openllm_boards(matrix, groups, eligible, seeds=(0, 1, 2), sizes=(20, 22, 25)) -> dict:
     """{name: rows} of the openllm distinct boards."""
     cols = Layout.of(matrix).cols
@@ -314,14 +277,14 @@ def run_distinct(
             round(float(np.nanmean(Yb[:, keep], axis=1).min()), 3),
             round(float(np.nanmean(Yb[:, keep], axis=1).max()), 3),
         ]
-        _print_board(name, res[name])
+        print_board(name, res[name])
     if v2 is not None:
         m, fam = v2
         lay, subs = Layout.of(m), np.asarray(m.subscenarios)
         vcols, vw = lay.cols, lay.w
         inputs["openllm_v2"] = (m.scores, vw, vcols, fam, np.asarray(m.items), subs, (10, 20, 30, 50, 100, 200))
         res["openllm_v2"] = board_figures("openllm_v2", *inputs["openllm_v2"], seed=seed)
-        _print_board("openllm_v2", res["openllm_v2"])
+        print_board("openllm_v2", res["openllm_v2"])
         for s in ("mmlu_pro", "bbh"):
             c = vcols[s]
             rows = np.flatnonzero(~np.isnan(m.scores[:, c]).all(1))
@@ -335,7 +298,7 @@ def run_distinct(
                 (10, 20, 30, 50, 100, 200),
             )
             res[f"v2.{s}"] = board_figures(f"v2.{s}", *inputs[f"v2.{s}"], seed=seed)
-            _print_board(f"v2.{s}", res[f"v2.{s}"])
+            print_board(f"v2.{s}", res[f"v2.{s}"])
     rb = routerbench_board(data_dir)
     if rb is not None:
         m, fam = rb
@@ -343,59 +306,9 @@ def run_distinct(
         args = (lay.w, lay.cols, fam, np.asarray(m.items), np.asarray(m.subscenarios))
         inputs["routerbench.mbpp"] = (m.scores, *args, (10, 20, 30, 50, 100, 200))
         res["routerbench.mbpp"] = board_figures("routerbench.mbpp", *inputs["routerbench.mbpp"], seed=seed)
-        _print_board("routerbench.mbpp", res["routerbench.mbpp"])
+        print_board("routerbench.mbpp", res["routerbench.mbpp"])
     for name in [b for b in res if len(inputs[b][0]) >= MIN_FRONTIER_BOARD] if frontier else ():
         full = full_wide[openllm_rows[name]] if name in openllm_rows else None
         res[name]["frontier"] = frontier_figures(*inputs[name], seed=seed, full=full)
-        _print_frontier(name, res[name]["frontier"])
+        print_frontier(name, res[name]["frontier"])
     return res
-
-
-def _print_board(name: str, r: dict) -> None:
-    for n, v in r["by_n"].items():
-        print(
-            f"{name:<14} {r['models']:>3} models {r['items']:>6} items n={n:>3}: served {v['served_mae']:6.2f} "
-            f"random {v['random_mae']:6.2f} ratio {v['ratio']:.3f} (worst scenario {v['max_scenario_ratio']:.3f}) "
-            f"coverage {v['coverage']:.3f} half-width {v['half_width']:.2f} ({v['half_width'] / v['served_mae']:.2f}x)"
-            "  [" + ", ".join(f"{s}:{x[n]['estimator']}" for s, x in r["scenarios"].items()) + "]",
-            flush=True,
-        )
-    f = r["families"]
-    print(
-        f"{name:<14} per held-out family (n = {', '.join(r['by_n'])} pooled): {f['below_075']} of {f['families']} "
-        f"families cover less than 0.75 ({f['expected_below_075']:.1f} expected by chance); lowest {f['worst'][0]} "
-        f"{f['worst'][1]:.3f} of {f['worst'][2]} pairs",
-        flush=True,
-    )
-
-
-def _print_frontier(name: str, f: dict) -> None:
-    for n, v in f["by_n"].items():
-        print(
-            f"{name:<14} its {f['models']} strongest held out ({', '.join(f'{x:.1f}' for x in f['held_out'])}; board "
-            f"up to {f['board_max']:.1f}) n={n:>3}: served {v['served_mae']:6.2f} random {v['random_mae']:6.2f} "
-            f"ratio {v['ratio']:.3f} bias {v['bias']:+.2f} coverage {v['coverage']:.3f} half-width {v['half_width']:.2f}"
-            + (
-                f"; T2 MAE {v['mae_t2']:.2f} bias {v['bias_t2']:+.2f} coverage {v['coverage_t2']:.3f} half-width "
-                f"{v['half_width_t2']:.2f}"
-                if "mae_t2" in v
-                else ""
-            ),
-            flush=True,
-        )
-
-
-def distinct_bars(res: dict) -> dict:
-    """Issue 58's bars on the distinct boards."""
-    bars = {}
-    for b, r in res.items():
-        for n, v in r["by_n"].items():
-            cap = 0.75 if n == "30" else 0.90
-            bars[f"distinct {b} n{n}: ratio <= {cap}"] = v["ratio"] <= cap
-            bars[f"distinct {b} n{n}: no scenario above 1.0"] = v["max_scenario_ratio"] <= 1.0
-            bars[f"distinct {b} n{n}: coverage >= 0.75"] = v["coverage"] >= 0.75
-            bars[f"distinct {b} n{n}: half_width <= 2.5 x served_mae"] = v["half_width"] <= 2.5 * v["served_mae"]
-    pooled = [v["coverage"] for r in res.values() for v in r["by_n"].values()]
-    if pooled:
-        bars["distinct: coverage pooled in [0.85, 0.95]"] = 0.85 <= float(np.mean(pooled)) <= 0.95
-    return bars

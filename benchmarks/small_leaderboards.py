@@ -54,7 +54,8 @@ from tinybench_assets.core.estimation.small_board import SmallBoardPredictor  # 
 from tinybench_assets.core.estimation.training import full_scores_wide  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from distinct_boards import distinct_bars, print_spread, run_distinct, seed_spread  # noqa: E402
+from distinct_boards import run_distinct  # noqa: E402
+from distinct_report import distinct_bars, print_spread, seed_spread  # noqa: E402
 from meta import run_meta  # noqa: E402  (benchmarks/meta.py: date, commit, machine)
 from small_v2 import load_v2, print_v2, run_v2, v2_bars  # noqa: E402
 

@@ -9,6 +9,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import distinct_boards as db  # noqa: E402
+import distinct_report  # noqa: E402
 
 
 def _board(spread: float, models: int = 40, items: int = 400, seed: int = 0):
@@ -73,7 +74,7 @@ def test_seed_spread_lists_every_seed_and_their_mean():
             }
         }
 
-    out = db.seed_spread({0: res(0.7), 3: res(1.1)})["x"]["30"]
+    out = distinct_report.seed_spread({0: res(0.7), 3: res(1.1)})["x"]["30"]
     assert out["seeds"] == [0, 3] and out["ratio"] == [0.7, 1.1] and out["families_below_075"] == [0, 1]
     assert out["mean_ratio"] == 0.9 and out["mean_coverage"] == 0.9 and out["families"] == 4
 
