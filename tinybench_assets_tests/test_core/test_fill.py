@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import pytest
 
 from tinybench_assets.core.estimation.anchor_sets import AnchorSet
 from tinybench_assets.core.estimation.bank import bank_arrays, bank_estimates
@@ -190,3 +191,62 @@ def test_fill_primal_and_dual_forms_agree():
     beta = np.linalg.solve(X.T @ X + ridge * np.eye(40), X.T @ (Ya - mu).T)
     np.testing.assert_allclose(pred_v[:, 0], V.mean() + (V[:, 0] - V.mean()) @ beta, atol=1e-10)
     np.testing.assert_allclose(pred_a, np.clip(mu + (X @ beta).T, 0, 1), atol=1e-10)
+
+
+def test_a_bank_model_without_a_value_counts_at_the_banks_mean():
+    """A bank model that did not run the scenario counts as the bank's mean value there, not as zero."""
+    rng = np.random.default_rng(0)
+    B = (rng.random((8, 6)) < 0.5).astype(float)
+    V = rng.random((8, 1))
+    Ya = (rng.random((2, 6)) < 0.5).astype(float)
+    missing, at_mean = V.copy(), V.copy()
+    missing[3, 0] = np.nan
+    at_mean[3, 0] = np.nanmean(missing)
+    np.testing.assert_allclose(fill_means(Ya, B, missing, 0.1)[1], fill_means(Ya, B, at_mean, 0.1)[1], atol=1e-12)
+
+
+def test_fill_adds_its_predicted_anchor_and_caps_the_rest_at_its_weight():
+    """The estimate is the answered anchors, the predicted unanswered one (not a zero) and the predicted rest, clipped
+    to the rest's share of the weight: a model beyond the board's best cannot score above 1 through the rest."""
+    rng = np.random.default_rng(0)
+    Y8 = np.zeros((1, 8))
+    cols, w, sets = _one_scenario(Y8, np.arange(4))  # each anchor 1/8 of the score, the rest 1/2
+    bank = {"answers": rng.random((6, 4)), "values": rng.uniform(0.1, 0.4, (6, 1))}
+    y = np.array([[1.0, np.nan, 0.0, 1.0] + [np.nan] * 4])
+    est = fill_estimates(y, cols, w, sets, bank, {"s": 0.1})["s"][0]
+    pa, pv = fill_means(y[:, :4], bank["answers"], bank["values"], 0.1)
+    assert pa[0, 1] > 0.01
+    assert est == pytest.approx(
+        np.array([1, pa[0, 1], 0, 1]) @ np.full(4, 1 / 8) + np.clip(pv[0, 0], 0, 0.5), abs=1e-12
+    )
+    answers = np.array([[0.25, 0.25, 0.25, 0.75], [0.5] * 4, [0.75, 0.75, 0.75, 0.25]])
+    values = np.array([[0.15], [0.3], [0.45]])
+    top = np.array([[1.0, 1.0, 1.0, 0.0] + [np.nan] * 4])  # beyond the best bank model: its predicted rest > 1/2
+    assert fill_means(top[:, :4], answers, values, 0.01)[1][0, 0] > 0.5
+    capped = fill_estimates(top, cols, w, sets, {"answers": answers, "values": values}, {"s": 0.01})["s"][0]
+    assert capped == pytest.approx(3 / 8 + 0.5, abs=1e-12)
+
+
+def test_fill_means_predicts_each_value_column_on_its_own():
+    rng = np.random.default_rng(2)
+    B = (rng.random((40, 12)) < 0.5).astype(float)
+    V = rng.random((40, 2)) + [0, 5]
+    Ya = (rng.random((2, 12)) < 0.5).astype(float)
+    both = fill_means(Ya, B, V, 0.3)[1]
+    for j in range(2):
+        np.testing.assert_allclose(both[:, j], fill_means(Ya, B, V[:, [j]], 0.3)[1][:, 0], atol=1e-12)
+
+
+def test_the_gate_fires_at_an_equal_error_and_never_on_a_choice_that_serves_the_plain_mean():
+    """'Not below random items' includes equal: a rule whose out-of-fold MAE equals random items' expected error
+    (0.125, exact in binary) is gated where the plain mean did better. A choice that already serves the plain mean
+    is not gated (the predictor would add a gate note to it)."""
+    truth, folds = np.full(40, 0.5), np.arange(40) % 5
+    sign = np.where(np.arange(40) % 2, 1.0, -1.0)
+    assert gate(_choice(truth + sign * 0.125, truth + sign * 0.0625, truth), np.full(40, 0.125), truth, folds)
+    rng = np.random.default_rng(0)
+    truth = rng.uniform(0.2, 0.8, 40)
+    ch = _choice(truth + rng.choice([-1, 1], 40) * 0.05, truth + rng.choice([-1, 1], 40) * 0.02, truth)
+    ch.t1 = ch.t1_json = "anchor"
+    ch.cv[0]["served_t1"], ch.cv[1]["served_t1"] = True, False
+    assert not gate(ch, np.full(40, 0.03), truth, folds)

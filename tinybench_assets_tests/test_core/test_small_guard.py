@@ -128,3 +128,36 @@ def test_predictor_serves_random_anchors_where_the_guard_fires(monkeypatch, expe
         assert not any("no better than random items" in n for n in p.notes_)
     off = SmallBoardPredictor(**{**FAST, "max_folds": 4}, guard=False).fit(Y, w, cols, full, groups, items=items)
     assert off.guard_.designs == dict.fromkeys(cols, "stratified") and off.guard_.excess == {}
+
+
+def test_random_item_error_weighs_only_the_strata_its_items_reach():
+    """Two items over three strata reach two of them: each reached stratum is half the estimate's weight."""
+    subs, ws = np.repeat(["a", "b", "c"], 40), np.ones(120)
+    Y = np.zeros((1, 120))
+    Y[0, ::2] = 1  # accuracy 0.5 in each stratum
+    np.testing.assert_allclose(
+        random_item_error(Y, ws, subs, 2), np.sqrt(2 / np.pi) * np.sqrt(2 * 0.25 * 0.25), rtol=1e-12
+    )
+
+
+def test_the_guard_keeps_a_rule_that_equals_random_items_and_notes_it():
+    """The guard switches a scenario only where its rule is worse than random items (log excess above 0); a rule
+    equal to them (0.125, exact in binary) keeps its anchors, and its note says it is no better than random items."""
+    from types import SimpleNamespace
+
+    truth, folds = np.full(8, 0.5), np.arange(8) % 2
+    served = {"a": {10: truth + np.where(np.arange(8) % 2, 0.125, -0.125)}}
+    switch, excess = guard(served, {"a": {10: np.full(8, 0.125)}}, {"a": truth}, folds)
+    assert excess["a"] == 0.0 and switch[None] == []
+    p = SimpleNamespace(
+        layout_=SimpleNamespace(w=None, cols={"s": None}, subscenarios=None, scenarios=["s"]),
+        _ns=lambda: [10],
+        counts_=None,
+        truth_=SimpleNamespace(t1=truth[:, None]),
+        choices_={("s", 10): SimpleNamespace(oof_served=truth + 0.125)},
+        notes_=[],
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(small_guard, "expected_errors", lambda *a: {"s": {10: np.full(8, 0.125)}})
+        (note,) = small_guard.random_notes(p, None)
+    assert note.startswith("scenario 's', n = 10:") and "no better than random items" in note
