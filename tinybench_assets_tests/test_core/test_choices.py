@@ -5,10 +5,28 @@ a mutant that let a choice read the rows it is scored on, or moved a threshold, 
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
+import pandas as pd
 import pytest
 
-from tinybench_assets.core.estimation.small_choice import fold_gain
+from tinybench_assets.core.estimation import small_design, small_select
+from tinybench_assets.core.estimation.bank import _lowest_mae, bank_arrays, soft_answers
+from tinybench_assets.core.estimation.selection import TIE, Selector, beyond_scores
+from tinybench_assets.core.estimation.selection import choose as choose_clustering
+from tinybench_assets.core.estimation.small_choice import (
+    _nested_bank,
+    _recommend,
+    _t2_choice,
+    bank_wins,
+    choose,
+    fold_gain,
+)
+from tinybench_assets.core.estimation.small_design import choose_designs, log_mae
+from tinybench_assets.core.estimation.small_intervals import MIN_T2
+from tinybench_assets.core.estimation.small_rules import BANK, FILL, Rule
+from tinybench_assets.core.estimation.small_select import _row_variance, choose_board
 
 
 def test_fold_gain_reads_only_the_rows_given():
@@ -33,8 +51,6 @@ def test_fold_gain_reads_only_the_rows_given():
 def test_nested_bank_reads_each_folds_eps_without_it():
     """_nested_bank: fold f's bank_joint is served at the eps best on the other folds, so fold f's own truths cannot
     move it (eps 0.1 is exact on fold 0 only, eps 0.2 better everywhere else)."""
-    from tinybench_assets.core.estimation.small_choice import _nested_bank
-
     M = 40
     folds = np.arange(M) % 4
     truth = np.full(M, 0.5)
@@ -51,9 +67,6 @@ def test_nested_bank_reads_each_folds_eps_without_it():
 def test_the_boards_rule_is_kept_unless_the_scenarios_best_beats_it_steadily():
     """choose(prefer=...): the scenario's best rule replaces the board's rule only when its fold-by-fold gain
     exceeds one standard error (a lucky fold is not enough; a steady gain is)."""
-    from tinybench_assets.core.estimation.small_choice import choose
-    from tinybench_assets.core.estimation.small_rules import Rule
-
     M = 40
     folds = np.arange(M) % 8
     truth = np.full(M, 0.5)
@@ -69,8 +82,6 @@ def test_fold_gain_is_the_mean_per_fold_gain_and_its_standard_error():
     """fold_gain = (mean of the per-fold MAE differences, their sample sd / sqrt(#folds)); bank_wins needs
     gain > BANK_SE * se: per-fold gains -1, 1, 2, 6 points give gain 2, sd 2.94, se 1.47, so the bank wins (it
     would not if the margin were one sd)."""
-    from tinybench_assets.core.estimation.small_choice import bank_wins
-
     M = 40
     folds = np.arange(M) % 4
     truth = np.full(M, 0.5)
@@ -86,9 +97,6 @@ def test_fold_gain_is_the_mean_per_fold_gain_and_its_standard_error():
 def test_design_choice_takes_the_geometric_mean_over_budgets():
     """choose_designs compares log MAEs averaged over the budgets (a geometric mean): stratified 1 and 10 points
     (geometric 3.16, arithmetic 5.5) beats kmeans 4 and 4 points."""
-    from types import SimpleNamespace
-
-    from tinybench_assets.core.estimation.small_design import choose_designs, log_mae
 
     truth = np.linspace(0.2, 0.8, 12)
     folds = np.repeat([0, 1, 2], 4)
@@ -104,9 +112,6 @@ def test_design_choice_takes_the_geometric_mean_over_budgets():
 
 def test_anchor_points_are_tried_on_a_pool_of_exactly_min_pool_items():
     """pick_designs tries anchor points on scenarios of MIN_POOL items or more (the boundary included), not below."""
-    from types import SimpleNamespace
-
-    from tinybench_assets.core.estimation import small_design
 
     class Tried(Exception):
         pass
@@ -137,9 +142,6 @@ def test_anchor_points_are_tried_on_a_pool_of_exactly_min_pool_items():
 def test_the_design_note_gives_anchor_points_error_over_stratifieds():
     """pick_designs' note for a scenario served on anchor points states their out-of-fold error as a ratio to the
     stratified design's: 1 point against 4 points -> 0.25x."""
-    from types import SimpleNamespace
-
-    from tinybench_assets.core.estimation import small_design
 
     truth = np.linspace(0.2, 0.8, 8)
     first = {("s", 30): SimpleNamespace(oof_served=truth + 0.04)}
@@ -164,16 +166,12 @@ def test_the_design_note_gives_anchor_points_error_over_stratifieds():
 
 
 def test_soft_answers_of_a_column_nobody_answered_is_one_half():
-    from tinybench_assets.core.estimation.bank import soft_answers
-
     Y = np.array([[1.0, np.nan], [0.0, np.nan]])
     np.testing.assert_array_equal(soft_answers(Y), [[1.0, 0.5], [0.0, 0.5]])
 
 
 def test_bank_keeps_a_model_that_ran_only_some_scenarios():
     """bank_arrays keeps every row with a value in some scenario (NaN in the others), drops rows with none."""
-    from tinybench_assets.core.estimation.bank import bank_arrays
-
     Y = np.array([[1.0, 0.0, 1.0, 1.0, 0.0, 1.0], [1.0, 1.0, 0.0] + [np.nan] * 3, [np.nan] * 6])
     cols = {"a": np.arange(3), "b": np.arange(3, 6)}
     bank = bank_arrays(Y, cols, np.ones(6), {"a": np.array([0]), "b": np.array([0])})
@@ -182,8 +180,7 @@ def test_bank_keeps_a_model_that_ran_only_some_scenarios():
 
 
 def _sel_table(maes):
-    import pandas as pd
-
+    """A validation table of the selector: {clustering: {estimator: T1 MAE}} on scenarios x and y."""
     return pd.DataFrame(
         [
             {"clustering": c, "scenario": s, "estimator": e, "val_mae_t1": m, "val_mae_t2": np.nan}
@@ -196,28 +193,23 @@ def _sel_table(maes):
 
 def test_the_tie_is_two_percent_of_the_best_mae():
     """selection.TIE: clusterings within 2 % of the best MAE tie (the probe breaks it), 3 % apart do not."""
-    from tinybench_assets.core.estimation.selection import TIE, choose
-
     assert TIE == 0.02
     worst = {"a": 1.6, "b": 0.9}
     for mae_b, want in ((0.020 * 1.02, "b"), (0.020 * 1.03, "a")):
-        got = choose(_sel_table({"a": {"irt": 0.020}, "b": {"irt": mae_b}}), ["x", "y"], worst)
+        got = choose_clustering(_sel_table({"a": {"irt": 0.020}, "b": {"irt": mae_b}}), ["x", "y"], worst)
         assert got[("x", "tinybench")]["t1"][0] == want
 
 
 def test_the_clustering_is_ranked_by_its_best_estimator_per_scenario():
     """tinybench: the clustering with the lowest mean over scenarios of its *best* estimator's T1 MAE, not of every
     estimator's mean ("b" has the best estimator, "a" the better average)."""
-    from tinybench_assets.core.estimation.selection import choose
-
-    out = choose(_sel_table({"a": {"irt": 0.03, "pirt": 0.03}, "b": {"irt": 0.02, "pirt": 0.06}}), ["x", "y"])
+    out = choose_clustering(
+        _sel_table({"a": {"irt": 0.03, "pirt": 0.03}, "b": {"irt": 0.02, "pirt": 0.06}}), ["x", "y"]
+    )
     assert out[("x", "tinybench")]["t1"] == ("b", "irt")
 
 
 def test_beyond_scores_are_read_at_the_budget_only():
-    from types import SimpleNamespace
-
-    from tinybench_assets.core.estimation.selection import beyond_scores
 
     probe = SimpleNamespace(worst_={("a", 10): 0.5, ("a", 30): 0.7, ("b", 10): np.nan, ("b", 30): 0.2})
     assert beyond_scores({"probe": probe}, 10) == {"a": 0.5}
@@ -226,11 +218,6 @@ def test_beyond_scores_are_read_at_the_budget_only():
 
 
 def test_the_selector_never_serves_the_random_baseline():
-    from types import SimpleNamespace
-
-    import pandas as pd
-
-    from tinybench_assets.core.estimation.selection import Selector
 
     recs = [
         {"clustering": c, "n": 10, "scenario": "x", "estimator": e, "val_mae_t1": m, "val_mae_t2": np.nan, "n_val": 5}
@@ -248,8 +235,6 @@ def test_the_selector_never_serves_the_random_baseline():
 def _stub_board(M=40):
     """A stub SmallBoardPredictor state for small_select.choose_board: one scenario, D = 1, n = 10, 4 folds, where
     gpirt_val's lambda is 0.5 (exact) without fold 0 and 0.1 on every row, and irt is 0.5 points off everywhere."""
-    from types import SimpleNamespace
-
     rng = np.random.default_rng(0)
     folds = np.arange(M) % 4
     on0 = folds == 0
@@ -282,8 +267,6 @@ def _stub_board(M=40):
 def test_the_boards_rule_without_a_fold_reads_neither_its_truths_nor_its_lambdas():
     """choose_board's board rule for fold f (the ``prefer`` of fold f's choice) is read on the other folds' rows,
     lambdas included: without fold 0 gpirt_val (lambda 0.5) is exact; on every row its lambda is 0.1 and irt wins."""
-    from tinybench_assets.core.estimation.small_select import choose_board
-
     p, Y = _stub_board()
     _, board_rules, _ = choose_board(p, Y)
     assert board_rules[10][None] == ("irt", 1)
@@ -293,8 +276,6 @@ def test_the_boards_rule_without_a_fold_reads_neither_its_truths_nor_its_lambdas
 def test_row_variance_is_each_models_answer_variance():
     """small_select._row_variance: each row's variance across its answered items (the tutorial's v), NaN for a row
     without answers."""
-    from tinybench_assets.core.estimation.small_select import _row_variance
-
     Ys = np.array([[1.0, 0.0, 1.0, 1.0], [1.0, np.nan, 0.0, np.nan], [np.nan] * 4])
     v = _row_variance(Ys)
     np.testing.assert_allclose(v[:2], [0.1875, 0.25])
@@ -304,9 +285,6 @@ def test_row_variance_is_each_models_answer_variance():
 def test_board_notes_at_their_thresholds():
     """choose_board's notes: a 90 % conformal interval needs ceil(1 / alpha) - 1 = 9 families (9: no note, 8: a
     note); T2 needs MIN_T2 models with a full score (MIN_T2: no note, one fewer: a note)."""
-    from tinybench_assets.core.estimation.small_intervals import MIN_T2
-    from tinybench_assets.core.estimation.small_select import choose_board
-
     for fams, noted in ((9, False), (8, True)):
         p, Y = _stub_board()
         p.layout_.groups = np.array([f"g{i % fams}" for i in range(len(Y))])
@@ -324,8 +302,6 @@ def test_board_notes_at_their_thresholds():
 def test_choose_board_gates_every_choice_on_the_boards_folds(monkeypatch):
     """With ``gate`` on, choose_board calls small_guard.gate on every (scenario, n) choice with that scenario's
     truths and the board's fold ids (each fold's decision read without it), and notes a gated choice."""
-    from tinybench_assets.core.estimation import small_select
-
     p, Y = _stub_board()
     p.gate = True
     p.layout_.w, p.layout_.subscenarios = np.ones(6), {"a": np.array(["a/u"] * 6)}
@@ -348,11 +324,6 @@ def test_choose_board_gates_every_choice_on_the_boards_folds(monkeypatch):
 def test_lowest_mae_picks_each_scenarios_best_grid_value():
     """bank._lowest_mae (eps and fill's lam of the big predictor's AnswerBank): per scenario the grid value with the
     lowest validation MAE against its finite truths."""
-    from types import SimpleNamespace
-
-    import pandas as pd
-
-    from tinybench_assets.core.estimation.bank import _lowest_mae
 
     t = {"a": np.array([0.3, 0.5, np.nan]), "b": np.array([0.6, 0.4, 0.5])}
     best = {"a": 0.2, "b": 0.3}
@@ -367,19 +338,15 @@ def test_lowest_mae_picks_each_scenarios_best_grid_value():
 
 
 def test_a_clustering_exactly_tie_away_from_the_best_still_ties():
-    from tinybench_assets.core.estimation.selection import TIE, choose
-
-    got = choose(_sel_table({"a": {"irt": 0.020}, "b": {"irt": 0.020 * (1 + TIE)}}), ["x", "y"], {"a": 1.6, "b": 0.9})
+    got = choose_clustering(
+        _sel_table({"a": {"irt": 0.020}, "b": {"irt": 0.020 * (1 + TIE)}}), ["x", "y"], {"a": 1.6, "b": 0.9}
+    )
     assert got[("x", "tinybench")]["t1"][0] == "b"
 
 
 def test_t2_choice_is_the_lowest_t2_mae_replaced_by_fill_only_on_a_steady_gain():
     """small_choice._t2_choice: the JSON-evaluable candidate with the lowest cross-fitted T2 MAE, replaced by fill
     only when fill beats it by more than one standard error of the fold-by-fold gain."""
-    from types import SimpleNamespace
-
-    from tinybench_assets.core.estimation.small_choice import _t2_choice
-    from tinybench_assets.core.estimation.small_rules import FILL, Rule
 
     M = 40
     folds = np.arange(M) % 8
@@ -395,10 +362,6 @@ def test_t2_choice_is_the_lowest_t2_mae_replaced_by_fill_only_on_a_steady_gain()
 def test_the_json_recommendation_is_the_best_json_evaluable_exported_rule():
     """small_choice._recommend: t1_json is the exported rule with the lowest CV MAE among those the JSON alone can
     evaluate (the bank, better still, needs the learned file); without T2 maps t2_json follows it."""
-    from types import SimpleNamespace
-
-    from tinybench_assets.core.estimation.small_choice import _recommend
-    from tinybench_assets.core.estimation.small_rules import BANK, Rule
 
     rules = [Rule("anchor", 1), Rule("pirt", 1), Rule("irt", 1), Rule(BANK, 1, eps=0.1)]
     ch = SimpleNamespace(

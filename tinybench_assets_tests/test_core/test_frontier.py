@@ -26,6 +26,7 @@ from tinybench_assets.core.estimation.inference import beyond_board
 from tinybench_assets.core.estimation.predictor import AnchorPredictor
 from tinybench_assets.core.estimation.training import TrainingSplit
 from tinybench_assets_tests.test_core.test_backtest import FAST
+from tinybench_assets_tests.test_core.test_choices import _sel_table
 from tinybench_assets_tests.test_core.test_predictor_batch import openllm_slice
 
 torch.set_num_threads(1)
@@ -279,13 +280,7 @@ def test_the_probe_breaks_a_tie_of_clusterings_only():
     from tinybench_assets.core.estimation.selection import TIE, choose
 
     def table(mae_b):
-        return pd.DataFrame(
-            [
-                {"clustering": c, "scenario": s, "estimator": "irt", "val_mae_t1": m, "val_mae_t2": np.nan}
-                for c, m in (("a", 0.020), ("b", mae_b))
-                for s in ("x", "y")
-            ]
-        )
+        return _sel_table({"a": {"irt": 0.020}, "b": {"irt": mae_b}})
 
     worst = {"a": 1.6, "b": 0.9}  # "a" fails beyond the board, "b" holds
     tie = choose(table(0.020 * (1 + TIE / 2)), ["x", "y"], worst)

@@ -140,7 +140,7 @@ def test_random_item_error_weighs_only_the_strata_its_items_reach():
     )
 
 
-def test_the_guard_keeps_a_rule_that_equals_random_items_and_notes_it():
+def test_the_guard_keeps_a_rule_that_equals_random_items_and_notes_it(monkeypatch):
     """The guard switches a scenario only where its rule is worse than random items (log excess above 0); a rule
     equal to them (0.125, exact in binary) keeps its anchors, and its note says it is no better than random items."""
     from types import SimpleNamespace
@@ -157,7 +157,6 @@ def test_the_guard_keeps_a_rule_that_equals_random_items_and_notes_it():
         choices_={("s", 10): SimpleNamespace(oof_served=truth + 0.125)},
         notes_=[],
     )
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(small_guard, "expected_errors", lambda *a: {"s": {10: np.full(8, 0.125)}})
-        (note,) = small_guard.random_notes(p, None)
+    monkeypatch.setattr(small_guard, "expected_errors", lambda *a: {"s": {10: np.full(8, 0.125)}})
+    (note,) = small_guard.random_notes(p, None)
     assert note.startswith("scenario 's', n = 10:") and "no better than random items" in note
