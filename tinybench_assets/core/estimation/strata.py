@@ -43,7 +43,7 @@ def _spread(ranked: np.ndarray) -> np.ndarray:
     pos = np.minimum((van_der_corput(L) * L).astype(int), L - 1)
     used, order = np.zeros(L, dtype=bool), []
     for p in pos:
-        if used[p]:  # collisions: the nearest unused rank above, else below
+        if used[p]:  # collisions: the nearest unused rank (the lower of two equally near)
             free = np.flatnonzero(~used)
             p = free[np.argmin(np.abs(free - p))]
         used[p] = True
