@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
+import pandas as pd
 import pytest
 
 from tinybench_assets.core.estimation.calibration import (
@@ -13,6 +16,21 @@ from tinybench_assets.core.estimation.calibration import (
     coverage,
     cross_fitted_isotonic,
 )
+from tinybench_assets.core.estimation.served_intervals import ServedIntervals
+
+
+def _served(val_t1: dict, truth) -> ServedIntervals:
+    """A ServedIntervals step fitted on one scenario "s" at n = 10: ``val_t1`` {(c, 10, "s", estimator): (V,)}, the
+    validation models' truths (V,), no families."""
+    data = SimpleNamespace(
+        layout=SimpleNamespace(scenarios=["s"]),
+        T1v=pd.DataFrame({"s": truth}),
+        val={("c", 10): ({(s, e): x for (_, _, s, e), x in val_t1.items()}, {})},
+    )
+    done = {"split": SimpleNamespace(val_groups_=None), "anchors": SimpleNamespace(n_values=(10,))}
+    step = ServedIntervals(0.1, "none", 0)
+    step.fit(data, done)
+    return step
 
 
 def test_isotonic_map_is_monotone_clipped_and_bounded():
@@ -108,24 +126,11 @@ def test_conformal_quantile_finite_sample():
 def test_served_interval_allows_for_the_winners_curse():
     """Forty equally good noisy estimators: the validation winner's own residuals look better than they are, so an
     interval fitted on them under-covers new models; the out-of-selection residuals of the served interval do not."""
-    from types import SimpleNamespace
-
-    import pandas as pd
-
-    from tinybench_assets.core.estimation.served_intervals import ServedIntervals
-
     rng = np.random.default_rng(0)
     V, K = 60, 40
     truth = rng.uniform(0.3, 0.7, V)
     val_t1 = {("c", 10, "s", f"e{k}"): truth + rng.normal(0, 0.05, V) for k in range(K)}
-    data = SimpleNamespace(
-        layout=SimpleNamespace(scenarios=["s"]),
-        T1v=pd.DataFrame({"s": truth}),
-        val={("c", 10): ({(s, e): x for (_, _, s, e), x in val_t1.items()}, {})},
-    )
-    done = {"split": SimpleNamespace(val_groups_=None), "anchors": SimpleNamespace(n_values=(10,))}
-    step = ServedIntervals(0.1, "none", 0)
-    step.fit(data, done)
+    step = _served(val_t1, truth)
     served = step.intervals_[(10, "s", "tinybench")]
     winner = min(val_t1, key=lambda k: np.mean(np.abs(val_t1[k] - truth)))
     naive = ConformalInterval(0.1, "none").fit(val_t1[winner], truth)
@@ -137,6 +142,16 @@ def test_served_interval_allows_for_the_winners_curse():
     assert 0.86 <= np.mean((new_truth >= lo) & (new_truth <= up)) <= 0.97
     assert step.predict(10, "s", "tinybench", est[:3], None)[0].shape == (3,)
     assert step.predict(20, "s", "tinybench", est[:3], "fallback") == "fallback"
+
+
+def test_the_choice_in_each_fold_ranks_estimators_by_absolute_error():
+    """The out-of-selection residuals come from the estimator each fold's choice picks by its MAE on the other folds:
+    an estimator 20 points low has the lowest signed mean error and must not be picked over one 1 point off."""
+    rng = np.random.default_rng(0)
+    truth = rng.uniform(0.3, 0.7, 50)
+    step = _served({("c", 10, "s", "good"): truth + rng.normal(0, 0.01, 50), ("c", 10, "s", "low"): truth - 0.2}, truth)
+    lo, up = step.intervals_[(10, "s", "tinybench")].predict(np.array([0.5]))  # the good estimator's reading
+    assert lo[0] <= 0.5 <= up[0] and up[0] - lo[0] < 0.1  # the low one's residuals put it at [0.7, 0.7]
 
 
 def test_big_board_t2_interval_is_sized_on_out_of_fold_isotonic_residuals():

@@ -1,14 +1,11 @@
 """The small boards' intervals (core/estimation/small_intervals.py) and the big predictor's validation folds
 (core/estimation/served_intervals.py), on small hand-made inputs: the ungrouped conformal quantile, the widest of
 several intervals, the T2 map cross-fitted without the scored fold, pooled widths where the other residuals are all
-zero, folds that keep a family together, and the choice each fold makes on absolute error."""
+zero, and folds that keep a family together."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
-import pandas as pd
 import pytest
 
 from tinybench_assets.core.estimation.calibration import ConformalInterval, IsotonicCalibrator
@@ -72,20 +69,3 @@ def test_two_validation_pairs_are_enough_for_a_served_interval():
     pairs = [(np.array([0.5]), np.array([0.52])), (np.array([0.6]), np.array([0.58]))]
     step._fit_pairs(10, {("s", "tinybench"): pairs})
     assert (10, "s", "tinybench") in step.intervals_
-
-
-def test_the_choice_in_each_fold_ranks_estimators_by_absolute_error():
-    """The out-of-selection residuals come from the estimator each fold's choice picks by its MAE on the other folds:
-    an estimator 20 points low has the lowest signed mean error and must not be picked over one 1 point off."""
-    rng = np.random.default_rng(0)
-    truth = rng.uniform(0.3, 0.7, 50)
-    data = SimpleNamespace(
-        layout=SimpleNamespace(scenarios=["s"]),
-        T1v=pd.DataFrame({"s": truth}),
-        val={("c", 10): ({("s", "good"): truth + rng.normal(0, 0.01, 50), ("s", "low"): truth - 0.2}, {})},
-    )
-    done = {"split": SimpleNamespace(val_groups_=None), "anchors": SimpleNamespace(n_values=(10,))}
-    step = ServedIntervals(0.1, "none", 0)
-    step.fit(data, done)
-    lo, up = step.intervals_[(10, "s", "tinybench")].predict(np.array([0.5]))  # the good estimator's reading
-    assert lo[0] <= 0.5 <= up[0] and up[0] - lo[0] < 0.1  # the low one's residuals put it at [0.7, 0.7]
